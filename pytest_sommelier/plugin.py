@@ -1,0 +1,1 @@
+"""pytest-sommelier's pytest entry point: options and hook wiring only."""
