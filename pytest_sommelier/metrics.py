@@ -1,0 +1,220 @@
+"""The five exact metrics, as additive per-example components (pure functions, no I/O).
+
+User documentation, with a worked example: ``docs/metrics.md``. In short, for every example:
+
+- ``valid_json_rate``: 1/1 when the parse status is ``ok``, else 0/1;
+- ``function_name_accuracy``: 1/1 when the parsed name equals the gold name, else 0/1;
+- ``argument_exact_match``: 1/1 when the canonical JSON of the parsed arguments equals that of
+  the gold arguments (the name is not consulted), else 0/1;
+- ``argument_f1``: ``2 * matched`` / ``predicted_pairs + gold_pairs`` over flattened
+  (path, canonical value) pairs; a parse failure predicts zero pairs and still adds its gold
+  pairs to the denominator;
+- ``full_call_exact_match``: 1/1 when both the name and the arguments match, else 0/1.
+
+Totals are plain sums of the components over all examples (denominators count every example,
+parse failures included), so a metric is never computed over a filtered sample, and argument F1
+is pooled micro-F1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from pytest_sommelier.errors import InvariantError
+from pytest_sommelier.parse import STATUS_OK, STATUSES
+
+METRIC_NAMES: tuple[str, ...] = (
+    "valid_json_rate",
+    "function_name_accuracy",
+    "argument_exact_match",
+    "argument_f1",
+    "full_call_exact_match",
+)
+
+ROOT_PATH = "<root>"
+"""The path of the single pair that empty arguments flatten to (``("<root>", "{}")``)."""
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+Component = tuple[int, int]
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON text: sorted keys, compact separators, ASCII escapes, no NaN/Infinity.
+
+    Invariant: two JSON values get the same text exactly when they are equal as JSON with the
+    decoded types kept (``"2"`` differs from ``2``, ``1`` from ``1.0``, ``true`` from ``1``).
+    """
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    )
+
+
+def _key_segment(key: str) -> str:
+    """Path segment of an object key: ``.key`` for a plain identifier, else ``["<json key>"]``.
+
+    Invariant: segments are uniquely decodable (an identifier holds no ``.``, ``[`` or ``"``;
+    a quoted key is a complete JSON string), so different structures never share a path.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"argument keys must be str, got {type(key).__name__}")
+    if _IDENTIFIER.fullmatch(key):
+        return f".{key}"
+    return f"[{json.dumps(key, ensure_ascii=True)}]"
+
+
+def flatten_arguments(arguments: dict[str, Any]) -> list[tuple[str, str]]:
+    """Flatten arguments into sorted ``(path, canonical leaf value)`` pairs.
+
+    Paths are built from ``.key`` / ``["key"]`` and ``[i]`` segments; scalars, empty objects
+    and empty arrays are leaves; empty arguments are the single pair ``("<root>", "{}")``.
+    Invariant: paths are unique within the result, and two argument objects have the same pair
+    list exactly when their canonical JSON is equal. Iterative, so depth never recurses.
+    """
+    if not isinstance(arguments, dict):
+        raise TypeError(f"arguments must be a dict, got {type(arguments).__name__}")
+    if not arguments:
+        return [(ROOT_PATH, "{}")]
+    pairs: list[tuple[str, str]] = []
+    pending: list[tuple[str, Any]] = [(_key_segment(k), v) for k, v in arguments.items()]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, dict) and value:
+            pending.extend((path + _key_segment(k), v) for k, v in value.items())
+        elif isinstance(value, list) and value:
+            pending.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+        else:
+            pairs.append((path, canonical_json(value)))
+    pairs.sort()
+    return pairs
+
+
+def argument_diff_paths(
+    gold_arguments: dict[str, Any], predicted_arguments: dict[str, Any] | None
+) -> list[str]:
+    """Sorted paths whose flattened pairs differ: missing, extra, or with a different value.
+
+    ``predicted_arguments`` None (a parse failure) predicts no pairs, so every gold path is
+    listed. Invariant: the result is empty exactly when the arguments match exactly.
+    """
+    gold = dict(flatten_arguments(gold_arguments))
+    predicted = {} if predicted_arguments is None else dict(flatten_arguments(predicted_arguments))
+    paths = gold.keys() | predicted.keys()
+    return sorted(p for p in paths if gold.get(p) != predicted.get(p))
+
+
+def _example_id(record: Mapping[str, Any]) -> str:
+    """The record's example id for error messages (``<unknown>`` if it has none)."""
+    return str(record.get("example_id", "<unknown>"))
+
+
+def _check_call(record: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """Return ``record[field]`` after checking it is a call: str name, dict arguments."""
+    call = record.get(field)
+    if (
+        not isinstance(call, dict)
+        or not isinstance(call.get("name"), str)
+        or not isinstance(call.get("arguments"), dict)
+    ):
+        raise InvariantError(
+            "SOM-METRIC-BAD-CALL",
+            f"{field} is not a call with a string name and an object of arguments",
+            "gold calls come from target_text and parsed calls from the parser; "
+            "re-derive the record instead of editing it",
+            where=f"example {_example_id(record)}",
+        )
+    return call
+
+
+def _checked_calls(
+    record: Mapping[str, Any],
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Return ``(parsed_call or None, gold_call)`` after the record's consistency checks.
+
+    Invariant: a known status; a parsed call exactly when the status is ``ok``; both calls
+    well formed. Any violation is an InvariantError naming the example id.
+    """
+    status = record.get("parse_status")
+    where = f"example {_example_id(record)}"
+    if status not in STATUSES:
+        raise InvariantError(
+            "SOM-METRIC-UNKNOWN-STATUS",
+            f"parse_status {status!r} is not one of {', '.join(STATUSES)}",
+            "re-run the parser over raw_text",
+            where=where,
+        )
+    has_call = record.get("parsed_call") is not None
+    if has_call != (status == STATUS_OK):
+        raise InvariantError(
+            "SOM-METRIC-STATUS-CALL-MISMATCH",
+            f"parse_status {status!r} with parsed_call {'set' if has_call else 'null'}",
+            "a parsed call is present exactly when the status is ok; re-run the parser",
+            where=where,
+        )
+    gold = _check_call(record, "gold_call")
+    parsed = _check_call(record, "parsed_call") if has_call else None
+    return parsed, gold
+
+
+def example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
+    """Per-example ``(numerator, denominator)`` pairs, in METRIC_NAMES order.
+
+    Invariant: summing the components of a list of records gives exactly the totals of
+    ``compute_metrics``; the rate metrics have denominator 1; ``argument_f1`` has numerator
+    ``2 * matched`` and denominator ``predicted_pairs + gold_pairs`` (never 0).
+    """
+    parsed, gold = _checked_calls(record)
+    gold_pairs = flatten_arguments(gold["arguments"])
+    if parsed is None:
+        return ((0, 1), (0, 1), (0, 1), (0, len(gold_pairs)), (0, 1))
+    predicted_pairs = flatten_arguments(parsed["arguments"])
+    matched = len(set(gold_pairs) & set(predicted_pairs))
+    name_ok = int(parsed["name"] == gold["name"])
+    args_ok = int(canonical_json(parsed["arguments"]) == canonical_json(gold["arguments"]))
+    return (
+        (1, 1),
+        (name_ok, 1),
+        (args_ok, 1),
+        (2 * matched, len(predicted_pairs) + len(gold_pairs)),
+        (name_ok & args_ok, 1),
+    )
+
+
+def component_arrays(records: Iterable[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """Numerators and denominators as two int64 arrays of shape ``(len(records), 5)``.
+
+    Invariant: row ``i`` holds ``example_components(records[i])`` in METRIC_NAMES order (this is
+    what the paired bootstrap resamples).
+    """
+    rows = [example_components(record) for record in records]
+    components = np.array(rows, dtype=np.int64).reshape(len(rows), len(METRIC_NAMES), 2)
+    return components[:, :, 0].copy(), components[:, :, 1].copy()
+
+
+def metric_values(numerators: np.ndarray, denominators: np.ndarray) -> dict[str, dict[str, Any]]:
+    """Metrics from summed components: ``{name: {value, numerator, denominator}}``.
+
+    Takes length-5 totals in METRIC_NAMES order. Invariant: ``value`` is
+    ``numerator / denominator`` as a float, or None exactly when the denominator is 0; numbers
+    are plain ints and floats (JSON-safe).
+    """
+    result: dict[str, dict[str, Any]] = {}
+    for name, numerator, denominator in zip(METRIC_NAMES, numerators, denominators, strict=True):
+        num, den = int(numerator), int(denominator)
+        result[name] = {"value": num / den if den else None, "numerator": num, "denominator": den}
+    return result
+
+
+def compute_metrics(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The five metrics over all records, each ``{value, numerator, denominator}``.
+
+    Invariant: every record counts in every denominator (parse failures score 0); the result
+    does not depend on record order; no records give denominators 0 and values None.
+    """
+    numerators, denominators = component_arrays(records)
+    return metric_values(numerators.sum(axis=0), denominators.sum(axis=0))
