@@ -1,0 +1,502 @@
+"""``sommelier format``: prepared examples + a tokenizer's chat template -> a formatted split.
+
+A *prepared example* is one JSONL object with exactly the keys ``example_id``, ``language``,
+``source_example_id`` (null for a root row), ``query``, ``tools`` (a list of JSON-schema function
+descriptions ``{name, description?, parameters}``) and ``gold_call`` (``{name, arguments}``).
+
+A *formatted example* (``sommelier.formatted_example.v2``) adds the rendered ``messages``,
+``prompt_text``, ``target_text``, ``full_text``, ``prompt_sha256``, the tokenizer identity and the
+template policy. Evaluation replays ``prompt_text``; it never rebuilds it.
+
+Invariants kept:
+
+- ``target_text`` is the canonical JSON (sorted keys, compact separators, ASCII escapes) of a
+  one-element array holding exactly the gold call;
+- ``prompt_text`` is a prefix of ``full_text`` and the remainder contains ``target_text``
+  (otherwise the example is refused with an InputError naming it);
+- ``prompt_sha256`` is the SHA-256 of ``prompt_text`` encoded as UTF-8;
+- every prepared row is validated before anything is written (file:line and field named on
+  error), and the output file is written atomically: whole or not at all;
+- a translated row names a root row of the same file in ``source_example_id``, in another
+  language, with byte-identical (canonical) tools and gold call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from pytest_sommelier.errors import InputError
+
+SCHEMA_VERSION = "sommelier.formatted_example.v2"
+POLICY_TOOLS_IN_SYSTEM_V1 = "sommelier.tools-in-system.v1"
+DEFAULT_POLICY = POLICY_TOOLS_IN_SYSTEM_V1
+
+PREPARED_KEYS: tuple[str, ...] = (
+    "example_id",
+    "language",
+    "source_example_id",
+    "query",
+    "tools",
+    "gold_call",
+)
+FORMATTED_KEYS: tuple[str, ...] = (
+    "schema_version",
+    "example_id",
+    "split",
+    "language",
+    "source_example_id",
+    "messages",
+    "prompt_text",
+    "target_text",
+    "full_text",
+    "prompt_sha256",
+    "tokenizer_id",
+    "tokenizer_revision",
+    "template_policy",
+)
+TOOL_KEYS = frozenset({"name", "description", "parameters"})
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+_LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
+_SPLIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+TOOLS_IN_SYSTEM_V1_INSTRUCTION = (
+    "You call tools. Reply with exactly one tool call and nothing else: a JSON array holding "
+    'one object {"name": <tool name>, "arguments": <object>}. No prose, no markdown.\n'
+    "Tools:\n"
+)
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON: sorted keys, separators (",", ":"), ASCII escapes, no NaN/Infinity."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    )
+
+
+def sha256_text(text: str) -> str:
+    """SHA-256 hex digest of ``text`` encoded as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class PreparedExample:
+    """One validated prepared row; ``line`` is its 1-based line in the source file."""
+
+    example_id: str
+    language: str
+    source_example_id: str | None
+    query: str
+    tools: tuple[dict[str, Any], ...]
+    gold_call: dict[str, Any]
+    line: int
+
+
+# ---------------------------------------------------------------- reading and validation
+
+
+def _bad(where: str, field: str, message: str, hint: str) -> InputError:
+    """An InputError for one field of one prepared row."""
+    return InputError("SOM-PREPARED-FIELD", f"field {field!r}: {message}", hint, where=where)
+
+
+def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` that refuses repeated keys (JSON would silently keep the last)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"repeated key {key!r}")
+        result[key] = value
+    return result
+
+
+def _refuse_constant(name: str) -> Any:
+    """``parse_constant`` hook: NaN and Infinity are not JSON."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json_line(text: str, where: str) -> Any:
+    """Decode one JSONL line strictly (no repeated keys, no NaN/Infinity); InputError if bad."""
+    try:
+        return json.loads(text, object_pairs_hook=_strict_object, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(
+            "SOM-PREPARED-JSON",
+            f"line is not a valid JSON object: {str(exc)[:160]}",
+            "write one JSON object per line (UTF-8, no repeated keys, no NaN)",
+            where=where,
+        ) from exc
+
+
+def _check_tool(tool: Any, index: int, where: str) -> dict[str, Any]:
+    """Validate one tool description: ``{name, description?, parameters}`` with a valid schema."""
+    field = f"tools[{index}]"
+    if not isinstance(tool, dict):
+        raise _bad(where, field, "must be an object", "give {name, description, parameters}")
+    unknown = sorted(set(tool) - TOOL_KEYS)
+    if unknown:
+        raise _bad(where, f"{field}.{unknown[0]}", "unknown key", f"allowed: {sorted(TOOL_KEYS)}")
+    name = tool.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise _bad(where, f"{field}.name", "must be a non-empty string", "name the function")
+    if "description" in tool and not isinstance(tool["description"], str):
+        raise _bad(where, f"{field}.description", "must be a string", "describe the function")
+    parameters = tool.get("parameters")
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        raise _bad(
+            where,
+            f"{field}.parameters",
+            "must be a JSON Schema object with type 'object'",
+            'write {"type": "object", "properties": {...}}',
+        )
+    try:
+        jsonschema.Draft202012Validator.check_schema(parameters)
+    except jsonschema.SchemaError as exc:
+        raise _bad(
+            where, f"{field}.parameters", f"is not a valid JSON Schema: {exc.message}", "fix it"
+        ) from exc
+    return tool
+
+
+def _check_tools(value: Any, where: str) -> tuple[dict[str, Any], ...]:
+    """Validate the tool list: non-empty, valid descriptions, unique names."""
+    if not isinstance(value, list) or not value:
+        raise _bad(where, "tools", "must be a non-empty list", "offer at least the gold tool")
+    tools = tuple(_check_tool(tool, index, where) for index, tool in enumerate(value))
+    names = [tool["name"] for tool in tools]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise _bad(where, f"tools[{index}].name", f"repeats {name!r}", "tool names are unique")
+    return tools
+
+
+def _check_gold(value: Any, tools: Sequence[dict[str, Any]], where: str) -> dict[str, Any]:
+    """Validate the gold call: exactly ``{name, arguments}``, an offered tool, schema-valid."""
+    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+        raise _bad(where, "gold_call", "must be exactly {name, arguments}", "one call, no extras")
+    name, arguments = value["name"], value["arguments"]
+    if not isinstance(name, str) or not name:
+        raise _bad(where, "gold_call.name", "must be a non-empty string", "name the tool")
+    if not isinstance(arguments, dict):
+        raise _bad(where, "gold_call.arguments", "must be an object", "use {} for no arguments")
+    by_name = {tool["name"]: tool for tool in tools}
+    if name not in by_name:
+        raise _bad(where, "gold_call.name", f"{name!r} is not among the offered tools", "add it")
+    errors = sorted(
+        jsonschema.Draft202012Validator(by_name[name]["parameters"]).iter_errors(arguments),
+        key=lambda error: list(error.absolute_path),
+    )
+    if errors:
+        path = "".join(f"[{part!r}]" for part in errors[0].absolute_path)
+        raise _bad(
+            where,
+            f"gold_call.arguments{path}",
+            f"does not match the tool's parameters: {errors[0].message[:160]}",
+            "fix the gold call or the tool schema",
+        )
+    return value
+
+
+def _check_string(row: dict[str, Any], field: str, pattern: re.Pattern[str] | None, where: str):
+    """Validate a required string field (optionally against a pattern)."""
+    value = row[field]
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(where, field, "must be a non-empty string", f"set {field}")
+    if pattern is not None and not pattern.match(value):
+        raise _bad(where, field, f"{value!r} does not match {pattern.pattern}", f"fix {field}")
+    return value
+
+
+def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
+    """Validate one decoded prepared row (exact key set, types, tools, gold) -> PreparedExample."""
+    if not isinstance(row, dict):
+        raise InputError("SOM-PREPARED-JSON", "line is not a JSON object", "one object per line",
+                         where=where)
+    unknown = sorted(set(row) - set(PREPARED_KEYS))
+    if unknown:
+        raise _bad(where, unknown[0], "unknown key", f"allowed keys: {', '.join(PREPARED_KEYS)}")
+    missing = [key for key in PREPARED_KEYS if key not in row]
+    if missing:
+        raise _bad(where, missing[0], "missing", f"every row needs: {', '.join(PREPARED_KEYS)}")
+    example_id = _check_string(row, "example_id", _ID_RE, where)
+    language = _check_string(row, "language", _LANGUAGE_RE, where)
+    query = _check_string(row, "query", None, where)
+    source = row["source_example_id"]
+    if source is not None:
+        source = _check_string(row, "source_example_id", _ID_RE, where)
+        if source == example_id:
+            raise _bad(where, "source_example_id", "names the row itself", "name its root row")
+    tools = _check_tools(row["tools"], where)
+    gold = _check_gold(row["gold_call"], tools, where)
+    return PreparedExample(example_id, language, source, query, tools, gold, line)
+
+
+def check_pairs(examples: Sequence[PreparedExample], path: str) -> None:
+    """Check ids are unique and every translation joins a root of this file with equal tools/gold.
+
+    A root has ``source_example_id`` null; a translation's root must be such a row, in another
+    language, with canonical-JSON-identical ``tools`` and ``gold_call``.
+    """
+    by_id: dict[str, PreparedExample] = {}
+    for example in examples:
+        if example.example_id in by_id:
+            first = by_id[example.example_id].line
+            raise InputError(
+                "SOM-PREPARED-DUPLICATE-ID",
+                f"example_id {example.example_id!r} repeats the one on line {first}",
+                "example ids are unique within a file",
+                where=f"{path}:{example.line}",
+            )
+        by_id[example.example_id] = example
+    for example in examples:
+        if example.source_example_id is None:
+            continue
+        where = f"{path}:{example.line}"
+        root = by_id.get(example.source_example_id)
+        if root is None or root.source_example_id is not None:
+            raise _bad(where, "source_example_id",
+                       f"{example.source_example_id!r} is not a root row of this file",
+                       "a translation names a row with source_example_id null")
+        if root.language == example.language:
+            raise _bad(where, "language", f"same language as its root {root.example_id!r}",
+                       "a translation is in another language than its root")
+        for field in ("tools", "gold_call"):
+            ours, theirs = getattr(example, field), getattr(root, field)
+            if canonical_json(list(ours) if field == "tools" else ours) != canonical_json(
+                list(theirs) if field == "tools" else theirs
+            ):
+                raise InputError(
+                    "SOM-PREPARED-PAIR-MISMATCH",
+                    f"field {field!r} differs from root {root.example_id!r}",
+                    "tools and gold call of a translation are byte-identical to its root's",
+                    where=where,
+                )
+
+
+def read_prepared(path: Path | str) -> list[PreparedExample]:
+    """Read and validate a prepared JSONL file (blank lines refused); InputError names file:line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise InputError("SOM-PREPARED-MISSING", "prepared file not found", "check the path",
+                         where=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError("SOM-PREPARED-ENCODING", "file is not UTF-8", "save it as UTF-8",
+                         where=str(path)) from exc
+    examples = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        where = f"{path}:{number}"
+        if not line.strip():
+            raise InputError("SOM-PREPARED-BLANK-LINE", "blank line", "remove it", where=where)
+        examples.append(validate_prepared_row(parse_json_line(line, where), where, number))
+    if not examples:
+        raise InputError("SOM-PREPARED-EMPTY", "no prepared rows", "add rows", where=str(path))
+    check_pairs(examples, str(path))
+    return examples
+
+
+# ---------------------------------------------------------------- policies and rendering
+
+
+def tools_in_system_v1(example: PreparedExample) -> list[dict[str, str]]:
+    """Policy ``sommelier.tools-in-system.v1``: [system (instruction + tools JSON), user query]."""
+    system = TOOLS_IN_SYSTEM_V1_INSTRUCTION + canonical_json(list(example.tools))
+    return [{"role": "system", "content": system}, {"role": "user", "content": example.query}]
+
+
+POLICIES: dict[str, Callable[[PreparedExample], list[dict[str, str]]]] = {
+    POLICY_TOOLS_IN_SYSTEM_V1: tools_in_system_v1,
+}
+
+
+def check_policy(policy: str) -> Callable[[PreparedExample], list[dict[str, str]]]:
+    """The message builder of a known policy; InputError naming --policy otherwise."""
+    if policy not in POLICIES:
+        raise InputError("SOM-FORMAT-POLICY", f"unknown template policy {policy!r}",
+                         f"use one of: {', '.join(POLICIES)}", where="--policy")
+    return POLICIES[policy]
+
+
+def build_messages(example: PreparedExample, policy: str) -> list[dict[str, str]]:
+    """The prompt messages of ``example`` under ``policy``; InputError for an unknown policy."""
+    return check_policy(policy)(example)
+
+
+def target_text(gold_call: dict[str, Any]) -> str:
+    """Canonical JSON of a one-element array holding exactly the gold call."""
+    return canonical_json([{"name": gold_call["name"], "arguments": gold_call["arguments"]}])
+
+
+def _render(tokenizer: Any, messages: list[dict[str, str]], *, generation_prompt: bool) -> str:
+    """Apply the tokenizer's chat template as text."""
+    return tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=generation_prompt
+    )
+
+
+def format_example(
+    example: PreparedExample,
+    tokenizer: Any,
+    *,
+    split: str,
+    policy: str,
+    tokenizer_id: str,
+    tokenizer_revision: str,
+) -> dict[str, Any]:
+    """Render one prepared example into a ``sommelier.formatted_example.v2`` row.
+
+    Refuses (InputError naming the example) when the prompt is not a prefix of the full text or
+    the assistant part does not contain the target text.
+    """
+    messages = build_messages(example, policy)
+    target = target_text(example.gold_call)
+    prompt = _render(tokenizer, messages, generation_prompt=True)
+    full = _render(
+        tokenizer, [*messages, {"role": "assistant", "content": target}], generation_prompt=False
+    )
+    if not full.startswith(prompt):
+        raise InputError(
+            "SOM-FORMAT-TEMPLATE-PREFIX",
+            f"example {example.example_id!r}: the chat template's prompt_text is not a prefix of "
+            "its full_text, so a generated continuation could never reproduce the target",
+            "use a tokenizer whose chat template renders the generation prompt as a prefix of "
+            "the conversation with the assistant turn",
+            where=f"example_id={example.example_id}",
+        )
+    if target not in full[len(prompt) :]:
+        raise InputError(
+            "SOM-FORMAT-TEMPLATE-TARGET",
+            f"example {example.example_id!r}: the chat template altered the assistant content",
+            "use a chat template that keeps the assistant content verbatim",
+            where=f"example_id={example.example_id}",
+        )
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "example_id": example.example_id,
+        "split": split,
+        "language": example.language,
+        "source_example_id": example.source_example_id,
+        "messages": messages,
+        "prompt_text": prompt,
+        "target_text": target,
+        "full_text": full,
+        "prompt_sha256": sha256_text(prompt),
+        "tokenizer_id": tokenizer_id,
+        "tokenizer_revision": tokenizer_revision,
+        "template_policy": policy,
+    }
+
+
+def check_split_name(split: str) -> str:
+    """Validate a split name (``test``, ``train``, ...); InputError naming --split."""
+    if not _SPLIT_RE.match(split):
+        raise InputError("SOM-FORMAT-SPLIT", f"bad split name {split!r}",
+                         "use letters, digits, '.', '_' or '-'", where="--split")
+    return split
+
+
+def format_examples(
+    examples: Iterable[PreparedExample],
+    tokenizer: Any,
+    *,
+    split: str,
+    policy: str = DEFAULT_POLICY,
+    tokenizer_id: str,
+    tokenizer_revision: str,
+) -> list[dict[str, Any]]:
+    """Format every example (input order kept); InputError when the tokenizer has no template."""
+    check_split_name(split)
+    check_policy(policy)
+    if not getattr(tokenizer, "chat_template", None):
+        raise InputError("SOM-FORMAT-NO-CHAT-TEMPLATE", "the tokenizer has no chat template",
+                         "use a tokenizer (or .gguf) that ships a chat template",
+                         where=f"tokenizer={tokenizer_id}")
+    return [
+        format_example(
+            example,
+            tokenizer,
+            split=split,
+            policy=policy,
+            tokenizer_id=tokenizer_id,
+            tokenizer_revision=tokenizer_revision,
+        )
+        for example in examples
+    ]
+
+
+# ---------------------------------------------------------------- writing
+
+
+def formatted_line(row: dict[str, Any]) -> str:
+    """One JSONL line for a formatted row: UTF-8 text, field order of the v2 schema."""
+    return json.dumps({key: row[key] for key in FORMATTED_KEYS}, ensure_ascii=False,
+                      allow_nan=False)
+
+
+def write_jsonl_atomic(path: Path | str, rows: Iterable[dict[str, Any]]) -> None:
+    """Write rows as JSONL atomically: temp file in the same folder, fsync, then rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
+        delete=False,
+    )
+    try:
+        with handle:
+            for row in rows:
+                handle.write(formatted_line(row) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def format_file(
+    prepared: Path | str,
+    out: Path | str,
+    *,
+    tokenizer_ref: str,
+    split: str,
+    revision: str | None = None,
+    policy: str = DEFAULT_POLICY,
+    base_dir: Path | str | None = None,
+    tokenizer: Any = None,
+) -> list[dict[str, Any]]:
+    """Read, validate, format and atomically write a split; returns the formatted rows.
+
+    The tokenizer is loaded from ``tokenizer_ref`` unless given; its identity is always derived
+    from the reference (content digest for local files), so it carries no machine path.
+    """
+    from pytest_sommelier.modelref import load_tokenizer, tokenizer_identity
+
+    check_split_name(split)
+    check_policy(policy)
+    examples = read_prepared(prepared)
+    if tokenizer is None:
+        tokenizer = load_tokenizer(tokenizer_ref, revision=revision, base_dir=base_dir)
+    tokenizer_id, tokenizer_revision = tokenizer_identity(
+        tokenizer_ref, revision, tokenizer, base_dir=base_dir
+    )
+    rows = format_examples(
+        examples,
+        tokenizer,
+        split=split,
+        policy=policy,
+        tokenizer_id=tokenizer_id,
+        tokenizer_revision=tokenizer_revision,
+    )
+    write_jsonl_atomic(out, rows)
+    return rows
