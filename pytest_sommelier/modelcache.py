@@ -1,0 +1,232 @@
+"""A load cache for GGUF bases: dequantize once, then read a safetensors copy.
+
+Loading a ``.gguf`` file with transformers dequantizes every tensor (tens of seconds for the demo
+model). The first load of a given file converts it and writes a safetensors copy of the model and
+its tokenizer into a user cache folder::
+
+    $SOMMELIER_CACHE_DIR/<sha256 of the gguf>/          (when the variable is set)
+    ~/.cache/pytest-sommelier/models/<sha256 of the gguf>/
+
+Later loads (in any process) read the copy. Set ``SOMMELIER_MODEL_CACHE=0`` to bypass the cache
+and dequantize the GGUF on every load.
+
+Invariants kept here:
+
+- a cache folder is complete or absent: it is written into a temporary sibling and renamed into
+  place, and its marker file (written last) must name the same GGUF digest, cache format and
+  transformers version, or the folder is rebuilt;
+- every load through the cache, the first included, reads the safetensors copy, so the first
+  and later loads return the same weights and tokenizer and give token-identical outputs;
+- the caller's identity for the model stays the GGUF's content digest; nothing here changes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_sommelier.errors import SommelierEnvironmentError
+
+CACHE_DIR_ENV = "SOMMELIER_CACHE_DIR"
+CACHE_SWITCH_ENV = "SOMMELIER_MODEL_CACHE"
+CACHE_FORMAT = 1
+MARKER_NAME = "sommelier-model-cache.json"
+
+# A converter turns a GGUF file into (model, tokenizer) held in memory; it is only called on a
+# cache miss. A loader reads a saved folder back as (model, tokenizer).
+Converter = Callable[[Path], tuple[Any, Any]]
+Loader = Callable[[Path, Any], tuple[Any, Any]]
+
+
+@dataclass(frozen=True)
+class CachedLoad:
+    """What one load through the cache returned and how (``status``: hit, miss or disabled)."""
+
+    model: Any
+    tokenizer: Any
+    status: str
+    folder: Path | None
+
+
+def cache_root() -> Path:
+    """The folder that holds one sub-folder per GGUF digest."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".cache" / "pytest-sommelier" / "models"
+
+
+def cache_enabled() -> bool:
+    """False when ``SOMMELIER_MODEL_CACHE`` is set to 0, false, no or off."""
+    value = os.environ.get(CACHE_SWITCH_ENV, "1").strip().lower()
+    return value not in {"0", "false", "no", "off"}
+
+
+def _transformers_version() -> str:
+    """The installed transformers version (part of the marker: conversions may change)."""
+    import transformers
+
+    return str(transformers.__version__)
+
+
+def expected_marker(gguf_sha256: str) -> dict[str, Any]:
+    """The marker a valid cache folder for this GGUF digest holds."""
+    return {
+        "format": CACHE_FORMAT,
+        "gguf_sha256": gguf_sha256,
+        "transformers": _transformers_version(),
+    }
+
+
+def is_valid_cache(folder: Path, gguf_sha256: str) -> bool:
+    """True when ``folder`` is a complete cache entry for this digest under this runtime."""
+    marker = folder / MARKER_NAME
+    try:
+        recorded = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return recorded == expected_marker(gguf_sha256)
+
+
+def dequantize_gguf(gguf_path: Path) -> tuple[Any, Any]:
+    """Load a GGUF file with transformers (float32, CPU): the expensive step the cache saves."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file=name, trust_remote_code=False, **dtype_kwargs(torch.float32)
+    )
+    return model, tokenizer
+
+
+def load_saved_copy(folder: Path, dtype: Any) -> tuple[Any, Any]:
+    """Read a cache folder back (safetensors only, no remote code) in ``dtype`` on CPU."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(folder), use_safetensors=True, trust_remote_code=False, **dtype_kwargs(dtype)
+    )
+    return model, tokenizer
+
+
+def dtype_kwargs(dtype: Any) -> dict[str, Any]:
+    """The from_pretrained dtype keyword: ``dtype`` from transformers 4.56, else ``torch_dtype``."""
+    major, minor = (int(part) for part in _transformers_version().split(".")[:2])
+    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
+
+
+def save_plain_copy(model: Any, tokenizer: Any, folder: Path) -> None:
+    """Write a dequantized model and its tokenizer as a plain safetensors checkpoint.
+
+    A model loaded from GGUF carries a GGUF quantizer that refuses to serialize; the weights are
+    already dequantized, so the quantizer and its config entry are dropped before saving.
+    """
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(str(folder), safe_serialization=True)
+    tokenizer.save_pretrained(str(folder))
+
+
+def build_cache_entry(
+    gguf_path: Path, gguf_sha256: str, folder: Path, converter: Converter = dequantize_gguf
+) -> None:
+    """Convert ``gguf_path`` and publish it at ``folder`` atomically (temp dir + rename).
+
+    When another process publishes the same entry first, its copy is kept and ours discarded.
+    """
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        model, tokenizer = converter(gguf_path)
+        save_plain_copy(model, tokenizer, staging)
+        del model
+        marker = json.dumps(expected_marker(gguf_sha256), indent=2, sort_keys=True) + "\n"
+        (staging / MARKER_NAME).write_text(marker, encoding="utf-8")
+        _publish(staging, folder, gguf_sha256)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish(staging: Path, folder: Path, gguf_sha256: str) -> None:
+    """Rename ``staging`` to ``folder``, moving a stale entry aside first; keep a valid rival."""
+    if folder.exists() and not is_valid_cache(folder, gguf_sha256):
+        trash = Path(tempfile.mkdtemp(prefix=f".{folder.name}.stale.", dir=folder.parent))
+        try:
+            os.replace(folder, trash / "entry")
+        except OSError:
+            pass
+        shutil.rmtree(trash, ignore_errors=True)
+    try:
+        os.rename(staging, folder)
+    except OSError:
+        if not is_valid_cache(folder, gguf_sha256):
+            raise
+
+
+def load_gguf(
+    gguf_path: Path,
+    gguf_sha256: str,
+    dtype: Any,
+    *,
+    use_cache: bool | None = None,
+    root: Path | None = None,
+    converter: Converter = dequantize_gguf,
+    loader: Loader = load_saved_copy,
+) -> CachedLoad:
+    """Load a GGUF base as (model, tokenizer), through the safetensors cache when enabled.
+
+    ``use_cache`` None follows ``SOMMELIER_MODEL_CACHE``. A cache folder that cannot be written
+    falls back to a direct load with a warning; a converter failure raises
+    SommelierEnvironmentError naming the file.
+    """
+    if use_cache is None:
+        use_cache = cache_enabled()
+    if not use_cache:
+        model, tokenizer = _convert(converter, gguf_path)
+        return CachedLoad(model.to(dtype), tokenizer, "disabled", None)
+    folder = (root if root is not None else cache_root()) / gguf_sha256
+    status = "hit"
+    if not is_valid_cache(folder, gguf_sha256):
+        status = "miss"
+        try:
+            build_cache_entry(
+                gguf_path, gguf_sha256, folder, lambda path: _convert(converter, path)
+            )
+        except OSError as exc:
+            warnings.warn(
+                f"pytest-sommelier: could not write the model cache at {folder} ({exc}); "
+                "loading the GGUF directly",
+                stacklevel=2,
+            )
+            model, tokenizer = _convert(converter, gguf_path)
+            return CachedLoad(model.to(dtype), tokenizer, "disabled", None)
+    model, tokenizer = loader(folder, dtype)
+    return CachedLoad(model, tokenizer, status, folder)
+
+
+def _convert(converter: Converter, gguf_path: Path) -> tuple[Any, Any]:
+    """Run the converter; wrap its failures in SommelierEnvironmentError naming the file."""
+    try:
+        return converter(gguf_path)
+    except SommelierEnvironmentError:
+        raise
+    except Exception as exc:
+        raise SommelierEnvironmentError(
+            "SOM-BACKEND-GGUF-LOAD",
+            f"could not load the GGUF file {gguf_path.name!r}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200] if str(exc) else ''}",
+            "install the 'gguf' package and check that the file is a complete GGUF model",
+            where=gguf_path.name,
+        ) from exc
