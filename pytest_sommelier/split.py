@@ -1,0 +1,394 @@
+"""Load a formatted split (``sommelier.formatted_example.v2`` JSONL) into slices and pairs.
+
+Every line is validated on its own (JSON, then ``schemas/formatted_example.v2.schema.json``,
+then the row rules), in file order, so the first bad line is the one reported; errors name
+``file:line`` and the field. Then the slice rules run (see docs/formatted_split.md).
+
+Invariants kept by a returned ``FormattedSplit``:
+
+- ``sha256`` is the SHA-256 of the file's bytes exactly as read (every line, blank or not);
+- every example's ``prompt_sha256`` equals ``sha256(prompt_text)`` (else ``InvariantError``);
+- example ids are unique in the file, every row has the same ``split`` value, and every
+  ``gold_call`` is one ``{"name": non-empty str, "arguments": object}`` call;
+- ``slices`` holds every configured language, in configured order, each non-empty and in
+  file order; rows of other languages are left out of ``examples`` and ``slices``;
+- ``pairs[target]`` lists ``(root_id, target_id)`` in target-slice file order, each root a
+  row of the reference slice (``slices[0]``) and used at most once per target slice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from pytest_sommelier.digests import pair_set_sha256, prompt_set_sha256, sha256_text
+from pytest_sommelier.errors import InputError, InvariantError
+
+SCHEMA_VERSION = "sommelier.formatted_example.v2"
+EXAMPLE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "formatted_example.v2.schema.json"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One formatted example; ``line`` is its 1-based line in the split file."""
+
+    example_id: str
+    language: str
+    source_example_id: str | None
+    prompt_text: str
+    prompt_sha256: str
+    gold_call: dict
+    line: int
+
+
+@dataclass(frozen=True)
+class FormattedSplit:
+    """A validated split partitioned into the configured slices (``slices[0]`` is the root)."""
+
+    path: Path
+    sha256: str
+    split: str
+    examples: tuple[Example, ...]
+    slices: dict[str, tuple[Example, ...]]
+    prompt_set_sha256: dict[str, str]
+    pairs: dict[str, tuple[tuple[str, str], ...]]
+    pair_set_sha256: dict[str, str]
+
+
+def load_split(path: str | os.PathLike[str], slices: Sequence[str]) -> FormattedSplit:
+    """Read and validate the split at ``path`` for the configured ``slices`` (root first)."""
+    label = str(path)
+    slice_names = _check_slice_names(slices)
+    digest = hashlib.sha256()
+    examples: list[Example] = []
+    lines_by_id: dict[str, int] = {}
+    split_value: tuple[str, int] | None = None
+    for line, record in _records(Path(path), label, digest):
+        where = f"{label}:{line}"
+        example = _example(record, line, where)
+        first = lines_by_id.setdefault(example.example_id, line)
+        if first != line:
+            raise InputError(
+                "SOM-SPLIT-DUPLICATE-ID",
+                f"example_id {example.example_id!r} already used on line {first}",
+                "example ids must be unique in the split",
+                where=where,
+            )
+        if split_value is None:
+            split_value = (record["split"], line)
+        elif record["split"] != split_value[0]:
+            raise InputError(
+                "SOM-SPLIT-MIXED-SPLIT",
+                f"field 'split' is {record['split']!r} but line {split_value[1]} has "
+                f"{split_value[0]!r}",
+                "a split file holds one split only",
+                where=where,
+            )
+        examples.append(example)
+    by_slice = _partition(examples, slice_names, label)
+    pairs = _pairs(by_slice, slice_names, label)
+    return FormattedSplit(
+        path=Path(path),
+        sha256=digest.hexdigest(),
+        split=split_value[0] if split_value else "",
+        examples=tuple(e for e in examples if e.language in by_slice),
+        slices=by_slice,
+        prompt_set_sha256={name: prompt_set_sha256(rows) for name, rows in by_slice.items()},
+        pairs={
+            target: tuple((r.example_id, t.example_id) for r, t in p) for target, p in pairs.items()
+        },
+        pair_set_sha256={
+            target: pair_set_sha256(
+                (r.example_id, r.prompt_sha256, t.example_id, t.prompt_sha256) for r, t in p
+            )
+            for target, p in pairs.items()
+        },
+    )
+
+
+def _check_slice_names(slices: Sequence[str]) -> tuple[str, ...]:
+    """At least one slice, no repeats (the suite loader guarantees this for suites)."""
+    names = tuple(slices)
+    if not names or len(set(names)) != len(names):
+        raise InputError(
+            "SOM-SPLIT-SLICES",
+            f"slices must be a non-empty list of distinct names, got {list(names)!r}",
+            "configure suite.slices, the reference slice first",
+        )
+    return names
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _records(path: Path, label: str, digest: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line, record)`` per non-blank line, feeding every byte read into ``digest``.
+
+    Blank (whitespace-only) lines are allowed only at the end of the file: a blank line
+    followed by a record is an error naming the blank line.
+    """
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise InputError(
+            "SOM-SPLIT-MISSING", "split file not found", "check suite.test_split", where=label
+        ) from None
+    blank_line: int | None = None
+    with handle:
+        for line, raw in enumerate(handle, start=1):
+            digest.update(raw)
+            if not raw.strip():
+                blank_line = blank_line or line
+                continue
+            if blank_line is not None:
+                raise InputError(
+                    "SOM-SPLIT-BLANK-LINE",
+                    "blank line inside the split",
+                    "remove it: only trailing blank lines are ignored",
+                    where=f"{label}:{blank_line}",
+                )
+            yield line, _validated_record(raw, f"{label}:{line}")
+
+
+def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
+    """Decode one line as a JSON object that matches the v2 schema."""
+    try:
+        record = _strict_json(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(
+            "SOM-SPLIT-ENCODING", "line is not valid UTF-8", "write the split as UTF-8", where=where
+        ) from None
+    except ValueError as exc:
+        raise InputError(
+            "SOM-SPLIT-JSON",
+            f"line is not valid JSON: {exc}",
+            "each line must be one JSON object",
+            where=where,
+        ) from None
+    if not isinstance(record, dict):
+        raise InputError(
+            "SOM-SPLIT-JSON",
+            f"line is a JSON {type(record).__name__}, not an object",
+            "each line must be one JSON object",
+            where=where,
+        )
+    version = record.get("schema_version")
+    if "schema_version" in record and version != SCHEMA_VERSION:
+        raise InputError(
+            "SOM-SPLIT-SCHEMA-VERSION",
+            f"unknown schema_version {version!r}",
+            f"expected {SCHEMA_VERSION!r}; re-run sommelier format",
+            where=where,
+        )
+    errors = list(_example_validator().iter_errors(record))
+    if errors:
+        errors.sort(key=_error_rank)
+        raise _schema_error(errors[0], where)
+    return record
+
+
+def _strict_json(text: str) -> Any:
+    """``json.loads`` that refuses repeated keys and NaN/Infinity (``ValueError``)."""
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Object hook: a key repeated in one object is an error, not a silent overwrite."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"repeated key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON."""
+    raise ValueError(f"{name} is not JSON")
+
+
+@cache
+def _example_validator() -> jsonschema.protocols.Validator:
+    """The compiled v2 row schema (loaded once per process)."""
+    schema = json.loads(EXAMPLE_SCHEMA_FILE.read_text(encoding="utf-8"))
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
+
+
+_ERROR_PRIORITY = {"required": 0, "additionalProperties": 1, "type": 2}
+
+
+def _error_rank(error: jsonschema.ValidationError) -> tuple[int, int, str]:
+    """Missing fields first, then unknown fields, then types, shallow before deep."""
+    path = list(error.absolute_path)
+    return (_ERROR_PRIORITY.get(str(error.validator), 3), len(path), repr(path))
+
+
+def _schema_error(error: jsonschema.ValidationError, where: str) -> InputError:
+    """One schema violation as an ``InputError`` naming the field."""
+    validator = str(error.validator)
+    if validator == "required":
+        missing = [k for k in error.validator_value if k not in error.instance]
+        field = _field_text([*error.absolute_path, missing[0]])
+        return InputError(
+            "SOM-SPLIT-MISSING-FIELD",
+            f"missing field {field!r}",
+            "every v2 field is required (see docs/formatted_split.md)",
+            where=where,
+        )
+    if validator == "additionalProperties":
+        allowed = set(error.schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in allowed)
+        return InputError(
+            "SOM-SPLIT-UNKNOWN-FIELD",
+            f"unknown field {extra[0]!r}",
+            "a v2 row has exactly the documented fields",
+            where=where,
+        )
+    message = " ".join(error.message.split())
+    if len(message) > 120:
+        message = message[:117] + "..."
+    return InputError(
+        "SOM-SPLIT-FIELD",
+        f"field {_field_text(error.absolute_path)!r}: {message}",
+        "see docs/formatted_split.md for the field types",
+        where=where,
+    )
+
+
+def _field_text(path: Iterable[Any]) -> str:
+    """``messages[0].role`` style name of a field path."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _example(record: dict[str, Any], line: int, where: str) -> Example:
+    """An ``Example`` from a schema-valid record, after the digest and gold-call checks."""
+    if sha256_text(record["prompt_text"]) != record["prompt_sha256"]:
+        raise InvariantError(
+            "SOM-SPLIT-PROMPT-SHA",
+            f"example {record['example_id']!r}: prompt_sha256 does not match sha256(prompt_text)",
+            "the prompt was edited after formatting: re-run sommelier format",
+            where=where,
+        )
+    return Example(
+        example_id=record["example_id"],
+        language=record["language"],
+        source_example_id=record["source_example_id"],
+        prompt_text=record["prompt_text"],
+        prompt_sha256=record["prompt_sha256"],
+        gold_call=_gold_call(record["target_text"], record["example_id"], where),
+        line=line,
+    )
+
+
+def _gold_call(target_text: str, example_id: str, where: str) -> dict[str, Any]:
+    """The one gold call in ``target_text``: a JSON array of exactly one call object."""
+    try:
+        value = _strict_json(target_text)
+    except ValueError as exc:
+        problem = f"is not valid JSON ({exc})"
+    else:
+        problem = _gold_problem(value)
+        if problem is None:
+            return value[0]
+    raise InputError(
+        "SOM-SPLIT-GOLD-CALL",
+        f"example {example_id!r}: field 'target_text' {problem}",
+        'target_text must be [{"name": "...", "arguments": {...}}] with exactly one call',
+        where=where,
+    )
+
+
+def _gold_problem(value: Any) -> str | None:
+    """Why ``value`` is not a one-call array (None when it is one)."""
+    if not isinstance(value, list):
+        return "is not a JSON array"
+    if len(value) != 1:
+        return f"holds {len(value)} calls, not exactly one"
+    call = value[0]
+    if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
+        return 'holds a call that is not {"name", "arguments"}'
+    if not isinstance(call["name"], str) or not call["name"]:
+        return "holds a call whose name is not a non-empty string"
+    if not isinstance(call["arguments"], dict):
+        return "holds a call whose arguments are not an object"
+    return None
+
+
+# --------------------------------------------------------------------------- slices
+
+
+def _partition(
+    examples: Sequence[Example], slices: Sequence[str], label: str
+) -> dict[str, tuple[Example, ...]]:
+    """Configured slices in configured order; rows of other languages are left out."""
+    by_slice: dict[str, list[Example]] = {name: [] for name in slices}
+    for example in examples:
+        if example.language in by_slice:
+            by_slice[example.language].append(example)
+    for name, rows in by_slice.items():
+        if not rows:
+            present = sorted({e.language for e in examples})
+            raise InputError(
+                "SOM-SPLIT-EMPTY-SLICE",
+                f"configured slice {name!r} has no rows",
+                f"languages in the split: {', '.join(present) or '(none)'}; "
+                "fix suite.slices or the split",
+                where=label,
+            )
+    return {name: tuple(rows) for name, rows in by_slice.items()}
+
+
+def _pairs(
+    by_slice: dict[str, tuple[Example, ...]], slices: Sequence[str], label: str
+) -> dict[str, list[tuple[Example, Example]]]:
+    """Matched (root, target) pairs of every non-reference slice, in target file order.
+
+    Rows with a null ``source_example_id`` are unpaired; a non-null one must name a row of the
+    reference slice, and a root pairs with at most one row per target slice.
+    """
+    reference = slices[0]
+    roots = {e.example_id: e for e in by_slice[reference]}
+    pairs: dict[str, list[tuple[Example, Example]]] = {}
+    for target in slices[1:]:
+        used: dict[str, str] = {}
+        pairs[target] = []
+        for example in by_slice[target]:
+            source = example.source_example_id
+            if source is None:
+                continue
+            where = f"{label}:{example.line}"
+            if source not in roots:
+                raise InputError(
+                    "SOM-SPLIT-DANGLING-SOURCE",
+                    f"example {example.example_id!r}: source_example_id {source!r} is not a "
+                    f"row of the reference slice {reference!r}",
+                    "point it at a reference-slice example, or set it to null (unpaired)",
+                    where=where,
+                )
+            if source in used:
+                raise InputError(
+                    "SOM-SPLIT-DUPLICATE-PAIR",
+                    f"example {example.example_id!r}: root {source!r} is already paired with "
+                    f"{used[source]!r} in slice {target!r}",
+                    "a root example pairs with at most one row per slice",
+                    where=where,
+                )
+            used[source] = example.example_id
+            pairs[target].append((roots[source], example))
+    return pairs

@@ -1,0 +1,968 @@
+"""Load and validate a suite file (``sommelier.toml``) into plain frozen dataclasses.
+
+The pipeline, each stage raising a ``SommelierError`` with a stable code that names the file,
+table and key (see docs/suite.md for the reference and every code):
+
+1. read the file and parse it with ``tomllib`` (a syntax error names the file and line);
+2. validate the structure against ``schemas/suite.schema.json`` (``additionalProperties``
+   is false everywhere, so an unknown key is an error naming the key and its table);
+3. semantic checks: decoding validated, never coerced (``EvaluationError``), model and adapter
+   references classified and resolved, arms/comparisons/gates cross-referenced.
+
+Invariant kept: a ``Suite`` returned by :func:`load_suite` is internally consistent (every name
+a comparison or gate uses exists, the split file exists, local paths stay inside the suite's
+folder unless written as absolute paths) and describes exactly what is on disk: nothing is
+silently coerced or defaulted other than the documented defaults.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from pytest_sommelier.digests import sha256_path
+from pytest_sommelier.errors import (
+    EvaluationError,
+    InputError,
+    SommelierEnvironmentError,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+SUITE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "suite.schema.json"
+SUITE_IDENTITY_VERSION = "sommelier.suite_resolved.v1"
+
+GATE_METRICS: tuple[str, ...] = (
+    "valid_json_rate",
+    "function_name_accuracy",
+    "argument_exact_match",
+    "argument_f1",
+    "full_call_exact_match",
+)
+"""Metric names a gate may name (the five metrics, in report order)."""
+
+OVERALL = "overall"
+DEFAULT_DECODING: dict[str, Any] = {
+    "temperature": 0.0,
+    "do_sample": False,
+    "max_new_tokens": 512,
+    "batch_size": 1,
+}
+DEFAULT_STATISTICS: dict[str, Any] = {"seed": 41, "resamples": 2000, "confidence_level": 0.95}
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""A hub id is ``org/name``: exactly one slash, each part starting with a letter or digit."""
+
+PKG_REF = re.compile(
+    r"^pkg:(?P<package>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)/(?P<path>.+)$"
+)
+
+COMPARISON_THRESHOLDS = ("ci_lower_above", "ci_lower_at_least", "delta_at_least")
+ARM_THRESHOLDS = ("min", "max")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """``[model]``: ``base`` is a hub id or ``pkg:`` ref as written, or a resolved local path."""
+
+    base: str
+    revision: str | None
+    dtype: str | None
+    device: str | None
+
+
+@dataclass(frozen=True)
+class ArmConfig:
+    """``[arms.<name>]``: no adapter means the base model itself."""
+
+    name: str
+    adapter: str | None
+    adapter_revision: str | None
+
+
+@dataclass(frozen=True)
+class ComparisonConfig:
+    """``[[comparisons]]``: candidate minus reference, paired by example."""
+
+    candidate: str
+    reference: str
+
+    @property
+    def name(self) -> str:
+        """The comparison's name, used for report files and seed derivation."""
+        return f"{self.candidate}-vs-{self.reference}"
+
+
+@dataclass(frozen=True)
+class StatisticsConfig:
+    """``[statistics]``: paired-bootstrap settings."""
+
+    seed: int
+    resamples: int
+    confidence_level: float
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """One ``[[gates]]`` entry; ``kind`` is derived from its keys ("arm", "comparison", "gap")."""
+
+    name: str
+    kind: str
+    metric: str
+    slice: str
+    arm: str | None
+    candidate: str | None
+    reference: str | None
+    gap: str | None
+    min: float | None
+    max: float | None
+    ci_lower_above: float | None
+    ci_lower_at_least: float | None
+    delta_at_least: float | None
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A loaded, validated suite; ``slices[0]`` is the reference (root) slice."""
+
+    path: Path
+    name: str
+    test_split: Path
+    slices: tuple[str, ...]
+    model: ModelConfig
+    decoding: dict
+    arms: dict[str, ArmConfig]
+    comparisons: tuple[ComparisonConfig, ...]
+    statistics: StatisticsConfig
+    gates: tuple[GateConfig, ...]
+
+    @property
+    def reference_slice(self) -> str:
+        """The first configured slice: the root language pairs are joined to."""
+        return self.slices[0]
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def load_suite(path: str | os.PathLike[str]) -> Suite:
+    """Read, validate and resolve one suite file; raise a ``SommelierError`` on any problem."""
+    suite_path = Path(path)
+    label = str(path)
+    data = _read_toml(suite_path, label)
+    _validate_structure(data, label)
+    folder = suite_path.resolve().parent
+    section = data["suite"]
+    slices = tuple(section["slices"])
+    model = _model_config(data["model"], folder, label)
+    decoding = validate_decoding(data.get("decoding", {}), where=f"{label}: [decoding]")
+    arms = _arm_configs(data["arms"], folder, label)
+    comparisons = _comparison_configs(data.get("comparisons", []), arms, label)
+    gates = _gate_configs(data.get("gates", []), arms, comparisons, slices, label)
+    statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
+    test_split = _split_path(section["test_split"], folder, label)
+    return Suite(
+        path=suite_path.resolve(),
+        name=section["name"],
+        test_split=test_split,
+        slices=slices,
+        model=model,
+        decoding=decoding,
+        arms=arms,
+        comparisons=comparisons,
+        statistics=StatisticsConfig(
+            seed=statistics["seed"],
+            resamples=statistics["resamples"],
+            confidence_level=float(statistics["confidence_level"]),
+        ),
+        gates=gates,
+    )
+
+
+def _read_toml(path: Path, label: str) -> dict[str, Any]:
+    """Parse the file as TOML; a missing file, bad UTF-8 or bad syntax is an ``InputError``."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(
+            "SOM-SUITE-MISSING", "suite file not found", "check the path", where=label
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            "SOM-SUITE-UNREADABLE", f"cannot read suite file: {exc.strerror}", where=label
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(
+            "SOM-SUITE-ENCODING",
+            "not valid UTF-8",
+            "save the file as UTF-8",
+            where=f"{label}:{line}",
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line, detail = _toml_error_position(str(exc), text)
+        raise InputError(
+            "SOM-SUITE-TOML",
+            f"TOML syntax error: {detail}",
+            "fix the TOML syntax at that line",
+            where=f"{label}:{line}",
+        ) from None
+
+
+def _toml_error_position(message: str, text: str) -> tuple[int, str]:
+    """Line number and message of a ``TOMLDecodeError`` ("at end of document" -> last line)."""
+    match = re.search(r"\s*\(at line (\d+), column (\d+)\)\s*$", message)
+    if match:
+        detail = message[: match.start()] + f" (column {match.group(2)})"
+        return int(match.group(1)), detail
+    match = re.search(r"\s*\(at end of document\)\s*$", message)
+    if match:
+        return max(1, len(text.splitlines())), message[: match.start()] + " (at end of file)"
+    return 1, message
+
+
+# --------------------------------------------------------------------------- schema
+
+
+@cache
+def _suite_validator() -> jsonschema.protocols.Validator:
+    """The compiled suite schema (loaded once per process)."""
+    schema = json.loads(SUITE_SCHEMA_FILE.read_text(encoding="utf-8"))
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
+
+
+_ERROR_PRIORITY = {"additionalProperties": 0, "required": 1, "type": 2}
+
+
+def _validate_structure(data: dict[str, Any], label: str) -> None:
+    """Raise an ``InputError`` for the most useful schema violation, if any."""
+    errors = list(_suite_validator().iter_errors(data))
+    if not errors:
+        return
+    errors.sort(
+        key=lambda e: (
+            _ERROR_PRIORITY.get(str(e.validator), 3),
+            len(e.absolute_path),
+            repr(list(e.absolute_path)),
+        )
+    )
+    raise _schema_error(errors[0], data, label)
+
+
+def _schema_error(error: jsonschema.ValidationError, data: Any, label: str) -> InputError:
+    """Translate one schema error into a one-line ``InputError`` naming the table and key."""
+    path = list(error.absolute_path)
+    table, key = _locate(data, path)
+    where = f"{label}: {table}"
+    validator = str(error.validator)
+    if validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in allowed)
+        names = ", ".join(repr(k) for k in extra)
+        return InputError(
+            "SOM-SUITE-UNKNOWN-KEY",
+            f"unknown key{'s' if len(extra) > 1 else ''} {names}",
+            f"allowed keys here: {', '.join(allowed)} (see docs/suite.md)",
+            where=where,
+        )
+    if validator == "required":
+        missing = [k for k in error.validator_value if k not in error.instance]
+        return InputError(
+            "SOM-SUITE-MISSING-KEY",
+            f"missing required key {missing[0]!r}",
+            "see docs/suite.md for the required keys",
+            where=where,
+        )
+    if validator == "type":
+        expected = _toml_type_name(error.validator_value)
+        return InputError(
+            "SOM-SUITE-TYPE",
+            f"{_subject(key)} must be {expected}, got {_toml_value_type(error.instance)}",
+            where=where,
+        )
+    if "propertyNames" in error.absolute_schema_path or (
+        path[:2] == ["suite", "slices"] and validator in {"pattern", "not"}
+    ):
+        what = "arm name" if "propertyNames" in error.absolute_schema_path else "slice name"
+        return InputError(
+            "SOM-SUITE-BAD-NAME",
+            f"{what} {error.instance!r} is not allowed",
+            "use a letter or digit, then letters, digits, '_' or '-'; 'overall' is reserved",
+            where=where,
+        )
+    return InputError(
+        "SOM-SUITE-INVALID-VALUE",
+        f"{_subject(key)}: {_short(error.message)}",
+        "see docs/suite.md for the allowed values",
+        where=where,
+    )
+
+
+def _locate(data: Any, path: Sequence[Any]) -> tuple[str, str]:
+    """Split a JSON path into the innermost TOML table's label and the key path inside it."""
+    node = data
+    table_length = 0
+    for index, part in enumerate(path):
+        node = node[part]
+        if isinstance(node, dict):
+            table_length = index + 1
+    return _table_label(data, path[:table_length]), _key_text(path[table_length:])
+
+
+def _table_label(data: Any, table: Sequence[Any]) -> str:
+    """``[decoding]``, ``[arms.adapter]``, ``[[gates]] #2 ('uplift')`` or ``top level``."""
+    if not table:
+        return "top level"
+    label = ""
+    names: list[str] = []
+    for part in table:
+        if isinstance(part, int):
+            label = f"[[{'.'.join(names)}]] #{part + 1}"
+            names = []
+        else:
+            names.append(str(part))
+    if names:
+        label = (label + " " if label else "") + f"[{'.'.join(names)}]"
+    node = data
+    for part in table:
+        node = node[part]
+    if isinstance(table[-1], int) and isinstance(node.get("name"), str):
+        label += f" ({node['name']!r})"
+    return label
+
+
+def _key_text(keys: Sequence[Any]) -> str:
+    """``slices[1]`` style text for a key path inside a table ("" for the table itself)."""
+    text = ""
+    for part in keys:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _subject(key: str) -> str:
+    """How a message refers to the offending key ("key 'seed'" or "this table")."""
+    return f"key {key!r}" if key else "this table"
+
+
+def _toml_type_name(expected: Any) -> str:
+    """Human (TOML) name of a JSON Schema type."""
+    names = {
+        "object": "a table",
+        "array": "an array",
+        "string": "a string",
+        "integer": "an integer",
+        "number": "a number",
+        "boolean": "a boolean",
+    }
+    if isinstance(expected, list):
+        return " or ".join(names.get(item, item) for item in expected)
+    return names.get(expected, str(expected))
+
+
+def _toml_value_type(value: Any) -> str:
+    """Human (TOML) name of a parsed value's type."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"
+
+
+def _short(message: str, limit: int = 160) -> str:
+    """One line, at most ``limit`` characters."""
+    line = " ".join(message.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def validate_decoding(raw: Mapping[str, Any], *, where: str | None = None) -> dict[str, Any]:
+    """Return the decoding dict with defaults filled in; never coerce a value.
+
+    ``temperature`` must be exactly 0.0 (an integer 0 is read as 0.0), ``do_sample`` false,
+    ``max_new_tokens`` a positive integer (default 512), ``batch_size`` an integer >= 1
+    (default 1). Any other value is an ``EvaluationError`` naming ``decoding.<field>``.
+    """
+    unknown = sorted(set(raw) - set(DEFAULT_DECODING))
+    if unknown:
+        raise EvaluationError(
+            "SOM-DECODING-UNKNOWN-KEY",
+            f"unknown decoding key {unknown[0]!r}",
+            f"allowed: {', '.join(DEFAULT_DECODING)}",
+            where=where,
+        )
+    temperature = raw.get("temperature", 0.0)
+    if not _is_number(temperature) or temperature != 0:
+        raise EvaluationError(
+            "SOM-DECODING-TEMPERATURE",
+            f"decoding.temperature must be exactly 0.0 (greedy decoding), got {temperature!r}",
+            "set temperature = 0.0; sampling is never evaluated",
+            where=where,
+        )
+    do_sample = raw.get("do_sample", False)
+    if do_sample is not False:
+        raise EvaluationError(
+            "SOM-DECODING-DO-SAMPLE",
+            f"decoding.do_sample must be false, got {do_sample!r}",
+            "set do_sample = false; evaluation decodes greedily",
+            where=where,
+        )
+    max_new_tokens = raw.get("max_new_tokens", DEFAULT_DECODING["max_new_tokens"])
+    if not _is_int(max_new_tokens) or max_new_tokens <= 0:
+        raise EvaluationError(
+            "SOM-DECODING-MAX-NEW-TOKENS",
+            f"decoding.max_new_tokens must be a positive integer, got {max_new_tokens!r}",
+            "set max_new_tokens to a positive integer (default 512)",
+            where=where,
+        )
+    batch_size = raw.get("batch_size", DEFAULT_DECODING["batch_size"])
+    if not _is_int(batch_size) or batch_size < 1:
+        raise EvaluationError(
+            "SOM-DECODING-BATCH-SIZE",
+            f"decoding.batch_size must be an integer >= 1, got {batch_size!r}",
+            "set batch_size to 1 or more (default 1)",
+            where=where,
+        )
+    return {
+        "temperature": 0.0,
+        "do_sample": False,
+        "max_new_tokens": max_new_tokens,
+        "batch_size": batch_size,
+    }
+
+
+def _is_int(value: Any) -> bool:
+    """An integer that is not a boolean."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """An int or float that is not a boolean and not NaN."""
+    if isinstance(value, float):
+        return not math.isnan(value)
+    return _is_int(value)
+
+
+# --------------------------------------------------------------------------- references
+
+
+def reference_kind(value: str) -> str:
+    """Kind of a *loaded* model or adapter reference: "pkg", "local" or "hub".
+
+    After :func:`load_suite`, local references are absolute paths, ``pkg:`` references start
+    with ``pkg:`` and everything else is a hub id.
+    """
+    if value.startswith("pkg:"):
+        return "pkg"
+    if os.path.isabs(value):
+        return "local"
+    return "hub"
+
+
+def resolve_pkg(reference: str) -> Path:
+    """The file or directory a ``pkg:<package>/<path>`` reference names, without importing it.
+
+    Raises ``InputError`` for a malformed reference and ``SommelierEnvironmentError`` when the
+    package is not installed or does not contain the path.
+    """
+    match = PKG_REF.match(reference)
+    parts = Path(match.group("path")).parts if match else ()
+    if not match or ".." in parts or Path(match.group("path")).is_absolute():
+        raise InputError(
+            "SOM-SUITE-BAD-PKG-REF",
+            f"malformed package reference {reference!r}",
+            "write pkg:<package>/<path inside the package>",
+        )
+    package = match.group("package")
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise SommelierEnvironmentError(
+            "SOM-ENV-PKG-MISSING",
+            f"package {package!r} of {reference!r} is not installed",
+            f"pip install the package that provides {package!r}",
+        )
+    for location in locations:
+        candidate = Path(location) / match.group("path")
+        if candidate.exists():
+            return candidate
+    raise SommelierEnvironmentError(
+        "SOM-ENV-PKG-FILE-MISSING",
+        f"package {package!r} has no {match.group('path')!r}",
+        "check the path inside the package",
+    )
+
+
+def _resolve_reference(
+    value: str,
+    folder: Path,
+    *,
+    field: str,
+    revision: str | None,
+    revision_field: str,
+    adapter: bool,
+    where: str,
+) -> str:
+    """Classify and resolve a model/adapter reference (see docs/suite.md, "References").
+
+    Order: ``pkg:`` prefix -> package file; absolute (or ``~``) path -> local; a relative path
+    that leaves the suite folder -> error; an existing relative path -> local; ``org/name``
+    -> hub id (needs a revision); anything else -> error. Local and package references must
+    not carry a revision; a hub id must.
+    """
+    if value.startswith("pkg:"):
+        try:
+            target = resolve_pkg(value)
+        except InputError as exc:
+            raise InputError(exc.code, f"{field}: {exc.message}", exc.hint, where=where) from None
+        except SommelierEnvironmentError as exc:
+            raise SommelierEnvironmentError(
+                exc.code, f"{field}: {exc.message}", exc.hint, where=where
+            ) from None
+        _check_local_kind(target, field=field, adapter=adapter, where=where)
+        _refuse_revision(revision, revision_field, field, where)
+        return value
+    local = _local_path(value, folder, field=field, where=where)
+    if local is not None:
+        _check_local_kind(local, field=field, adapter=adapter, where=where)
+        _refuse_revision(revision, revision_field, field, where)
+        return str(local)
+    if HUB_ID.match(value) and ".." not in value:
+        if revision is None:
+            raise InputError(
+                "SOM-SUITE-REVISION-MISSING",
+                f"{field} {value!r} is a hub id and needs {revision_field}",
+                f"pin {revision_field} to a commit sha (no such path exists beside the suite)",
+                where=where,
+            )
+        return value
+    raise InputError(
+        "SOM-SUITE-PATH-MISSING",
+        f"{field} {value!r}: no such file or directory under {folder} and not a hub id",
+        "give an existing path relative to the suite file, an absolute path, "
+        "an 'org/name' hub id or pkg:<package>/<path>",
+        where=where,
+    )
+
+
+def _local_path(value: str, folder: Path, *, field: str, where: str) -> Path | None:
+    """The resolved local path for ``value``, or None when it is no existing relative path.
+
+    An absolute path must exist; a relative path must stay inside ``folder`` (checked on the
+    written path, lexically: a symlink inside the folder may point anywhere).
+    """
+    expanded = os.path.expanduser(value)
+    if os.path.isabs(expanded):
+        path = Path(os.path.normpath(expanded))
+        if not path.exists():
+            raise InputError(
+                "SOM-SUITE-PATH-MISSING",
+                f"{field} {value!r}: no such file or directory",
+                "check the absolute path",
+                where=where,
+            )
+        return path
+    path = _inside(value, folder, field=field, where=where)
+    return path if path.exists() else None
+
+
+def _inside(value: str, folder: Path, *, field: str, where: str) -> Path:
+    """``folder / value`` normalised; an ``InputError`` when it leaves ``folder``."""
+    path = Path(os.path.normpath(folder / value))
+    if path != folder and folder not in path.parents:
+        raise InputError(
+            "SOM-SUITE-PATH-ESCAPE",
+            f"{field} {value!r} leaves the suite folder {folder}",
+            "keep relative paths inside the suite's folder, or write an absolute path",
+            where=where,
+        )
+    return path
+
+
+def _check_local_kind(path: Path, *, field: str, adapter: bool, where: str) -> None:
+    """A base model is a directory or a .gguf file; an adapter is a directory."""
+    if path.is_dir() or (not adapter and path.is_file() and path.suffix == ".gguf"):
+        return
+    expected = "a PEFT adapter directory" if adapter else "a model directory or a .gguf file"
+    raise InputError(
+        "SOM-SUITE-MODEL-KIND",
+        f"{field} {str(path)!r} is not {expected}",
+        "point it at a directory (or, for model.base, a .gguf file)",
+        where=where,
+    )
+
+
+def _refuse_revision(revision: str | None, revision_field: str, field: str, where: str) -> None:
+    """A revision only pins hub ids; on a local or package reference it would mislead."""
+    if revision is not None:
+        raise InputError(
+            "SOM-SUITE-REVISION-UNUSED",
+            f"{revision_field} is set but {field} is not a hub id",
+            f"remove {revision_field}: local files are identified by content digest",
+            where=where,
+        )
+
+
+def _split_path(value: str, folder: Path, label: str) -> Path:
+    """Resolve ``suite.test_split``; a missing file is an ``InputError`` naming the path."""
+    where = f"{label}: [suite]"
+    expanded = os.path.expanduser(value)
+    if os.path.isabs(expanded):
+        path = Path(os.path.normpath(expanded))
+    else:
+        path = _inside(value, folder, field="suite.test_split", where=where)
+    if not path.is_file():
+        raise InputError(
+            "SOM-SUITE-SPLIT-MISSING",
+            f"suite.test_split: split file not found: {path}",
+            "write the formatted split there (sommelier format) or fix the path",
+            where=where,
+        )
+    return path
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _model_config(table: dict[str, Any], folder: Path, label: str) -> ModelConfig:
+    """``[model]`` with ``base`` resolved (see :func:`_resolve_reference`)."""
+    revision = table.get("revision")
+    base = _resolve_reference(
+        table["base"],
+        folder,
+        field="model.base",
+        revision=revision,
+        revision_field="model.revision",
+        adapter=False,
+        where=f"{label}: [model]",
+    )
+    return ModelConfig(
+        base=base, revision=revision, dtype=table.get("dtype"), device=table.get("device")
+    )
+
+
+def _arm_configs(table: dict[str, Any], folder: Path, label: str) -> dict[str, ArmConfig]:
+    """``[arms.*]`` in file order; an arm without ``adapter`` is the base model."""
+    arms: dict[str, ArmConfig] = {}
+    for name, arm in table.items():
+        where = f"{label}: [arms.{name}]"
+        revision = arm.get("adapter_revision")
+        adapter = arm.get("adapter")
+        if adapter is None:
+            if revision is not None:
+                raise InputError(
+                    "SOM-SUITE-REVISION-UNUSED",
+                    f"arms.{name}.adapter_revision is set but the arm has no adapter",
+                    "remove adapter_revision, or add adapter",
+                    where=where,
+                )
+        else:
+            adapter = _resolve_reference(
+                adapter,
+                folder,
+                field=f"arms.{name}.adapter",
+                revision=revision,
+                revision_field=f"arms.{name}.adapter_revision",
+                adapter=True,
+                where=where,
+            )
+        arms[name] = ArmConfig(name=name, adapter=adapter, adapter_revision=revision)
+    return arms
+
+
+def _comparison_configs(
+    entries: list[dict[str, Any]], arms: Mapping[str, ArmConfig], label: str
+) -> tuple[ComparisonConfig, ...]:
+    """``[[comparisons]]``: existing, distinct arms; no comparison listed twice."""
+    seen: set[tuple[str, str]] = set()
+    comparisons = []
+    for index, entry in enumerate(entries):
+        where = f"{label}: [[comparisons]] #{index + 1}"
+        for key in ("candidate", "reference"):
+            _require_arm(entry[key], arms, f"comparisons.{key}", where)
+        pair = (entry["candidate"], entry["reference"])
+        if pair[0] == pair[1]:
+            raise InputError(
+                "SOM-SUITE-COMPARISON-SELF",
+                f"comparison compares arm {pair[0]!r} with itself",
+                "candidate and reference must be different arms",
+                where=where,
+            )
+        if pair in seen:
+            raise InputError(
+                "SOM-SUITE-DUPLICATE-COMPARISON",
+                f"comparison {pair[0]}-vs-{pair[1]} is listed twice",
+                "remove the duplicate",
+                where=where,
+            )
+        seen.add(pair)
+        comparisons.append(ComparisonConfig(candidate=pair[0], reference=pair[1]))
+    return tuple(comparisons)
+
+
+def _require_arm(name: str, arms: Mapping[str, ArmConfig], field: str, where: str) -> None:
+    """``name`` must be a configured arm."""
+    if name not in arms:
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-ARM",
+            f"{field} names unknown arm {name!r}",
+            f"configured arms: {', '.join(arms)}",
+            where=where,
+        )
+
+
+def _gate_configs(
+    entries: list[dict[str, Any]],
+    arms: Mapping[str, ArmConfig],
+    comparisons: Sequence[ComparisonConfig],
+    slices: Sequence[str],
+    label: str,
+) -> tuple[GateConfig, ...]:
+    """``[[gates]]``: kind derived from the keys, every reference checked, names unique."""
+    gates: list[GateConfig] = []
+    for index, entry in enumerate(entries):
+        where = f"{label}: [[gates]] #{index + 1} ({entry['name']!r})"
+        if any(gate.name == entry["name"] for gate in gates):
+            raise InputError(
+                "SOM-SUITE-DUPLICATE-GATE",
+                f"gate name {entry['name']!r} is used twice",
+                "give every gate a unique name",
+                where=where,
+            )
+        gates.append(_gate_config(entry, arms, comparisons, slices, where))
+    return tuple(gates)
+
+
+def _gate_kind(entry: Mapping[str, Any], where: str) -> str:
+    """Derive the kind: ``arm`` -> "arm"; ``arm`` + ``gap`` -> "gap";
+    ``candidate`` + ``reference`` -> "comparison"; anything else is an error."""
+    has_arm = "arm" in entry
+    has_pair = "candidate" in entry or "reference" in entry
+    if has_arm and not has_pair:
+        return "gap" if "gap" in entry else "arm"
+    if has_pair and not has_arm and "gap" not in entry:
+        missing = [k for k in ("candidate", "reference") if k not in entry]
+        if not missing:
+            return "comparison"
+        raise InputError(
+            "SOM-SUITE-GATE-KIND",
+            f"comparison gate is missing key {missing[0]!r}",
+            "a comparison gate names both candidate and reference",
+            where=where,
+        )
+    raise InputError(
+        "SOM-SUITE-GATE-KIND",
+        "cannot tell the gate's kind from its keys",
+        "use arm (an arm gate), arm + gap (a language-gap gate) or candidate + reference "
+        "(a comparison gate)",
+        where=where,
+    )
+
+
+def _gate_config(
+    entry: Mapping[str, Any],
+    arms: Mapping[str, ArmConfig],
+    comparisons: Sequence[ComparisonConfig],
+    slices: Sequence[str],
+    where: str,
+) -> GateConfig:
+    """Build one gate after checking its arms, metric, slice and thresholds."""
+    kind = _gate_kind(entry, where)
+    for key in ("arm", "candidate", "reference"):
+        if key in entry:
+            _require_arm(entry[key], arms, f"gates.{key}", where)
+    if entry["metric"] not in GATE_METRICS:
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric names unknown metric {entry['metric']!r}",
+            f"metrics: {', '.join(GATE_METRICS)}",
+            where=where,
+        )
+    if kind == "comparison":
+        _require_comparison(entry["candidate"], entry["reference"], comparisons, where)
+    slice_name = _gate_slice(entry, kind, slices, where)
+    _check_thresholds(entry, kind, where)
+    return GateConfig(
+        name=entry["name"],
+        kind=kind,
+        metric=entry["metric"],
+        slice=slice_name,
+        arm=entry.get("arm"),
+        candidate=entry.get("candidate"),
+        reference=entry.get("reference"),
+        gap=entry.get("gap"),
+        **{key: _float_or_none(entry.get(key)) for key in ARM_THRESHOLDS + COMPARISON_THRESHOLDS},
+    )
+
+
+def _require_comparison(
+    candidate: str, reference: str, comparisons: Sequence[ComparisonConfig], where: str
+) -> None:
+    """A comparison gate reads a configured comparison's report."""
+    if not any(c.candidate == candidate and c.reference == reference for c in comparisons):
+        raise InputError(
+            "SOM-SUITE-GATE-COMPARISON",
+            f"no [[comparisons]] entry compares {candidate!r} with {reference!r}",
+            f"add [[comparisons]] candidate = {candidate!r}, reference = {reference!r}",
+            where=where,
+        )
+
+
+def _gate_slice(entry: Mapping[str, Any], kind: str, slices: Sequence[str], where: str) -> str:
+    """The gate's slice: "overall" (default) or a configured slice; a gap gate's is its gap."""
+    if kind == "gap":
+        gap = entry["gap"]
+        if gap not in slices[1:]:
+            raise InputError(
+                "SOM-SUITE-UNKNOWN-SLICE",
+                f"gates.gap names {gap!r}, which is not a non-reference slice",
+                f"non-reference slices: {', '.join(slices[1:]) or '(none)'}",
+                where=where,
+            )
+        if entry.get("slice", gap) != gap:
+            raise InputError(
+                "SOM-SUITE-UNKNOWN-SLICE",
+                f"gates.slice {entry['slice']!r} differs from gates.gap {gap!r}",
+                "a gap gate's slice is its gap slice: remove slice",
+                where=where,
+            )
+        return gap
+    slice_name = entry.get("slice", OVERALL)
+    if slice_name != OVERALL and slice_name not in slices:
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-SLICE",
+            f"gates.slice names unknown slice {slice_name!r}",
+            f"use 'overall' or one of: {', '.join(slices)}",
+            where=where,
+        )
+    return slice_name
+
+
+def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
+    """Arm gates: ``min`` and/or ``max`` in [0, 1]; others: exactly one threshold in [-1, 1]."""
+    allowed, other = (
+        (ARM_THRESHOLDS, COMPARISON_THRESHOLDS)
+        if kind == "arm"
+        else (COMPARISON_THRESHOLDS, ARM_THRESHOLDS)
+    )
+    misplaced = [key for key in other if key in entry]
+    if misplaced:
+        raise InputError(
+            "SOM-SUITE-GATE-THRESHOLD",
+            f"key {misplaced[0]!r} does not apply to a {kind} gate",
+            f"a {kind} gate takes {' / '.join(allowed)}",
+            where=where,
+        )
+    present = [key for key in allowed if key in entry]
+    if not present or (kind != "arm" and len(present) > 1):
+        wanted = "min and/or max" if kind == "arm" else f"exactly one of {', '.join(allowed)}"
+        raise InputError(
+            "SOM-SUITE-GATE-THRESHOLD",
+            f"a {kind} gate needs {wanted}",
+            "see docs/suite.md, [[gates]]",
+            where=where,
+        )
+    low = 0.0 if kind == "arm" else -1.0
+    for key in present:
+        if not low <= entry[key] <= 1.0:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.{key} = {entry[key]!r} is outside [{low:g}, 1]",
+                "metrics are fractions in [0, 1] (write 0.7, not 70)",
+                where=where,
+            )
+    if kind == "arm" and len(present) == 2 and entry["min"] > entry["max"]:
+        raise InputError(
+            "SOM-SUITE-GATE-THRESHOLD",
+            f"gates.min {entry['min']!r} is above gates.max {entry['max']!r}",
+            "no value could pass this gate",
+            where=where,
+        )
+
+
+def _float_or_none(value: Any) -> float | None:
+    """Thresholds are stored as floats (an integer 0 in TOML becomes 0.0)."""
+    return None if value is None else float(value)
+
+
+# --------------------------------------------------------------------------- identity
+
+
+def suite_identity(suite: Suite) -> dict[str, Any]:
+    """The resolved suite as JSON-safe data with content digests instead of machine paths.
+
+    Written as ``suite.resolved.json``. Local model/adapter files and directories appear as
+    ``{"kind": "local", "sha256": ...}``, package references as ``{"kind": "pkg", "ref": ...,
+    "sha256": ...}``, hub ids as ``{"kind": "hub", "id": ..., "revision": ...}``; the split as
+    its file name and digest. No absolute path of this machine appears anywhere.
+    """
+    return {
+        "schema_version": SUITE_IDENTITY_VERSION,
+        "name": suite.name,
+        "test_split": {"file": suite.test_split.name, "sha256": sha256_path(suite.test_split)},
+        "slices": list(suite.slices),
+        "reference_slice": suite.reference_slice,
+        "model": {
+            "base": reference_identity(suite.model.base, suite.model.revision),
+            "dtype": suite.model.dtype,
+            "device": suite.model.device,
+        },
+        "decoding": dict(suite.decoding),
+        "arms": {
+            name: {
+                "model_kind": "base" if arm.adapter is None else "adapter",
+                "adapter": None
+                if arm.adapter is None
+                else reference_identity(arm.adapter, arm.adapter_revision),
+            }
+            for name, arm in suite.arms.items()
+        },
+        "comparisons": [
+            {"name": c.name, "candidate": c.candidate, "reference": c.reference}
+            for c in suite.comparisons
+        ],
+        "statistics": asdict(suite.statistics),
+        "gates": [asdict(gate) for gate in suite.gates],
+    }
+
+
+def reference_identity(value: str, revision: str | None) -> dict[str, Any]:
+    """Identity of one loaded model/adapter reference (see :func:`suite_identity`)."""
+    kind = reference_kind(value)
+    if kind == "hub":
+        return {"kind": "hub", "id": value, "revision": revision}
+    if kind == "pkg":
+        return {"kind": "pkg", "ref": value, "sha256": sha256_path(resolve_pkg(value))}
+    return {"kind": "local", "sha256": sha256_path(value)}
