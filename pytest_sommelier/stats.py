@@ -222,12 +222,15 @@ def paired_bootstrap_arrays(
 
 
 def check_paired_records(
-    reference_records: Sequence[dict[str, Any]], candidate_records: Sequence[dict[str, Any]]
+    reference_records: Sequence[dict[str, Any]],
+    candidate_records: Sequence[dict[str, Any]],
+    *,
+    where: str | None = None,
 ) -> None:
     """Refuse two record lists that are not the same unique example ids in the same order.
 
     Raises ``InvariantError`` naming the first position where the sides disagree (or the
-    first repeated id).
+    first repeated id); ``where`` (e.g. the comparison and slice) goes into the error.
     """
     if len(reference_records) != len(candidate_records):
         raise InvariantError(
@@ -235,6 +238,7 @@ def check_paired_records(
             f"reference has {len(reference_records)} records, candidate has "
             f"{len(candidate_records)}; a paired comparison needs the same examples",
             "score both arms on the same examples (a -k subset must select both arms)",
+            where=where,
         )
     seen: set[str] = set()
     for position, (ref, cand) in enumerate(zip(reference_records, candidate_records, strict=True)):
@@ -245,12 +249,14 @@ def check_paired_records(
                 f"record {position}: reference example_id {ref_id!r} != candidate "
                 f"example_id {cand_id!r}",
                 "pass both arms' records in the same (split) order",
+                where=where,
             )
         if ref_id in seen:
             raise InvariantError(
                 "SOM-STATS-DUPLICATE-ID",
                 f"record {position}: example_id {ref_id!r} appears more than once",
                 "each example is scored once per arm; remove the duplicated generation",
+                where=where,
             )
         seen.add(ref_id)
 

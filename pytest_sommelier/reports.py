@@ -1,0 +1,608 @@
+"""Evaluation reports, language gaps, the identity gate and comparison reports (pure functions).
+
+Plain records and report dicts in, JSON-safe dicts out; no I/O, no pytest. The shapes are those
+of ``docs/artifacts.md``; the statistics are in ``docs/statistics.md``.
+
+Invariants kept:
+
+- A report is built only from records that passed the consistency checks: every record names
+  an example of its slice, carries that slice's language and the example's ``prompt_sha256``,
+  ran with the report's decoding, and appears once. Violations raise ``InvariantError``.
+- Records are scored in split order, so ``prompt_set_sha256`` (over the scored examples) is a
+  function of *which* examples were scored, never of the order they arrived in.
+- Point differences (deltas, gaps) are computed exactly from numerators and denominators and
+  rounded once, so a delta that equals a threshold as a decimal compares equal to it.
+- A comparison report exists only after :func:`check_identity` accepted both arms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from pytest_sommelier import digests
+from pytest_sommelier.errors import EvaluationError, InvariantError
+from pytest_sommelier.metrics import METRIC_NAMES, component_arrays, compute_metrics
+from pytest_sommelier.stats import (
+    check_paired_records,
+    derive_seed,
+    mcnemar_exact,
+    paired_bootstrap,
+    paired_bootstrap_arrays,
+)
+
+EVALUATION_SCHEMA = "sommelier.evaluation_report.v1"
+COMPARISON_SCHEMA = "sommelier.comparison_report.v1"
+MARGINAL_COHORT = "marginal_full_slices"
+SUCCESS_METRIC = "full_call_exact_match"
+TELEMETRY_MATCH_FIELDS = ("batch_size", "concurrency", "device", "device_count", "boundary")
+
+_MISSING = object()
+_SHORT = 40
+
+Records = Sequence[Mapping[str, Any]]
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def metric_difference(target: Mapping[str, Any], reference: Mapping[str, Any]) -> float | None:
+    """``target - reference`` for two ``{value, numerator, denominator}`` metric values.
+
+    Exact rational difference rounded once to float; None when either denominator is 0.
+    """
+    if not target["denominator"] or not reference["denominator"]:
+        return None
+    exact = Fraction(target["numerator"], target["denominator"]) - Fraction(
+        reference["numerator"], reference["denominator"]
+    )
+    return float(exact)
+
+
+def metric_gaps(
+    target: Mapping[str, Mapping[str, Any]], reference: Mapping[str, Mapping[str, Any]]
+) -> dict[str, float | None]:
+    """Per-metric ``target - reference`` over two ``<metrics>`` blocks, in METRIC_NAMES order."""
+    return {name: metric_difference(target[name], reference[name]) for name in METRIC_NAMES}
+
+
+def _slice_examples(split: Any, lang: str) -> tuple[Any, ...]:
+    """The split's examples of one configured slice (an unknown slice is an invariant error)."""
+    if lang not in split.slices:
+        raise InvariantError(
+            "SOM-REPORT-UNKNOWN-SLICE",
+            f"slice {lang!r} is not a slice of the formatted split",
+            "build reports with the slices the split was loaded with",
+        )
+    return tuple(split.slices[lang])
+
+
+def order_slice_records(
+    split: Any, lang: str, records: Iterable[Mapping[str, Any]], decoding: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Check one slice's scoring records against the split and return them in split order.
+
+    Each record must name an example of slice ``lang`` once, carry ``language == lang``, the
+    example's ``prompt_sha256`` and exactly ``decoding``; otherwise ``InvariantError`` naming
+    the example. Missing examples are allowed (the report is then incomplete).
+    """
+    examples = _slice_examples(split, lang)
+    position = {example.example_id: i for i, example in enumerate(examples)}
+    placed: dict[int, dict[str, Any]] = {}
+    for record in records:
+        example_id = record.get("example_id")
+        where = f"slice {lang}, example {example_id}"
+        index = position.get(example_id)
+        if index is None:
+            raise InvariantError(
+                "SOM-REPORT-UNKNOWN-EXAMPLE",
+                f"generation names an example that is not in slice {lang!r} of the split",
+                "re-generate against the current split; stored generations must match it",
+                where=where,
+            )
+        if index in placed:
+            raise InvariantError(
+                "SOM-REPORT-DUPLICATE-EXAMPLE",
+                "more than one generation for this example",
+                "each example is generated once per arm",
+                where=where,
+            )
+        _check_record_fields(record, examples[index], lang, decoding, where)
+        placed[index] = dict(record)
+    return [placed[i] for i in sorted(placed)]
+
+
+def _check_record_fields(
+    record: Mapping[str, Any], example: Any, lang: str, decoding: Mapping[str, Any], where: str
+) -> None:
+    """Refuse a record whose language, prompt digest or decoding disagrees with the run."""
+    if record.get("language") != lang:
+        raise InvariantError(
+            "SOM-REPORT-LANGUAGE",
+            f"generation has language {record.get('language')!r}, the slice is {lang!r}",
+            "generations must carry their slice's language",
+            where=where,
+        )
+    if record.get("prompt_sha256") != example.prompt_sha256:
+        raise InvariantError(
+            "SOM-REPORT-PROMPT-DIGEST",
+            f"generation prompt_sha256 {_short(record.get('prompt_sha256'))} != the split's "
+            f"{_short(example.prompt_sha256)}",
+            "the prompt was edited or the split reordered; re-generate this arm",
+            where=where,
+        )
+    if not _same(record.get("decoding"), decoding):
+        raise InvariantError(
+            "SOM-REPORT-DECODING-MIX",
+            f"generation ran with decoding {_short(record.get('decoding'))}, the report's is "
+            f"{_short(dict(decoding))}",
+            "records of one report must share one decoding config; re-generate",
+            where=where,
+        )
+
+
+def _same(left: Any, right: Any) -> bool:
+    """JSON equality with types kept (``1`` is not ``1.0``, ``true`` is not ``1``)."""
+    try:
+        return digests.canonical_json_text(left) == digests.canonical_json_text(right)
+    except (TypeError, ValueError):
+        return left == right
+
+
+def _short(value: Any) -> str:
+    """A one-line rendering of ``value`` cut to about 40 characters (for error messages)."""
+    if value is _MISSING:
+        return "<missing>"
+    text = value if isinstance(value, str) else digests.canonical_json_text(value)
+    return text if len(text) <= _SHORT else text[: _SHORT - 3] + "..."
+
+
+# --- evaluation report ---------------------------------------------------------------------
+
+
+def _paired_slice(
+    split: Any,
+    arm: str,
+    reference_slice: str,
+    lang: str,
+    scored: Mapping[str, list[dict[str, Any]]],
+    statistics: Any,
+) -> dict[str, Any]:
+    """The matched-cohort block of one target slice (``paired_slices.<lang>``).
+
+    The cohort is ``split.pairs[lang]`` restricted to pairs whose root and target were both
+    scored, in target split order; coverage is pairs over the reference slice's size in the
+    split; the interval resamples pairs with seed ``derive_seed(seed, "gap:<arm>:<lang>")``.
+    """
+    roots_by_id = {r["example_id"]: r for r in scored[reference_slice]}
+    targets_by_id = {r["example_id"]: r for r in scored[lang]}
+    cohort = [
+        (roots_by_id[root_id], targets_by_id[target_id])
+        for root_id, target_id in split.pairs.get(lang, ())
+        if root_id in roots_by_id and target_id in targets_by_id
+    ]
+    roots = [root for root, _ in cohort]
+    targets = [target for _, target in cohort]
+    reference_size = len(_slice_examples(split, reference_slice))
+    reference_metrics = compute_metrics(roots)
+    target_metrics = compute_metrics(targets)
+    ref_num, ref_den = component_arrays(roots)
+    tgt_num, tgt_den = component_arrays(targets)
+    return {
+        "reference_slice": reference_slice,
+        "pairs": len(cohort),
+        "coverage": len(cohort) / reference_size if reference_size else None,
+        "pair_set_sha256": digests.pair_set_sha256(
+            (r["example_id"], r["prompt_sha256"], t["example_id"], t["prompt_sha256"])
+            for r, t in cohort
+        ),
+        "reference_metrics": reference_metrics,
+        "target_metrics": target_metrics,
+        "gaps": metric_gaps(target_metrics, reference_metrics),
+        "ci95": paired_bootstrap_arrays(
+            ref_num,
+            ref_den,
+            tgt_num,
+            tgt_den,
+            seed=derive_seed(statistics.seed, f"gap:{arm}:{lang}"),
+            resamples=statistics.resamples,
+            confidence_level=statistics.confidence_level,
+        ),
+    }
+
+
+def _marginal_gap(
+    reference_slice: str, lang: str, slice_blocks: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The descriptive full-slice gap of one target slice (``language_gaps.<lang>``)."""
+    return {
+        "cohort": MARGINAL_COHORT,
+        "reference_slice": reference_slice,
+        "reference_examples": slice_blocks[reference_slice]["examples"],
+        "target_examples": slice_blocks[lang]["examples"],
+        "gaps": metric_gaps(
+            slice_blocks[lang]["metrics"], slice_blocks[reference_slice]["metrics"]
+        ),
+    }
+
+
+def build_evaluation_report(
+    *,
+    run_id: str,
+    arm: str,
+    model_kind: str,
+    model_identity: Any,
+    adapter_identity: Any,
+    config_sha256: str,
+    split: Any,
+    slices: Sequence[str],
+    parser_version: str,
+    decoding: Mapping[str, Any],
+    records_by_slice: Mapping[str, Iterable[Mapping[str, Any]]],
+    statistics: Any,
+    generation_artifacts: Mapping[str, str],
+    complete: bool,
+) -> dict[str, Any]:
+    """Build one arm's ``evaluation_report.json`` dict from its scoring records.
+
+    ``slices`` is the configured order (the first is the reference language); records are
+    checked and put in split order per slice. ``complete`` in the result is the caller's flag
+    AND "every example of every configured slice was scored". Adds ``slice_order`` (the
+    configured slice order) to the documented fields.
+    """
+    slices = tuple(slices)
+    unknown = sorted(set(records_by_slice) - set(slices))
+    if unknown:
+        raise InvariantError(
+            "SOM-REPORT-UNKNOWN-SLICE",
+            f"records given for slice {unknown[0]!r}, which is not configured",
+            "pass records only for the suite's configured slices",
+        )
+    scored = {
+        lang: order_slice_records(split, lang, records_by_slice.get(lang, ()), decoding)
+        for lang in slices
+    }
+    slice_blocks = {
+        lang: {
+            "metrics": compute_metrics(scored[lang]),
+            "examples": len(scored[lang]),
+            "prompt_set_sha256": digests.prompt_set_sha256(scored[lang]),
+            "generation_artifact": _artifact(generation_artifacts, lang),
+        }
+        for lang in slices
+    }
+    reference_slice, targets = slices[0], slices[1:]
+    all_scored = all(len(scored[lang]) == len(_slice_examples(split, lang)) for lang in slices)
+    return {
+        "schema_version": EVALUATION_SCHEMA,
+        "run_id": run_id,
+        "arm": arm,
+        "model_kind": model_kind,
+        "model_identity": model_identity,
+        "adapter_identity": adapter_identity,
+        "config_sha256": config_sha256,
+        "split": split.split,
+        "test_split_sha256": split.sha256,
+        "parser_version": parser_version,
+        "decoding": dict(decoding),
+        "slice_order": list(slices),
+        "slices": slice_blocks,
+        "paired_slices": {
+            lang: _paired_slice(split, arm, reference_slice, lang, scored, statistics)
+            for lang in targets
+        },
+        "language_gaps": {
+            lang: _marginal_gap(reference_slice, lang, slice_blocks) for lang in targets
+        },
+        "metrics": compute_metrics([r for lang in slices for r in scored[lang]]),
+        "complete": bool(complete) and all_scored,
+    }
+
+
+def _artifact(generation_artifacts: Mapping[str, str], lang: str) -> str:
+    """The run-relative generation artifact path of a slice (required for every slice)."""
+    path = generation_artifacts.get(lang)
+    if not isinstance(path, str):
+        raise InvariantError(
+            "SOM-REPORT-ARTIFACT",
+            f"no generation artifact path for slice {lang!r}",
+            "pass generation_artifacts with one run-relative path per configured slice",
+        )
+    return path
+
+
+# --- identity gate -------------------------------------------------------------------------
+
+
+def _field(report: Mapping[str, Any], *path: str) -> Any:
+    """``report[path[0]][path[1]]...`` or ``_MISSING`` when any step is absent."""
+    value: Any = report
+    for key in path:
+        if not isinstance(value, Mapping) or key not in value:
+            return _MISSING
+        value = value[key]
+    return value
+
+
+def _ordered_metric_names(names: Iterable[str]) -> list[str]:
+    """Metric names in METRIC_NAMES order, unknown names after them sorted."""
+    known = list(METRIC_NAMES)
+    return sorted(names, key=lambda n: (known.index(n) if n in known else len(known), n))
+
+
+def _identity_fields(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The identity fields of a report, in the order the gate checks them.
+
+    Per-slice fields follow the report's own ``slice_order``; after the slice-set check both
+    reports have the same one, so the lists line up.
+    """
+    order = _field(report, "slice_order")
+    langs = list(order) if isinstance(order, list) else []
+    metrics = _field(report, "metrics")
+    fields: list[tuple[str, Any]] = [
+        (name, _field(report, name))
+        for name in ("model_identity", "config_sha256", "split", "test_split_sha256")
+    ]
+    fields.append(("slices", order))
+    fields += [
+        (f"slices.{lang}.prompt_set_sha256", _field(report, "slices", lang, "prompt_set_sha256"))
+        for lang in langs
+    ]
+    fields += [
+        (
+            f"paired_slices.{lang}.pair_set_sha256",
+            _field(report, "paired_slices", lang, "pair_set_sha256"),
+        )
+        for lang in langs[1:]
+    ]
+    fields.append(("parser_version", _field(report, "parser_version")))
+    fields.append(("decoding", _field(report, "decoding")))
+    names = _ordered_metric_names(metrics) if isinstance(metrics, Mapping) else _MISSING
+    fields.append(("metric_names", names))
+    return fields
+
+
+def _first_difference(path: str, left: Any, right: Any) -> tuple[str, Any, Any] | None:
+    """The first (sorted-key, depth-first) sub-path where two JSON values differ, or None."""
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        for key in sorted(set(left) | set(right), key=str):
+            found = _first_difference(
+                f"{path}.{key}", left.get(key, _MISSING), right.get(key, _MISSING)
+            )
+            if found:
+                return found
+        return None
+    if left is _MISSING or right is _MISSING or not _same(left, right):
+        return path, left, right
+    return None
+
+
+def _refuse_identity(
+    candidate: Mapping[str, Any], reference: Mapping[str, Any], diff: tuple[str, Any, Any]
+) -> EvaluationError:
+    """The identity-gate refusal naming the field and both (shortened) values."""
+    path, cand_value, ref_value = diff
+    cand_arm, ref_arm = candidate.get("arm", "candidate"), reference.get("arm", "reference")
+    return EvaluationError(
+        "SOM-COMPARE-IDENTITY",
+        f"arms disagree on {path}: candidate {cand_arm!r} has {_short(cand_value)}, "
+        f"reference {ref_arm!r} has {_short(ref_value)}; refusing to compare",
+        "evaluate both arms under the same model, split, slices, prompts, parser and decoding "
+        "(batch size included), with every example scored in both",
+        where=path,
+    )
+
+
+def check_identity(
+    candidate_report: Mapping[str, Any], reference_report: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The identity gate: return the ``shared`` block both reports agree on, or refuse.
+
+    Fields are checked in this order and the FIRST disagreement (or absence) raises
+    ``EvaluationError("SOM-COMPARE-IDENTITY")`` naming the field path and both values:
+    model_identity, config_sha256, split, test_split_sha256, slices (the slice set, in
+    configured order), slices.<lang>.prompt_set_sha256, paired_slices.<lang>.pair_set_sha256,
+    parser_version, decoding (batch_size included), metric_names.
+    """
+    cand_fields = _identity_fields(candidate_report)
+    ref_fields = _identity_fields(reference_report)
+    for (name, cand_value), (_, ref_value) in zip(cand_fields, ref_fields, strict=False):
+        diff = _first_difference(name, cand_value, ref_value)
+        if diff:
+            raise _refuse_identity(candidate_report, reference_report, diff)
+    values = dict(cand_fields)
+    langs = values["slices"]
+    return {
+        "model_identity": values["model_identity"],
+        "config_sha256": values["config_sha256"],
+        "split": values["split"],
+        "test_split_sha256": values["test_split_sha256"],
+        "parser_version": values["parser_version"],
+        "decoding": values["decoding"],
+        "slices": list(langs),
+        "prompt_set_sha256": {lang: values[f"slices.{lang}.prompt_set_sha256"] for lang in langs},
+        "pair_set_sha256": {
+            lang: values[f"paired_slices.{lang}.pair_set_sha256"] for lang in langs[1:]
+        },
+        "metric_names": values["metric_names"],
+    }
+
+
+# --- comparison report ---------------------------------------------------------------------
+
+
+def _checked_arm_records(
+    report: Mapping[str, Any], records_by_slice: Mapping[str, Records], langs: Sequence[str]
+) -> dict[str, list[Mapping[str, Any]]]:
+    """An arm's records per slice, checked to be exactly the examples its report scored.
+
+    The ordered ``[example_id, prompt_sha256]`` digest of each slice's records must equal the
+    report's ``prompt_set_sha256`` (so ids, prompts and order all match the report).
+    """
+    arm = report.get("arm")
+    unknown = sorted(set(records_by_slice) - set(langs))
+    if unknown:
+        raise InvariantError(
+            "SOM-COMPARE-RECORDS",
+            f"records of arm {arm!r} given for slice {unknown[0]!r}, which is not compared",
+            "pass records only for the reports' slices",
+        )
+    checked = {}
+    for lang in langs:
+        records = list(records_by_slice.get(lang, ()))
+        if digests.prompt_set_sha256(records) != report["slices"][lang]["prompt_set_sha256"]:
+            raise InvariantError(
+                "SOM-COMPARE-RECORDS",
+                f"records of arm {arm!r} slice {lang!r} ({len(records)} records) are not the "
+                "examples its report scored, in split order",
+                "pass the records the report was built from (generations.<slice>.jsonl)",
+                where=f"{arm}/{lang}",
+            )
+        checked[lang] = records
+    return checked
+
+
+def _arm_efficiency(report: Mapping[str, Any], telemetry: Mapping[str, Any] | None) -> dict:
+    """``{seconds_per_example, device_seconds_per_success, device_count}`` of one arm.
+
+    ``device_seconds_per_success`` is ``total_seconds * device_count / successes`` and is
+    None when there is no telemetry, no success, or any example was not timed (cached).
+    """
+    if telemetry is None:
+        return {
+            "seconds_per_example": None,
+            "device_seconds_per_success": None,
+            "device_count": None,
+        }
+    successes = report["metrics"][SUCCESS_METRIC]["numerator"]
+    total = telemetry.get("total_seconds")
+    device_count = telemetry.get("device_count")
+    examples = telemetry.get("examples") or 0
+    fully_timed = examples > 0 and telemetry.get("timed_examples") == examples
+    per_success = None
+    if fully_timed and total is not None and device_count and successes > 0:
+        per_success = total * device_count / successes
+    return {
+        "seconds_per_example": telemetry.get("seconds_per_example"),
+        "device_seconds_per_success": per_success,
+        "device_count": device_count,
+    }
+
+
+def _comparability(
+    arms: Sequence[tuple[str, Mapping[str, Any]]], telemetry: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    """Why two arms' timings are not comparable (empty list: they are)."""
+    reasons = [f"no telemetry for arm {arm!r}" for arm, _ in arms if arm not in telemetry]
+    if reasons:
+        return reasons
+    (cand, cand_report), (ref, ref_report) = arms
+    for name in (*TELEMETRY_MATCH_FIELDS, "schema_version"):
+        left, right = telemetry[cand].get(name), telemetry[ref].get(name)
+        if not _same(left, right):
+            reasons.append(f"{name} differs ({_short(left)} vs {_short(right)})")
+    if not _same(cand_report.get("decoding"), ref_report.get("decoding")):
+        reasons.append("decoding differs")
+    for arm, _ in arms:
+        cached = telemetry[arm].get("cached_examples") or 0
+        if cached:
+            reasons.append(f"arm {arm!r} has {cached} cached (untimed) examples")
+    return reasons
+
+
+def efficiency_block(
+    candidate_report: Mapping[str, Any],
+    reference_report: Mapping[str, Any],
+    telemetry: Mapping[str, Mapping[str, Any]] | None,
+) -> dict[str, Any]:
+    """The comparison's ``efficiency`` block: per-arm figures plus cross-comparability.
+
+    ``cross_comparable`` is True only when both arms have telemetry, none of their examples
+    came from the cache, and batch_size, concurrency, device, device_count, decoding, the
+    telemetry boundary and schema all match; ``reason`` says which did not.
+    """
+    telemetry = telemetry or {}
+    arms = [
+        (candidate_report["arm"], candidate_report),
+        (reference_report["arm"], reference_report),
+    ]
+    block: dict[str, Any] = {
+        arm: _arm_efficiency(report, telemetry.get(arm)) for arm, report in arms
+    }
+    reasons = _comparability(arms, telemetry)
+    block["cross_comparable"] = not reasons
+    block["reason"] = "; ".join(reasons) or (
+        "batch_size, concurrency, device, device_count, decoding and telemetry boundary match"
+    )
+    return block
+
+
+def build_comparison_report(
+    candidate_report: Mapping[str, Any],
+    reference_report: Mapping[str, Any],
+    candidate_records_by_slice: Mapping[str, Records],
+    reference_records_by_slice: Mapping[str, Records],
+    statistics: Any,
+    *,
+    telemetry: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Build ``report/<candidate>-vs-<reference>.json`` (candidate minus reference).
+
+    Runs :func:`check_identity` first (refusal: ``EvaluationError``), then checks each arm's
+    records against its report and pairs them by example (``InvariantError`` otherwise).
+    Overall records are the slices concatenated in configured order. Seeds:
+    ``derive_seed(seed, name)`` overall, ``derive_seed(seed, f"{name}:{lang}")`` per slice.
+    """
+    shared = check_identity(candidate_report, reference_report)
+    cand_arm, ref_arm = candidate_report["arm"], reference_report["arm"]
+    name = f"{cand_arm}-vs-{ref_arm}"
+    langs = shared["slices"]
+    cand = _checked_arm_records(candidate_report, candidate_records_by_slice, langs)
+    ref = _checked_arm_records(reference_report, reference_records_by_slice, langs)
+    for lang in langs:
+        check_paired_records(ref[lang], cand[lang], where=f"{name}/{lang}")
+    cand_all = [r for lang in langs for r in cand[lang]]
+    ref_all = [r for lang in langs for r in ref[lang]]
+
+    def interval(label: str, ref_records: Records, cand_records: Records) -> dict[str, Any]:
+        return paired_bootstrap(
+            ref_records,
+            cand_records,
+            seed=derive_seed(statistics.seed, label),
+            resamples=statistics.resamples,
+            confidence_level=statistics.confidence_level,
+        )
+
+    return {
+        "schema_version": COMPARISON_SCHEMA,
+        "name": name,
+        "candidate": cand_arm,
+        "reference": ref_arm,
+        "shared": shared,
+        "deltas": metric_gaps(candidate_report["metrics"], reference_report["metrics"]),
+        "ci95": interval(name, ref_all, cand_all),
+        "mcnemar": mcnemar_exact(ref_all, cand_all),
+        "slices": {
+            lang: {
+                "deltas": metric_gaps(
+                    candidate_report["slices"][lang]["metrics"],
+                    reference_report["slices"][lang]["metrics"],
+                ),
+                "ci95": interval(f"{name}:{lang}", ref[lang], cand[lang]),
+            }
+            for lang in langs
+        },
+        "paired_language_gaps": {
+            cand_arm: candidate_report["paired_slices"],
+            ref_arm: reference_report["paired_slices"],
+        },
+        "language_gaps": {
+            "cohort": MARGINAL_COHORT,
+            "arms": {
+                cand_arm: candidate_report["language_gaps"],
+                ref_arm: reference_report["language_gaps"],
+            },
+        },
+        "efficiency": efficiency_block(candidate_report, reference_report, telemetry),
+    }
