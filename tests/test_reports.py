@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from types import SimpleNamespace
+from pathlib import Path
 
 import pytest
 
@@ -16,16 +16,18 @@ from pytest_sommelier.reports import (
     check_identity,
     efficiency_block,
 )
+from pytest_sommelier.split import Example, FormattedSplit
 from pytest_sommelier.stats import derive_seed, paired_bootstrap
+from pytest_sommelier.suite import StatisticsConfig
 
 DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 64, "batch_size": 1}
-STATS = SimpleNamespace(seed=41, resamples=300, confidence_level=0.95)
+STATS = StatisticsConfig(seed=41, resamples=300, confidence_level=0.95)
 GOLD = {"name": "lookup", "arguments": {"q": "x", "n": 2}}
 
 
-def example(example_id: str, language: str, source: str | None = None) -> SimpleNamespace:
+def example(example_id: str, language: str, source: str | None = None) -> Example:
     prompt = f"prompt of {example_id}"
-    return SimpleNamespace(
+    return Example(
         example_id=example_id,
         language=language,
         source_example_id=source,
@@ -36,14 +38,16 @@ def example(example_id: str, language: str, source: str | None = None) -> Simple
     )
 
 
-def make_split() -> SimpleNamespace:
-    """en-0..en-5 (reference); he-0..he-3 pair with en-0..en-3; he-9 dangles (root en-9)."""
+def make_split() -> FormattedSplit:
+    """en-0..en-5 (reference); he-0..he-3 pair with en-0..en-3; he-9 pairs with en-9, which
+    is not in the split (built by hand: load_split refuses such a row; reports must not crash).
+    """
     en = tuple(example(f"en-{i}", "en") for i in range(6))
     he = tuple(example(f"he-{i}", "he", f"en-{i}") for i in (0, 1, 2, 3, 9))
     slices = {"en": en, "he": he}
     pairs = {"he": tuple((e.source_example_id, e.example_id) for e in he)}
-    return SimpleNamespace(
-        path="split.jsonl",
+    return FormattedSplit(
+        path=Path("split.jsonl"),
         sha256="f" * 64,
         split="test",
         examples=en + he,
@@ -54,7 +58,7 @@ def make_split() -> SimpleNamespace:
     )
 
 
-def scoring_record(ex: SimpleNamespace, outcome: str, arm: str = "adapter") -> dict:
+def scoring_record(ex: Example, outcome: str, arm: str = "adapter") -> dict:
     """A scoring record of ``ex``: outcome 'exact', 'half' (one argument wrong) or 'fail'."""
     base = {
         "example_id": ex.example_id,
@@ -125,7 +129,7 @@ def report(split, records_by_slice, arm: str = "adapter", complete: bool = True,
 
 
 @pytest.fixture
-def split() -> SimpleNamespace:
+def split() -> FormattedSplit:
     return make_split()
 
 
