@@ -17,12 +17,11 @@ silently coerced or defaulted other than the documented defaults.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
 import re
-import sys
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -37,11 +36,7 @@ from pytest_sommelier.errors import (
     InputError,
     SommelierEnvironmentError,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from pytest_sommelier.modelref import resolve_pkg_path
 
 SUITE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "suite.schema.json"
 SUITE_IDENTITY_VERSION = "sommelier.suite_resolved.v1"
@@ -67,9 +62,6 @@ DEFAULT_STATISTICS: dict[str, Any] = {"seed": 41, "resamples": 2000, "confidence
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 """A hub id is ``org/name``: exactly one slash, each part starting with a letter or digit."""
 
-PKG_REF = re.compile(
-    r"^pkg:(?P<package>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)/(?P<path>.+)$"
-)
 
 COMPARISON_THRESHOLDS = ("ci_lower_above", "ci_lower_at_least", "delta_at_least")
 ARM_THRESHOLDS = ("min", "max")
@@ -298,6 +290,7 @@ def _schema_error(error: jsonschema.ValidationError, data: Any, label: str) -> I
         return InputError(
             "SOM-SUITE-TYPE",
             f"{_subject(key)} must be {expected}, got {_toml_value_type(error.instance)}",
+            "see docs/suite.md for each key's type",
             where=where,
         )
     if "propertyNames" in error.absolute_schema_path or (
@@ -308,6 +301,13 @@ def _schema_error(error: jsonschema.ValidationError, data: Any, label: str) -> I
             "SOM-SUITE-BAD-NAME",
             f"{what} {error.instance!r} is not allowed",
             "use a letter or digit, then letters, digits, '_' or '-'; 'overall' is reserved",
+            where=where,
+        )
+    if validator == "minProperties":
+        return InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            f"{table} needs at least one entry",
+            "add one, e.g. [arms.base] for the base model itself",
             where=where,
         )
     return InputError(
@@ -488,43 +488,6 @@ def reference_kind(value: str) -> str:
     return "hub"
 
 
-def resolve_pkg(reference: str) -> Path:
-    """The file or directory a ``pkg:<package>/<path>`` reference names, without importing it.
-
-    Raises ``InputError`` for a malformed reference and ``SommelierEnvironmentError`` when the
-    package is not installed or does not contain the path.
-    """
-    match = PKG_REF.match(reference)
-    parts = Path(match.group("path")).parts if match else ()
-    if not match or ".." in parts or Path(match.group("path")).is_absolute():
-        raise InputError(
-            "SOM-SUITE-BAD-PKG-REF",
-            f"malformed package reference {reference!r}",
-            "write pkg:<package>/<path inside the package>",
-        )
-    package = match.group("package")
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        spec = None
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    if not locations:
-        raise SommelierEnvironmentError(
-            "SOM-ENV-PKG-MISSING",
-            f"package {package!r} of {reference!r} is not installed",
-            f"pip install the package that provides {package!r}",
-        )
-    for location in locations:
-        candidate = Path(location) / match.group("path")
-        if candidate.exists():
-            return candidate
-    raise SommelierEnvironmentError(
-        "SOM-ENV-PKG-FILE-MISSING",
-        f"package {package!r} has no {match.group('path')!r}",
-        "check the path inside the package",
-    )
-
-
 def _resolve_reference(
     value: str,
     folder: Path,
@@ -544,13 +507,10 @@ def _resolve_reference(
     """
     if value.startswith("pkg:"):
         try:
-            target = resolve_pkg(value)
-        except InputError as exc:
-            raise InputError(exc.code, f"{field}: {exc.message}", exc.hint, where=where) from None
-        except SommelierEnvironmentError as exc:
-            raise SommelierEnvironmentError(
-                exc.code, f"{field}: {exc.message}", exc.hint, where=where
-            ) from None
+            target = resolve_pkg_path(value)
+        except (InputError, SommelierEnvironmentError) as exc:
+            message = f"{field} {value!r}: {exc.message}"
+            raise type(exc)(exc.code, message, exc.hint, where=where) from None
         _check_local_kind(target, field=field, adapter=adapter, where=where)
         _refuse_revision(revision, revision_field, field, where)
         return value
@@ -881,8 +841,8 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
     if misplaced:
         raise InputError(
             "SOM-SUITE-GATE-THRESHOLD",
-            f"key {misplaced[0]!r} does not apply to a {kind} gate",
-            f"a {kind} gate takes {' / '.join(allowed)}",
+            f"key {misplaced[0]!r} does not apply to {_article(kind)} {kind} gate",
+            f"{_article(kind)} {kind} gate takes {' / '.join(allowed)}",
             where=where,
         )
     present = [key for key in allowed if key in entry]
@@ -890,7 +850,7 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
         wanted = "min and/or max" if kind == "arm" else f"exactly one of {', '.join(allowed)}"
         raise InputError(
             "SOM-SUITE-GATE-THRESHOLD",
-            f"a {kind} gate needs {wanted}",
+            f"{_article(kind)} {kind} gate needs {wanted}",
             "see docs/suite.md, [[gates]]",
             where=where,
         )
@@ -910,6 +870,11 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
             "no value could pass this gate",
             where=where,
         )
+
+
+def _article(word: str) -> str:
+    """ "an" before a vowel, else "a"."""
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def _float_or_none(value: Any) -> float | None:
@@ -964,5 +929,5 @@ def reference_identity(value: str, revision: str | None) -> dict[str, Any]:
     if kind == "hub":
         return {"kind": "hub", "id": value, "revision": revision}
     if kind == "pkg":
-        return {"kind": "pkg", "ref": value, "sha256": sha256_path(resolve_pkg(value))}
+        return {"kind": "pkg", "ref": value, "sha256": sha256_path(resolve_pkg_path(value))}
     return {"kind": "local", "sha256": sha256_path(value)}
