@@ -503,6 +503,7 @@ class TransformersGenerator:
         max_new_tokens, batch_size = _decoding_settings(decoding, self.name)
         if not prompts:
             return []
+        self._refuse_empty_prompts(prompts)
         config = _generation_config(self.base.model, self.base.tokenizer, max_new_tokens)
         outputs: list[str] = []
         with torch.inference_mode(), self._adapter_context():
@@ -516,6 +517,18 @@ class TransformersGenerator:
                 where=f"arm {self.name}",
             )
         return outputs
+
+    def _refuse_empty_prompts(self, prompts: list[str]) -> None:
+        """A prompt that tokenizes to nothing has no context to continue: an error, not a guess."""
+        lengths = self.base.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        empty = [index for index, ids in enumerate(lengths) if not ids]
+        if empty:
+            raise EvaluationError(
+                "SOM-BACKEND-EMPTY-PROMPT",
+                f"{len(empty)} prompt(s) tokenize to no tokens (first at index {empty[0]})",
+                "give every example a non-empty prompt_text",
+                where=f"arm {self.name}",
+            )
 
     def _generate_batch(self, batch: list[str], config: Any) -> list[str]:
         """One left-padded batch through ``model.generate``; decodes only the new tokens."""

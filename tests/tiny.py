@@ -4,7 +4,8 @@
 safetensors weights and a byte-level tokenizer built locally with the ``tokenizers`` library, so
 any text (Hebrew included) encodes and decodes. ``make_tiny_adapter_dir`` writes a PEFT LoRA on
 ``q_proj``/``v_proj`` whose B weights are random and nonzero, so its greedy outputs differ from
-the base.
+the base. ``make_tiny_gguf`` writes a tiny random Llama as one float32 ``.gguf`` file (same
+byte-level vocabulary, a gpt2-style GGUF tokenizer and the same chat template).
 
 Invariant kept: the same arguments give byte-identical files (seeded weights, no machine paths
 written into any file), so content digests are stable across temporary folders.
@@ -134,3 +135,69 @@ def _strip_machine_paths(path: Path, base_name: str) -> None:
     config["base_model_name_or_path"] = base_name
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     (path / "README.md").unlink(missing_ok=True)
+
+
+def make_tiny_gguf(path: Path, *, seed: int = 0) -> Path:
+    """Write a tiny random Llama (hidden 32, 2 layers, 2 heads) as a float32 GGUF file.
+
+    The GGUF tokenizer is the byte-level vocabulary of ``make_tiny_model_dir`` plus one merged
+    token (transformers' GGUF converter needs at least one merge). Returns ``path``.
+    """
+    import gguf
+    import numpy as np
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    vocab = _build_tokenizer().get_vocab()
+    tokens = [token for token, _ in sorted(vocab.items(), key=lambda item: item[1])]
+    tokens.append("\u0120\u0120")  # "ĠĠ", the result of the one merge below
+    hidden, ff, layers, heads = 32, 64, 2, 2
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_context_length(512)
+    writer.add_embedding_length(hidden)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(heads)
+    writer.add_rope_dimension_count(hidden // heads)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_vocab_size(len(tokens))
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    specials = 3
+    writer.add_token_types(
+        [gguf.TokenType.CONTROL] * specials + [gguf.TokenType.NORMAL] * (len(tokens) - specials)
+    )
+    writer.add_token_merges(["\u0120 \u0120"])
+    writer.add_bos_token_id(vocab[BOS])
+    writer.add_eos_token_id(vocab[EOS])
+    writer.add_pad_token_id(vocab[PAD])
+    writer.add_add_bos_token(False)
+    writer.add_chat_template(CHAT_TEMPLATE)
+    rng = np.random.default_rng(seed)
+
+    def random(name: str, *shape: int) -> None:
+        writer.add_tensor(name, (rng.standard_normal(shape) * 0.3).astype(np.float32))
+
+    def ones(name: str) -> None:
+        writer.add_tensor(name, np.ones(hidden, dtype=np.float32))
+
+    random("token_embd.weight", len(tokens), hidden)
+    for layer in range(layers):
+        block = f"blk.{layer}"
+        ones(f"{block}.attn_norm.weight")
+        ones(f"{block}.ffn_norm.weight")
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            random(f"{block}.{name}.weight", hidden, hidden)
+        random(f"{block}.ffn_gate.weight", ff, hidden)
+        random(f"{block}.ffn_up.weight", ff, hidden)
+        random(f"{block}.ffn_down.weight", hidden, ff)
+    ones("output_norm.weight")
+    random("output.weight", len(tokens), hidden)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
