@@ -236,7 +236,9 @@ def test_hub_id_without_revision(tmp_path: Path) -> None:
 
 
 def test_adapter_hub_id_without_revision(tmp_path: Path) -> None:
-    suite = write_suite(tmp_path, arms={"base": {}, "v1": {"adapter": "org/adapter-v1"}})
+    suite = write_suite(
+        tmp_path, arms={"base": {}, "v1": {"adapter": "org/adapter-v1"}}, comparisons=None
+    )
     expect_error(
         lambda: load_suite(suite),
         InputError,
