@@ -28,9 +28,10 @@ BOOTSTRAP_METHOD = "paired_bootstrap_percentile"
 MCNEMAR_METHOD = "exact_binomial_two_sided"
 MCNEMAR_METRIC = "full_call_exact_match"
 
-# Upper bound on the number of cells (resample rows x pairs) drawn at once; it bounds memory
-# (about 16 bytes per cell) and is a constant, so the draw stays a function of (seed, n, R).
-_CELLS_PER_CHUNK = 1 << 21
+# Number of cells (resample rows x pairs) drawn and counted at once: small enough for the count
+# block to stay in cache (about 2x faster than one big block at 1,000 pairs) and for memory to
+# stay bounded; a constant, so the draw stays a function of (seed, n, R) only.
+_CELLS_PER_CHUNK = 1 << 16
 
 
 def derive_seed(suite_seed: int, name: str) -> int:
@@ -131,6 +132,14 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return out
 
 
+def _differences_from_sums(sums: np.ndarray, metrics: int) -> np.ndarray:
+    """Candidate-minus-reference values from ``(R, 4 * metrics)`` resampled sums laid out as
+    [ref_num | ref_den | cand_num | cand_den]; a side whose summed denominator is 0 is 0."""
+    ref_values = _ratio(sums[:, :metrics], sums[:, metrics : 2 * metrics])
+    cand_values = _ratio(sums[:, 2 * metrics : 3 * metrics], sums[:, 3 * metrics :])
+    return cand_values - ref_values
+
+
 def resample_differences(
     counts: np.ndarray,
     ref_num: np.ndarray,
@@ -143,12 +152,8 @@ def resample_differences(
     Each side's value is (sum of resampled numerators) / (sum of resampled denominators), with
     value 0 when the summed denominator is 0; sums are exact (integers in float64).
     """
-    metrics = ref_num.shape[1]
-    stacked = np.concatenate([ref_num, ref_den, cand_num, cand_den], axis=1)
-    sums = counts.astype(np.float64) @ stacked
-    ref_values = _ratio(sums[:, :metrics], sums[:, metrics : 2 * metrics])
-    cand_values = _ratio(sums[:, 2 * metrics : 3 * metrics], sums[:, 3 * metrics :])
-    return cand_values - ref_values
+    stacked = np.concatenate([ref_num, ref_den, cand_num, cand_den], axis=1).astype(np.float64)
+    return _differences_from_sums(counts.astype(np.float64) @ stacked, ref_num.shape[1])
 
 
 def percentile_interval(
@@ -207,13 +212,15 @@ def paired_bootstrap_arrays(
         block["intervals"] = {name: {"lower": None, "upper": None} for name in names}
         return block
     rng = np.random.default_rng(seed)
-    differences = np.concatenate(
+    stacked = np.concatenate([rn, rd, cn, cd], axis=1)
+    sums = np.concatenate(
         [
-            resample_differences(resample_counts(chunk, pairs), rn, rd, cn, cd)
+            resample_counts(chunk, pairs).astype(np.float64) @ stacked
             for chunk in _index_chunks(rng, pairs, resamples)
         ],
         axis=0,
     )
+    differences = _differences_from_sums(sums, len(names))
     lower, upper = percentile_interval(differences, confidence_level)
     block["intervals"] = {
         name: {"lower": float(lower[j]), "upper": float(upper[j])} for j, name in enumerate(names)
