@@ -1,1 +1,133 @@
-"""pytest-sommelier's pytest entry point: options and hook wiring only."""
+"""pytest-sommelier's pytest entry point: options and hook wiring only.
+
+Everything else lives in its own module: collection (``collect``), the per-process runner
+(``runner``), aggregation and the session finish (``session``), the fixture (``fixture``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .collect import SUITE_FILENAME, SuiteFile
+from .fixture import sommelier_model
+from .session import SESSION_KEY, SommelierSession
+
+__all__ = ["sommelier_model"]
+
+OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
+    (
+        "--sommelier-out",
+        {"dest": "sommelier_out", "metavar": "DIR", "default": None},
+        "run directory for artifacts (default: runs/<run_id>)",
+        "string",
+    ),
+    (
+        "--sommelier-strict",
+        {"dest": "sommelier_strict", "action": "store_true", "default": None},
+        "make every non-exact example a failure (must-pass suites, --lf drilldown)",
+        "bool",
+    ),
+    (
+        "--sommelier-misses",
+        {"dest": "sommelier_misses", "metavar": "N", "type": int, "default": None},
+        "how many misses the terminal drilldown shows (default 10; 0 for none)",
+        "string",
+    ),
+    (
+        "--sommelier-gates",
+        {"dest": "sommelier_gates", "choices": ["on", "off"], "default": None},
+        "evaluate gates and write the verdict (on, default) or not (off: drilldown runs)",
+        "string",
+    ),
+    (
+        "--sommelier-baseline",
+        {"dest": "sommelier_baseline", "metavar": "[ARM=]DIR", "action": "append", "default": None},
+        "use a stored arm folder of an earlier run (runs/<id>/eval/<arm>) instead of "
+        "generating that arm; repeatable",
+        "",
+    ),
+    (
+        "--sommelier-cache-dir",
+        {"dest": "sommelier_cache_dir", "metavar": "DIR", "default": None},
+        "generation cache folder (default: <pytest cache dir>/sommelier/generations)",
+        "string",
+    ),
+    (
+        "--sommelier-no-cache",
+        {"dest": "sommelier_no_cache", "action": "store_true", "default": None},
+        "do not read or write the generation cache",
+        "bool",
+    ),
+]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sommelier", "pytest-sommelier (tool-call adapter evaluation)")
+    for flag, kwargs, help_text, ini_type in OPTIONS:
+        group.addoption(flag, help=help_text, **kwargs)
+        if ini_type:
+            parser.addini(kwargs["dest"], help=help_text, type=ini_type, default=None)  # type: ignore[arg-type]
+
+
+def option(config: pytest.Config, name: str) -> Any:
+    """A sommelier option: the command line wins, then the ini file."""
+    value = config.getoption(name)
+    return value if value is not None else config.getini(name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "eval: one evaluated example of a sommelier suite (select with -m eval)"
+    )
+    sommelier = SommelierSession(config)
+    config.stash[SESSION_KEY] = sommelier
+    # the session object receives pytest_runtest_logreport (as pytest-benchmark's does)
+    config.pluginmanager.register(sommelier, "sommelier-session")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name == SUITE_FILENAME:
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    record = getattr(item, "sommelier_record", None)
+    if call.when == "call" and record is not None:
+        report.sommelier = record
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    record = getattr(report, "sommelier", None)
+    if report.when == "call" and report.passed and record is not None and not record["hit"]:
+        return "missed", "m", ("MISS", {"yellow": True})
+    return None
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from .scheduling import make_scheduler
+
+    return make_scheduler(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    sommelier = session.config.stash.get(SESSION_KEY, None)
+    if sommelier is None:
+        return
+    forced = sommelier.finish()
+    if forced is not None and session.exitstatus == 0:
+        session.exitstatus = forced
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    sommelier = config.stash.get(SESSION_KEY, None)
+    if sommelier is not None:
+        sommelier.summary(terminalreporter)

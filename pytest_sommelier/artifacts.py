@@ -1,0 +1,212 @@
+"""Run-directory layout, atomic writes and reading stored runs back.
+
+Invariants kept: every file is written to a temporary file in its destination folder, flushed,
+fsynced and renamed, so it exists whole or not at all; a run is written in dependency order
+(inputs, generations, telemetry, arm reports, comparison reports, verdict last), so a crash
+midway never leaves a verdict beside missing reports; JSON is UTF-8 with sorted keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, SommelierEnvironmentError
+
+INPUTS_DIR = "inputs"
+SPLIT_COPY = "inputs/test_split.jsonl"
+RESOLVED = "suite.resolved.json"
+VERDICT = "gate_verdict.json"
+
+
+def new_run_id() -> str:
+    """``YYYYmmddTHHMMSSZ-<6 hex>``: sortable by time, unique across parallel runs."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def dumps(value: Any) -> str:
+    """The one JSON rendering used for artifacts (sorted keys, 2-space indent, UTF-8)."""
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise SommelierEnvironmentError(
+            "SOM-OUT-UNWRITABLE",
+            f"cannot write to {path.parent}: {exc.strerror or exc}",
+            "choose a writable folder with --sommelier-out",
+        ) from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise SommelierEnvironmentError(
+            "SOM-OUT-WRITE-FAILED",
+            f"writing {path} failed: {exc.strerror or exc}",
+            "check free space and permissions of the output folder",
+        ) from exc
+
+
+def atomic_write_json(path: Path, value: Any) -> None:
+    atomic_write_text(path, dumps(value))
+
+
+def jsonl(records: list[dict]) -> str:
+    """One compact JSON object per line, sorted keys, in the given order."""
+    return "".join(
+        json.dumps(r, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n" for r in records
+    )
+
+
+def write_run(
+    run_dir: Path,
+    *,
+    resolved: dict,
+    split_path: Path,
+    generations: dict[str, dict[str, list[dict]]],
+    telemetry: dict[str, dict],
+    arm_reports: dict[str, dict],
+    comparison_reports: dict[str, dict],
+    comparison_markdown: dict[str, str],
+    verdict: dict | None,
+    stored_arms: frozenset[str] = frozenset(),
+) -> None:
+    """Write a whole run directory in dependency order, verdict last. Arms in
+    ``stored_arms`` (baselines from an earlier run) are not rewritten."""
+    atomic_write_json(run_dir / RESOLVED, resolved)
+    copy = run_dir / SPLIT_COPY
+    if split_path.resolve() != copy.resolve():
+        atomic_write_text(copy, split_path.read_text(encoding="utf-8"))
+    for arm, by_slice in generations.items():
+        if arm in stored_arms:
+            continue
+        for language, records in by_slice.items():
+            atomic_write_text(
+                run_dir / "eval" / arm / f"generations.{language}.jsonl", jsonl(records)
+            )
+        atomic_write_json(run_dir / "eval" / arm / "inference_telemetry.json", telemetry[arm])
+    for arm, report in arm_reports.items():
+        if arm not in stored_arms:
+            atomic_write_json(run_dir / "eval" / arm / "evaluation_report.json", report)
+    for name, report in comparison_reports.items():
+        atomic_write_json(run_dir / "report" / f"{name}.json", report)
+        atomic_write_text(run_dir / "report" / f"{name}.md", comparison_markdown[name])
+    if verdict is not None:
+        atomic_write_json(run_dir / VERDICT, verdict)
+
+
+def remove_stale(run_dir: Path) -> None:
+    """Remove the reports and verdict of an earlier write to ``run_dir`` (used before a
+    rewrite, so no report from a previous attempt can pass for this one's)."""
+    for path in (run_dir / VERDICT, run_dir / "report"):
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    for report in (run_dir / "eval").glob("*/evaluation_report.json"):
+        report.unlink()
+
+
+def read_json(path: Path) -> Any:
+    """Read a stored JSON artifact; a missing or broken file is an InputError naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(
+            "SOM-STORED-MISSING",
+            f"{path}: not found",
+            "point at a run or arm folder written by pytest-sommelier",
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            "SOM-STORED-UNREADABLE", f"{path}: {exc.strerror or exc}", "check permissions"
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            "SOM-STORED-BROKEN",
+            f"{path}:{exc.lineno}: not valid JSON ({exc.msg})",
+            "the artifact was edited or truncated; regenerate it",
+        ) from None
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Read a generations file; each broken line is an InputError naming ``file:line``."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(
+            "SOM-STORED-MISSING",
+            f"{path}: not found",
+            "the arm folder is missing a generations file",
+        ) from None
+    records = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                "SOM-STORED-BROKEN",
+                f"{path}:{number}: not valid JSON ({exc.msg})",
+                "the generations file was edited or truncated; regenerate this arm",
+            ) from None
+        if not isinstance(record, dict):
+            raise InputError(
+                "SOM-STORED-BROKEN", f"{path}:{number}: not a JSON object", "regenerate this arm"
+            )
+        for key in ("example_id", "raw_text", "prompt_sha256", "language", "decoding"):
+            if key not in record:
+                raise InputError(
+                    "SOM-STORED-FIELD",
+                    f"{path}:{number}: generation record has no '{key}'",
+                    "the generations file was edited; regenerate this arm",
+                )
+        if not isinstance(record["raw_text"], str):
+            raise InputError(
+                "SOM-STORED-FIELD",
+                f"{path}:{number}: 'raw_text' is not a string",
+                "regenerate this arm",
+            )
+        records.append(record)
+    return records
+
+
+def read_arm(arm_dir: Path) -> tuple[dict, dict | None, dict[str, list[dict]]]:
+    """A stored arm folder ``eval/<arm>/``: (evaluation report, telemetry or None, records per
+    slice as listed by the report's ``generation_artifact`` fields)."""
+    if not arm_dir.is_dir():
+        raise InputError(
+            "SOM-STORED-MISSING",
+            f"{arm_dir}: not a folder",
+            "give a stored arm folder such as runs/<run_id>/eval/<arm>",
+        )
+    report = read_json(arm_dir / "evaluation_report.json")
+    if not isinstance(report, dict) or "slices" not in report or "arm" not in report:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{arm_dir / 'evaluation_report.json'}: not an evaluation report",
+            "give a stored arm folder such as runs/<run_id>/eval/<arm>",
+        )
+    telemetry_path = arm_dir / "inference_telemetry.json"
+    telemetry = read_json(telemetry_path) if telemetry_path.exists() else None
+    records = {
+        language: read_jsonl(arm_dir / f"generations.{language}.jsonl")
+        for language in report["slices"]
+    }
+    return report, telemetry, records

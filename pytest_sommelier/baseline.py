@@ -1,0 +1,59 @@
+"""``--sommelier-baseline``: a stored arm of an earlier run stands in for an arm of the suite.
+
+``--sommelier-baseline DIR`` takes the stored arm folder ``runs/<id>/eval/<arm>`` and replaces
+the suite's arm of the same name; ``NAME=DIR`` replaces arm ``NAME``. The arm is not
+regenerated (collection yields no items for it). Invariant kept: the stored report goes through
+the same identity gate as a fresh arm when compared, and its records go through the same
+consistency checks, so a baseline from other conditions is refused, never silently compared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .artifacts import read_arm
+from .errors import InputError
+from .pipeline import ArmRun, order_records
+from .split import load_split
+from .suite import Suite
+
+
+def baseline_map(config: pytest.Config) -> dict[str, Path]:
+    """Arm name -> stored arm folder, from every ``--sommelier-baseline`` given."""
+    mapping: dict[str, Path] = {}
+    for value in config.getoption("sommelier_baseline") or []:
+        name, sep, folder = value.partition("=")
+        path = Path(folder if sep else name)
+        if not path.is_absolute():
+            path = config.invocation_params.dir / path
+        arm = name if sep else path.name
+        mapping[arm] = path
+    return mapping
+
+
+def baseline_arms(config: pytest.Config, suite: Suite) -> dict[str, ArmRun]:
+    """The suite's arms that come from stored runs, read and checked."""
+    arms: dict[str, ArmRun] = {}
+    split = None
+    for name, folder in baseline_map(config).items():
+        if name not in suite.arms:
+            raise InputError(
+                "SOM-BASELINE-ARM",
+                f"--sommelier-baseline: suite '{suite.name}' has no arm '{name}'",
+                f"use NAME=DIR with one of: {', '.join(suite.arms)}",
+            )
+        report, telemetry, records = read_arm(folder)
+        split = split or load_split(suite.test_split, suite.slices)
+        flat = [record for rows in records.values() for record in rows]
+        arms[name] = ArmRun(
+            name=name,
+            model_kind=report.get("model_kind", "base"),
+            model_identity=report.get("model_identity"),
+            adapter_identity=report.get("adapter_identity"),
+            records=order_records(suite, split, name, flat),
+            stored_report=report,
+            stored_telemetry=telemetry,
+        )
+    return arms

@@ -1,0 +1,143 @@
+"""Collection: a ``sommelier.toml`` becomes a tree of pytest nodes.
+
+``SuiteFile`` (the file) -> ``ArmNode`` (one per arm) -> ``SliceNode`` (one per slice) ->
+``EvalItem`` (one per example), so node ids read
+``eval_suites/demo/sommelier.toml::adapter::he::he-0042`` and ``-k``, ``--lf``, ``--deselect``
+and node-id arguments select the obvious things. Invariant: items are yielded in configured
+arm order, configured slice order, then split order, and every item carries the ``eval``
+marker; a bad suite is a collection error with the error's code and hint, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .errors import SommelierError
+
+if TYPE_CHECKING:
+    from .split import Example, FormattedSplit
+    from .suite import Suite
+
+SUITE_FILENAME = "sommelier.toml"
+
+
+class SuiteFile(pytest.Module):
+    """A suite file. Subclasses ``pytest.Module`` (like pytest's own doctest text files) so
+    that module- and class-scoped fixtures from conftests resolve for its items; it never
+    imports anything."""
+
+    obj = None
+
+    def collect(self) -> Iterator[ArmNode]:
+        from .split import load_split
+        from .suite import load_suite
+
+        try:
+            suite = load_suite(self.path)
+            split = load_split(suite.test_split, suite.slices)
+        except SommelierError as error:
+            raise self.CollectError(str(error)) from None
+        self.suite: Suite = suite
+        self.split: FormattedSplit = split
+        from .baseline import baseline_map
+
+        stored = baseline_map(self.config)
+        for arm in suite.arms:
+            if arm in stored:
+                continue  # comes from an earlier run (--sommelier-baseline)
+            yield ArmNode.from_parent(self, name=arm)
+
+    def _getobj(self) -> Any:  # pragma: no cover - never imported
+        return None
+
+
+class ArmNode(pytest.Collector):
+    """All examples of one arm of a suite."""
+
+    def collect(self) -> Iterator[SliceNode]:
+        suite_file = self.parent
+        assert isinstance(suite_file, SuiteFile)
+        for language in suite_file.suite.slices:
+            yield SliceNode.from_parent(self, name=language)
+
+
+class SliceNode(pytest.Collector):
+    """All examples of one slice (language) of one arm."""
+
+    def collect(self) -> Iterator[EvalItem]:
+        arm_node = self.parent
+        assert isinstance(arm_node, ArmNode)
+        suite_file = arm_node.parent
+        assert isinstance(suite_file, SuiteFile)
+        batch_size = int(suite_file.suite.decoding["batch_size"])
+        for position, example in enumerate(suite_file.split.slices[self.name]):
+            yield EvalItem.from_parent(
+                self,
+                name=example.example_id,
+                suite_file=suite_file,
+                arm=arm_node.name,
+                example=example,
+                batch_index=position // batch_size,
+            )
+
+
+class EvalItem(pytest.Item):
+    """One (arm, example): generation happens in ``setup`` (so model errors and invariant
+    violations are errors, ``E``), parsing and scoring in ``runtest``."""
+
+    def __init__(
+        self,
+        *,
+        suite_file: SuiteFile,
+        arm: str,
+        example: Example,
+        batch_index: int,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.suite_file = suite_file
+        self.arm = arm
+        self.example = example
+        self.batch_index = batch_index
+        self.add_marker(pytest.mark.eval)
+        self.add_marker(pytest.mark.usefixtures("sommelier_model"))
+        # Fixture support, as pytest's own DoctestItem does it.
+        from _pytest.fixtures import TopRequest
+
+        self.obj = None
+        fixture_manager = self.session._fixturemanager
+        self._fixtureinfo = fixture_manager.getfixtureinfo(node=self, func=None, cls=None)
+        self.fixturenames = self._fixtureinfo.names_closure
+        self.funcargs: dict[str, object] = {}
+        self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
+
+    @property
+    def suite(self) -> Suite:
+        return self.suite_file.suite
+
+    @property
+    def split(self) -> FormattedSplit:
+        return self.suite_file.split
+
+    def setup(self) -> None:
+        from .runner import runner_for
+
+        self._request._fillfixtures()
+        factory = self.funcargs["sommelier_model"]
+        runner_for(self.config).generate_for(self, factory)
+
+    def runtest(self) -> None:
+        from .runner import runner_for
+
+        runner_for(self.config).score(self)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, SommelierError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.suite_file.path, None, f"{self.arm}::{self.example.language}::{self.name}"

@@ -1,0 +1,305 @@
+"""From generation records to reports and a verdict, with no model and no pytest.
+
+The pytest session (at finish) and ``sommelier rescore`` both call :func:`evaluate_run`, so a
+re-scored run goes through exactly the same checks and builders. Invariants kept: before any
+report is built, every record must name a known example of its slice, carry that example's
+``prompt_sha256`` and the suite's decoding, and appear at most once per arm (violations raise
+``InvariantError``); records are re-parsed from ``raw_text`` here, so a report never trusts a
+stored parse; ``complete`` is true only when every example of every slice of every arm was
+scored and nothing errored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .digests import sha256_json
+from .errors import EvaluationError, InvariantError
+from .gates import evaluate_gates
+from .metrics import METRIC_NAMES
+from .parse import PARSER_VERSION, parse_tool_call
+from .reports import build_comparison_report, build_evaluation_report
+from .split import FormattedSplit
+from .suite import ComparisonConfig, Suite
+
+
+@dataclass
+class ArmRun:
+    """Everything known about one arm of a run before its report is built."""
+
+    name: str
+    model_kind: str
+    model_identity: dict
+    adapter_identity: dict | None
+    records: dict[str, list[dict]]  # slice -> generation records in split order
+    timings: list[dict] = field(default_factory=list)  # per-record {seconds, worker, device...}
+    stored_report: dict | None = None  # set for a baseline arm read from an earlier run
+    stored_telemetry: dict | None = None
+
+
+@dataclass
+class RunOutcome:
+    """The derived artifacts of one run of one suite."""
+
+    run_id: str
+    complete: bool
+    arm_reports: dict[str, dict]
+    telemetry: dict[str, dict]
+    comparison_reports: dict[str, dict]
+    comparison_errors: dict[str, str]
+    verdict: dict | None
+    records: dict[str, dict[str, list[dict]]]  # arm -> slice -> records (with gold_call)
+    missing: dict[str, int]  # arm -> examples not scored
+
+
+def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any]) -> str:
+    """Digest of the evaluation conditions every arm shares: test split, slices, base model,
+    decoding, parser and statistics settings; not arms, comparisons, gates or machine paths."""
+    return sha256_json(
+        {
+            "split": split.split,
+            "test_split_sha256": split.sha256,
+            "slices": list(suite.slices),
+            "model": dict(model),
+            "decoding": dict(suite.decoding),
+            "parser_version": PARSER_VERSION,
+            "statistics": {
+                "seed": suite.statistics.seed,
+                "resamples": suite.statistics.resamples,
+                "confidence_level": suite.statistics.confidence_level,
+            },
+        }
+    )
+
+
+def order_records(
+    suite: Suite, split: FormattedSplit, arm: str, records: Iterable[Mapping[str, Any]]
+) -> dict[str, list[dict]]:
+    """Check each generation record against the split and return them per slice in split
+    order. Raises InvariantError on an unknown example, a wrong language, a prompt digest
+    mismatch, a mixed decoding config or a duplicate."""
+    by_id = {example.example_id: example for example in split.examples}
+    seen: dict[str, dict] = {}
+    for record in records:
+        example_id = record.get("example_id")
+        example = by_id.get(example_id)  # type: ignore[arg-type]
+        if example is None or example.language not in suite.slices:
+            raise InvariantError(
+                "SOM-RECORD-UNKNOWN",
+                f"arm '{arm}': generation for unknown example {example_id!r}",
+                "the generations do not belong to this test split",
+            )
+        if record.get("language") != example.language:
+            raise InvariantError(
+                "SOM-RECORD-LANGUAGE",
+                f"arm '{arm}': example '{example_id}' is in slice '{example.language}' but its "
+                f"generation says language {record.get('language')!r}",
+                "the generations do not belong to this test split",
+            )
+        if record.get("prompt_sha256") != example.prompt_sha256:
+            raise InvariantError(
+                "SOM-PROMPT-DIGEST",
+                f"arm '{arm}': example '{example_id}': the generation's prompt_sha256 does not "
+                "match the formatted split",
+                "the prompt was edited or the split reordered; regenerate this arm",
+            )
+        if record.get("decoding") != dict(suite.decoding):
+            raise InvariantError(
+                "SOM-DECODING-MIXED",
+                f"arm '{arm}': example '{example_id}' was generated with decoding "
+                f"{record.get('decoding')!r}, not the suite's {dict(suite.decoding)!r}",
+                "records of one report must share one decoding config; regenerate this arm",
+            )
+        if example_id in seen:
+            raise InvariantError(
+                "SOM-RECORD-DUPLICATE",
+                f"arm '{arm}': two generations for example '{example_id}'",
+                "each example is generated exactly once per arm",
+            )
+        seen[example_id] = dict(record)  # type: ignore[index]
+    return {
+        language: [seen[e.example_id] for e in split.slices[language] if e.example_id in seen]
+        for language in suite.slices
+    }
+
+
+def rescored(records: list[dict], split: FormattedSplit) -> list[dict]:
+    """Scoring records: the parse re-derived from ``raw_text`` plus the example's gold call."""
+    by_id = {example.example_id: example for example in split.examples}
+    out = []
+    for record in records:
+        parsed_call, status = parse_tool_call(record["raw_text"])
+        out.append(
+            {
+                **record,
+                "parsed_call": parsed_call,
+                "parse_status": status,
+                "gold_call": by_id[record["example_id"]].gold_call,
+            }
+        )
+    return out
+
+
+def telemetry_for(arm: ArmRun, suite: Suite, split: FormattedSplit) -> dict:
+    """inference_telemetry.json for one arm from its per-record timings."""
+    if arm.stored_telemetry is not None:
+        return arm.stored_telemetry
+    slices: dict[str, dict] = {}
+    for language in suite.slices:
+        rows = [t for t in arm.timings if t["language"] == language]
+        timed = [t for t in rows if not t["cached"]]
+        slices[language] = {
+            "seconds": sum(t["seconds"] for t in timed),
+            "examples": len(rows),
+            "timed_examples": len(timed),
+            "cached_examples": len(rows) - len(timed),
+        }
+    devices = {(t["device"]["device"], t["device"]["device_count"]) for t in arm.timings}
+    device, device_count = sorted(devices)[0] if devices else ("unknown", 1)
+    timed_total = sum(s["timed_examples"] for s in slices.values())
+    total_seconds = sum(s["seconds"] for s in slices.values())
+    return {
+        "schema_version": "sommelier.inference_telemetry.v1",
+        "arm": arm.name,
+        "boundary": "generate_call",
+        "batch_size": int(suite.decoding["batch_size"]),
+        "concurrency": len({t["worker"] for t in arm.timings}) or 1,
+        "device": device,
+        "device_count": device_count,
+        "slices": slices,
+        "total_seconds": total_seconds,
+        "examples": sum(s["examples"] for s in slices.values()),
+        "timed_examples": timed_total,
+        "cached_examples": sum(s["cached_examples"] for s in slices.values()),
+        "seconds_per_example": (total_seconds / timed_total) if timed_total else None,
+        "warmup": {"prompts": 1, "timed": False},
+    }
+
+
+def comparisons_to_run(suite: Suite) -> list[ComparisonConfig]:
+    """Configured comparisons plus any a comparison gate refers to, in order, once each."""
+    wanted: dict[tuple[str, str], ComparisonConfig] = {}
+    for comparison in suite.comparisons:
+        wanted.setdefault((comparison.candidate, comparison.reference), comparison)
+    for gate in suite.gates:
+        if gate.kind == "comparison":
+            key = (gate.candidate, gate.reference)
+            wanted.setdefault(key, ComparisonConfig(candidate=key[0], reference=key[1]))  # type: ignore[arg-type]
+    return list(wanted.values())
+
+
+def evaluate_run(
+    suite: Suite,
+    split: FormattedSplit,
+    arms: Mapping[str, ArmRun],
+    *,
+    run_id: str,
+    model: Mapping[str, Any],
+    errored: Iterable[str] = (),
+    gates: bool = True,
+) -> RunOutcome:
+    """Build every arm report, telemetry, comparison report and the verdict of one run.
+
+    ``errored`` names items that errored (model errors, lost workers): their presence makes the
+    run incomplete. ``model`` is the suite's base-model identity (content digest or revision).
+    """
+    digest = config_sha256(suite, split, model)
+    scoring: dict[str, dict[str, list[dict]]] = {}
+    arm_reports: dict[str, dict] = {}
+    telemetry: dict[str, dict] = {}
+    missing: dict[str, int] = {}
+    for name, arm in arms.items():
+        ordered = {language: rescored(records, split) for language, records in arm.records.items()}
+        scoring[name] = ordered
+        missing[name] = sum(
+            len(split.slices[language]) - len(ordered.get(language, []))
+            for language in suite.slices
+        )
+        if arm.stored_report is not None:
+            arm_reports[name] = arm.stored_report
+        else:
+            arm_reports[name] = build_evaluation_report(
+                run_id=run_id,
+                arm=name,
+                model_kind=arm.model_kind,
+                model_identity=arm.model_identity,
+                adapter_identity=arm.adapter_identity,
+                config_sha256=digest,
+                split=split,
+                slices=suite.slices,
+                parser_version=PARSER_VERSION,
+                decoding=dict(suite.decoding),
+                records_by_slice=ordered,
+                statistics=suite.statistics,
+                generation_artifacts={
+                    language: f"eval/{name}/generations.{language}.jsonl"
+                    for language in suite.slices
+                },
+                complete=missing[name] == 0,
+            )
+        telemetry[name] = telemetry_for(arm, suite, split)
+    complete = (
+        set(arms) == set(suite.arms)
+        and all(count == 0 for count in missing.values())
+        and not list(errored)
+    )
+    comparison_reports: dict[str, dict] = {}
+    comparison_errors: dict[str, str] = {}
+    for comparison in comparisons_to_run(suite):
+        name = f"{comparison.candidate}-vs-{comparison.reference}"
+        if comparison.candidate not in arm_reports or comparison.reference not in arm_reports:
+            absent = [a for a in (comparison.candidate, comparison.reference) if a not in arms]
+            comparison_errors[name] = f"arm(s) not run: {', '.join(absent)}"
+            continue
+        try:
+            comparison_reports[name] = build_comparison_report(
+                arm_reports[comparison.candidate],
+                arm_reports[comparison.reference],
+                scoring[comparison.candidate],
+                scoring[comparison.reference],
+                suite.statistics,
+                telemetry={
+                    comparison.candidate: telemetry[comparison.candidate],
+                    comparison.reference: telemetry[comparison.reference],
+                },
+            )
+        except (EvaluationError, InvariantError) as error:
+            comparison_errors[name] = str(error)
+    verdict = (
+        evaluate_gates(
+            suite.gates,
+            arm_reports,
+            comparison_reports,
+            complete=complete,
+            run_id=run_id,
+            errors=comparison_errors,
+        )
+        if gates
+        else None
+    )
+    return RunOutcome(
+        run_id=run_id,
+        complete=complete,
+        arm_reports=arm_reports,
+        telemetry=telemetry,
+        comparison_reports=comparison_reports,
+        comparison_errors=comparison_errors,
+        verdict=verdict,
+        records=scoring,
+        missing=missing,
+    )
+
+
+__all__ = [
+    "METRIC_NAMES",
+    "ArmRun",
+    "RunOutcome",
+    "comparisons_to_run",
+    "config_sha256",
+    "evaluate_run",
+    "order_records",
+    "rescored",
+    "telemetry_for",
+]

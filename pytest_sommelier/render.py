@@ -1,0 +1,251 @@
+"""Rendering reports as terminal lines and Markdown. Pure: reports in, text out.
+
+Invariant kept: every number shown is read from a report dict (nothing recomputed here), and
+matched-pair language gaps are never shown in the same table as marginal full-slice gaps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .metrics import METRIC_NAMES, argument_diff_paths, canonical_json
+from .parse import STATUS_OK
+
+SHORT = {
+    "valid_json_rate": "valid_json",
+    "function_name_accuracy": "name_acc",
+    "argument_exact_match": "args_exact",
+    "argument_f1": "args_f1",
+    "full_call_exact_match": "full_call",
+}
+
+
+def fmt(value: float | None, signed: bool = False) -> str:
+    """A metric value with three decimals; ``n/a`` for null."""
+    if value is None:
+        return "n/a"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def fmt_interval(interval: Mapping[str, Any] | None) -> str:
+    if not interval:
+        return "n/a"
+    return f"[{fmt(interval.get('lower'), True)}, {fmt(interval.get('upper'), True)}]"
+
+
+def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
+    rows = list(rows)
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    out = [line.rstrip()]
+    for row in rows:
+        out.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return out
+
+
+def metrics_lines(arm_reports: Mapping[str, dict]) -> list[str]:
+    """One row per arm and slice (and overall): the five metrics and the example count."""
+    header = ["arm", "slice", *[SHORT[m] for m in METRIC_NAMES], "n"]
+    rows = []
+    for arm, report in arm_reports.items():
+        blocks = [(lang, block["metrics"]) for lang, block in report["slices"].items()]
+        blocks.append(("overall", report["metrics"]))
+        for name, metrics in blocks:
+            n = metrics["valid_json_rate"]["denominator"]
+            rows.append([arm, name, *[fmt(metrics[m]["value"]) for m in METRIC_NAMES], str(n)])
+    return _table(header, rows)
+
+
+def comparison_lines(
+    comparison_reports: Mapping[str, dict], errors: Mapping[str, str]
+) -> list[str]:
+    """Deltas with paired-bootstrap intervals, overall and per slice, for each comparison."""
+    lines: list[str] = []
+    for name, report in comparison_reports.items():
+        level = report["ci95"].get("confidence_level", 0.95)
+        lines.append(f"{name} (candidate - reference, {level:.0%} paired bootstrap)")
+        header = ["slice", *[SHORT[m] for m in METRIC_NAMES]]
+        rows = [["overall", *[_delta_cell(report, None, m) for m in METRIC_NAMES]]]
+        for lang in report.get("slices", {}):
+            rows.append([lang, *[_delta_cell(report, lang, m) for m in METRIC_NAMES]])
+        lines.extend("  " + line for line in _table(header, rows))
+        mcnemar = report.get("mcnemar")
+        if mcnemar:
+            lines.append(
+                f"  McNemar exact (full_call): candidate-only {mcnemar['candidate_only']}, "
+                f"reference-only {mcnemar['reference_only']}, p = {mcnemar['p_value']:.4g}"
+            )
+    for name, message in errors.items():
+        lines.append(f"{name}: REFUSED: {message}")
+    return lines
+
+
+def _delta_cell(report: Mapping[str, Any], lang: str | None, metric: str) -> str:
+    block = report if lang is None else report["slices"][lang]
+    delta = block["deltas"].get(metric)
+    interval = block["ci95"]["intervals"].get(metric)
+    return f"{fmt(delta, True)} {fmt_interval(interval)}"
+
+
+def gap_lines(arm_reports: Mapping[str, dict], metric: str = "full_call_exact_match") -> list[str]:
+    """Matched-pair language gaps (target - reference) with intervals, one row per arm/slice."""
+    rows = []
+    for arm, report in arm_reports.items():
+        for lang, block in (report.get("paired_slices") or {}).items():
+            rows.append(
+                [
+                    arm,
+                    f"{lang} - {block['reference_slice']}",
+                    str(block["pairs"]),
+                    f"{block['coverage']:.2f}",
+                    fmt(block["gaps"].get(metric), True),
+                    fmt_interval(block["ci95"]["intervals"].get(metric)),
+                ]
+            )
+    if not rows:
+        return []
+    return _table(["arm", "gap", "pairs", "coverage", SHORT[metric], "interval"], rows)
+
+
+def gate_lines(verdict: Mapping[str, Any] | None) -> list[str]:
+    """Each gate with its observed value and threshold, then the verdict."""
+    if verdict is None:
+        return ["gates: off (--sommelier-gates=off)"]
+    lines = []
+    for gate in verdict["gates"]:
+        status = "PASS" if gate["passed"] else "FAIL"
+        threshold = ", ".join(f"{k} {v}" for k, v in sorted(gate["threshold"].items()))
+        where = f"{gate.get('subject', '')} {gate['metric']} [{gate['slice']}]".strip()
+        line = f"{status} {gate['name']}: {where} observed {fmt(gate['observed'])} ({threshold})"
+        if not gate["passed"] and gate.get("reason"):
+            line += f": {gate['reason']}"
+        lines.append(line)
+    lines.append(f"verdict: {verdict['verdict'].upper()}")
+    return lines
+
+
+def describe_miss(record: Mapping[str, Any], gold_call: Mapping[str, Any]) -> str:
+    """A few lines explaining a miss: the gold call, the parsed call (or the raw text when it
+    did not parse), and the argument paths that differ."""
+    lines = [f"{record['arm']}::{record['language']}::{record['example_id']}"]
+    lines.append(f"  gold:   {canonical_json(gold_call)}")
+    if record["parse_status"] == STATUS_OK:
+        parsed = record["parsed_call"]
+        lines.append(f"  parsed: {canonical_json(parsed)}")
+        if parsed["name"] != gold_call["name"]:
+            lines.append(f"  name differs: {parsed['name']!r} != {gold_call['name']!r}")
+        paths = argument_diff_paths(gold_call["arguments"], parsed["arguments"])
+        if paths:
+            lines.append(f"  argument paths that differ: {', '.join(paths)}")
+    else:
+        raw = record["raw_text"]
+        shown = raw if len(raw) <= 240 else raw[:240] + f"... ({len(raw)} chars)"
+        lines.append(f"  {record['parse_status']}: {shown!r}")
+    return "\n".join(lines)
+
+
+# -- Markdown --------------------------------------------------------------------------------
+
+
+def _md_table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out.extend("| " + " | ".join(row) + " |" for row in rows)
+    return out
+
+
+def comparison_markdown(report: Mapping[str, Any]) -> str:
+    """The Markdown twin of a comparison report; matched-pair and marginal gaps in separate
+    tables, the marginal one labelled descriptive."""
+    ci = report["ci95"]
+    lines = [
+        f"# {report['candidate']} vs {report['reference']}",
+        "",
+        f"Candidate minus reference, paired by example. Intervals: {ci['method']}, "
+        f"{ci['resamples']} resamples, confidence {ci['confidence_level']}, seed {ci['seed']}.",
+        "",
+        "## Adapter gain",
+        "",
+    ]
+    header = ["slice", "metric", "delta", "interval"]
+    rows = []
+    for lang, block in [(None, report), *report.get("slices", {}).items()]:
+        for metric in METRIC_NAMES:
+            rows.append(
+                [
+                    lang or "overall",
+                    metric,
+                    fmt(block["deltas"].get(metric), True),
+                    fmt_interval(block["ci95"]["intervals"].get(metric)),
+                ]
+            )
+    lines.extend(_md_table(header, rows))
+    mcnemar = report.get("mcnemar")
+    if mcnemar:
+        lines += [
+            "",
+            f"McNemar exact test on full_call_exact_match (supporting evidence): candidate-only "
+            f"{mcnemar['candidate_only']}, reference-only {mcnemar['reference_only']}, "
+            f"two-sided p = {mcnemar['p_value']:.4g}.",
+        ]
+    lines += ["", "## Language gaps, matched pairs (primary)", ""]
+    rows = []
+    for arm, paired in (report.get("paired_language_gaps") or {}).items():
+        for lang, block in (paired or {}).items():
+            for metric in METRIC_NAMES:
+                rows.append(
+                    [
+                        arm,
+                        f"{lang} - {block['reference_slice']}",
+                        str(block["pairs"]),
+                        f"{block['coverage']:.2f}",
+                        metric,
+                        fmt(block["gaps"].get(metric), True),
+                        fmt_interval(block["ci95"]["intervals"].get(metric)),
+                    ]
+                )
+    if rows:
+        lines.extend(
+            _md_table(["arm", "gap", "pairs", "coverage", "metric", "gap value", "interval"], rows)
+        )
+    else:
+        lines.append("No non-reference slice with matched pairs.")
+    lines += [
+        "",
+        "## Language gaps, marginal full slices (descriptive only)",
+        "",
+        "Every scored row of each language, paired or not: the reference slice may hold examples "
+        "with no translation, so this is not the language-tax estimate and carries no interval.",
+        "",
+    ]
+    rows = []
+    for arm, gaps in ((report.get("language_gaps") or {}).get("arms") or {}).items():
+        for lang, block in (gaps or {}).items():
+            for metric in METRIC_NAMES:
+                rows.append(
+                    [
+                        arm,
+                        f"{lang} - {block['reference_slice']}",
+                        metric,
+                        fmt(block["gaps"].get(metric), True),
+                    ]
+                )
+    if rows:
+        lines.extend(_md_table(["arm", "gap", "metric", "gap value"], rows))
+    efficiency = report.get("efficiency")
+    if efficiency:
+        lines += ["", "## Inference telemetry", ""]
+        rows = []
+        for arm in (report["candidate"], report["reference"]):
+            block = efficiency.get(arm) or {}
+            rows.append(
+                [
+                    arm,
+                    fmt(block.get("seconds_per_example")),
+                    fmt(block.get("device_seconds_per_success")),
+                ]
+            )
+        lines.extend(_md_table(["arm", "seconds/example", "device-seconds/success"], rows))
+        label = "cross-comparable" if efficiency.get("cross_comparable") else "not cross-comparable"
+        lines += ["", f"Arms are {label}: {efficiency.get('reason', '')}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,255 @@
+"""The session-level aggregator: collects per-example results and, at session finish on the
+controller, derives and writes every artifact and the verdict.
+
+Roles are decided once: an xdist worker (``hasattr(config, "workerinput")``) only runs items;
+its results travel to the controller as JSON-safe report attributes; the controller (or a plain
+run) aggregates them from ``pytest_runtest_logreport`` and writes the run once. Invariants
+kept: nothing is written by a worker; a suite whose items errored or were not all run gets
+``complete: false`` and verdict ``incomplete``; any SommelierError at finish is shown as one
+line and makes the exit status non-zero, and leaves no report that looks complete.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import artifacts, render
+from .errors import InvariantError, SommelierError
+from .pipeline import ArmRun, RunOutcome, evaluate_run, order_records
+from .split import FormattedSplit, load_split
+from .suite import Suite, load_suite, suite_identity
+
+SESSION_KEY = pytest.StashKey["SommelierSession"]()
+SUITE_MARK = "sommelier.toml"
+
+
+@dataclass
+class SuiteResult:
+    """What the session finish produced for one suite (for the terminal summary)."""
+
+    nodeid: str
+    name: str
+    run_dir: Path | None
+    outcome: RunOutcome | None = None
+    error: str | None = None
+    errored_items: list[str] = field(default_factory=list)
+
+
+def suite_nodeid(nodeid: str) -> str | None:
+    """The suite-file part of an item's node id, or None for a non-suite item."""
+    head = nodeid.split("::", 1)[0]
+    return head if head.endswith(SUITE_MARK) else None
+
+
+class SommelierSession:
+    """Owns aggregation and the session-finish pipeline."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.is_worker = hasattr(config, "workerinput")
+        self.payloads: dict[str, list[dict]] = {}
+        self.errored: dict[str, list[str]] = {}
+        self.results: list[SuiteResult] = []
+        self.run_id = artifacts.new_run_id()
+
+    # -- aggregation -------------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        suite = suite_nodeid(report.nodeid)
+        if suite is None:
+            return
+        payload = getattr(report, "sommelier", None)
+        if report.when == "call" and payload is not None:
+            self.payloads.setdefault(suite, []).append(payload)
+        if report.failed and not (report.when == "call" and payload is not None):
+            # errors (setup/teardown, lost workers); strict-mode misses carry a payload
+            self.errored.setdefault(suite, []).append(report.nodeid)
+
+    # -- finish ------------------------------------------------------------------------------
+
+    def out_dir(self, suite: Suite, several: bool) -> Path:
+        option = self.config.getoption("sommelier_out") or self.config.getini("sommelier_out")
+        base = Path(option) if option else self.config.invocation_params.dir / "runs" / self.run_id
+        if not base.is_absolute():
+            base = self.config.invocation_params.dir / base
+        return base / suite.name if several else base
+
+    def finish(self) -> int | None:
+        """Write every evaluated suite's run; return the exit status to force, if any."""
+        if self.is_worker:
+            return None
+        suites = sorted(set(self.payloads) | set(self.errored))
+        exit_override = None
+        for nodeid in suites:
+            result = self._finish_suite(nodeid, several=len(suites) > 1)
+            self.results.append(result)
+            verdict = result.outcome.verdict if result.outcome else None
+            if result.error is not None or (verdict is not None and verdict["verdict"] != "pass"):
+                exit_override = int(pytest.ExitCode.TESTS_FAILED)
+        return exit_override
+
+    def _finish_suite(self, nodeid: str, several: bool) -> SuiteResult:
+        result = SuiteResult(nodeid=nodeid, name=nodeid, run_dir=None)
+        result.errored_items = self.errored.get(nodeid, [])
+        try:
+            suite = load_suite(self.config.rootpath / nodeid)
+            result.name = suite.name
+            split = load_split(suite.test_split, suite.slices)
+            result.run_dir = self.out_dir(suite, several)
+            arms = self._arm_runs(suite, split, self.payloads.get(nodeid, []))
+            arms.update(self._baselines(suite))
+            identity = suite_identity(suite)
+            outcome = evaluate_run(
+                suite,
+                split,
+                arms,
+                run_id=self.run_id,
+                model=identity["model"],
+                errored=result.errored_items,
+                gates=self._gates_on(),
+            )
+            artifacts.remove_stale(result.run_dir)
+            artifacts.write_run(
+                result.run_dir,
+                resolved={**identity, "run_id": self.run_id},
+                split_path=suite.test_split,
+                generations={name: arm.records for name, arm in arms.items()},
+                telemetry=outcome.telemetry,
+                arm_reports=outcome.arm_reports,
+                comparison_reports=outcome.comparison_reports,
+                comparison_markdown={
+                    name: render.comparison_markdown(report)
+                    for name, report in outcome.comparison_reports.items()
+                },
+                verdict=outcome.verdict,
+                stored_arms=frozenset(n for n, a in arms.items() if a.stored_report is not None),
+            )
+            result.outcome = outcome
+        except SommelierError as error:
+            result.error = str(error)
+        return result
+
+    def _gates_on(self) -> bool:
+        value = self.config.getoption("sommelier_gates") or self.config.getini("sommelier_gates")
+        return str(value or "on").lower() != "off"
+
+    def _arm_runs(
+        self, suite: Suite, split: FormattedSplit, payloads: list[dict]
+    ) -> dict[str, ArmRun]:
+        by_arm: dict[str, list[dict]] = {}
+        for payload in payloads:
+            by_arm.setdefault(payload["record"]["arm"], []).append(payload)
+        arms: dict[str, ArmRun] = {}
+        for name in suite.arms:
+            rows = by_arm.get(name)
+            if not rows:
+                continue
+            identities = {artifacts.dumps(p["model_identity"]) for p in rows}
+            adapters = {artifacts.dumps(p["adapter_identity"]) for p in rows}
+            if len(identities) > 1 or len(adapters) > 1:
+                raise InvariantError(
+                    "SOM-IDENTITY-MIXED",
+                    f"arm '{name}': generations came from more than one model or adapter identity",
+                    "every process must load the same model files for an arm",
+                )
+            first = rows[0]
+            arms[name] = ArmRun(
+                name=name,
+                model_kind=first["record"]["model_kind"],
+                model_identity=first["model_identity"],
+                adapter_identity=first["adapter_identity"],
+                records=order_records(suite, split, name, (p["record"] for p in rows)),
+                timings=[
+                    {
+                        "language": p["record"]["language"],
+                        "cached": p["record"]["cached"],
+                        "seconds": p["seconds"],
+                        "worker": p["worker"],
+                        "device": p["device"],
+                    }
+                    for p in rows
+                ],
+            )
+        return arms
+
+    def _baselines(self, suite: Suite) -> dict[str, ArmRun]:
+        from .baseline import baseline_arms
+
+        return baseline_arms(self.config, suite)
+
+    # -- terminal ----------------------------------------------------------------------------
+
+    def summary(self, terminalreporter: Any) -> None:
+        misses_wanted = int(
+            self.config.getoption("sommelier_misses")
+            if self.config.getoption("sommelier_misses") is not None
+            else self.config.getini("sommelier_misses") or 10
+        )
+        for result in self.results:
+            write = terminalreporter.write_line
+            terminalreporter.write_sep("=", f"sommelier: {result.name}")
+            if result.error is not None:
+                terminalreporter.write_line(f"ERROR {result.error}", red=True)
+                terminalreporter.write_line("no verdict was written for this suite", red=True)
+                continue
+            outcome = result.outcome
+            assert outcome is not None
+            write(f"run directory: {result.run_dir}")
+            if not outcome.complete:
+                missing = ", ".join(f"{a}: {n}" for a, n in outcome.missing.items() if n)
+                detail = f"not scored: {missing}; " if missing else ""
+                write(
+                    f"INCOMPLETE: {detail}{len(result.errored_items)} item(s) errored; "
+                    "no passing verdict can be written",
+                    yellow=True,
+                )
+            write("")
+            for line in render.metrics_lines(outcome.arm_reports):
+                write(line)
+            lines = render.comparison_lines(outcome.comparison_reports, outcome.comparison_errors)
+            if lines:
+                write("")
+                for line in lines:
+                    write(line)
+            gaps = render.gap_lines(outcome.arm_reports)
+            if gaps:
+                write("")
+                write("language gaps, matched pairs (full_call_exact_match):")
+                for line in gaps:
+                    write("  " + line)
+            write("")
+            for line in render.gate_lines(outcome.verdict):
+                colour = {"PASS": "green", "FAIL": "red"}.get(line.split(" ", 1)[0])
+                verdict_line = line.startswith("verdict:")
+                passed = verdict_line and line.endswith("PASS")
+                markup = {"green": True} if (colour == "green" or passed) else {}
+                if colour == "red" or (verdict_line and not passed):
+                    markup = {"red": True}
+                write(line, bold=verdict_line, **markup)
+            self._write_misses(write, outcome, misses_wanted)
+
+    @staticmethod
+    def _write_misses(write: Any, outcome: RunOutcome, wanted: int) -> None:
+        from .metrics import METRIC_NAMES, example_components
+
+        full = METRIC_NAMES.index("full_call_exact_match")
+        misses = [
+            record
+            for by_slice in outcome.records.values()
+            for records in by_slice.values()
+            for record in records
+            if example_components(record)[full][0] == 0
+        ]
+        if not misses or wanted <= 0:
+            return
+        write("")
+        write(
+            f"misses (showing {min(wanted, len(misses))} of {len(misses)}; --sommelier-misses=N):"
+        )
+        for record in misses[:wanted]:
+            for line in render.describe_miss(record, record["gold_call"]).splitlines():
+                write("  " + line)

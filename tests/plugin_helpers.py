@@ -1,0 +1,99 @@
+"""Helpers for pytester-driven plugin tests: a suite with a scripted fake backend.
+
+``write_scripted_suite(pytester, outputs, **suite_overrides)`` writes a suite (through
+``suite_factory``) and a ``conftest.py`` overriding ``sommelier_model`` with a fake whose
+``generate`` answers from ``script.json`` (arm -> example_id -> output). Unlisted examples
+answer prose. The fake also counts its calls in ``calls.jsonl`` so tests can check batching.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from suite_factory import make_row, write_suite
+
+GOLD = {
+    "en-0": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}},
+    "en-1": {"name": "search", "arguments": {"q": "tea", "filters": {"max": 3, "tags": ["a"]}}},
+    "en-2": {"name": "noop", "arguments": {}},
+    "en-3": {"name": "book", "arguments": {"room": 4, "late": True}},
+    "he-0": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}},
+    "he-1": {"name": "search", "arguments": {"q": "tea", "filters": {"max": 3, "tags": ["a"]}}},
+    "he-3": {"name": "book", "arguments": {"room": 4, "late": True}},
+}
+SOURCES = {"he-0": "en-0", "he-1": "en-1", "he-3": "en-3"}
+
+CONFTEST = """
+import json
+import pathlib
+
+import pytest
+
+HERE = pathlib.Path(__file__).parent
+SCRIPT = json.loads((HERE / "script.json").read_text())
+PROMPTS = {row["prompt_text"]: row["example_id"]
+           for row in map(json.loads, (HERE / "data" / "test.jsonl").read_text().splitlines())}
+
+
+class Fake:
+    def __init__(self, arm):
+        self.arm = arm
+        self.model_identity = {"fake": "model-1"}
+        self.adapter_identity = None if arm == "base" else {"fake-adapter": arm}
+
+    def generate(self, prompts, decoding):
+        with (HERE / "calls.jsonl").open("a") as log:
+            log.write(json.dumps({"arm": self.arm, "n": len(prompts)}) + "\\n")
+        special = SCRIPT.get("__special__", {}).get(self.arm)
+        if special == "raise":
+            raise RuntimeError("CUDA out of memory (scripted)")
+        if special == "short":
+            return ["x"] * (len(prompts) - 1)
+        if special == "nonstr":
+            return [None for _ in prompts]
+        answers = SCRIPT.get(self.arm, {})
+        return [answers.get(PROMPTS.get(p, "?"), "I think you should check the weather.")
+                for p in prompts]
+
+
+@pytest.fixture(scope="session")
+def sommelier_model():
+    return Fake
+"""
+
+
+def rows(ids: tuple[str, ...] = tuple(GOLD)) -> list[dict[str, Any]]:
+    return [
+        make_row(i, i[:2], SOURCES.get(i), GOLD[i], prompt_text=f"<user>prompt {i}</user>\n")
+        for i in ids
+    ]
+
+
+def call_text(call: dict[str, Any], prose: str = "") -> str:
+    return prose + json.dumps(call)
+
+
+def write_scripted_suite(
+    pytester: pytest.Pytester,
+    script: dict[str, Any],
+    *,
+    ids: tuple[str, ...] = tuple(GOLD),
+    **overrides: Any,
+) -> Path:
+    """Write suite + split + fake conftest + script into ``pytester.path``."""
+    overrides.setdefault("model", {"base": "fake-org/fake-model"})
+    suite = write_suite(pytester.path / "suite", rows=rows(ids), **overrides)
+    (pytester.path / "suite" / "conftest.py").write_text(CONFTEST)
+    (pytester.path / "suite" / "script.json").write_text(json.dumps(script))
+    return suite
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
