@@ -188,10 +188,9 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
             f"expected {SCHEMA_VERSION!r}; re-run sommelier format",
             where=where,
         )
-    errors = list(_example_validator().iter_errors(record))
-    if errors:
-        errors.sort(key=_error_rank)
-        raise _schema_error(errors[0], where)
+    error = first_schema_error(EXAMPLE_SCHEMA_FILE, record)
+    if error is not None:
+        raise _schema_error(error, where)
     return record
 
 
@@ -216,21 +215,42 @@ def _no_constant(name: str) -> Any:
 
 
 @cache
-def _example_validator() -> jsonschema.protocols.Validator:
-    """The compiled v2 row schema (loaded once per process)."""
-    schema = json.loads(EXAMPLE_SCHEMA_FILE.read_text(encoding="utf-8"))
+def schema_validator(schema_file: Path) -> jsonschema.protocols.Validator:
+    """The compiled JSON Schema in ``schema_file`` (checked and loaded once per process)."""
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
     validator_class = jsonschema.validators.validator_for(schema)
     validator_class.check_schema(schema)
     return validator_class(schema)
 
 
-_ERROR_PRIORITY = {"required": 0, "additionalProperties": 1, "type": 2}
+_ERROR_PRIORITY = {"additionalProperties": 0, "required": 1, "type": 2}
 
 
-def _error_rank(error: jsonschema.ValidationError) -> tuple[int, int, str]:
-    """Missing fields first, then unknown fields, then types, shallow before deep."""
-    path = list(error.absolute_path)
-    return (_ERROR_PRIORITY.get(str(error.validator), 3), len(path), repr(path))
+def first_schema_error(schema_file: Path, instance: Any) -> jsonschema.ValidationError | None:
+    """The most useful violation of ``instance``, or None when it is valid.
+
+    Unknown keys first (a misspelt key also makes a required key missing, and the unknown one
+    names the typo), then missing keys, then types, then other rules; shallow before deep.
+    """
+    errors = list(schema_validator(schema_file).iter_errors(instance))
+    if not errors:
+        return None
+    return min(
+        errors,
+        key=lambda e: (
+            _ERROR_PRIORITY.get(str(e.validator), 3),
+            len(e.absolute_path),
+            repr(list(e.absolute_path)),
+        ),
+    )
+
+
+def json_path_text(path: Iterable[Any]) -> str:
+    """``messages[0].role`` style name of a path inside a JSON/TOML document."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
 
 
 def _schema_error(error: jsonschema.ValidationError, where: str) -> InputError:
@@ -238,7 +258,7 @@ def _schema_error(error: jsonschema.ValidationError, where: str) -> InputError:
     validator = str(error.validator)
     if validator == "required":
         missing = [k for k in error.validator_value if k not in error.instance]
-        field = _field_text([*error.absolute_path, missing[0]])
+        field = json_path_text([*error.absolute_path, missing[0]])
         return InputError(
             "SOM-SPLIT-MISSING-FIELD",
             f"missing field {field!r}",
@@ -259,18 +279,10 @@ def _schema_error(error: jsonschema.ValidationError, where: str) -> InputError:
         message = message[:117] + "..."
     return InputError(
         "SOM-SPLIT-FIELD",
-        f"field {_field_text(error.absolute_path)!r}: {message}",
+        f"field {json_path_text(error.absolute_path)!r}: {message}",
         "see docs/formatted_split.md for the field types",
         where=where,
     )
-
-
-def _field_text(path: Iterable[Any]) -> str:
-    """``messages[0].role`` style name of a field path."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 # --------------------------------------------------------------------------- rows

@@ -17,14 +17,12 @@ silently coerced or defaulted other than the documented defaults.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,7 @@ from pytest_sommelier.errors import (
     SommelierEnvironmentError,
 )
 from pytest_sommelier.modelref import resolve_pkg_path
+from pytest_sommelier.split import first_schema_error, json_path_text
 
 SUITE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "suite.schema.json"
 SUITE_IDENTITY_VERSION = "sommelier.suite_resolved.v1"
@@ -234,31 +233,11 @@ def _toml_error_position(message: str, text: str) -> tuple[int, str]:
 # --------------------------------------------------------------------------- schema
 
 
-@cache
-def _suite_validator() -> jsonschema.protocols.Validator:
-    """The compiled suite schema (loaded once per process)."""
-    schema = json.loads(SUITE_SCHEMA_FILE.read_text(encoding="utf-8"))
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator_class.check_schema(schema)
-    return validator_class(schema)
-
-
-_ERROR_PRIORITY = {"additionalProperties": 0, "required": 1, "type": 2}
-
-
 def _validate_structure(data: dict[str, Any], label: str) -> None:
     """Raise an ``InputError`` for the most useful schema violation, if any."""
-    errors = list(_suite_validator().iter_errors(data))
-    if not errors:
-        return
-    errors.sort(
-        key=lambda e: (
-            _ERROR_PRIORITY.get(str(e.validator), 3),
-            len(e.absolute_path),
-            repr(list(e.absolute_path)),
-        )
-    )
-    raise _schema_error(errors[0], data, label)
+    error = first_schema_error(SUITE_SCHEMA_FILE, data)
+    if error is not None:
+        raise _schema_error(error, data, label)
 
 
 def _schema_error(error: jsonschema.ValidationError, data: Any, label: str) -> InputError:
@@ -326,7 +305,7 @@ def _locate(data: Any, path: Sequence[Any]) -> tuple[str, str]:
         node = node[part]
         if isinstance(node, dict):
             table_length = index + 1
-    return _table_label(data, path[:table_length]), _key_text(path[table_length:])
+    return _table_label(data, path[:table_length]), json_path_text(path[table_length:])
 
 
 def _table_label(data: Any, table: Sequence[Any]) -> str:
@@ -349,14 +328,6 @@ def _table_label(data: Any, table: Sequence[Any]) -> str:
     if isinstance(table[-1], int) and isinstance(node.get("name"), str):
         label += f" ({node['name']!r})"
     return label
-
-
-def _key_text(keys: Sequence[Any]) -> str:
-    """``slices[1]`` style text for a key path inside a table ("" for the table itself)."""
-    text = ""
-    for part in keys:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 def _subject(key: str) -> str:
