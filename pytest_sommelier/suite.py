@@ -34,20 +34,15 @@ from pytest_sommelier.errors import (
     InputError,
     SommelierEnvironmentError,
 )
+from pytest_sommelier.metrics import METRIC_NAMES
 from pytest_sommelier.modelref import resolve_pkg_path
 from pytest_sommelier.split import first_schema_error, json_path_text
 
 SUITE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "suite.schema.json"
 SUITE_IDENTITY_VERSION = "sommelier.suite_resolved.v1"
 
-GATE_METRICS: tuple[str, ...] = (
-    "valid_json_rate",
-    "function_name_accuracy",
-    "argument_exact_match",
-    "argument_f1",
-    "full_call_exact_match",
-)
-"""Metric names a gate may name (the five metrics, in report order)."""
+GATE_METRICS: tuple[str, ...] = METRIC_NAMES
+"""Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES``."""
 
 OVERALL = "overall"
 DEFAULT_DECODING: dict[str, Any] = {
