@@ -15,6 +15,8 @@ Invariants kept here:
 - a cache folder is complete or absent: it is written into a temporary sibling and renamed into
   place, and its marker file (written last) must name the same GGUF digest, cache format and
   transformers version, or the folder is rebuilt;
+- one process converts a given GGUF at a time (a lock file beside the entry); the others wait
+  and read the entry it published;
 - every load through the cache, the first included, reads the safetensors copy, so the first
   and later loads return the same weights and tokenizer and give token-identical outputs;
 - the caller's identity for the model stays the GGUF's content digest; nothing here changes it.
@@ -22,12 +24,13 @@ Invariants kept here:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -199,11 +202,13 @@ def load_gguf(
     folder = (root if root is not None else cache_root()) / gguf_sha256
     status = "hit"
     if not is_valid_cache(folder, gguf_sha256):
-        status = "miss"
         try:
-            build_cache_entry(
-                gguf_path, gguf_sha256, folder, lambda path: _convert(converter, path)
-            )
+            with _build_lock(folder.parent, gguf_sha256):
+                if not is_valid_cache(folder, gguf_sha256):  # a rival may have built it
+                    status = "miss"
+                    build_cache_entry(
+                        gguf_path, gguf_sha256, folder, lambda path: _convert(converter, path)
+                    )
         except OSError as exc:
             warnings.warn(
                 f"pytest-sommelier: could not write the model cache at {folder} ({exc}); "
@@ -214,6 +219,26 @@ def load_gguf(
             return CachedLoad(model.to(dtype), tokenizer, "disabled", None)
     model, tokenizer = loader(folder, dtype)
     return CachedLoad(model, tokenizer, status, folder)
+
+
+@contextlib.contextmanager
+def _build_lock(root: Path, name: str) -> Iterator[None]:
+    """Hold an exclusive lock while one process converts a GGUF (POSIX flock; none elsewhere).
+
+    Other processes (pytest-xdist workers) wait, then find the entry built and read it.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: the atomic rename alone keeps entries whole
+        yield
+        return
+    with open(root / f"{name}.lock", "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _convert(converter: Converter, gguf_path: Path) -> tuple[Any, Any]:

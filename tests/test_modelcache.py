@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +165,7 @@ def test_failed_conversion_leaves_nothing(tmp_path: Path) -> None:
         )
     assert caught.value.code == "SOM-BACKEND-GGUF-LOAD"
     assert "x.gguf" in str(caught.value)
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir() if p.suffix != ".lock"] == []
 
 
 def test_rival_process_entry_is_kept(tiny_dir: Path, tmp_path: Path) -> None:
@@ -209,3 +211,29 @@ def test_unwritable_cache_falls_back_to_direct_load(tiny_dir: Path, tmp_path: Pa
     assert loaded.status == "disabled"
     assert loaded.folder is None
     assert converter.calls == 1
+
+
+def test_waiting_process_reads_the_entry_built_meanwhile(tiny_dir: Path, tmp_path: Path) -> None:
+    """A process that saw no entry, then got the lock after a rival built it, converts nothing."""
+    builder = CountingConverter(tiny_dir)
+    waiter = CountingConverter(tiny_dir)
+    original = modelcache._build_lock
+
+    @contextlib.contextmanager
+    def rival_builds_first(root: Path, name: str) -> Iterator[None]:
+        modelcache.build_cache_entry(tmp_path / "x.gguf", SHA, root / SHA, builder)
+        with original(root, name):
+            yield
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(modelcache, "_build_lock", rival_builds_first)
+        loaded = modelcache.load_gguf(
+            tmp_path / "x.gguf",
+            SHA,
+            torch.float32,
+            use_cache=True,
+            root=tmp_path,
+            converter=waiter,
+        )
+    assert (builder.calls, waiter.calls) == (1, 0)
+    assert loaded.status == "hit"
