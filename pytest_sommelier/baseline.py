@@ -52,7 +52,9 @@ def baseline_arms(config: pytest.Config, suite: Suite) -> dict[str, ArmRun]:
             model_kind=report.get("model_kind", "base"),
             model_identity=report.get("model_identity"),
             adapter_identity=report.get("adapter_identity"),
-            records=order_records(suite, split, name, flat),
+            # checked against the baseline's own decoding: a different one is then refused,
+            # field named, by the identity gate of the comparison, not here
+            records=order_records(suite, split, name, flat, decoding=report.get("decoding")),
             stored_report=report,
             stored_telemetry=telemetry,
         )

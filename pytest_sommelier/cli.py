@@ -62,6 +62,72 @@ def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=cmd_format)
 
 
+def cmd_rescore(args: argparse.Namespace) -> int:
+    """``sommelier rescore RUN_DIR``: re-derive every report and the verdict from raw_text."""
+    from pathlib import Path
+
+    from pytest_sommelier import render
+    from pytest_sommelier.stored import rescore_run
+
+    target, outcome = rescore_run(Path(args.run_dir), Path(args.out) if args.out else None)
+    for line in render.metrics_lines(outcome.arm_reports):
+        print(line)
+    for line in render.comparison_lines(outcome.comparison_reports, outcome.comparison_errors):
+        print(line)
+    for line in render.gate_lines(outcome.verdict):
+        print(line)
+    print(f"re-derived reports and verdict written to {target}")
+    verdict = outcome.verdict["verdict"] if outcome.verdict else "pass"
+    return 0 if verdict == "pass" else 1
+
+
+def _add_rescore_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier rescore``."""
+    parser = subparsers.add_parser(
+        "rescore",
+        help="re-derive every report and the verdict of a run from its stored raw_text",
+        description="Re-parse and re-score a stored run (no model), after the same consistency "
+        "checks as a live run. Exit 0 when the verdict passes, 1 when it fails or is "
+        "incomplete.",
+    )
+    parser.add_argument("run_dir", help="a run directory (runs/<run_id>)")
+    parser.add_argument("--out", default=None, help="write there instead of in place")
+    parser.set_defaults(handler=cmd_rescore)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``sommelier compare A B``: compare two stored arms through the identity gate."""
+    from pathlib import Path
+
+    from pytest_sommelier import artifacts, render
+    from pytest_sommelier.stored import compare_arms
+
+    report = compare_arms(Path(args.candidate), Path(args.reference))
+    markdown = render.comparison_markdown(report)
+    if args.out:
+        out = Path(args.out)
+        artifacts.atomic_write_json(out / f"{report['name']}.json", report)
+        artifacts.atomic_write_text(out / f"{report['name']}.md", markdown)
+        print(f"wrote {out / report['name']}.json and .md")
+    print(markdown, end="")
+    return 0
+
+
+def _add_compare_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier compare``."""
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare two stored arms (candidate minus reference) through the identity gate",
+        description="Compare two stored arm folders (runs/<id>/eval/<arm>), possibly from "
+        "different runs. Refused (exit 4, naming the field) unless both were measured under "
+        "the same conditions.",
+    )
+    parser.add_argument("candidate", help="candidate arm folder (runs/<id>/eval/<arm>)")
+    parser.add_argument("reference", help="reference arm folder (runs/<id>/eval/<arm>)")
+    parser.add_argument("--out", default=None, help="folder for <name>.json and <name>.md")
+    parser.set_defaults(handler=cmd_compare)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sommelier`` argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
@@ -69,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_format_parser(subparsers)
+    _add_rescore_parser(subparsers)
+    _add_compare_parser(subparsers)
     return parser
 
 

@@ -75,11 +75,18 @@ def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any])
 
 
 def order_records(
-    suite: Suite, split: FormattedSplit, arm: str, records: Iterable[Mapping[str, Any]]
+    suite: Suite,
+    split: FormattedSplit,
+    arm: str,
+    records: Iterable[Mapping[str, Any]],
+    *,
+    decoding: Mapping[str, Any] | None = None,
 ) -> dict[str, list[dict]]:
     """Check each generation record against the split and return them per slice in split
     order. Raises InvariantError on an unknown example, a wrong language, a prompt digest
-    mismatch, a mixed decoding config or a duplicate."""
+    mismatch, a decoding config other than ``decoding`` (default: the suite's) or a
+    duplicate."""
+    expected_decoding = dict(suite.decoding if decoding is None else decoding)
     by_id = {example.example_id: example for example in split.examples}
     seen: dict[str, dict] = {}
     for record in records:
@@ -105,11 +112,11 @@ def order_records(
                 "match the formatted split",
                 "the prompt was edited or the split reordered; regenerate this arm",
             )
-        if record.get("decoding") != dict(suite.decoding):
+        if record.get("decoding") != expected_decoding:
             raise InvariantError(
                 "SOM-DECODING-MIXED",
                 f"arm '{arm}': example '{example_id}' was generated with decoding "
-                f"{record.get('decoding')!r}, not the suite's {dict(suite.decoding)!r}",
+                f"{record.get('decoding')!r}, not the arm's {expected_decoding!r}",
                 "records of one report must share one decoding config; regenerate this arm",
             )
         if example_id in seen:

@@ -1,0 +1,183 @@
+"""Stored runs: re-deriving a run directory (``sommelier rescore``) and comparing two stored
+arms (``sommelier compare``), with no model.
+
+Invariants kept: a run is re-derived only from its own files (``suite.resolved.json``, the
+split copy in ``inputs/`` and each arm's ``generations.<slice>.jsonl``) after the same
+consistency checks as a live run; the split copy must still have the digest the run recorded;
+nothing in the run directory is touched unless every check passed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import artifacts, render
+from .errors import InputError, InvariantError
+from .pipeline import ArmRun, RunOutcome, evaluate_run, order_records, rescored
+from .reports import build_comparison_report
+from .split import FormattedSplit, load_split
+from .suite import (
+    ArmConfig,
+    ComparisonConfig,
+    GateConfig,
+    ModelConfig,
+    StatisticsConfig,
+    Suite,
+)
+
+
+def suite_from_resolved(resolved: dict, run_dir: Path) -> Suite:
+    """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json``."""
+    where = str(run_dir / artifacts.RESOLVED)
+    try:
+        statistics = StatisticsConfig(**resolved["statistics"])
+        return Suite(
+            path=run_dir / artifacts.RESOLVED,
+            name=resolved["name"],
+            test_split=run_dir / artifacts.SPLIT_COPY,
+            slices=tuple(resolved["slices"]),
+            model=ModelConfig(base="<stored>", revision=None, dtype=None, device=None),
+            decoding=dict(resolved["decoding"]),
+            arms={
+                name: ArmConfig(name=name, adapter=None, adapter_revision=None)
+                for name in resolved["arms"]
+            },
+            comparisons=tuple(
+                ComparisonConfig(candidate=c["candidate"], reference=c["reference"])
+                for c in resolved["comparisons"]
+            ),
+            statistics=statistics,
+            gates=tuple(GateConfig(**gate) for gate in resolved["gates"]),
+        )
+    except (KeyError, TypeError) as exc:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: not a resolved suite ({type(exc).__name__}: {exc})",
+            "point at a run directory written by pytest-sommelier",
+        ) from None
+
+
+def load_run_inputs(run_dir: Path) -> tuple[dict, Suite, FormattedSplit]:
+    """The resolved suite and the split copy of a run, with the split's digest checked."""
+    resolved = artifacts.read_json(run_dir / artifacts.RESOLVED)
+    if not isinstance(resolved, dict):
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{run_dir / artifacts.RESOLVED}: not a JSON object",
+            "point at a run directory written by pytest-sommelier",
+        )
+    suite = suite_from_resolved(resolved, run_dir)
+    if not suite.test_split.exists():
+        raise InputError(
+            "SOM-STORED-MISSING",
+            f"{suite.test_split}: not found",
+            "the run directory is missing its split copy; it cannot be re-scored",
+        )
+    split = load_split(suite.test_split, suite.slices)
+    recorded = (resolved.get("test_split") or {}).get("sha256")
+    if split.sha256 != recorded:
+        raise InvariantError(
+            "SOM-STORED-SPLIT-DIGEST",
+            f"{suite.test_split}: digest {split.sha256[:12]} does not match the recorded "
+            f"test_split sha256 {str(recorded)[:12]}",
+            "the split copy was edited; a run can only be re-scored against its own split",
+        )
+    return resolved, suite, split
+
+
+def stored_arm(suite: Suite, split: FormattedSplit, arm_dir: Path) -> ArmRun:
+    """One stored arm as an ArmRun whose report will be rebuilt from its records."""
+    report, telemetry, records = artifacts.read_arm(arm_dir)
+    name = report["arm"]
+    flat = [record for rows in records.values() for record in rows]
+    return ArmRun(
+        name=name,
+        model_kind=report.get("model_kind", "base"),
+        model_identity=report.get("model_identity"),
+        adapter_identity=report.get("adapter_identity"),
+        records=order_records(suite, split, name, flat),
+        stored_telemetry=telemetry,
+    )
+
+
+def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOutcome]:
+    """Re-derive every report and the verdict of ``run_dir`` from stored ``raw_text``."""
+    resolved, suite, split = load_run_inputs(run_dir)
+    arms: dict[str, ArmRun] = {}
+    for name in suite.arms:
+        arm_dir = run_dir / "eval" / name
+        if arm_dir.is_dir():
+            arms[name] = stored_arm(suite, split, arm_dir)
+    outcome = evaluate_run(
+        suite,
+        split,
+        arms,
+        run_id=resolved.get("run_id", run_dir.name),
+        model=resolved["model"],
+        gates=True,
+    )
+    target = out_dir or run_dir
+    if target != run_dir:
+        artifacts.remove_stale(target)
+    else:
+        # in place: keep generations and telemetry; rewrite reports and verdict only
+        for name in suite.arms:
+            (run_dir / "eval" / name / "evaluation_report.json").unlink(missing_ok=True)
+        artifacts.remove_stale(run_dir)
+    artifacts.write_run(
+        target,
+        resolved=resolved,
+        split_path=suite.test_split,
+        generations={name: arm.records for name, arm in arms.items()},
+        telemetry=outcome.telemetry,
+        arm_reports=outcome.arm_reports,
+        comparison_reports=outcome.comparison_reports,
+        comparison_markdown={
+            name: render.comparison_markdown(report)
+            for name, report in outcome.comparison_reports.items()
+        },
+        verdict=outcome.verdict,
+    )
+    return target, outcome
+
+
+def compare_arms(candidate_dir: Path, reference_dir: Path) -> dict[str, Any]:
+    """A comparison report between two stored arms (possibly of different runs).
+
+    Both arms are rebuilt from their records against their own run's split, then the identity
+    gate decides whether they may be compared at all.
+    """
+    arms = []
+    for arm_dir in (candidate_dir, reference_dir):
+        run_dir = arm_dir.resolve().parent.parent
+        resolved, suite, split = load_run_inputs(run_dir)
+        arm = stored_arm(suite, split, arm_dir)
+        outcome = evaluate_run(
+            suite,
+            split,
+            {arm.name: arm},
+            run_id=resolved.get("run_id", run_dir.name),
+            model=resolved["model"],
+            gates=False,
+        )
+        arms.append((arm.name, outcome, suite, resolved.get("run_id", run_dir.name)))
+    (cand_name, cand, suite, cand_run), (ref_name, ref, _, ref_run) = arms
+    cand_report, ref_report = cand.arm_reports[cand_name], ref.arm_reports[ref_name]
+    cand_tele, ref_tele = cand.telemetry[cand_name], ref.telemetry[ref_name]
+    if cand_name == ref_name:  # the same arm from two runs: label each by its run
+        cand_report = {**cand_report, "arm": f"{cand_name}@{cand_run}"}
+        ref_report = {**ref_report, "arm": f"{ref_name}@{ref_run}"}
+        cand_tele = {**cand_tele, "arm": cand_report["arm"]}
+        ref_tele = {**ref_tele, "arm": ref_report["arm"]}
+    return build_comparison_report(
+        cand_report,
+        ref_report,
+        cand.records[cand_name],
+        ref.records[ref_name],
+        suite.statistics,
+        telemetry={cand_report["arm"]: cand_tele, ref_report["arm"]: ref_tele},
+    )
+
+
+__all__ = ["compare_arms", "load_run_inputs", "rescore_run", "rescored", "suite_from_resolved"]
