@@ -16,6 +16,14 @@ The rules (user documentation: ``docs/parser.md``):
    ``{"name": <non-empty string>, "arguments": <object>}`` with exactly those two keys, or a
    one-element array holding exactly that.
 
+How it is computed: the JSON decoder's ``raw_decode`` starting at the first opener. A strict JSON
+value that starts with a bracket ends exactly where the bracket scan of rule 2 balances (JSON
+strings are delimited the way the scan skips them), and when no valid JSON value starts there,
+the first span either never balances or is not JSON: ``invalid_json`` in every case. So the
+statuses are those of the literal scan (a property test checks this against a character-by-
+character reference), while the scan runs at C speed inside the decoder. The depth limit is
+checked on the decoded value, and only when the span holds more than MAX_DEPTH openers at all.
+
 Invariants kept: the function never raises for any ``str`` (a non-``str`` is a ``TypeError``);
 it runs in time linear in ``len(text)``; it returns a call (always the plain object form
 ``{"name": ..., "arguments": ...}``) exactly when the status is ``ok``.
@@ -25,7 +33,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 PARSER_VERSION = "sommelier.parser.v1"
@@ -37,57 +44,42 @@ STATUS_INVALID_SHAPE = "invalid_shape"
 STATUSES: tuple[str, ...] = (STATUS_OK, STATUS_NO_JSON, STATUS_INVALID_JSON, STATUS_INVALID_SHAPE)
 
 MAX_DEPTH = 256
-"""Deepest bracket nesting the parser hands to the JSON decoder; deeper spans are invalid_json.
+"""Deepest bracket nesting accepted (the top level is 1); deeper spans are ``invalid_json``.
 
-A fixed limit (instead of whatever recursion depth happens to be left) keeps the status of a
-text the same in every calling context, and keeps parsed calls shallow enough for every later
-stage (canonical JSON, flattening, artifact writing) to handle without recursion errors.
+A fixed limit well below the decoder's recursion limit (instead of whatever recursion depth
+happens to be left) keeps the status of a text the same in every calling context, and keeps
+parsed calls shallow enough for every later stage (canonical JSON, flattening, artifact writing)
+to handle without recursion errors.
 """
 
 MAX_INT_DIGITS = 4300
 """Longest integer literal accepted (Python's default int/str conversion limit since 3.11)."""
-
-_OPENERS = "{["
-_CLOSER_FOR = {"{": "}", "[": "]"}
-
-# One token of the scan: a bracket, a complete double-quoted string (backslash escapes skipped,
-# written unrolled so a failed match backtracks at most linearly), or a lone quote that never
-# closes. ``search`` skips every other character (prose, digits, colons) at C speed.
-_TOKEN = re.compile(r'[{}\[\]]|"[^"\\]*(?:\\.[^"\\]*)*"|"', re.DOTALL)
-_FIRST_OPENER = re.compile(r"[{\[]")
 
 
 class _NotJSON(ValueError):
     """The span is not strict JSON (a rejected constant or a non-finite number)."""
 
 
-def _find_span_end(text: str, start: int) -> int | None:
-    """Return the index just past the span opened at ``text[start]``, or None if none balances.
+def _first_opener(text: str) -> int:
+    """Index of the first ``{`` or ``[`` in ``text``, or -1 (two bounded C-speed searches)."""
+    brace = text.find("{")
+    bracket = text.find("[", 0, brace if brace >= 0 else len(text))
+    return bracket if bracket >= 0 else brace
 
-    Invariant: the returned span starts with an opener, ends with its matching closer, and every
-    bracket outside strings inside it is matched in order; the depth never exceeds MAX_DEPTH.
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True if containers in ``value`` nest more than ``limit`` levels (the top level is 1).
+
+    Iterative, so it cannot itself run out of recursion depth.
     """
-    stack: list[str] = []
-    pos = start
-    while True:
-        match = _TOKEN.search(text, pos)
-        if match is None:
-            return None
-        token = match.group()
-        pos = match.end()
-        if token == '"':
-            return None
-        if token[0] == '"':
-            continue
-        if token in _OPENERS:
-            stack.append(_CLOSER_FOR[token])
-            if len(stack) > MAX_DEPTH:
-                return None
-            continue
-        if not stack or stack.pop() != token:
-            return None
-        if not stack:
-            return pos
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        pending.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
 
 
 def _reject_constant(name: str) -> Any:
@@ -110,11 +102,12 @@ def _bounded_int(literal: str) -> int:
     return int(literal)
 
 
-def _decode_span(span: str) -> tuple[Any, bool] | None:
-    """Decode ``span`` as strict JSON: ``(value, had_repeated_key)``, or None if it is not JSON.
+def _decode_first_span(text: str, start: int) -> tuple[Any, bool] | None:
+    """Decode the JSON value opened at ``text[start]``: ``(value, had_repeated_key)``, or None.
 
-    Invariant: never raises; a repeated key is reported, not decided, so that a span that is
-    not JSON at all stays ``invalid_json`` even if it also repeats a key.
+    None means ``invalid_json``: the first span does not balance, is not strict JSON, or nests
+    deeper than MAX_DEPTH. Invariant: never raises. A repeated key is reported, not decided, so
+    that a span that is not JSON at all stays ``invalid_json`` even if it also repeats a key.
     """
     repeated = False
 
@@ -125,16 +118,19 @@ def _decode_span(span: str) -> tuple[Any, bool] | None:
             repeated = True
         return result
 
+    decoder = json.JSONDecoder(
+        object_pairs_hook=pairs_hook,
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        parse_int=_bounded_int,
+    )
     try:
-        value = json.loads(
-            span,
-            object_pairs_hook=pairs_hook,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-            parse_int=_bounded_int,
-        )
+        value, end = decoder.raw_decode(text, start)
     except (ValueError, RecursionError):
-        # ValueError covers JSONDecodeError, _NotJSON and integers beyond the int digit limit.
+        # ValueError covers JSONDecodeError and the _NotJSON refusals of the hooks.
+        return None
+    openers = text.count("{", start, end) + text.count("[", start, end)
+    if openers > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
         return None
     return value, repeated
 
@@ -161,14 +157,10 @@ def parse_tool_call(text: str) -> tuple[dict[str, Any] | None, str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"parse_tool_call expects str, got {type(text).__name__}")
-    opener = _FIRST_OPENER.search(text)
-    if opener is None:
+    start = _first_opener(text)
+    if start < 0:
         return None, STATUS_NO_JSON
-    start = opener.start()
-    end = _find_span_end(text, start)
-    if end is None:
-        return None, STATUS_INVALID_JSON
-    decoded = _decode_span(text[start:end])
+    decoded = _decode_first_span(text, start)
     if decoded is None:
         return None, STATUS_INVALID_JSON
     value, repeated = decoded

@@ -125,10 +125,26 @@ def test_raw_control_character_in_string_is_invalid_json() -> None:
     )
 
 
-def test_nesting_at_the_limit_is_decoded() -> None:
-    inner = "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2)
-    call, status = parse_tool_call(f'{{"name": "f", "arguments": {{"x": {inner}}}}}')
+def _nested(kind: str, depth: int) -> str:
+    """Valid JSON nesting ``depth`` containers: objects, arrays, or the two alternating."""
+    if depth == 0:
+        return "1"
+    use_object = kind == "object" or (kind == "mix" and depth % 2 == 0)
+    inner = _nested(kind, depth - 1)
+    return f'{{"k": {inner}}}' if use_object else f"[{inner}]"
+
+
+@pytest.mark.parametrize("kind", ["object", "array", "mix"])
+def test_nesting_limit_is_exact_for_valid_json(kind: str) -> None:
+    # The call object and its arguments are levels 1 and 2.
+    at_limit = f'{{"name": "f", "arguments": {{"x": {_nested(kind, MAX_DEPTH - 2)}}}}}'
+    call, status = parse_tool_call(at_limit)
     assert status == STATUS_OK and call is not None
+    over = f'{{"name": "f", "arguments": {{"x": {_nested(kind, MAX_DEPTH - 1)}}}}}'
+    assert parse_tool_call(over) == (None, STATUS_INVALID_JSON)
+    wrapped = f'[{{"name": "f", "arguments": {{"x": {_nested(kind, MAX_DEPTH - 3)}}}}}]'
+    assert parse_tool_call(wrapped)[1] == STATUS_OK
+    assert parse_tool_call("[" + over + "]") == (None, STATUS_INVALID_JSON)
 
 
 @pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 5_000, 100_000])
