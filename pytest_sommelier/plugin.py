@@ -13,69 +13,14 @@ import pytest
 
 from .collect import SUITE_FILENAME, SuiteFile
 from .fixture import sommelier_model
+from .options import add_options
 from .session import SESSION_KEY, SommelierSession
 
 __all__ = ["sommelier_model"]
 
-OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
-    (
-        "--sommelier-out",
-        {"dest": "sommelier_out", "metavar": "DIR", "default": None},
-        "run directory for artifacts (default: runs/<run_id>)",
-        "string",
-    ),
-    (
-        "--sommelier-strict",
-        {"dest": "sommelier_strict", "action": "store_true", "default": None},
-        "make every non-exact example a failure (must-pass suites, --lf drilldown)",
-        "bool",
-    ),
-    (
-        "--sommelier-misses",
-        {"dest": "sommelier_misses", "metavar": "N", "type": int, "default": None},
-        "how many misses the terminal drilldown shows (default 10; 0 for none)",
-        "string",
-    ),
-    (
-        "--sommelier-gates",
-        {"dest": "sommelier_gates", "choices": ["on", "off"], "default": None},
-        "evaluate gates and write the verdict (on, default) or not (off: drilldown runs)",
-        "string",
-    ),
-    (
-        "--sommelier-baseline",
-        {"dest": "sommelier_baseline", "metavar": "[ARM=]DIR", "action": "append", "default": None},
-        "use a stored arm folder of an earlier run (runs/<id>/eval/<arm>) instead of "
-        "generating that arm; repeatable",
-        "",
-    ),
-    (
-        "--sommelier-cache-dir",
-        {"dest": "sommelier_cache_dir", "metavar": "DIR", "default": None},
-        "generation cache folder (default: <pytest cache dir>/sommelier/generations)",
-        "string",
-    ),
-    (
-        "--sommelier-no-cache",
-        {"dest": "sommelier_no_cache", "action": "store_true", "default": None},
-        "do not read or write the generation cache",
-        "bool",
-    ),
-]
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("sommelier", "pytest-sommelier (tool-call adapter evaluation)")
-    for flag, kwargs, help_text, ini_type in OPTIONS:
-        group.addoption(flag, help=help_text, **kwargs)
-        if ini_type:
-            parser.addini(kwargs["dest"], help=help_text, type=ini_type, default=None)  # type: ignore[arg-type]
-
-
-def option(config: pytest.Config, name: str) -> Any:
-    """A sommelier option: the command line wins, then the ini file."""
-    value = config.getoption(name)
-    return value if value is not None else config.getini(name)
+    add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:

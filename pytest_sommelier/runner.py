@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -24,6 +25,7 @@ import pytest
 from .digests import sha256_text
 from .errors import EvaluationError, InvariantError, SommelierError
 from .metrics import METRIC_NAMES, example_components
+from .options import option
 from .parse import parse_tool_call
 from .render import describe_miss
 
@@ -50,8 +52,29 @@ def runner_for(config: pytest.Config) -> Runner:
     runner = config.stash.get(RUNNER_KEY, None)
     if runner is None:
         runner = Runner(config)
+        runner.cache = generation_cache(config)
         config.stash[RUNNER_KEY] = runner
     return runner
+
+
+def generation_cache(config: pytest.Config) -> Any:
+    """The generation cache chosen by the options: ``--sommelier-no-cache`` turns it off;
+    ``--sommelier-cache-dir`` names its folder; else pytest's cache folder when the
+    cacheprovider is active; else none."""
+    if option(config, "sommelier_no_cache"):
+        return None
+    configured = option(config, "sommelier_cache_dir")
+    if configured:
+        folder = Path(configured)
+        if not folder.is_absolute():
+            folder = config.invocation_params.dir / folder
+    elif getattr(config, "cache", None) is not None:
+        folder = config.cache.mkdir("sommelier-generations")
+    else:
+        return None
+    from .gencache import GenerationCache
+
+    return GenerationCache(folder)
 
 
 def call_factory(factory: Any, arm: str, suite: Any) -> Any:

@@ -19,6 +19,7 @@ import pytest
 
 from . import artifacts, render
 from .errors import InvariantError, SommelierError
+from .options import option
 from .pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from .split import FormattedSplit, load_split
 from .suite import Suite, load_suite, suite_identity
@@ -134,7 +135,7 @@ class SommelierSession:
         return result
 
     def _gates_on(self) -> bool:
-        value = self.config.getoption("sommelier_gates") or self.config.getini("sommelier_gates")
+        value = option(self.config, "sommelier_gates")
         return str(value or "on").lower() != "off"
 
     def _arm_runs(
@@ -184,11 +185,9 @@ class SommelierSession:
     # -- terminal ----------------------------------------------------------------------------
 
     def summary(self, terminalreporter: Any) -> None:
-        misses_wanted = int(
-            self.config.getoption("sommelier_misses")
-            if self.config.getoption("sommelier_misses") is not None
-            else self.config.getini("sommelier_misses") or 10
-        )
+        misses_wanted = int(option(self.config, "sommelier_misses") or 10)
+        if self.config.getoption("sommelier_misses") == 0:
+            misses_wanted = 0
         for result in self.results:
             write = terminalreporter.write_line
             terminalreporter.write_sep("=", f"sommelier: {result.name}")
