@@ -139,5 +139,14 @@ class EvalItem(pytest.Item):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
 
+    def _repr_failure_py(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> Any:
+        # pytest renders setup errors through this method: a SommelierError is one line there
+        # too (model errors, invariant violations), never a traceback
+        if isinstance(excinfo.value, SommelierError) and not self.config.getoption("fulltrace"):
+            return str(excinfo.value)
+        return super()._repr_failure_py(excinfo, style=style)
+
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.suite_file.path, None, f"{self.arm}::{self.example.language}::{self.name}"

@@ -43,6 +43,20 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
         "",
     ),
     (
+        "--sommelier-timeout",
+        {"dest": "sommelier_timeout", "metavar": "SECONDS", "type": float, "default": None},
+        "per-batch generation timeout; a batch that does not return in time is an error "
+        "for its items and the arm's later batches (default: none)",
+        "string",
+    ),
+    (
+        "--sommelier-selfcheck",
+        {"dest": "sommelier_selfcheck", "metavar": "N", "type": int, "default": None},
+        "determinism self-check: regenerate the first N examples of each arm (per process) "
+        "at batch size 1 and record how many outputs differ in the telemetry (default 0)",
+        "string",
+    ),
+    (
         "--sommelier-cache-dir",
         {"dest": "sommelier_cache_dir", "metavar": "DIR", "default": None},
         "generation cache folder (default: .pytest_cache/d/sommelier-generations)",

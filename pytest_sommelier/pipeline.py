@@ -166,6 +166,9 @@ def telemetry_for(arm: ArmRun, suite: Suite, split: FormattedSplit) -> dict:
     devices = {(t["device"]["device"], t["device"]["device_count"]) for t in arm.timings}
     device, device_count = sorted(devices)[0] if devices else ("unknown", 1)
     timed_total = sum(s["timed_examples"] for s in slices.values())
+    checks = [
+        bool(t["selfcheck_differs"]) for t in arm.timings if t.get("selfcheck_differs") is not None
+    ]
     total_seconds = sum(s["seconds"] for s in slices.values())
     return {
         "schema_version": "sommelier.inference_telemetry.v1",
@@ -182,6 +185,11 @@ def telemetry_for(arm: ArmRun, suite: Suite, split: FormattedSplit) -> dict:
         "cached_examples": sum(s["cached_examples"] for s in slices.values()),
         "seconds_per_example": (total_seconds / timed_total) if timed_total else None,
         "warmup": {"prompts": 1, "timed": False},
+        "determinism_selfcheck": {
+            "checked": len(checks),
+            "differing": sum(checks),
+            "method": "regenerated at batch size 1, untimed",
+        },
     }
 
 

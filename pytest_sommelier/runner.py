@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ class BatchOutcome:
     outputs: dict[str, str] = field(default_factory=dict)
     cached: dict[str, bool] = field(default_factory=dict)
     seconds_per_example: float = 0.0
+    selfcheck: dict[str, bool] = field(default_factory=dict)  # example id -> output differs
     error: SommelierError | None = None
 
 
@@ -105,6 +107,11 @@ class Runner:
         self._generators: dict[tuple[str, str], Any] = {}
         self._batches: dict[tuple[str, str, str, int], BatchOutcome] = {}
         self._warmed: set[int] = set()
+        self._timed_out: set[int] = set()
+        self._checked: dict[int, int] = {}
+        timeout = option(config, "sommelier_timeout")
+        self.timeout = float(timeout) if timeout else None
+        self.selfcheck = int(option(config, "sommelier_selfcheck") or 0)
         self.cache: Any = None  # a GenerationCache, set by the plugin when caching is on
 
     # -- generation ---------------------------------------------------------------------------
@@ -192,6 +199,10 @@ class Runner:
             except SommelierError as error:
                 return BatchOutcome(error=error)
             outcome.seconds_per_example = elapsed / len(pending)
+            try:
+                outcome.selfcheck = self._selfcheck(generator, item.arm, pending, outputs, decoding)
+            except SommelierError as error:
+                return BatchOutcome(error=error)
             for example, output in zip(pending, outputs, strict=True):
                 outcome.outputs[example.example_id] = output
                 outcome.cached[example.example_id] = False
@@ -199,11 +210,17 @@ class Runner:
                     self.cache.put(generator, example.prompt_sha256, decoding, output)
         return outcome
 
-    @staticmethod
-    def _call(generator: Any, arm: str, prompts: list[str], decoding: dict) -> list[str]:
-        """Call ``generate`` and enforce its contract (one ``str`` per prompt, in order)."""
+    def _call(self, generator: Any, arm: str, prompts: list[str], decoding: dict) -> list[str]:
+        """Call ``generate`` (under the per-batch timeout, if any) and enforce its contract
+        (one ``str`` per prompt, in order)."""
+        if id(generator) in self._timed_out:
+            raise EvaluationError(
+                "SOM-MODEL-TIMEOUT",
+                f"arm '{arm}': an earlier generate() call of this process timed out",
+                "the arm's remaining examples are not generated; fix the hang and re-run",
+            )
         try:
-            outputs = generator.generate(list(prompts), dict(decoding))
+            outputs = self._generate_with_timeout(generator, arm, prompts, decoding)
         except SommelierError:
             raise
         except Exception as exc:
@@ -227,6 +244,57 @@ class Runner:
                     "a generator must return completions as strings",
                 )
         return list(outputs)
+
+    def _generate_with_timeout(
+        self, generator: Any, arm: str, prompts: list[str], decoding: dict
+    ) -> Any:
+        """``generator.generate`` in this thread, or in a daemon thread joined for at most
+        ``--sommelier-timeout`` seconds; a timeout marks the generator as hung for good."""
+        if not self.timeout:
+            return generator.generate(list(prompts), dict(decoding))
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["outputs"] = generator.generate(list(prompts), dict(decoding))
+            except BaseException as exc:  # re-raised in the calling thread
+                box["error"] = exc
+
+        thread = threading.Thread(target=target, name=f"sommelier-generate-{arm}", daemon=True)
+        thread.start()
+        thread.join(self.timeout)
+        if thread.is_alive():
+            self._timed_out.add(id(generator))
+            raise EvaluationError(
+                "SOM-MODEL-TIMEOUT",
+                f"arm '{arm}': generate() on {len(prompts)} prompt(s) did not return within "
+                f"{self.timeout:g} s",
+                "raise --sommelier-timeout, or find why the model hangs",
+            )
+        if "error" in box:
+            raise box["error"]
+        return box["outputs"]
+
+    def _selfcheck(
+        self,
+        generator: Any,
+        arm: str,
+        pending: Sequence[Example],
+        outputs: list[str],
+        decoding: dict,
+    ) -> dict[str, bool]:
+        """Regenerate up to the remaining self-check budget of this generator one prompt at a
+        time (batch size 1, untimed); return example id -> whether the output differs."""
+        budget = self.selfcheck - self._checked.get(id(generator), 0)
+        if budget <= 0 or int(decoding["batch_size"]) == 1:
+            return {}
+        single = {**decoding, "batch_size": 1}
+        result = {}
+        for example, output in list(zip(pending, outputs, strict=True))[:budget]:
+            (again,) = self._call(generator, arm, [example.prompt_text], single)
+            result[example.example_id] = again != output
+        self._checked[id(generator)] = self._checked.get(id(generator), 0) + len(result)
+        return result
 
     # -- scoring ------------------------------------------------------------------------------
 
@@ -260,6 +328,7 @@ class Runner:
             "worker": self.worker_id,
             "device": device_of(generator),
             "hit": hit,
+            "selfcheck_differs": outcome.selfcheck.get(example.example_id),
         }
         if not hit and item.config.getoption("sommelier_strict"):
             pytest.fail(describe_miss(record, example.gold_call), pytrace=False)

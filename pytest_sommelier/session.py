@@ -171,6 +171,7 @@ class SommelierSession:
                         "seconds": p["seconds"],
                         "worker": p["worker"],
                         "device": p["device"],
+                        "selfcheck_differs": p.get("selfcheck_differs"),
                     }
                     for p in rows
                 ],

@@ -29,6 +29,7 @@ SOURCES = {"he-0": "en-0", "he-1": "en-1", "he-3": "en-3"}
 CONFTEST = """
 import json
 import pathlib
+import time
 
 import pytest
 
@@ -54,9 +55,14 @@ class Fake:
             return ["x"] * (len(prompts) - 1)
         if special == "nonstr":
             return [None for _ in prompts]
+        if special == "hang":
+            time.sleep(20)
         answers = SCRIPT.get(self.arm, {})
-        return [answers.get(PROMPTS.get(p, "?"), "I think you should check the weather.")
-                for p in prompts]
+        outputs = [answers.get(PROMPTS.get(p, "?"), "I think you should check the weather.")
+                   for p in prompts]
+        if special == "batchdep" and len(prompts) > 1:
+            outputs = [o + " (batched)" for o in outputs]
+        return outputs
 
 
 @pytest.fixture(scope="session")

@@ -226,3 +226,33 @@ def test_miss_drilldown_in_terminal(pytester: pytest.Pytester) -> None:
             "*invalid_json*",
         ]
     )
+
+
+def test_hanging_model_times_out_per_batch(pytester: pytest.Pytester) -> None:
+    write_scripted_suite(
+        pytester,
+        {**SCRIPT, "__special__": {"adapter": "hang"}},
+        gates=GATES,
+        decoding={"batch_size": 4},
+    )
+    result = run(pytester, "--sommelier-timeout=0.5")
+    # the first adapter batch times out; the arm's later batches fail at once
+    assert_outcomes(result, passed=1, missed=6, errors=7)
+    result.stdout.fnmatch_lines(["*SOM-MODEL-TIMEOUT*did not return within 0.5 s*"])
+    assert read_json(pytester.path / "out" / "gate_verdict.json")["verdict"] == "incomplete"
+    calls = (pytester.path / "suite" / "calls.jsonl").read_text().splitlines()
+    assert sum(json.loads(c)["arm"] == "adapter" for c in calls) == 1
+
+
+def test_selfcheck_counts_outputs_that_differ_at_batch_size_1(pytester: pytest.Pytester) -> None:
+    write_scripted_suite(
+        pytester,
+        {**SCRIPT, "__special__": {"adapter": "batchdep"}},
+        decoding={"batch_size": 2},
+    )
+    run(pytester, "--sommelier-selfcheck=3")
+    out = pytester.path / "out" / "eval"
+    adapter = read_json(out / "adapter" / "inference_telemetry.json")["determinism_selfcheck"]
+    base = read_json(out / "base" / "inference_telemetry.json")["determinism_selfcheck"]
+    assert (adapter["checked"], adapter["differing"]) == (3, 3)
+    assert (base["checked"], base["differing"]) == (3, 0)
