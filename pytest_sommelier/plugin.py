@@ -62,7 +62,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return make_scheduler(config, log)
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file (gates become test cases)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     sommelier = session.config.stash.get(SESSION_KEY, None)
     if sommelier is None:

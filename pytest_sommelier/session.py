@@ -19,6 +19,7 @@ import pytest
 
 from . import artifacts, render
 from .errors import InvariantError, SommelierError
+from .junit import add_gate_cases
 from .options import option
 from .pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from .split import FormattedSplit, load_split
@@ -89,6 +90,8 @@ class SommelierSession:
             result = self._finish_suite(nodeid, several=len(suites) > 1)
             self.results.append(result)
             verdict = result.outcome.verdict if result.outcome else None
+            if verdict is not None:
+                add_gate_cases(self.config, nodeid, verdict)
             if result.error is not None or (verdict is not None and verdict["verdict"] != "pass"):
                 exit_override = int(pytest.ExitCode.TESTS_FAILED)
         return exit_override

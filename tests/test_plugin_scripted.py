@@ -256,3 +256,23 @@ def test_selfcheck_counts_outputs_that_differ_at_batch_size_1(pytester: pytest.P
     base = read_json(out / "base" / "inference_telemetry.json")["determinism_selfcheck"]
     assert (adapter["checked"], adapter["differing"]) == (3, 3)
     assert (base["checked"], base["differing"]) == (3, 0)
+
+
+def test_gates_appear_as_junit_test_cases(pytester: pytest.Pytester) -> None:
+    import xml.etree.ElementTree as ET
+
+    gates = [
+        *GATES,
+        {"name": "too-high", "arm": "adapter", "metric": "full_call_exact_match", "min": 0.9},
+    ]
+    write_scripted_suite(pytester, SCRIPT, gates=gates)
+    result = run(pytester, "--junitxml=junit.xml")
+    assert result.ret == 1
+    all_cases = list(ET.parse(pytester.path / "junit.xml").getroot().iter("testcase"))
+    assert len(all_cases) == 14 + 4
+    cases = {case.get("name"): case for case in all_cases}
+    assert cases["adapter-valid"].find("failure") is None
+    assert cases["uplift"].find("failure") is None
+    assert "observed 0.5714" in cases["too-high"].find("failure").get("message")
+    assert cases["verdict"].find("failure") is not None
+    assert cases["en-2"].find("failure") is None  # a miss is not a failure
