@@ -389,3 +389,182 @@ def test_versions_match_the_backend_once_imported() -> None:
     from pytest_sommelier.backend import runtime_versions
 
     assert gencache.library_versions() == runtime_versions()
+
+
+# -- through the plugin (pytester sessions with the scripted fake backend) ---------------------
+
+from plugin_helpers import GOLD, call_text, read_json, read_jsonl, write_scripted_suite  # noqa: E402
+
+SCRIPT = {
+    "adapter": {
+        "en-0": call_text(GOLD["en-0"]),
+        "en-1": call_text(GOLD["en-1"], prose="Sure! "),
+        "he-1": '{"name": "search", "arguments": {"q": "tea"',
+        "he-3": call_text(GOLD["he-3"]),
+    },
+    "base": {"en-0": call_text(GOLD["en-0"])},
+}
+GATES = [{"name": "adapter-valid", "arm": "adapter", "metric": "valid_json_rate", "min": 0.4}]
+ARMS = ("base", "adapter")
+SLICES = ("en", "he")
+EXAMPLES = len(GOLD)
+
+
+def run_cached(pytester: pytest.Pytester, out: str, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(
+        "-p", "no:cacheprovider", "--sommelier-cache-dir", "cachedir", "--sommelier-out", out, *args
+    )
+
+
+def generate_calls(pytester: pytest.Pytester) -> list[dict]:
+    """The fake's generate calls since the last reset (and reset the log)."""
+    log = pytester.path / "suite" / "calls.jsonl"
+    if not log.exists():
+        return []
+    calls = read_jsonl(log)
+    log.unlink()
+    return calls
+
+
+def generations(pytester: pytest.Pytester, out: str, arm: str) -> list[dict]:
+    folder = pytester.path / out / "eval" / arm
+    return [g for lang in SLICES for g in read_jsonl(folder / f"generations.{lang}.jsonl")]
+
+
+def without_run_id(path: Path) -> dict:
+    data = read_json(path)
+    data.pop("run_id", None)
+    data.pop("efficiency", None)  # derived from timings
+    return data
+
+
+def test_second_identical_run_regenerates_nothing(pytester: pytest.Pytester) -> None:
+    write_scripted_suite(pytester, SCRIPT, gates=GATES)
+    first = run_cached(pytester, "out1")
+    assert first.ret == 0
+    cold = generate_calls(pytester)
+    # per arm: one untimed warm-up + one call per example (batch_size 1)
+    assert sum(c["n"] for c in cold) == 2 * (EXAMPLES + 1)
+    assert len(list((pytester.path / "cachedir").rglob("*.json"))) == 2 * EXAMPLES
+
+    second = run_cached(pytester, "out2")
+    assert second.ret == 0
+    assert generate_calls(pytester) == []  # no generation, no warm-up
+    assert second.parseoutcomes() == first.parseoutcomes()
+    for arm in ARMS:
+        cold_records, warm_records = (
+            generations(pytester, "out1", arm),
+            generations(pytester, "out2", arm),
+        )
+        assert [r["cached"] for r in cold_records] == [False] * EXAMPLES
+        assert [r["cached"] for r in warm_records] == [True] * EXAMPLES
+        assert [{**r, "cached": None} for r in warm_records] == [
+            {**r, "cached": None} for r in cold_records
+        ]
+        telemetry = read_json(pytester.path / "out2" / "eval" / arm / "inference_telemetry.json")
+        assert telemetry["cached_examples"] == EXAMPLES
+        assert telemetry["timed_examples"] == 0
+        assert telemetry["total_seconds"] == 0
+        assert telemetry["seconds_per_example"] is None
+        for lang in SLICES:
+            block = telemetry["slices"][lang]
+            assert block["seconds"] == 0 and block["cached_examples"] == block["examples"] > 0
+        cold_telemetry = read_json(
+            pytester.path / "out1" / "eval" / arm / "inference_telemetry.json"
+        )
+        assert cold_telemetry["cached_examples"] == 0
+        assert cold_telemetry["timed_examples"] == EXAMPLES
+        report = f"eval/{arm}/evaluation_report.json"
+        assert without_run_id(pytester.path / "out2" / report) == without_run_id(
+            pytester.path / "out1" / report
+        )
+    comparison = "report/adapter-vs-base.json"
+    assert without_run_id(pytester.path / "out2" / comparison) == without_run_id(
+        pytester.path / "out1" / comparison
+    )
+    assert without_run_id(pytester.path / "out2" / "gate_verdict.json") == without_run_id(
+        pytester.path / "out1" / "gate_verdict.json"
+    )
+
+
+def test_no_cache_regenerates_and_writes_nothing(pytester: pytest.Pytester) -> None:
+    write_scripted_suite(pytester, SCRIPT, gates=GATES)
+    assert run_cached(pytester, "out1").ret == 0
+    generate_calls(pytester)
+    entries = sorted((pytester.path / "cachedir").rglob("*.json"))
+
+    result = run_cached(pytester, "out2", "--sommelier-no-cache")
+    assert result.ret == 0
+    assert sum(c["n"] for c in generate_calls(pytester)) == 2 * (EXAMPLES + 1)
+    for arm in ARMS:
+        assert [r["cached"] for r in generations(pytester, "out2", arm)] == [False] * EXAMPLES
+    assert sorted((pytester.path / "cachedir").rglob("*.json")) == entries
+
+
+def test_changed_decoding_misses(pytester: pytest.Pytester) -> None:
+    write_scripted_suite(pytester, SCRIPT, gates=GATES)
+    assert run_cached(pytester, "out1").ret == 0
+    generate_calls(pytester)
+    write_scripted_suite(pytester, SCRIPT, gates=GATES, decoding={"max_new_tokens": 32})
+    assert run_cached(pytester, "out2").ret == 0
+    assert sum(c["n"] for c in generate_calls(pytester)) == 2 * (EXAMPLES + 1)
+    for arm in ARMS:
+        assert [r["cached"] for r in generations(pytester, "out2", arm)] == [False] * EXAMPLES
+    # both decodings are now stored side by side
+    assert len(list((pytester.path / "cachedir").rglob("*.json"))) == 4 * EXAMPLES
+
+
+def test_changed_prompt_misses_only_that_example(pytester: pytest.Pytester) -> None:
+    suite = write_scripted_suite(pytester, SCRIPT, gates=GATES)
+    assert run_cached(pytester, "out1").ret == 0
+    generate_calls(pytester)
+    split = suite.parent / "data" / "test.jsonl"
+    rows = read_jsonl(split)
+    edited = next(r for r in rows if r["example_id"] == "he-1")
+    edited["prompt_text"] = "<user>prompt he-1, reworded</user>\n"
+    edited["prompt_sha256"] = sha256_text(edited["prompt_text"])
+    edited["full_text"] = edited["prompt_text"] + edited["target_text"]
+    split.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+
+    assert run_cached(pytester, "out2").ret == 0
+    calls = generate_calls(pytester)
+    assert sorted((c["arm"], c["n"]) for c in calls) == sorted(
+        [(arm, 1) for arm in ARMS for _ in ("warm-up", "he-1")]
+    )
+    for arm in ARMS:
+        cached = {r["example_id"]: r["cached"] for r in generations(pytester, "out2", arm)}
+        assert cached == {i: i != "he-1" for i in GOLD}
+    telemetry = read_json(pytester.path / "out2" / "eval" / "adapter" / "inference_telemetry.json")
+    assert telemetry["timed_examples"] == 1 and telemetry["cached_examples"] == EXAMPLES - 1
+
+
+def test_xdist_workers_share_the_cache(pytester: pytest.Pytester) -> None:
+    write_scripted_suite(pytester, SCRIPT, gates=GATES)
+    assert run_cached(pytester, "out1").ret == 0
+    generate_calls(pytester)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--sommelier-cache-dir",
+        "cachedir",
+        "--sommelier-out",
+        "out2",
+        "-n",
+        "2",
+    )
+    assert result.ret == 0
+    assert generate_calls(pytester) == []
+    for arm in ARMS:
+        assert [r["cached"] for r in generations(pytester, "out2", arm)] == [True] * EXAMPLES
+
+
+def test_default_folder_is_pytest_cache(pytester: pytest.Pytester) -> None:
+    write_scripted_suite(pytester, SCRIPT, gates=GATES)
+    assert pytester.runpytest("--sommelier-out", "out1").ret == 0
+    folder = pytester.path / ".pytest_cache" / "d" / "sommelier-generations"
+    assert len(list(folder.rglob("*.json"))) == 2 * EXAMPLES
+    generate_calls(pytester)
+    assert pytester.runpytest("--sommelier-out", "out2").ret == 0
+    assert generate_calls(pytester) == []
+    assert pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out3").ret == 0
+    assert len(generate_calls(pytester)) == 2 * (EXAMPLES + 1)  # no cacheprovider: no cache

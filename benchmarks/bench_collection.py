@@ -1,0 +1,174 @@
+"""Benchmark: collecting a 10,000-example suite (two arms, 20,000 items) vs 20,000 plain tests.
+
+In one run, in a temporary folder:
+
+1. writes a suite whose split holds ``--examples`` formatted examples (half ``en`` roots, half
+   ``he`` translations paired with them) and two arms (``base`` and ``adapter``);
+2. writes a test module with ``2 * --examples`` trivially parametrized Python tests;
+3. times ``pytest --collect-only -q -m eval`` on the suite and ``pytest --collect-only -q`` on the
+   module, each in a fresh subprocess (best of ``--repeat``), plus an empty session's startup;
+4. prints both times, the ratio suite / plain, and whether the goal (suite collection <= 10 s)
+   is met.
+
+``--profile`` also runs the suite's collection in-process under cProfile and prints the
+functions with the largest cumulative and own time (where the collection time goes).
+
+    python benchmarks/bench_collection.py [--examples 10000] [--repeat 3] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from suite_factory import make_row, write_suite  # noqa: E402
+
+GOAL_SECONDS = 10.0
+PYTEST_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "--collect-only", "-q")
+
+PLAIN_MODULE = """
+import pytest
+
+
+@pytest.mark.parametrize("index", range({count}))
+def test_plain(index):
+    assert index >= 0
+"""
+
+
+def suite_rows(examples: int) -> list[dict]:
+    """``examples`` rows: en-i roots and he-i translations of them (realistic prompt sizes)."""
+    half = examples // 2
+    calls = [
+        {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}},
+        {"name": "search", "arguments": {"q": "tea", "filters": {"max": 3, "tags": ["a"]}}},
+        {"name": "book", "arguments": {"room": 4, "late": True}},
+    ]
+    system = "<|im_start|>system\nYou can call these tools: " + "x" * 600 + "<|im_end|>\n"
+    rows = []
+    for index in range(half):
+        call = calls[index % len(calls)]
+        rows.append(
+            make_row(
+                f"en-{index:05d}",
+                "en",
+                gold_call=call,
+                prompt_text=f"{system}<|im_start|>user\nquery {index}<|im_end|>\n",
+            )
+        )
+    for index in range(examples - half):
+        call = calls[index % len(calls)]
+        rows.append(
+            make_row(
+                f"he-{index:05d}",
+                "he",
+                f"en-{index:05d}",
+                gold_call=call,
+                prompt_text=f"{system}<|im_start|>user\nשאלה {index}<|im_end|>\n",
+            )
+        )
+    return rows
+
+
+def write_inputs(folder: Path, examples: int) -> tuple[Path, Path]:
+    """The suite folder and the plain test module, side by side under ``folder``."""
+    suite = write_suite(folder / "suite", rows=suite_rows(examples))
+    plain = folder / "plain" / "test_plain.py"
+    plain.parent.mkdir()
+    plain.write_text(PLAIN_MODULE.format(count=2 * examples), encoding="utf-8")
+    return suite.parent, plain.parent
+
+
+def collect_seconds(cwd: Path, args: list[str], repeat: int) -> tuple[float, str]:
+    """Best wall time of ``pytest <args>`` in a fresh subprocess, and the last summary line."""
+    best = float("inf")
+    last = ""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    for _ in range(repeat):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", *PYTEST_FLAGS, *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        best = min(best, time.perf_counter() - started)
+        lines = [line for line in done.stdout.splitlines() if line.strip()]
+        last = lines[-1] if lines else done.stderr.strip()[-300:]
+        if done.returncode not in (0, 5):
+            raise SystemExit(f"pytest {args} failed ({done.returncode}):\n{done.stdout[-3000:]}")
+    return best, last
+
+
+def profile_collection(suite_dir: Path, top: int) -> None:
+    """Collect the suite in-process under cProfile and print where the time goes."""
+    import pytest
+
+    profiler = cProfile.Profile()
+    old = Path.cwd()
+    os.chdir(suite_dir)
+    try:
+        sink = io.StringIO()
+        stdout, sys.stdout = sys.stdout, sink
+        try:
+            profiler.enable()
+            pytest.main([*PYTEST_FLAGS, "-m", "eval"])
+            profiler.disable()
+        finally:
+            sys.stdout = stdout
+    finally:
+        os.chdir(old)
+    for order in ("cumulative", "tottime"):
+        text = io.StringIO()
+        stats = pstats.Stats(profiler, stream=text).strip_dirs().sort_stats(order)
+        stats.print_stats(top)
+        print(f"\n--- cProfile of the suite collection, by {order} (top {top}) ---")
+        print("\n".join(text.getvalue().splitlines()[4:]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="bench-collection-") as tmp:
+        folder = Path(tmp)
+        started = time.perf_counter()
+        suite_dir, plain_dir = write_inputs(folder, args.examples)
+        print(f"wrote {args.examples} examples in {time.perf_counter() - started:.1f} s")
+        empty_dir = folder / "empty"
+        empty_dir.mkdir()
+        startup, _ = collect_seconds(empty_dir, [], args.repeat)
+        suite_s, suite_line = collect_seconds(suite_dir, ["-m", "eval"], args.repeat)
+        plain_s, plain_line = collect_seconds(plain_dir, [], args.repeat)
+        print(f"empty session (startup)       : {startup:7.2f} s")
+        print(f"suite  --collect-only -m eval : {suite_s:7.2f} s   [{suite_line}]")
+        print(f"plain  --collect-only         : {plain_s:7.2f} s   [{plain_line}]")
+        print(f"ratio suite / plain           : {suite_s / plain_s:7.2f}x")
+        net = (suite_s - startup) / max(plain_s - startup, 1e-9)
+        print(f"ratio net of startup          : {net:7.2f}x")
+        verdict = "met" if suite_s <= GOAL_SECONDS else "NOT met"
+        print(f"goal suite collection <= {GOAL_SECONDS:.0f} s : {verdict}")
+        if args.profile:
+            profile_collection(suite_dir, args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
