@@ -20,7 +20,7 @@ from .errors import EvaluationError, InvariantError
 from .gates import evaluate_gates
 from .metrics import METRIC_NAMES
 from .parse import PARSER_VERSION, parse_tool_call
-from .reports import build_comparison_report, build_evaluation_report
+from .reports import build_comparison_report, build_evaluation_report, order_slice_records
 from .split import FormattedSplit
 from .suite import ComparisonConfig, Suite
 
@@ -83,53 +83,31 @@ def order_records(
     decoding: Mapping[str, Any] | None = None,
 ) -> dict[str, list[dict]]:
     """Check each generation record against the split and return them per slice in split
-    order. Raises InvariantError on an unknown example, a wrong language, a prompt digest
-    mismatch, a decoding config other than ``decoding`` (default: the suite's) or a
-    duplicate."""
-    expected_decoding = dict(suite.decoding if decoding is None else decoding)
-    by_id = {example.example_id: example for example in split.examples}
-    seen: dict[str, dict] = {}
+    order (``reports.order_slice_records`` per slice). Raises InvariantError, naming the arm,
+    on a record of an unconfigured slice, an unknown example, a prompt digest mismatch, a
+    decoding config other than ``decoding`` (default: the suite's) or a duplicate."""
+    expected = dict(suite.decoding if decoding is None else decoding)
+    grouped: dict[str, list[Mapping[str, Any]]] = {language: [] for language in suite.slices}
     for record in records:
-        example_id = record.get("example_id")
-        example = by_id.get(example_id)  # type: ignore[arg-type]
-        if example is None or example.language not in suite.slices:
+        language = record.get("language")
+        if language not in grouped:
             raise InvariantError(
                 "SOM-RECORD-UNKNOWN",
-                f"arm '{arm}': generation for unknown example {example_id!r}",
-                "the generations do not belong to this test split",
+                f"generation for example {record.get('example_id')!r} has language "
+                f"{language!r}, not a configured slice",
+                "the generations do not belong to this suite",
+                where=f"arm {arm}",
             )
-        if record.get("language") != example.language:
-            raise InvariantError(
-                "SOM-RECORD-LANGUAGE",
-                f"arm '{arm}': example '{example_id}' is in slice '{example.language}' but its "
-                f"generation says language {record.get('language')!r}",
-                "the generations do not belong to this test split",
-            )
-        if record.get("prompt_sha256") != example.prompt_sha256:
-            raise InvariantError(
-                "SOM-PROMPT-DIGEST",
-                f"arm '{arm}': example '{example_id}': the generation's prompt_sha256 does not "
-                "match the formatted split",
-                "the prompt was edited or the split reordered; regenerate this arm",
-            )
-        if record.get("decoding") != expected_decoding:
-            raise InvariantError(
-                "SOM-DECODING-MIXED",
-                f"arm '{arm}': example '{example_id}' was generated with decoding "
-                f"{record.get('decoding')!r}, not the arm's {expected_decoding!r}",
-                "records of one report must share one decoding config; regenerate this arm",
-            )
-        if example_id in seen:
-            raise InvariantError(
-                "SOM-RECORD-DUPLICATE",
-                f"arm '{arm}': two generations for example '{example_id}'",
-                "each example is generated exactly once per arm",
-            )
-        seen[example_id] = dict(record)  # type: ignore[index]
-    return {
-        language: [seen[e.example_id] for e in split.slices[language] if e.example_id in seen]
-        for language in suite.slices
-    }
+        grouped[language].append(record)
+    try:
+        return {
+            language: order_slice_records(split, language, rows, expected)
+            for language, rows in grouped.items()
+        }
+    except InvariantError as error:
+        raise InvariantError(
+            error.code, error.message, error.hint, where=f"arm {arm}, {error.where}"
+        ) from None
 
 
 def rescored(records: list[dict], split: FormattedSplit) -> list[dict]:

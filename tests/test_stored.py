@@ -69,7 +69,8 @@ def test_rescore_refuses_an_edited_prompt_digest(pytester: pytest.Pytester, caps
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     verdict_before = (out / "report" / "v3-vs-v1.json").read_text()
     assert main(["rescore", str(out)]) == 5
-    assert "SOM-PROMPT-DIGEST" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "SOM-REPORT-PROMPT-DIGEST" in err and "arm v1, slice en, example en-1" in err
     assert (out / "report" / "v3-vs-v1.json").read_text() == verdict_before
 
 
