@@ -240,10 +240,15 @@ class SommelierSession:
         from .metrics import METRIC_NAMES, example_components
 
         full = METRIC_NAMES.index("full_call_exact_match")
+        # adapter arms first: a drilldown is usually about what the candidate got wrong
+        arms = sorted(
+            outcome.records,
+            key=lambda arm: outcome.arm_reports[arm].get("model_kind") != "adapter",
+        )
         misses = [
             record
-            for by_slice in outcome.records.values()
-            for records in by_slice.values()
+            for arm in arms
+            for records in outcome.records[arm].values()
             for record in records
             if example_components(record)[full][0] == 0
         ]
