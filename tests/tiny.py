@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -53,39 +54,43 @@ def _build_tokenizer():
     return fast
 
 
-def make_tiny_model_dir(path: Path, *, seed: int = 0) -> Path:
+def make_tiny_model_dir(
+    path: Path, *, seed: int = 0, init_std: float = 0.3, **config_overrides: Any
+) -> Path:
     """Write a tiny random Llama causal LM and its tokenizer into ``path``; return ``path``.
 
     The folder holds ``config.json``, ``model.safetensors`` and the tokenizer files; the same
-    ``seed`` gives the same weights.
+    ``seed`` gives the same weights. ``config_overrides`` replace LlamaConfig fields (e.g. a
+    larger ``hidden_size`` for benchmarks); weights are drawn with standard deviation
+    ``init_std`` (wider than the usual 0.02, so greedy outputs vary with the input).
     """
     from transformers import LlamaConfig, LlamaForCausalLM
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     tokenizer = _build_tokenizer()
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        tie_word_embeddings=False,
-    )
+    settings: dict[str, Any] = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 512,
+        "pad_token_id": tokenizer.pad_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "tie_word_embeddings": False,
+    }
+    config = LlamaConfig(**{**settings, **config_overrides})
     generator_state = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
-        # A wider init than the default 0.02 makes greedy outputs vary with the input.
         with torch.no_grad():
             for parameter in model.parameters():
                 if parameter.dim() > 1:
-                    parameter.normal_(0.0, 0.3)
+                    parameter.normal_(0.0, init_std)
     finally:
         torch.random.set_rng_state(generator_state)
     model.eval()
