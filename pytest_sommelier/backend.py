@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -391,14 +392,17 @@ def attach_adapter(base: LoadedBase, arm: ArmConfigLike, suite_dir: Path) -> tup
     if name in base.adapters:
         return name, identity
     try:
-        if base.is_peft:
-            base.model.load_adapter(str(folder), adapter_name=name, is_trainable=False)
-        else:
-            from peft import PeftModel
+        with warnings.catch_warnings():
+            # peft calls a transformers property deprecated in transformers 5: not our users' news.
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")
+            if base.is_peft:
+                base.model.load_adapter(str(folder), adapter_name=name, is_trainable=False)
+            else:
+                from peft import PeftModel
 
-            base.model = PeftModel.from_pretrained(
-                base.model, str(folder), adapter_name=name, is_trainable=False
-            )
+                base.model = PeftModel.from_pretrained(
+                    base.model, str(folder), adapter_name=name, is_trainable=False
+                )
     except Exception as exc:
         raise SommelierEnvironmentError(
             "SOM-BACKEND-ADAPTER-LOAD",
