@@ -479,6 +479,8 @@ def test_second_identical_run_regenerates_nothing(pytester: pytest.Pytester) -> 
             pytester.path / "out1" / report
         )
     comparison = "report/adapter-vs-base.json"
+    efficiency = read_json(pytester.path / "out2" / comparison)["efficiency"]
+    assert efficiency["cross_comparable"] is False and "cached" in efficiency["reason"]
     assert without_run_id(pytester.path / "out2" / comparison) == without_run_id(
         pytester.path / "out1" / comparison
     )
