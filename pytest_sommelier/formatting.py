@@ -444,6 +444,13 @@ def formatted_line(row: dict[str, Any]) -> str:
                       allow_nan=False)
 
 
+def _current_umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_jsonl_atomic(path: Path | str, rows: Iterable[dict[str, Any]]) -> None:
     """Write rows as JSONL atomically: temp file in the same folder, fsync, then rename."""
     path = Path(path)
@@ -458,6 +465,7 @@ def write_jsonl_atomic(path: Path | str, rows: Iterable[dict[str, Any]]) -> None
                 handle.write(formatted_line(row) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(handle.name, 0o666 & ~_current_umask())
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
