@@ -83,9 +83,10 @@ def order_slice_records(
 ) -> list[dict[str, Any]]:
     """Check one slice's scoring records against the split and return them in split order.
 
-    Each record must name an example of slice ``lang`` once, carry ``language == lang``, the
-    example's ``prompt_sha256`` and exactly ``decoding``; otherwise ``InvariantError`` naming
-    the example. Missing examples are allowed (the report is then incomplete).
+    Each record must name an example of slice ``lang`` once (an ``example_id`` that is not a
+    string names none), carry ``language == lang``, the example's ``prompt_sha256`` and
+    exactly ``decoding``; otherwise ``InvariantError`` naming the example. Missing examples
+    are allowed (the report is then incomplete).
     """
     examples = _slice_examples(split, lang)
     position = {example.example_id: i for i, example in enumerate(examples)}
@@ -93,7 +94,7 @@ def order_slice_records(
     for record in records:
         example_id = record.get("example_id")
         where = f"slice {lang}, example {example_id}"
-        index = position.get(example_id)
+        index = position.get(example_id) if isinstance(example_id, str) else None
         if index is None:
             raise InvariantError(
                 "SOM-REPORT-UNKNOWN-EXAMPLE",

@@ -141,6 +141,13 @@ def _records(path: Path, label: str, digest: Any) -> Iterator[tuple[int, dict[st
         raise InputError(
             "SOM-SPLIT-MISSING", "split file not found", "check suite.test_split", where=label
         ) from None
+    except OSError as exc:  # a folder where the file should be, no permission, ...
+        raise InputError(
+            "SOM-SPLIT-MISSING",
+            f"split file cannot be read: {exc.strerror or exc}",
+            "point suite.test_split at a readable JSONL file",
+            where=label,
+        ) from None
     blank_line: int | None = None
     with handle:
         for line, raw in enumerate(handle, start=1):
@@ -159,20 +166,39 @@ def _records(path: Path, label: str, digest: Any) -> Iterator[tuple[int, dict[st
 
 
 def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
-    """Decode one line as a JSON object that matches the v2 schema."""
+    """Decode one line as a JSON object that matches the v2 schema.
+
+    Every string of a returned record is valid Unicode (encodable as UTF-8): a ``\\ud800``
+    style escape of a lone surrogate is refused here, so digests and artifact writes of the
+    record's text can never fail later.
+    """
     try:
         record = _strict_json(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(
             "SOM-SPLIT-ENCODING", "line is not valid UTF-8", "write the split as UTF-8", where=where
         ) from None
-    except ValueError as exc:
+    except RecursionError:
         raise InputError(
             "SOM-SPLIT-JSON",
-            f"line is not valid JSON: {exc}",
+            "line is not valid JSON: nested too deeply to decode",
             "each line must be one JSON object",
             where=where,
         ) from None
+    except ValueError as exc:
+        raise InputError(
+            "SOM-SPLIT-JSON",
+            f"line is not valid JSON: {_one_line(str(exc))}",
+            "each line must be one JSON object",
+            where=where,
+        ) from None
+    if b"\\u" in raw and _has_lone_surrogate(record):
+        raise InputError(
+            "SOM-SPLIT-ENCODING",
+            "line escapes a lone UTF-16 surrogate (e.g. \\ud800), which is not valid Unicode",
+            "write the split as UTF-8; re-run sommelier format",
+            where=where,
+        )
     if not isinstance(record, dict):
         raise InputError(
             "SOM-SPLIT-JSON",
@@ -192,6 +218,21 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
     if error is not None:
         raise _schema_error(error, where)
     return record
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """True if a string anywhere in the decoded JSON ``value`` cannot be encoded as UTF-8."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _strict_json(text: str) -> Any:
@@ -312,10 +353,14 @@ def _gold_call(target_text: str, example_id: str, where: str) -> dict[str, Any]:
     """The one gold call in ``target_text``: a JSON array of exactly one call object."""
     try:
         value = _strict_json(target_text)
+    except RecursionError:
+        problem = "is not valid JSON (nested too deeply to decode)"
     except ValueError as exc:
-        problem = f"is not valid JSON ({exc})"
+        problem = f"is not valid JSON ({_one_line(str(exc))})"
     else:
         problem = _gold_problem(value)
+        if problem is None and _has_lone_surrogate(value):
+            problem = "escapes a lone UTF-16 surrogate, which is not valid Unicode"
         if problem is None:
             return value[0]
     raise InputError(

@@ -21,7 +21,7 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -180,7 +180,8 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
 
 
 def _read_toml(path: Path, label: str) -> dict[str, Any]:
-    """Parse the file as TOML; a missing file, bad UTF-8 or bad syntax is an ``InputError``."""
+    """Parse the file as TOML; a missing file, bad UTF-8, bad syntax, nesting too deep to read
+    or a value Python cannot hold (an integer over 4300 digits) is an ``InputError``."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -189,7 +190,10 @@ def _read_toml(path: Path, label: str) -> dict[str, Any]:
         ) from None
     except OSError as exc:
         raise InputError(
-            "SOM-SUITE-UNREADABLE", f"cannot read suite file: {exc.strerror}", where=label
+            "SOM-SUITE-UNREADABLE",
+            f"cannot read suite file: {exc.strerror}",
+            "give a readable sommelier.toml file",
+            where=label,
         ) from None
     try:
         text = raw.decode("utf-8")
@@ -210,6 +214,20 @@ def _read_toml(path: Path, label: str) -> dict[str, Any]:
             f"TOML syntax error: {detail}",
             "fix the TOML syntax at that line",
             where=f"{label}:{line}",
+        ) from None
+    except RecursionError:
+        raise InputError(
+            "SOM-SUITE-TOML",
+            "TOML arrays or tables are nested too deeply to read",
+            "a suite file needs no more than a few levels of nesting",
+            where=label,
+        ) from None
+    except ValueError as exc:  # tomllib lets int()'s digit limit through, for one
+        raise InputError(
+            "SOM-SUITE-TOML",
+            f"TOML value cannot be read: {_short(str(exc), 120)}",
+            "fix the value (integers are limited to 4300 digits)",
+            where=label,
         ) from None
 
 
@@ -477,6 +495,8 @@ def _resolve_reference(
         except (InputError, SommelierEnvironmentError) as exc:
             message = f"{field} {value!r}: {exc.message}"
             raise type(exc)(exc.code, message, exc.hint, where=where) from None
+        except OSError as exc:  # e.g. a name too long for the file system
+            raise _unusable_path(value, exc, field=field, where=where) from None
         _check_local_kind(target, field=field, adapter=adapter, where=where)
         _refuse_revision(revision, revision_field, field, where)
         return value
@@ -512,7 +532,7 @@ def _local_path(value: str, folder: Path, *, field: str, where: str) -> Path | N
     expanded = os.path.expanduser(value)
     if os.path.isabs(expanded):
         path = Path(os.path.normpath(expanded))
-        if not path.exists():
+        if not _probe(path, Path.exists, value, field=field, where=where):
             raise InputError(
                 "SOM-SUITE-PATH-MISSING",
                 f"{field} {value!r}: no such file or directory",
@@ -521,7 +541,27 @@ def _local_path(value: str, folder: Path, *, field: str, where: str) -> Path | N
             )
         return path
     path = _inside(value, folder, field=field, where=where)
-    return path if path.exists() else None
+    return path if _probe(path, Path.exists, value, field=field, where=where) else None
+
+
+def _probe(path: Path, test: Callable[[Path], bool], value: str, *, field: str, where: str) -> bool:
+    """``test(path)`` (``Path.exists``, ``Path.is_file``), with an ``OSError`` the file system
+    raises for an unusable name (too long, ...) turned into an ``InputError`` naming ``field``."""
+    try:
+        return test(path)
+    except OSError as exc:
+        raise _unusable_path(value, exc, field=field, where=where) from None
+
+
+def _unusable_path(value: str, exc: OSError, *, field: str, where: str) -> InputError:
+    """The error for a path the file system refuses to look up (not a missing file)."""
+    return InputError(
+        "SOM-SUITE-PATH-MISSING",
+        f"{field} {_short(repr(value), 80)}: not a usable path ({exc.strerror or exc})",
+        "give an existing path relative to the suite file, an absolute path, "
+        "an 'org/name' hub id or pkg:<package>/<path>",
+        where=where,
+    )
 
 
 def _inside(value: str, folder: Path, *, field: str, where: str) -> Path:
@@ -569,7 +609,7 @@ def _split_path(value: str, folder: Path, label: str) -> Path:
         path = Path(os.path.normpath(expanded))
     else:
         path = _inside(value, folder, field="suite.test_split", where=where)
-    if not path.is_file():
+    if not _probe(path, Path.is_file, value, field="suite.test_split", where=where):
         raise InputError(
             "SOM-SUITE-SPLIT-MISSING",
             f"suite.test_split: split file not found: {path}",
