@@ -212,7 +212,9 @@ def run_pytest(
     done = subprocess.run(command, cwd=suite.parent, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
     if done.returncode != 0:
-        raise SystemExit(f"{name} run failed ({done.returncode}):\n{done.stdout[-4000:]}")
+        raise SystemExit(
+            f"{name} run failed ({done.returncode}):\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
+        )
     probes = [json.loads(p.read_text()) for p in folder.glob(f"probe-{name}.*.json")]
     telemetry = {
         t.parent.name: json.loads(t.read_text())
