@@ -484,6 +484,10 @@ class TransformersGenerator:
         """The torch device the arm generates on (e.g. ``"cpu"``, ``"cuda:0"``)."""
         return self.base.device
 
+    def device_info(self) -> dict[str, Any]:
+        """``{"device", "device_count"}`` of the device this generator runs on (telemetry)."""
+        return device_info(self.device)
+
     def _adapter_context(self) -> contextlib.AbstractContextManager[Any]:
         """Select this arm's adapter, or disable adapters for the base arm."""
         if not self.base.is_peft:

@@ -42,6 +42,10 @@ class SuiteFile(pytest.Module):
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite
         self.split: FormattedSplit = split
+        self._fixtureinfo_shared: Any = None
+        # marked once here, inherited by every item (cheaper than 2 marks on each item)
+        self.add_marker(pytest.mark.eval)
+        self.add_marker(pytest.mark.usefixtures("sommelier_model"))
         from .baseline import baseline_map
 
         stored = baseline_map(self.config)
@@ -102,14 +106,17 @@ class EvalItem(pytest.Item):
         self.arm = arm
         self.example = example
         self.batch_index = batch_index
-        self.add_marker(pytest.mark.eval)
-        self.add_marker(pytest.mark.usefixtures("sommelier_model"))
-        # Fixture support, as pytest's own DoctestItem does it.
+        # Fixture support, as pytest's own DoctestItem does it. Every item of a suite file has
+        # the same node chain above it, so the fixture closure is computed once per file.
         from _pytest.fixtures import TopRequest
 
         self.obj = None
-        fixture_manager = self.session._fixturemanager
-        self._fixtureinfo = fixture_manager.getfixtureinfo(node=self, func=None, cls=None)
+        if suite_file._fixtureinfo_shared is None:
+            fixture_manager = self.session._fixturemanager
+            suite_file._fixtureinfo_shared = fixture_manager.getfixtureinfo(
+                node=self, func=None, cls=None
+            )
+        self._fixtureinfo = suite_file._fixtureinfo_shared
         self.fixturenames = self._fixtureinfo.names_closure
         self.funcargs: dict[str, object] = {}
         self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]

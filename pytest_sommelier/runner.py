@@ -179,15 +179,23 @@ class Runner:
         decoding = dict(item.suite.decoding)
         outcome = BatchOutcome()
         pending = list(examples)
+        # with batch_size > 1 the whole fixed batch is one cache unit (its outputs can depend
+        # on its padding): all of it comes from the cache, or all of it is generated
+        batch_prompts = (
+            [e.prompt_sha256 for e in examples] if int(decoding["batch_size"]) > 1 else None
+        )
         if self.cache is not None:
-            pending = []
-            for example in examples:
-                hit = self.cache.get(generator, example.prompt_sha256, decoding)
-                if hit is None:
-                    pending.append(example)
-                else:
-                    outcome.outputs[example.example_id] = hit
-                    outcome.cached[example.example_id] = True
+            hits = {
+                e.example_id: self.cache.get(
+                    generator, e.prompt_sha256, decoding, batch_prompts=batch_prompts
+                )
+                for e in examples
+            }
+            if all(hit is not None for hit in hits.values()):
+                pending = []
+                for example_id, hit in hits.items():
+                    outcome.outputs[example_id] = hit  # type: ignore[assignment]
+                    outcome.cached[example_id] = True
         if pending:
             try:
                 self._warm_up(item, generator)
@@ -207,7 +215,13 @@ class Runner:
                 outcome.outputs[example.example_id] = output
                 outcome.cached[example.example_id] = False
                 if self.cache is not None:
-                    self.cache.put(generator, example.prompt_sha256, decoding, output)
+                    self.cache.put(
+                        generator,
+                        example.prompt_sha256,
+                        decoding,
+                        output,
+                        batch_prompts=batch_prompts,
+                    )
         return outcome
 
     def _call(self, generator: Any, arm: str, prompts: list[str], decoding: dict) -> list[str]:
