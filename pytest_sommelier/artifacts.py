@@ -84,25 +84,20 @@ def write_run(
     comparison_reports: dict[str, dict],
     comparison_markdown: dict[str, str],
     verdict: dict | None,
-    stored_arms: frozenset[str] = frozenset(),
 ) -> None:
-    """Write a whole run directory in dependency order, verdict last. Arms in
-    ``stored_arms`` (baselines from an earlier run) are not rewritten."""
+    """Write a whole run directory in dependency order, verdict last."""
     atomic_write_json(run_dir / RESOLVED, resolved)
     copy = run_dir / SPLIT_COPY
     if split_path.resolve() != copy.resolve():
         atomic_write_text(copy, split_path.read_text(encoding="utf-8"))
     for arm, by_slice in generations.items():
-        if arm in stored_arms:
-            continue
         for language, records in by_slice.items():
             atomic_write_text(
                 run_dir / "eval" / arm / f"generations.{language}.jsonl", jsonl(records)
             )
         atomic_write_json(run_dir / "eval" / arm / "inference_telemetry.json", telemetry[arm])
     for arm, report in arm_reports.items():
-        if arm not in stored_arms:
-            atomic_write_json(run_dir / "eval" / arm / "evaluation_report.json", report)
+        atomic_write_json(run_dir / "eval" / arm / "evaluation_report.json", report)
     for name, report in comparison_reports.items():
         atomic_write_json(run_dir / "report" / f"{name}.json", report)
         atomic_write_text(run_dir / "report" / f"{name}.md", comparison_markdown[name])

@@ -2,9 +2,11 @@
 
 ``--sommelier-baseline DIR`` takes the stored arm folder ``runs/<id>/eval/<arm>`` and replaces
 the suite's arm of the same name; ``NAME=DIR`` replaces arm ``NAME``. The arm is not
-regenerated (collection yields no items for it). Invariant kept: the stored report goes through
-the same identity gate as a fresh arm when compared, and its records go through the same
-consistency checks, so a baseline from other conditions is refused, never silently compared.
+regenerated (collection yields no items for it). Invariants kept: its metrics are re-derived
+from its stored ``raw_text`` (never read from its stored report), while the conditions it was
+measured under (config digest, split digest, decoding, identities) stay those of its stored
+report, so a baseline from other conditions is refused by the identity gate, never silently
+compared; the new run directory holds a copy of its generations and re-derived report.
 """
 
 from __future__ import annotations

@@ -84,3 +84,35 @@ def option(config: pytest.Config, name: str) -> Any:
     """A sommelier option: the command line wins, then the ini file."""
     value = config.getoption(name)
     return value if value is not None else config.getini(name)
+
+
+def _number(config: pytest.Config, name: str, kind: type, *, positive: bool) -> None:
+    value = option(config, name)
+    if value is None or value == "":
+        return
+    flag = "--" + name.replace("_", "-")
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {flag} / ini {name}: {value!r} is not a "
+            f"{'number' if kind is float else 'whole number'}"
+        ) from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise pytest.UsageError(f"SOM-OPTION-VALUE: {flag} / ini {name}: {value!r} is not finite")
+    if (positive and number <= 0) or number < 0:
+        bound = "greater than 0" if positive else "0 or more"
+        raise pytest.UsageError(f"SOM-OPTION-VALUE: {flag} / ini {name}: {value!r} must be {bound}")
+
+
+def validate(config: pytest.Config) -> None:
+    """Refuse bad option values (command line or ini) before anything runs: a usage error
+    naming the option, never a crash halfway through a session."""
+    gates = option(config, "sommelier_gates")
+    if gates not in (None, "", "on", "off"):
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: --sommelier-gates / ini sommelier_gates: {gates!r} is not on or off"
+        )
+    _number(config, "sommelier_misses", int, positive=False)
+    _number(config, "sommelier_selfcheck", int, positive=False)
+    _number(config, "sommelier_timeout", float, positive=True)

@@ -24,6 +24,16 @@ from .reports import build_comparison_report, build_evaluation_report, order_sli
 from .split import FormattedSplit
 from .suite import ComparisonConfig, Suite
 
+STORED_CONDITIONS = (
+    "run_id",
+    "config_sha256",
+    "split",
+    "test_split_sha256",
+    "decoding",
+    "model_identity",
+    "adapter_identity",
+)
+
 
 @dataclass
 class ArmRun:
@@ -35,7 +45,7 @@ class ArmRun:
     adapter_identity: dict | None
     records: dict[str, list[dict]]  # slice -> generation records in split order
     timings: list[dict] = field(default_factory=list)  # per-record {seconds, worker, device...}
-    stored_report: dict | None = None  # set for a baseline arm read from an earlier run
+    stored_report: dict | None = None  # a baseline arm's report from an earlier run
     stored_telemetry: dict | None = None
 
 
@@ -210,28 +220,30 @@ def evaluate_run(
             len(split.slices[language]) - len(ordered.get(language, []))
             for language in suite.slices
         )
-        if arm.stored_report is not None:
-            arm_reports[name] = arm.stored_report
-        else:
-            arm_reports[name] = build_evaluation_report(
-                run_id=run_id,
-                arm=name,
-                model_kind=arm.model_kind,
-                model_identity=arm.model_identity,
-                adapter_identity=arm.adapter_identity,
-                config_sha256=digest,
-                split=split,
-                slices=suite.slices,
-                parser_version=PARSER_VERSION,
-                decoding=dict(suite.decoding),
-                records_by_slice=ordered,
-                statistics=suite.statistics,
-                generation_artifacts={
-                    language: f"eval/{name}/generations.{language}.jsonl"
-                    for language in suite.slices
-                },
-                complete=missing[name] == 0,
-            )
+        stored = arm.stored_report
+        report = build_evaluation_report(
+            run_id=run_id,
+            arm=name,
+            model_kind=arm.model_kind,
+            model_identity=arm.model_identity,
+            adapter_identity=arm.adapter_identity,
+            config_sha256=digest,
+            split=split,
+            slices=suite.slices,
+            parser_version=PARSER_VERSION,
+            decoding=dict(stored["decoding"]) if stored else dict(suite.decoding),
+            records_by_slice=ordered,
+            statistics=suite.statistics,
+            generation_artifacts={
+                language: f"eval/{name}/generations.{language}.jsonl" for language in suite.slices
+            },
+            complete=missing[name] == 0,
+        )
+        if stored is not None:
+            # a baseline: metrics re-derived from its generations, but the conditions it was
+            # measured under stay its own, so the identity gate judges them
+            report.update({key: stored[key] for key in STORED_CONDITIONS if key in stored})
+        arm_reports[name] = report
         telemetry[name] = telemetry_for(arm, suite, split)
     complete = (
         set(arms) == set(suite.arms)

@@ -13,7 +13,7 @@ import pytest
 
 from .collect import SUITE_FILENAME, SuiteFile
 from .fixture import sommelier_model
-from .options import add_options
+from .options import add_options, validate
 from .session import SESSION_KEY, SommelierSession
 
 __all__ = ["sommelier_model"]
@@ -27,6 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "eval: one evaluated example of a sommelier suite (select with -m eval)"
     )
+    validate(config)
     sommelier = SommelierSession(config)
     config.stash[SESSION_KEY] = sommelier
     # the session object receives pytest_runtest_logreport (as pytest-benchmark's does)

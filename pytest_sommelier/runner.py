@@ -13,6 +13,7 @@ parsing or I/O.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import threading
 import time
@@ -98,6 +99,34 @@ def call_factory(factory: Any, arm: str, suite: Any) -> Any:
     return factory(arm, suite=suite) if accepts_suite else factory(arm)
 
 
+def check_generator(generator: Any, arm: str) -> None:
+    """Refuse a generator that breaks the contract: ``generate``, a JSON-safe dict
+    ``model_identity`` and a JSON-safe dict (or None) ``adapter_identity``."""
+    for attribute in ("generate", "model_identity", "adapter_identity"):
+        if not hasattr(generator, attribute):
+            raise EvaluationError(
+                "SOM-MODEL-CONTRACT",
+                f"arm '{arm}': the generator has no '{attribute}'",
+                "a generator needs model_identity, adapter_identity and generate()",
+            )
+    for attribute in ("model_identity", "adapter_identity"):
+        value = getattr(generator, attribute)
+        if value is None and attribute == "adapter_identity":
+            continue
+        try:
+            ok = isinstance(value, dict) and bool(json.dumps(value, allow_nan=False))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise EvaluationError(
+                "SOM-MODEL-CONTRACT",
+                f"arm '{arm}': the generator's {attribute} is not a JSON-safe dict "
+                f"({type(value).__name__})",
+                "identities are written to the reports: use dicts of str, numbers, bools, "
+                "lists and dicts",
+            )
+
+
 class Runner:
     """Per-process state: generators by arm, batch outcomes, warm-ups done."""
 
@@ -129,13 +158,7 @@ class Runner:
                     f"arm '{item.arm}': loading the generator failed: {type(exc).__name__}: {exc}",
                     "check the [model] and [arms] tables, or your sommelier_model override",
                 ) from exc
-            for attribute in ("generate", "model_identity", "adapter_identity"):
-                if not hasattr(generator, attribute):
-                    raise EvaluationError(
-                        "SOM-MODEL-CONTRACT",
-                        f"arm '{item.arm}': the generator has no '{attribute}'",
-                        "a generator needs model_identity, adapter_identity and generate()",
-                    )
+            check_generator(generator, item.arm)
             self._generators[key] = generator
         return self._generators[key]
 
@@ -257,6 +280,15 @@ class Runner:
                     f"arm '{arm}': generate() returned a {type(output).__name__}, not a str",
                     "a generator must return completions as strings",
                 )
+            try:
+                output.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvariantError(
+                    "SOM-GEN-TYPE",
+                    f"arm '{arm}': generate() returned a str that is not valid Unicode text "
+                    f"({exc.reason} at index {exc.start})",
+                    "decode model outputs to text (e.g. tokenizer.decode) before returning them",
+                ) from None
         return list(outputs)
 
     def _generate_with_timeout(

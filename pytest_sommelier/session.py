@@ -130,7 +130,6 @@ class SommelierSession:
                     for name, report in outcome.comparison_reports.items()
                 },
                 verdict=outcome.verdict,
-                stored_arms=frozenset(n for n, a in arms.items() if a.stored_report is not None),
             )
             result.outcome = outcome
         except SommelierError as error:
