@@ -381,6 +381,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="work in DIR and keep it")
     args = parser.parse_args()
 
+    os.environ.setdefault("TQDM_DISABLE", "1")  # the GGUF converter's progress bar
     started = time.perf_counter()
     import torch
     import transformers
