@@ -4,7 +4,8 @@ Used when the user asked for ``-n N`` without choosing ``--dist`` (xdist's defau
 Scope of a suite item: ``<suite>::<arm>::<slice>`` plus its batch number, where batches are
 consecutive runs of ``batch_size`` items of that (arm, slice) in collection order; every other
 test is its own scope, which distributes like ``load``. Invariant kept: items of one batch are
-sent to one worker together, so a batch is generated once per run.
+sent to one worker together, so a batch is generated once per run; a batch whose worker crashed
+is not retried on another worker (its items stay unrun and the run is incomplete).
 """
 
 from __future__ import annotations
@@ -44,6 +45,32 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
             super().__init__(config, log)
             self._scopes: dict[str, str] = {}
             self._sizes: dict[str, int] = {}
+
+        def remove_node(self, node: Any) -> str | None:
+            """LoadScope's ``remove_node`` without re-queueing the batch that crashed the
+            worker (LoadScope re-queues the whole unit, crashing item included, so one batch
+            could kill worker after worker). The crashing item is reported as crashed, the
+            rest of its batch stays unrun (the run is incomplete); other units are re-queued."""
+            workload = self.assigned_work.pop(node)
+            crashed_scope, crashitem = next(
+                (
+                    (scope, nodeid)
+                    for scope, unit in workload.items()
+                    for nodeid, completed in unit.items()
+                    if not completed
+                ),
+                (None, None),
+            )
+            if crashitem is None:
+                return None
+            # the whole batch stays unrun: regenerating it would kill the next worker too
+            del workload[crashed_scope]
+            self.workqueue.update(
+                (scope, unit) for scope, unit in workload.items() if self._pending_of({scope: unit})
+            )
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashitem
 
         def _split_scope(self, nodeid: str) -> str:
             if not self._scopes:
