@@ -34,8 +34,8 @@ count this process gives ``torch.set_num_threads``. It loads only pytest-xdist (
 declares an xdist hook) and pytest-sommelier (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``), so the
 figures are pytest + sommelier, not other installed plugins (``--all-plugins`` loads them all:
 hypothesis's plugin alone imports hypothesis at the terminal summary, a few seconds). With
-``--repeats R`` both sides run R times (alternating; (B)'s model is loaded once) and each
-figure is the minimum over the repeats.
+``--repeats R`` both sides run R times (alternating which goes first; (B)'s model is loaded
+once, before the first) and each figure is the minimum over the repeats.
 
 ``--tiny`` replaces the demo GGUF by the tiny random model of ``tests/tiny.py`` (a local folder;
 a quick check of the machinery, not a meaningful overhead figure: its generation takes
@@ -408,15 +408,28 @@ def main() -> None:
         prompts = [row["prompt_text"] for row in rows]
         plugins: list[PluginRun] = []
         bares: list[BareRun] = []
-        model = tokenizer = None
-        load_seconds = 0.0
+        load_started = time.perf_counter()
+        model, tokenizer = load_bare(base)
+        load_seconds = time.perf_counter() - load_started
         for index in range(args.repeats):
-            plugins.append(run_plugin(scratch, suite, args.threads, index, args.all_plugins))
-            if model is None:
-                load_started = time.perf_counter()
-                model, tokenizer = load_bare(base)
-                load_seconds = time.perf_counter() - load_started
-            bares.append(run_bare(model, tokenizer, prompts, args.max_new_tokens))
+            # alternate which side goes first, so a drift in machine load hits both sides
+            order = ("plugin", "bare") if index % 2 == 0 else ("bare", "plugin")
+            for side in order:
+                if side == "plugin":
+                    plugins.append(
+                        run_plugin(scratch, suite, args.threads, index, args.all_plugins)
+                    )
+                else:
+                    bares.append(run_bare(model, tokenizer, prompts, args.max_new_tokens))
+            print(
+                f"repeat {index + 1} ({order[0]} first): plugin generate "
+                f"{plugins[-1].telemetry_seconds:.2f}s, session wall - load "
+                f"{plugins[-1].session_wall - plugins[-1].load_seconds:.2f}s | bare generate "
+                f"{bares[-1].generate_sum:.2f}s, warm-up + loop "
+                f"{bares[-1].warmup + bares[-1].loop_wall:.2f}s | load average "
+                f"{os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
         report(plugins, bares, import_seconds, load_seconds, args.max_new_tokens)
         print(
             f"load average at the end {os.getloadavg()[0]:.2f}; repeats {args.repeats} "
