@@ -105,6 +105,33 @@ def write_run(
         atomic_write_json(run_dir / VERDICT, verdict)
 
 
+def write_outcome(
+    run_dir: Path,
+    outcome: Any,
+    *,
+    resolved: dict,
+    split_path: Path,
+    generations: dict[str, dict[str, list[dict]]],
+) -> None:
+    """Write a :class:`pipeline.RunOutcome` (reports rendered to Markdown too) with
+    :func:`write_run`."""
+    from .render import comparison_markdown
+
+    write_run(
+        run_dir,
+        resolved=resolved,
+        split_path=split_path,
+        generations=generations,
+        telemetry=outcome.telemetry,
+        arm_reports=outcome.arm_reports,
+        comparison_reports=outcome.comparison_reports,
+        comparison_markdown={
+            name: comparison_markdown(report) for name, report in outcome.comparison_reports.items()
+        },
+        verdict=outcome.verdict,
+    )
+
+
 def remove_stale(run_dir: Path) -> None:
     """Remove the reports and verdict of an earlier write to ``run_dir`` (used before a
     rewrite, so no report from a previous attempt can pass for this one's)."""

@@ -117,19 +117,12 @@ class SommelierSession:
                 gates=self._gates_on(),
             )
             artifacts.remove_stale(result.run_dir)
-            artifacts.write_run(
+            artifacts.write_outcome(
                 result.run_dir,
+                outcome,
                 resolved={**identity, "run_id": self.run_id},
                 split_path=suite.test_split,
                 generations={name: arm.records for name, arm in arms.items()},
-                telemetry=outcome.telemetry,
-                arm_reports=outcome.arm_reports,
-                comparison_reports=outcome.comparison_reports,
-                comparison_markdown={
-                    name: render.comparison_markdown(report)
-                    for name, report in outcome.comparison_reports.items()
-                },
-                verdict=outcome.verdict,
             )
             result.outcome = outcome
         except SommelierError as error:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import artifacts, render
+from . import artifacts
 from .errors import InputError, InvariantError
 from .pipeline import ArmRun, RunOutcome, evaluate_run, order_records, rescored
 from .reports import build_comparison_report
@@ -125,19 +125,12 @@ def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOu
         for name in suite.arms:
             (run_dir / "eval" / name / "evaluation_report.json").unlink(missing_ok=True)
         artifacts.remove_stale(run_dir)
-    artifacts.write_run(
+    artifacts.write_outcome(
         target,
+        outcome,
         resolved=resolved,
         split_path=suite.test_split,
         generations={name: arm.records for name, arm in arms.items()},
-        telemetry=outcome.telemetry,
-        arm_reports=outcome.arm_reports,
-        comparison_reports=outcome.comparison_reports,
-        comparison_markdown={
-            name: render.comparison_markdown(report)
-            for name, report in outcome.comparison_reports.items()
-        },
-        verdict=outcome.verdict,
     )
     return target, outcome
 
