@@ -223,13 +223,14 @@ def test_F03_model_calls_sys_exit(pytester: pytest.Pytester) -> None:
 # ============================================================================ output folder
 
 
-def test_F04_output_folder_under_a_file(pytester: pytest.Pytester) -> None:
-    """Tests run as root, which ignores permissions: a path under a regular file is the
-    portable way to make an unwritable output folder."""
+@pytest.mark.parametrize("target", ["blocker/out", "blocker"], ids=["under-a-file", "a-file"])
+def test_F04_output_folder_under_a_file(pytester: pytest.Pytester, target: str) -> None:
+    """Tests run as root, which ignores permissions: a path under a regular file (or the file
+    itself) is the portable way to make an unwritable output folder."""
     fault_suite(pytester, {})
     blocker = pytester.path / "blocker"
     blocker.write_text("not a folder\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "blocker/out")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", target)
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == 1
     assert "Traceback" not in text
