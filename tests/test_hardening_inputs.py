@@ -1091,7 +1091,7 @@ BAD_OPTION_VALUES = [
 
 
 @pytest.mark.parametrize(("args", "name"), BAD_OPTION_VALUES)
-def test_unchecked_option_value_is_a_usage_error(
+def test_option_value_is_checked_at_configure(
     pytester: pytest.Pytester, args: list[str], name: str
 ) -> None:
     write_scripted_suite(pytester, SCRIPT, gates=GATES)
