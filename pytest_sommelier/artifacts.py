@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, SommelierEnvironmentError
+from .suite import valid_name
 
 INPUTS_DIR = "inputs"
 SPLIT_COPY = "inputs/test_split.jsonl"
@@ -60,6 +61,9 @@ def atomic_write_text(path: Path, text: str) -> None:
             f"writing {path} failed: {exc.strerror or exc}",
             "check free space and permissions of the output folder",
         ) from exc
+    except BaseException:  # an encoding error, an interrupt: never leave the temp file
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def atomic_write_json(path: Path, value: Any) -> None:
@@ -205,6 +209,14 @@ def read_jsonl(path: Path) -> list[dict]:
                 f"{path}:{number}: 'raw_text' is not a string",
                 "regenerate this arm",
             )
+        try:
+            json.dumps(record, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(
+                "SOM-STORED-FIELD",
+                f"{path}:{number}: a string is not valid Unicode text (lone surrogate)",
+                "the generations file was edited; regenerate this arm",
+            ) from None
         records.append(record)
     return records
 
@@ -224,6 +236,14 @@ def read_arm(arm_dir: Path) -> tuple[dict, dict | None, dict[str, list[dict]]]:
             "SOM-STORED-FIELD",
             f"{arm_dir / 'evaluation_report.json'}: not an evaluation report",
             "give a stored arm folder such as runs/<run_id>/eval/<arm>",
+        )
+    names = [report["arm"], *report["slices"]] if isinstance(report["slices"], dict) else [None]
+    bad = next((name for name in names if not valid_name(name)), "") if names else ""
+    if bad != "":
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{arm_dir / 'evaluation_report.json'}: {bad!r} is not a valid arm or slice name",
+            "names are letters, digits, '_' and '-'; the report was edited",
         )
     telemetry_path = arm_dir / "inference_telemetry.json"
     telemetry = read_json(telemetry_path) if telemetry_path.exists() else None

@@ -334,7 +334,24 @@ def _adapter_location(arm: ArmConfigLike, suite_dir: Path) -> tuple[Path, dict[s
             where=where,
         )
     _check_adapter_folder(local, where)
+    _refuse_escaping_links(local, where)
     return local, {"sha256": modelref.folder_files_sha256(local, ADAPTER_FILES)}
+
+
+def _refuse_escaping_links(folder: Path, where: str) -> None:
+    """Refuse a local adapter folder whose adapter files resolve (through symlinks) to a place
+    outside the folder: what is loaded must be what the folder holds. Hub snapshots are not
+    checked here (their files are links into the hub cache by design)."""
+    root = folder.resolve()
+    for name in ADAPTER_FILES:
+        target = (folder / name).resolve()
+        if not target.is_relative_to(root):
+            raise InputError(
+                "SOM-BACKEND-ADAPTER-SYMLINK",
+                f"adapter folder {folder.name!r}: {name} is a symlink leading outside the folder",
+                "copy the adapter files into the adapter folder instead of linking to them",
+                where=where,
+            )
 
 
 def _check_adapter_folder(folder: Path, where: str) -> None:

@@ -24,12 +24,32 @@ from .suite import (
     ModelConfig,
     StatisticsConfig,
     Suite,
+    valid_name,
 )
 
 
 def suite_from_resolved(resolved: dict, run_dir: Path) -> Suite:
     """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json``."""
     where = str(run_dir / artifacts.RESOLVED)
+    try:
+        names = [
+            *resolved["slices"],
+            *resolved["arms"],
+            *(c[key] for c in resolved["comparisons"] for key in ("candidate", "reference")),
+        ]
+    except (KeyError, TypeError) as exc:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: not a resolved suite ({type(exc).__name__}: {exc})",
+            "point at a run directory written by pytest-sommelier",
+        ) from None
+    bad = [name for name in names if not valid_name(name)]
+    if bad:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: {bad[0]!r} is not a valid arm or slice name",
+            "names are letters, digits, '_' and '-'; the resolved suite was edited",
+        )
     try:
         statistics = StatisticsConfig(**resolved["statistics"])
         return Suite(

@@ -53,6 +53,15 @@ DEFAULT_DECODING: dict[str, Any] = {
 }
 DEFAULT_STATISTICS: dict[str, Any] = {"seed": 41, "resamples": 2000, "confidence_level": 0.95}
 
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def valid_name(name: object) -> bool:
+    """Whether ``name`` may name an arm or a slice (it becomes part of file names):
+    letters, digits, ``_`` and ``-``, not starting with ``_``/``-``, and not ``overall``."""
+    return isinstance(name, str) and bool(NAME.match(name)) and name != "overall"
+
+
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 """A hub id is ``org/name``: exactly one slash, each part starting with a letter or digit."""
 

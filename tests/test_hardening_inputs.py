@@ -805,12 +805,6 @@ def test_rescore_refuses(
     assert snapshot(run) == before, "a refused in-place rescore leaves the run untouched"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="artifacts.read_jsonl accepts a raw_text holding a lone surrogate (a \\ud800 "
-    "escape); rewriting the generations then raises UnicodeEncodeError (traceback) and "
-    "atomic_write_text leaves its .tmp file (it only cleans up on OSError)",
-)
 def test_R23_lone_surrogate_in_stored_raw_text(
     stored_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,7 +4,7 @@
   safetensors, and a pickle-only model or adapter is refused before anything is read.
 - Remote code stays off: every ``from_pretrained`` call of a real session is recorded and none
   passes ``trust_remote_code=True``; custom code shipped in a model folder never runs.
-- An adapter folder with a symlink leading outside it is refused (see the xfail below).
+- An adapter folder with a symlink leading outside it is refused.
 - Relative paths in a suite cannot escape the suite's folder (``../x``, ``a/../../x``,
   ``pkg:`` with ``..``); a symlink inside the folder may point anywhere (a deliberate act, like
   an absolute path), and the content it points to is what the suite's identity digests.
@@ -213,11 +213,6 @@ def test_X04_remote_code_stays_off(
 # ============================================================================ adapter symlinks
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="backend._check_adapter_folder does not look at symlinks: an adapter file that is "
-    "a symlink leading outside the adapter folder is loaded",
-)
 @pytest.mark.parametrize("linked", ["adapter_model.safetensors", "adapter_config.json"])
 def test_X05_adapter_symlink_leading_outside_is_refused(
     pytester: pytest.Pytester, tiny: tuple[Path, Path], linked: str
@@ -315,11 +310,6 @@ def files_under(folder: Path) -> set[Path]:
     return {p for p in folder.rglob("*") if p.is_file()}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="stored.compare_arms / cli.cmd_compare use the stored report's 'arm' as a file "
-    "name: '../../x' writes the comparison outside --out",
-)
 def test_X10_compare_never_writes_outside_its_out_folder(
     pytester: pytest.Pytester, stored_run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -337,11 +327,6 @@ def test_X10_compare_never_writes_outside_its_out_folder(
     assert status != 0 and "SOM-" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="stored.suite_from_resolved takes slice names from suite.resolved.json unchecked: "
-    "a slice named 'x/../../../../../y' reads and writes generations outside the run folder",
-)
 def test_X11_rescore_never_writes_outside_its_folders(
     pytester: pytest.Pytester, stored_run: Path
 ) -> None:
