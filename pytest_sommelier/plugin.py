@@ -57,6 +57,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
+@pytest.hookimpl(optionalhook=True)  # only exists when pytest-xdist is loaded
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from .scheduling import make_scheduler
 
