@@ -23,7 +23,6 @@ Invariants kept:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -35,7 +34,10 @@ from typing import Any
 
 import jsonschema
 
+from pytest_sommelier.digests import canonical_json_text as canonical_json
+from pytest_sommelier.digests import sha256_text
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.split import strict_json
 
 SCHEMA_VERSION = "sommelier.formatted_example.v2"
 POLICY_TOOLS_IN_SYSTEM_V1 = "sommelier.tools-in-system.v1"
@@ -77,18 +79,6 @@ TOOLS_IN_SYSTEM_V1_INSTRUCTION = (
 )
 
 
-def canonical_json(value: Any) -> str:
-    """Canonical JSON: sorted keys, separators (",", ":"), ASCII escapes, no NaN/Infinity."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    )
-
-
-def sha256_text(text: str) -> str:
-    """SHA-256 hex digest of ``text`` encoded as UTF-8."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 @dataclass(frozen=True)
 class PreparedExample:
     """One validated prepared row; ``line`` is its 1-based line in the source file."""
@@ -110,25 +100,10 @@ def _bad(where: str, field: str, message: str, hint: str) -> InputError:
     return InputError("SOM-PREPARED-FIELD", f"field {field!r}: {message}", hint, where=where)
 
 
-def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook`` that refuses repeated keys (JSON would silently keep the last)."""
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"repeated key {key!r}")
-        result[key] = value
-    return result
-
-
-def _refuse_constant(name: str) -> Any:
-    """``parse_constant`` hook: NaN and Infinity are not JSON."""
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse_json_line(text: str, where: str) -> Any:
     """Decode one JSONL line strictly (no repeated keys, no NaN/Infinity); InputError if bad."""
     try:
-        return json.loads(text, object_pairs_hook=_strict_object, parse_constant=_refuse_constant)
+        return strict_json(text)
     except (ValueError, RecursionError) as exc:
         raise InputError(
             "SOM-PREPARED-JSON",
@@ -220,8 +195,9 @@ def _check_string(row: dict[str, Any], field: str, pattern: re.Pattern[str] | No
 def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     """Validate one decoded prepared row (exact key set, types, tools, gold) -> PreparedExample."""
     if not isinstance(row, dict):
-        raise InputError("SOM-PREPARED-JSON", "line is not a JSON object", "one object per line",
-                         where=where)
+        raise InputError(
+            "SOM-PREPARED-JSON", "line is not a JSON object", "one object per line", where=where
+        )
     unknown = sorted(set(row) - set(PREPARED_KEYS))
     if unknown:
         raise _bad(where, unknown[0], "unknown key", f"allowed keys: {', '.join(PREPARED_KEYS)}")
@@ -264,12 +240,19 @@ def check_pairs(examples: Sequence[PreparedExample], path: str) -> None:
         where = f"{path}:{example.line}"
         root = by_id.get(example.source_example_id)
         if root is None or root.source_example_id is not None:
-            raise _bad(where, "source_example_id",
-                       f"{example.source_example_id!r} is not a root row of this file",
-                       "a translation names a row with source_example_id null")
+            raise _bad(
+                where,
+                "source_example_id",
+                f"{example.source_example_id!r} is not a root row of this file",
+                "a translation names a row with source_example_id null",
+            )
         if root.language == example.language:
-            raise _bad(where, "language", f"same language as its root {root.example_id!r}",
-                       "a translation is in another language than its root")
+            raise _bad(
+                where,
+                "language",
+                f"same language as its root {root.example_id!r}",
+                "a translation is in another language than its root",
+            )
         for field in ("tools", "gold_call"):
             ours, theirs = getattr(example, field), getattr(root, field)
             if canonical_json(list(ours) if field == "tools" else ours) != canonical_json(
@@ -289,11 +272,13 @@ def read_prepared(path: Path | str) -> list[PreparedExample]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise InputError("SOM-PREPARED-MISSING", "prepared file not found", "check the path",
-                         where=str(path)) from exc
+        raise InputError(
+            "SOM-PREPARED-MISSING", "prepared file not found", "check the path", where=str(path)
+        ) from exc
     except UnicodeDecodeError as exc:
-        raise InputError("SOM-PREPARED-ENCODING", "file is not UTF-8", "save it as UTF-8",
-                         where=str(path)) from exc
+        raise InputError(
+            "SOM-PREPARED-ENCODING", "file is not UTF-8", "save it as UTF-8", where=str(path)
+        ) from exc
     examples = []
     for number, line in enumerate(text.splitlines(), start=1):
         where = f"{path}:{number}"
@@ -323,8 +308,12 @@ POLICIES: dict[str, Callable[[PreparedExample], list[dict[str, str]]]] = {
 def check_policy(policy: str) -> Callable[[PreparedExample], list[dict[str, str]]]:
     """The message builder of a known policy; InputError naming --policy otherwise."""
     if policy not in POLICIES:
-        raise InputError("SOM-FORMAT-POLICY", f"unknown template policy {policy!r}",
-                         f"use one of: {', '.join(POLICIES)}", where="--policy")
+        raise InputError(
+            "SOM-FORMAT-POLICY",
+            f"unknown template policy {policy!r}",
+            f"use one of: {', '.join(POLICIES)}",
+            where="--policy",
+        )
     return POLICIES[policy]
 
 
@@ -401,8 +390,12 @@ def format_example(
 def check_split_name(split: str) -> str:
     """Validate a split name (``test``, ``train``, ...); InputError naming --split."""
     if not _SPLIT_RE.match(split):
-        raise InputError("SOM-FORMAT-SPLIT", f"bad split name {split!r}",
-                         "use letters, digits, '.', '_' or '-'", where="--split")
+        raise InputError(
+            "SOM-FORMAT-SPLIT",
+            f"bad split name {split!r}",
+            "use letters, digits, '.', '_' or '-'",
+            where="--split",
+        )
     return split
 
 
@@ -419,9 +412,12 @@ def format_examples(
     check_split_name(split)
     check_policy(policy)
     if not getattr(tokenizer, "chat_template", None):
-        raise InputError("SOM-FORMAT-NO-CHAT-TEMPLATE", "the tokenizer has no chat template",
-                         "use a tokenizer (or .gguf) that ships a chat template",
-                         where=f"tokenizer={tokenizer_id}")
+        raise InputError(
+            "SOM-FORMAT-NO-CHAT-TEMPLATE",
+            "the tokenizer has no chat template",
+            "use a tokenizer (or .gguf) that ships a chat template",
+            where=f"tokenizer={tokenizer_id}",
+        )
     return [
         format_example(
             example,
@@ -440,8 +436,9 @@ def format_examples(
 
 def formatted_line(row: dict[str, Any]) -> str:
     """One JSONL line for a formatted row: UTF-8 text, field order of the v2 schema."""
-    return json.dumps({key: row[key] for key in FORMATTED_KEYS}, ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(
+        {key: row[key] for key in FORMATTED_KEYS}, ensure_ascii=False, allow_nan=False
+    )
 
 
 def _current_umask() -> int:
@@ -456,7 +453,11 @@ def write_jsonl_atomic(path: Path | str, rows: Iterable[dict[str, Any]]) -> None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
+        "w",
+        encoding="utf-8",
+        dir=path.parent,
+        prefix=f".{path.name}.",
+        suffix=".tmp",
         delete=False,
     )
     try:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_sommelier.digests import canonical_json_text
 from pytest_sommelier.errors import InvariantError
 from pytest_sommelier.parse import STATUS_OK, STATUSES
 
@@ -49,10 +50,9 @@ def canonical_json(value: Any) -> str:
 
     Invariant: two JSON values get the same text exactly when they are equal as JSON with the
     decoded types kept (``"2"`` differs from ``2``, ``1`` from ``1.0``, ``true`` from ``1``).
+    The one definition is :func:`pytest_sommelier.digests.canonical_json_text`.
     """
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    )
+    return canonical_json_text(value)
 
 
 def _key_segment(key: str) -> str:

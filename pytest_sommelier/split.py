@@ -173,7 +173,7 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
     record's text can never fail later.
     """
     try:
-        record = _strict_json(raw.decode("utf-8"))
+        record = strict_json(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(
             "SOM-SPLIT-ENCODING", "line is not valid UTF-8", "write the split as UTF-8", where=where
@@ -235,8 +235,9 @@ def _one_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def _strict_json(text: str) -> Any:
-    """``json.loads`` that refuses repeated keys and NaN/Infinity (``ValueError``)."""
+def strict_json(text: str) -> Any:
+    """``json.loads`` that refuses repeated keys and NaN/Infinity (``ValueError``); shared by
+    every loader of JSONL input (splits, prepared examples)."""
     return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
 
 
@@ -352,7 +353,7 @@ def _example(record: dict[str, Any], line: int, where: str) -> Example:
 def _gold_call(target_text: str, example_id: str, where: str) -> dict[str, Any]:
     """The one gold call in ``target_text``: a JSON array of exactly one call object."""
     try:
-        value = _strict_json(target_text)
+        value = strict_json(target_text)
     except RecursionError:
         problem = "is not valid JSON (nested too deeply to decode)"
     except ValueError as exc:
