@@ -97,6 +97,26 @@ def write_scripted_suite(
     return suite
 
 
+def tiny_suite(pytester: pytest.Pytester, tiny: tuple[Path, Path]) -> Path:
+    """A two-arm suite over copies of the tiny model and adapter (the ``tiny`` fixture of
+    tests/conftest.py) inside the suite folder."""
+    import shutil
+
+    model, adapter = tiny
+    suite = write_suite(
+        pytester.path / "suite",
+        rows=[make_row(i, "en") for i in ("en-0", "en-1")],
+        model={"base": "model", "revision": None},
+        suite={"slices": ["en"]},
+        decoding={"max_new_tokens": 2},
+        gates=[{"name": "any", "arm": "adapter", "metric": "valid_json_rate", "max": 1.0}],
+    )
+    shutil.copytree(model, suite.parent / "model")
+    shutil.rmtree(suite.parent / "adapter")
+    shutil.copytree(adapter, suite.parent / "adapter")
+    return suite
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 

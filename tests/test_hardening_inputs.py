@@ -26,7 +26,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from plugin_helpers import GOLD, call_text, read_json, read_jsonl, write_scripted_suite
+from plugin_helpers import GOLD, call_text, read_json, read_jsonl, tiny_suite, write_scripted_suite
 from suite_factory import default_rows, make_row, write_suite
 
 from pytest_sommelier.cli import main
@@ -494,35 +494,6 @@ def test_T14_bad_split_line_in_a_session(pytester: pytest.Pytester) -> None:
 
 
 # ============================================================================ adapters
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A tiny random Llama (safetensors) and a LoRA adapter for it (built once)."""
-    torch = pytest.importorskip("torch")
-    from tiny import make_tiny_adapter_dir, make_tiny_model_dir
-
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("tiny")
-    model = make_tiny_model_dir(root / "model")
-    return model, make_tiny_adapter_dir(model, root / "adapter")
-
-
-def tiny_suite(pytester: pytest.Pytester, tiny: tuple[Path, Path]) -> Path:
-    """A two-arm suite over the tiny model, with a real adapter copy in ``suite/adapter``."""
-    model, adapter = tiny
-    suite = write_suite(
-        pytester.path / "suite",
-        rows=[make_row(i, i[:2], None) for i in ("en-0", "en-1")],
-        model={"base": "model", "revision": None},
-        suite={"slices": ["en"]},
-        decoding={"max_new_tokens": 2},
-        gates=[{"name": "any", "arm": "adapter", "metric": "valid_json_rate", "max": 1.0}],
-    )
-    shutil.copytree(model, suite.parent / "model")
-    shutil.rmtree(suite.parent / "adapter")
-    shutil.copytree(adapter, suite.parent / "adapter")
-    return suite
 
 
 def _no_weights(folder: Path) -> None:

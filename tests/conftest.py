@@ -1,0 +1,19 @@
+"""Fixtures shared by the project's test modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tiny random Llama (safetensors) and a LoRA adapter for it (built once)."""
+    torch = pytest.importorskip("torch")
+    from tiny import make_tiny_adapter_dir, make_tiny_model_dir
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("tiny")
+    model = make_tiny_model_dir(root / "model")
+    return model, make_tiny_adapter_dir(model, root / "adapter")
