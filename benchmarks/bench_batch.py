@@ -121,7 +121,7 @@ def bench_load(gguf: Path, digest: str, root: Path, prompts_for, args) -> list[s
     """Direct vs cached GGUF load: times, ratio, token identity. Returns the prompts used."""
     import torch
 
-    from pytest_sommelier import modelcache
+    from pytest_sommelier.inference import modelcache
 
     dtype = getattr(torch, args.dtype)
     direct, t_direct = timed(lambda: modelcache.load_gguf(gguf, digest, dtype, use_cache=False))
@@ -149,7 +149,7 @@ def bench_load(gguf: Path, digest: str, root: Path, prompts_for, args) -> list[s
 
 def bench_batches(root: Path, prompts: list[str], args, base: str = DEMO) -> None:
     """Batch 8 vs batch 1 through the backend: times, throughput ratio, differing outputs."""
-    from pytest_sommelier import backend
+    from pytest_sommelier.inference import transformers_engine as backend
 
     os.environ["SOMMELIER_CACHE_DIR"] = str(root)
     model = Model(base, None, args.dtype, args.device)
@@ -226,13 +226,14 @@ def main() -> None:
 
     import torch
 
-    from pytest_sommelier import modelref
+    from pytest_sommelier.data import references
+    from pytest_sommelier.inference import modelref
 
     torch.set_num_threads(args.threads)
     if args.synthetic:
         synthetic(args)
         return
-    gguf = modelref.resolve_pkg_path(DEMO)
+    gguf = references.resolve_pkg_path(DEMO)
     digest, t_digest = timed(lambda: modelref.file_sha256(gguf))
     print(
         f"torch {torch.__version__}, threads {args.threads}, gguf sha256 {digest[:12]}... "

@@ -22,8 +22,8 @@ import random
 import statistics
 import time
 
-from pytest_sommelier.metrics import METRIC_NAMES, component_arrays, example_components
-from pytest_sommelier.stats import paired_bootstrap, paired_bootstrap_arrays
+from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays, example_components
+from pytest_sommelier.core.stats import paired_bootstrap, paired_bootstrap_arrays
 
 GOLD = {"name": "book", "arguments": {"city": "Haifa", "nights": 2, "tags": ["sea", "quiet"]}}
 OUTCOMES = {

@@ -48,7 +48,7 @@ import os
 import time
 
 import pytest
-from pytest_sommelier import runner
+from pytest_sommelier.plugin import runner
 
 TOTAL = {"seconds": 0.0, "batches": 0, "load_seconds": 0.0}
 _original = runner.Runner._generate_batch
@@ -113,7 +113,7 @@ def demo_usable() -> str | None:
     if not DEMO.exists():
         return f"{DEMO.relative_to(ROOT)} does not exist"
     try:
-        from pytest_sommelier.suite import load_suite
+        from pytest_sommelier.data.suite import load_suite
 
         suite = load_suite(DEMO)
     except Exception as exc:  # a half-built demo suite
@@ -174,8 +174,8 @@ def demo_selection(limit: int | None) -> list[str]:
     """Node ids of the first ``limit`` examples of every slice and arm (all when None)."""
     if limit is None:
         return []
-    from pytest_sommelier.split import load_split
-    from pytest_sommelier.suite import load_suite
+    from pytest_sommelier.data.split import load_split
+    from pytest_sommelier.data.suite import load_suite
 
     suite = load_suite(DEMO)
     split = load_split(suite.test_split, suite.slices)

@@ -81,7 +81,7 @@ def pytest_configure(config):
     import torch  # noqa: F401  (imported here so the session wall and load_base exclude it)
     import transformers  # noqa: F401
 
-    from pytest_sommelier import backend
+    from pytest_sommelier.inference import transformers_engine as backend
 
     _TIMES["import_seconds"] = time.perf_counter() - started
     original = backend.load_base
@@ -209,7 +209,7 @@ def run_plugin(
     plugins = ["-p", PROBE_MODULE]
     if not all_plugins:
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        plugins = ["-p", "xdist.plugin", "-p", "pytest_sommelier.plugin", *plugins]
+        plugins = ["-p", "xdist.plugin", "-p", "pytest_sommelier.plugin.hooks", *plugins]
     command = [
         sys.executable, "-m", "pytest", "-m", "eval", str(suite),
         "--sommelier-no-cache", "-p", "no:cacheprovider", *plugins,
@@ -244,10 +244,10 @@ def load_bare(base: str) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pytest_sommelier import modelref
+    from pytest_sommelier.data import references
 
     if base.startswith("pkg:"):
-        path = modelref.resolve_pkg_path(base)
+        path = references.resolve_pkg_path(base)
         folder, gguf = str(path.parent), {"gguf_file": path.name}
         tokenizer = AutoTokenizer.from_pretrained(folder, **gguf)
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **gguf)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pytest_sommelier.parse import MAX_DEPTH, parse_tool_call
+from pytest_sommelier.core.parse import MAX_DEPTH, parse_tool_call
 
 CALL = '{"name": "get_weather", "arguments": {"city": "Paris", "units": "celsius", "days": 3}}'
 TYPICAL = [

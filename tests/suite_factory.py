@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.digests import sha256_text
+from pytest_sommelier.core.canonical import sha256_text
 
 SCHEMA_VERSION = "sommelier.formatted_example.v2"
 DEFAULT_GOLD = {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}

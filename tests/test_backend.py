@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_sommelier import backend
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierEnvironmentError
+from pytest_sommelier.inference import transformers_engine as backend
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny import make_tiny_adapter_dir, make_tiny_gguf, make_tiny_model_dir

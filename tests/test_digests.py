@@ -10,17 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_sommelier.digests import (
+from pytest_sommelier.core.canonical import (
     pair_set_sha256,
     prompt_set_sha256,
     sha256_bytes,
-    sha256_file,
     sha256_json,
-    sha256_path,
     sha256_text,
-    sha256_tree,
 )
-from pytest_sommelier.split import Example
+from pytest_sommelier.data.digests import sha256_file, sha256_path, sha256_tree
+from pytest_sommelier.data.split import Example
 
 ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 

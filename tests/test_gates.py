@@ -1,4 +1,4 @@
-"""Tests for pytest_sommelier.gates: each gate kind and threshold, boundaries, the verdict."""
+"""Tests for pytest_sommelier.core.gates: each gate kind and threshold, boundaries, the verdict."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from pytest_sommelier.gates import evaluate_gate, evaluate_gates
-from pytest_sommelier.suite import GateConfig
+from pytest_sommelier.core.gates import evaluate_gate, evaluate_gates
+from pytest_sommelier.data.suite import GateConfig
 
 METRIC = "full_call_exact_match"
 

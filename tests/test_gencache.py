@@ -19,10 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_sommelier import gencache
-from pytest_sommelier.digests import sha256_text
+from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.errors import InvariantError
-from pytest_sommelier.gencache import CACHE_SCHEMA, GenerationCache, GenerationCacheWarning
+from pytest_sommelier.inference import gencache
+from pytest_sommelier.inference.gencache import (
+    CACHE_SCHEMA,
+    GenerationCache,
+    GenerationCacheWarning,
+)
 
 DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 64, "batch_size": 1}
 PROMPT = sha256_text("<user>weather in Paris?</user>\n")
@@ -372,7 +376,7 @@ def test_non_json_identity_is_uncacheable_not_an_error(cache: GenerationCache) -
 def test_versions_without_importing_the_libraries() -> None:
     """With a fake backend, keying must not pay for importing torch/transformers/peft."""
     code = (
-        "import sys; from pytest_sommelier.gencache import library_versions; "
+        "import sys; from pytest_sommelier.inference.gencache import library_versions; "
         "v = library_versions(); "
         "assert not {'torch', 'transformers', 'peft'} & set(sys.modules), sorted(sys.modules); "
         "assert set(v) == {'torch', 'transformers', 'peft'} and all(v.values()), v; print('ok')"
@@ -386,7 +390,7 @@ def test_versions_match_the_backend_once_imported() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("peft")
-    from pytest_sommelier.backend import runtime_versions
+    from pytest_sommelier.inference.transformers_engine import runtime_versions
 
     assert gencache.library_versions() == runtime_versions()
 

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from plugin_helpers import GOLD, call_text, read_json, read_jsonl, write_scripted_suite
 
-from pytest_sommelier import artifacts
-from pytest_sommelier.gencache import GenerationCache
+from pytest_sommelier.data import artifacts
+from pytest_sommelier.inference.gencache import GenerationCache
 
 FAULT_CONFTEST = """
 import json

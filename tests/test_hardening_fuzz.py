@@ -29,13 +29,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from suite_factory import default_rows, make_row, write_suite
 
-from pytest_sommelier import parse
-from pytest_sommelier.digests import sha256_text
+from pytest_sommelier.core import parse
+from pytest_sommelier.core.canonical import sha256_text
+from pytest_sommelier.core.metrics import METRIC_NAMES, compute_metrics, example_components
+from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.data.split import FormattedSplit, load_split
+from pytest_sommelier.data.suite import Suite, load_suite
 from pytest_sommelier.errors import SommelierError
-from pytest_sommelier.metrics import METRIC_NAMES, compute_metrics, example_components
-from pytest_sommelier.parse import parse_tool_call
-from pytest_sommelier.split import FormattedSplit, load_split
-from pytest_sommelier.suite import Suite, load_suite
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,8 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_sommelier.errors import InvariantError
-from pytest_sommelier.metrics import (
+from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     argument_diff_paths,
     canonical_json,
@@ -18,7 +17,8 @@ from pytest_sommelier.metrics import (
     flatten_arguments,
     metric_values,
 )
-from pytest_sommelier.parse import parse_tool_call
+from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.errors import InvariantError
 
 
 def record(raw_text: str, gold: dict[str, Any], example_id: str = "ex-0") -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_sommelier.metrics import (
+from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     argument_diff_paths,
     canonical_json,

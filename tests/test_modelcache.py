@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_sommelier import modelcache
 from pytest_sommelier.errors import SommelierEnvironmentError
+from pytest_sommelier.inference import modelcache
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny import make_tiny_gguf, make_tiny_model_dir

@@ -1,4 +1,4 @@
-"""Tests for pytest_sommelier.modelref: pkg: references, local paths, tokenizer identity."""
+"""Tests for inference.modelref: pkg: references, local paths, tokenizer identity."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sommelier.data.references import resolve_local_path, resolve_pkg_path
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
-from pytest_sommelier.modelref import (
+from pytest_sommelier.inference.modelref import (
     folder_files_sha256,
     load_tokenizer,
-    resolve_local_path,
-    resolve_pkg_path,
     tokenizer_identity,
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sommelier.parse import (
+from pytest_sommelier.core.parse import (
     MAX_DEPTH,
     MAX_INT_DIGITS,
     PARSER_VERSION,

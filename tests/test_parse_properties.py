@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pytest_sommelier.parse import (
+from pytest_sommelier.core.parse import (
     MAX_DEPTH,
     STATUS_INVALID_JSON,
     STATUS_INVALID_SHAPE,

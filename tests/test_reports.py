@@ -1,4 +1,4 @@
-"""Tests for pytest_sommelier.reports: evaluation reports, gaps, the identity gate, comparisons."""
+"""Tests for core.reports: evaluation reports, gaps, the identity gate, comparisons."""
 
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sommelier import digests
-from pytest_sommelier.errors import EvaluationError, InvariantError
-from pytest_sommelier.metrics import METRIC_NAMES, compute_metrics
-from pytest_sommelier.reports import (
+from pytest_sommelier.core import canonical
+from pytest_sommelier.core.metrics import METRIC_NAMES, compute_metrics
+from pytest_sommelier.core.reports import (
     build_comparison_report,
     build_evaluation_report,
     check_identity,
     efficiency_block,
 )
-from pytest_sommelier.split import Example, FormattedSplit
-from pytest_sommelier.stats import derive_seed, paired_bootstrap
-from pytest_sommelier.suite import StatisticsConfig
+from pytest_sommelier.core.stats import derive_seed, paired_bootstrap
+from pytest_sommelier.data.split import Example, FormattedSplit
+from pytest_sommelier.data.suite import StatisticsConfig
+from pytest_sommelier.errors import EvaluationError, InvariantError
 
 DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 64, "batch_size": 1}
 STATS = StatisticsConfig(seed=41, resamples=300, confidence_level=0.95)
@@ -32,7 +32,7 @@ def example(example_id: str, language: str, source: str | None = None) -> Exampl
         language=language,
         source_example_id=source,
         prompt_text=prompt,
-        prompt_sha256=digests.sha256_text(prompt),
+        prompt_sha256=canonical.sha256_text(prompt),
         gold_call=GOLD,
         line=0,
     )
@@ -52,7 +52,7 @@ def make_split() -> FormattedSplit:
         split="test",
         examples=en + he,
         slices=slices,
-        prompt_set_sha256={k: digests.prompt_set_sha256(v) for k, v in slices.items()},
+        prompt_set_sha256={k: canonical.prompt_set_sha256(v) for k, v in slices.items()},
         pairs=pairs,
         pair_set_sha256={},
     )
@@ -220,7 +220,7 @@ def test_matched_cohort_skips_dangling_and_unscored_pairs(split) -> None:
     assert block["reference_slice"] == "en"
     assert block["pairs"] == 3
     assert block["coverage"] == 3 / 6
-    assert block["pair_set_sha256"] == digests.pair_set_sha256(
+    assert block["pair_set_sha256"] == canonical.pair_set_sha256(
         (r["example_id"], r["prompt_sha256"], t["example_id"], t["prompt_sha256"])
         for r, t in zip(roots, targets, strict=True)
     )
@@ -247,7 +247,7 @@ def test_marginal_gap_uses_full_slices(split) -> None:
 
 def test_exact_gap_rounding(split) -> None:
     # 7/10 - 6/10 must be the float 0.1, not 0.09999999999999998
-    from pytest_sommelier.reports import metric_difference
+    from pytest_sommelier.core.reports import metric_difference
 
     a = {"value": 0.7, "numerator": 7, "denominator": 10}
     b = {"value": 0.6, "numerator": 6, "denominator": 10}

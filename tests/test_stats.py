@@ -1,4 +1,4 @@
-"""Tests for pytest_sommelier.stats: seeds, the paired bootstrap and McNemar's exact test."""
+"""Tests for pytest_sommelier.core.stats: seeds, the paired bootstrap and McNemar's exact test."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_sommelier.errors import InputError, InvariantError
-from pytest_sommelier.metrics import METRIC_NAMES, component_arrays
-from pytest_sommelier.stats import (
+from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
+from pytest_sommelier.core.stats import (
     BOOTSTRAP_METHOD,
     derive_seed,
     mcnemar_exact,
@@ -24,6 +23,7 @@ from pytest_sommelier.stats import (
     resample_differences,
     resample_indices,
 )
+from pytest_sommelier.errors import InputError, InvariantError
 
 EXACT = METRIC_NAMES.index("full_call_exact_match")
 F1 = METRIC_NAMES.index("argument_f1")

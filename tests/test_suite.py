@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from suite_factory import FAKE_REVISION, write_suite
 
-from pytest_sommelier.digests import sha256_file, sha256_tree
-from pytest_sommelier.errors import InputError, SommelierEnvironmentError
-from pytest_sommelier.suite import (
+from pytest_sommelier.data.digests import sha256_file, sha256_tree
+from pytest_sommelier.data.suite import (
     DEFAULT_DECODING,
     ArmConfig,
     ComparisonConfig,
@@ -22,6 +21,7 @@ from pytest_sommelier.suite import (
     suite_identity,
     validate_decoding,
 )
+from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 
 def test_factory_suite_loads(tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ def test_an_adapter_must_be_a_directory(tmp_path: Path) -> None:
 
 
 def test_pkg_reference_is_kept_as_written(tmp_path: Path) -> None:
-    base = "pkg:pytest_sommelier/schemas"
+    base = "pkg:pytest_sommelier/data/schemas"
     suite = load_suite(write_suite(tmp_path, model={"base": base, "revision": None}))
     assert suite.model.base == base
     assert reference_kind(base) == "pkg"
@@ -307,7 +307,7 @@ def test_identity_of_hub_and_pkg_references(tmp_path: Path) -> None:
         "id": "fake-org/fake-model",
         "revision": FAKE_REVISION,
     }
-    base = "pkg:pytest_sommelier/schemas"
+    base = "pkg:pytest_sommelier/data/schemas"
     suite = load_suite(write_suite(tmp_path, model={"base": base, "revision": None}))
     identity = suite_identity(suite)["model"]["base"]
     assert identity["kind"] == "pkg" and identity["ref"] == base

@@ -43,7 +43,8 @@ def codes() -> dict[str, tuple[str, str, str]]:
             for keyword in node.keywords:
                 if keyword.arg == "hint":
                     hint = _text(keyword.value)
-            found.setdefault(code, (node.func.id, path.stem, hint))
+            module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+            found.setdefault(code, (node.func.id, module, hint))
     return dict(sorted(found.items()))
 
 

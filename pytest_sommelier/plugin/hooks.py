@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from .collect import SUITE_FILENAME, SuiteFile
-from .fixture import sommelier_model
-from .options import add_options, validate
-from .session import SESSION_KEY, SommelierSession
+from pytest_sommelier.plugin.collect import SUITE_FILENAME, SuiteFile
+from pytest_sommelier.plugin.fixture import sommelier_model
+from pytest_sommelier.plugin.session import SESSION_KEY, SommelierSession
+from pytest_sommelier.plugin.settings import add_options, validate
 
 __all__ = ["sommelier_model"]
 
@@ -59,7 +59,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 @pytest.hookimpl(optionalhook=True)  # only exists when pytest-xdist is loaded
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    from .scheduling import make_scheduler
+    from pytest_sommelier.plugin.scheduling import make_scheduler
 
     return make_scheduler(config, log)
 

@@ -34,10 +34,10 @@ from typing import Any
 
 import jsonschema
 
-from pytest_sommelier.digests import canonical_json_text as canonical_json
-from pytest_sommelier.digests import sha256_text
+from pytest_sommelier.core.canonical import canonical_json_text as canonical_json
+from pytest_sommelier.core.canonical import sha256_text
+from pytest_sommelier.data.split import strict_json
 from pytest_sommelier.errors import InputError
-from pytest_sommelier.split import strict_json
 
 SCHEMA_VERSION = "sommelier.formatted_example.v2"
 POLICY_TOOLS_IN_SYSTEM_V1 = "sommelier.tools-in-system.v1"
@@ -477,28 +477,21 @@ def format_file(
     prepared: Path | str,
     out: Path | str,
     *,
-    tokenizer_ref: str,
+    tokenizer: Any,
+    tokenizer_id: str,
+    tokenizer_revision: str,
     split: str,
-    revision: str | None = None,
     policy: str = DEFAULT_POLICY,
-    base_dir: Path | str | None = None,
-    tokenizer: Any = None,
 ) -> list[dict[str, Any]]:
     """Read, validate, format and atomically write a split; returns the formatted rows.
 
-    The tokenizer is loaded from ``tokenizer_ref`` unless given; its identity is always derived
-    from the reference (content digest for local files), so it carries no machine path.
+    The tokenizer and its identity are given by the caller (``cli.format_split`` loads them
+    from a reference), so this module reads and writes files only and never imports an engine.
+    Nothing is written unless every row formats.
     """
-    from pytest_sommelier.modelref import load_tokenizer, tokenizer_identity
-
     check_split_name(split)
     check_policy(policy)
     examples = read_prepared(prepared)
-    if tokenizer is None:
-        tokenizer = load_tokenizer(tokenizer_ref, revision=revision, base_dir=base_dir)
-    tokenizer_id, tokenizer_revision = tokenizer_identity(
-        tokenizer_ref, revision, tokenizer, base_dir=base_dir
-    )
     rows = format_examples(
         examples,
         tokenizer,

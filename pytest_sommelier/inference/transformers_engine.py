@@ -3,7 +3,7 @@
 ``load_generators(model, arms, suite_dir=..., worker_index=...)`` returns one generator per arm.
 The base model is loaded once per process (a module-level cache keyed by the resolved base
 reference, revision, dtype and device) from a hub id pinned to a revision, a local folder, a
-``.gguf`` file (through :mod:`pytest_sommelier.modelcache`) or a ``pkg:`` reference. Every
+``.gguf`` file (through :mod:`pytest_sommelier.inference.modelcache`) or a ``pkg:`` reference. Every
 adapter arm is attached to that one model by name with peft; the base arm runs with adapters
 disabled.
 
@@ -26,49 +26,22 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from pytest_sommelier import modelcache, modelref
+from pytest_sommelier.core.types import ArmConfig, ModelConfig
+from pytest_sommelier.data import references
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
     InvariantError,
     SommelierEnvironmentError,
 )
+from pytest_sommelier.inference import modelcache, modelref
 
 DTYPES = ("float32", "float16", "bfloat16")
 DEFAULT_DTYPE = "float32"
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
-
-
-class ModelConfigLike(Protocol):
-    """The ``[model]`` table of a suite (``suite.ModelConfig``)."""
-
-    base: str
-    revision: str | None
-    dtype: str | None
-    device: str | None
-
-
-class ArmConfigLike(Protocol):
-    """One ``[arms.<name>]`` table of a suite (``suite.ArmConfig``)."""
-
-    name: str
-    adapter: str | None
-    adapter_revision: str | None
-
-
-class Generator(Protocol):
-    """What the ``sommelier_model`` fixture hands out per arm (see DESIGN.md)."""
-
-    name: str
-    model_identity: dict[str, Any]
-    adapter_identity: dict[str, Any] | None
-
-    def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
-        """Exactly one completion per prompt, in order."""
-        ...
 
 
 # --------------------------------------------------------------------------- runtime facts
@@ -155,9 +128,9 @@ class BaseSource:
     revision: str | None
 
 
-def resolve_base(model: ModelConfigLike, suite_dir: Path) -> BaseSource:
+def resolve_base(model: ModelConfig, suite_dir: Path) -> BaseSource:
     """Resolve ``model.base`` to a hub id, a local folder or a ``.gguf`` file."""
-    local = modelref.resolve_local_path(model.base, base_dir=suite_dir)
+    local = references.resolve_local_path(model.base, base_dir=suite_dir)
     if local is None:
         if not model.revision:
             raise InputError(
@@ -206,7 +179,7 @@ def _directory_digest(folder: Path) -> str:
 
 
 def model_identity_for(
-    source: BaseSource, model: ModelConfigLike, tokenizer: Any, suite_dir: Path, dtype_name: str
+    source: BaseSource, model: ModelConfig, tokenizer: Any, suite_dir: Path, dtype_name: str
 ) -> dict[str, Any]:
     """The JSON-safe identity of a base model and its tokenizer (no machine paths)."""
     tokenizer_id, tokenizer_revision = modelref.tokenizer_identity(
@@ -219,7 +192,7 @@ def model_identity_for(
         path = Path(source.location)
         label = "gguf:" if source.kind == "gguf" else "dir:"
         digest = modelref.file_sha256(path) if source.kind == "gguf" else _directory_digest(path)
-        base = source.ref if modelref.is_pkg_ref(source.ref) else label + path.name
+        base = source.ref if references.is_pkg_ref(source.ref) else label + path.name
         identity.update(base=base, sha256=digest)
     identity.update(
         tokenizer_id=tokenizer_id, tokenizer_revision=tokenizer_revision, dtype=dtype_name
@@ -285,7 +258,7 @@ def _load_model_and_tokenizer(
     return model, tokenizer, source.kind
 
 
-def load_base(model: ModelConfigLike, *, suite_dir: Path, worker_index: int = 0) -> LoadedBase:
+def load_base(model: ModelConfig, *, suite_dir: Path, worker_index: int = 0) -> LoadedBase:
     """Return this process's loaded base for ``model``, loading it on first use."""
     source = resolve_base(model, suite_dir)
     dtype_name = model.dtype or DEFAULT_DTYPE
@@ -310,11 +283,11 @@ def load_base(model: ModelConfigLike, *, suite_dir: Path, worker_index: int = 0)
 # --------------------------------------------------------------------------- adapters
 
 
-def _adapter_location(arm: ArmConfigLike, suite_dir: Path) -> tuple[Path, dict[str, Any]]:
+def _adapter_location(arm: ArmConfig, suite_dir: Path) -> tuple[Path, dict[str, Any]]:
     """Resolve an arm's adapter to a local folder and its identity (without the arm name)."""
     assert arm.adapter is not None
     where = f"arms.{arm.name}.adapter"
-    local = modelref.resolve_local_path(arm.adapter, base_dir=suite_dir)
+    local = references.resolve_local_path(arm.adapter, base_dir=suite_dir)
     if local is None:
         if not arm.adapter_revision:
             raise InputError(
@@ -402,7 +375,7 @@ def _peft_name(arm: str, identity: dict[str, Any], base: LoadedBase) -> str:
     return name
 
 
-def attach_adapter(base: LoadedBase, arm: ArmConfigLike, suite_dir: Path) -> tuple[str, dict]:
+def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[str, dict]:
     """Attach an arm's adapter to ``base`` (once per identity); return (peft name, identity)."""
     folder, identity = _adapter_location(arm, suite_dir)
     name = _peft_name(arm.name, identity, base)
@@ -580,8 +553,8 @@ class TransformersGenerator:
 
 
 def load_generators(
-    model: ModelConfigLike,
-    arms: dict[str, ArmConfigLike],
+    model: ModelConfig,
+    arms: dict[str, ArmConfig],
     *,
     suite_dir: Path,
     worker_index: int = 0,

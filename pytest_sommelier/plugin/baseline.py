@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from .artifacts import read_arm
-from .errors import InputError
-from .pipeline import ArmRun, order_records
-from .split import load_split
-from .suite import Suite
+from pytest_sommelier.core.pipeline import ArmRun, order_records
+from pytest_sommelier.data.artifacts import read_arm
+from pytest_sommelier.data.split import load_split
+from pytest_sommelier.data.suite import Suite
+from pytest_sommelier.errors import InputError
 
 
 def baseline_map(config: pytest.Config) -> dict[str, Path]:

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, SommelierEnvironmentError
-from .suite import valid_name
+from pytest_sommelier.data.suite import valid_name
+from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 INPUTS_DIR = "inputs"
 SPLIT_COPY = "inputs/test_split.jsonl"
@@ -119,7 +119,7 @@ def write_outcome(
 ) -> None:
     """Write a :class:`pipeline.RunOutcome` (reports rendered to Markdown too) with
     :func:`write_run`."""
-    from .render import comparison_markdown
+    from pytest_sommelier.core.render import comparison_markdown
 
     write_run(
         run_dir,

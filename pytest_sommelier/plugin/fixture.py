@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .errors import EvaluationError
+from pytest_sommelier.errors import EvaluationError
 
 
 def worker_index() -> int:
@@ -39,7 +39,7 @@ def sommelier_model() -> Callable[..., Any]:
             )
         key = str(suite.path)
         if key not in loaded:
-            from .backend import load_generators
+            from pytest_sommelier.inference.transformers_engine import load_generators
 
             loaded[key] = load_generators(
                 suite.model, suite.arms, suite_dir=suite.path.parent, worker_index=worker_index()

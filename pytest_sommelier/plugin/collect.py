@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import SommelierError
+from pytest_sommelier.errors import SommelierError
 
 if TYPE_CHECKING:
-    from .split import Example, FormattedSplit
-    from .suite import Suite
+    from pytest_sommelier.data.split import Example, FormattedSplit
+    from pytest_sommelier.data.suite import Suite
 
 SUITE_FILENAME = "sommelier.toml"
 
@@ -32,8 +32,8 @@ class SuiteFile(pytest.Module):
     obj = None
 
     def collect(self) -> Iterator[ArmNode]:
-        from .split import load_split
-        from .suite import load_suite
+        from pytest_sommelier.data.split import load_split
+        from pytest_sommelier.data.suite import load_suite
 
         try:
             suite = load_suite(self.path)
@@ -46,7 +46,7 @@ class SuiteFile(pytest.Module):
         # marked once here, inherited by every item (cheaper than 2 marks on each item)
         self.add_marker(pytest.mark.eval)
         self.add_marker(pytest.mark.usefixtures("sommelier_model"))
-        from .baseline import baseline_map
+        from pytest_sommelier.plugin.baseline import baseline_map
 
         stored = baseline_map(self.config)
         for arm in suite.arms:
@@ -130,14 +130,14 @@ class EvalItem(pytest.Item):
         return self.suite_file.split
 
     def setup(self) -> None:
-        from .runner import runner_for
+        from pytest_sommelier.plugin.runner import runner_for
 
         self._request._fillfixtures()
         factory = self.funcargs["sommelier_model"]
         runner_for(self.config).generate_for(self, factory)
 
     def runtest(self) -> None:
-        from .runner import runner_for
+        from pytest_sommelier.plugin.runner import runner_for
 
         runner_for(self.config).score(self)
 

@@ -22,45 +22,18 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from pytest_sommelier.digests import pair_set_sha256, prompt_set_sha256, sha256_text
+from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_text
+from pytest_sommelier.core.types import Example, FormattedSplit
 from pytest_sommelier.errors import InputError, InvariantError
 
 SCHEMA_VERSION = "sommelier.formatted_example.v2"
 EXAMPLE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "formatted_example.v2.schema.json"
-
-
-@dataclass(frozen=True)
-class Example:
-    """One formatted example; ``line`` is its 1-based line in the split file."""
-
-    example_id: str
-    language: str
-    source_example_id: str | None
-    prompt_text: str
-    prompt_sha256: str
-    gold_call: dict
-    line: int
-
-
-@dataclass(frozen=True)
-class FormattedSplit:
-    """A validated split partitioned into the configured slices (``slices[0]`` is the root)."""
-
-    path: Path
-    sha256: str
-    split: str
-    examples: tuple[Example, ...]
-    slices: dict[str, tuple[Example, ...]]
-    prompt_set_sha256: dict[str, str]
-    pairs: dict[str, tuple[tuple[str, str], ...]]
-    pair_set_sha256: dict[str, str]
 
 
 def load_split(path: str | os.PathLike[str], slices: Sequence[str]) -> FormattedSplit:

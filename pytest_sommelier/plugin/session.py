@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from . import artifacts, render
-from .errors import InvariantError, SommelierError
-from .junit import add_gate_cases
-from .options import option
-from .pipeline import ArmRun, RunOutcome, evaluate_run, order_records
-from .split import FormattedSplit, load_split
-from .suite import Suite, load_suite, suite_identity
+from pytest_sommelier.core import render
+from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
+from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.split import FormattedSplit, load_split
+from pytest_sommelier.data.suite import Suite, load_suite, suite_identity
+from pytest_sommelier.errors import InvariantError, SommelierError
+from pytest_sommelier.plugin.junit import add_gate_cases
+from pytest_sommelier.plugin.settings import option
 
 SESSION_KEY = pytest.StashKey["SommelierSession"]()
 SUITE_MARK = "sommelier.toml"
@@ -174,7 +175,7 @@ class SommelierSession:
         return arms
 
     def _baselines(self, suite: Suite) -> dict[str, ArmRun]:
-        from .baseline import baseline_arms
+        from pytest_sommelier.plugin.baseline import baseline_arms
 
         return baseline_arms(self.config, suite)
 
@@ -229,7 +230,7 @@ class SommelierSession:
 
     @staticmethod
     def _write_misses(write: Any, outcome: RunOutcome, wanted: int) -> None:
-        from .metrics import METRIC_NAMES, example_components
+        from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
 
         full = METRIC_NAMES.index("full_call_exact_match")
         # adapter arms first: a drilldown is usually about what the candidate got wrong

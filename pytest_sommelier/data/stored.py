@@ -12,12 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import artifacts
-from .errors import InputError, InvariantError
-from .pipeline import ArmRun, RunOutcome, evaluate_run, order_records, rescored
-from .reports import build_comparison_report
-from .split import FormattedSplit, load_split
-from .suite import (
+from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records, rescored
+from pytest_sommelier.core.reports import build_comparison_report
+from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.split import FormattedSplit, load_split
+from pytest_sommelier.data.suite import (
     ArmConfig,
     ComparisonConfig,
     GateConfig,
@@ -26,6 +25,7 @@ from .suite import (
     Suite,
     valid_name,
 )
+from pytest_sommelier.errors import InputError, InvariantError
 
 
 def suite_from_resolved(resolved: dict, run_dir: Path) -> Suite:

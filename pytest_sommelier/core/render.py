@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .metrics import METRIC_NAMES, argument_diff_paths, canonical_json
-from .parse import STATUS_OK
+from pytest_sommelier.core.metrics import METRIC_NAMES, argument_diff_paths, canonical_json
+from pytest_sommelier.core.parse import STATUS_OK
 
 SHORT = {
     "valid_json_rate": "valid_json",

@@ -15,14 +15,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .digests import sha256_json
-from .errors import EvaluationError, InvariantError
-from .gates import evaluate_gates
-from .metrics import METRIC_NAMES
-from .parse import PARSER_VERSION, parse_tool_call
-from .reports import build_comparison_report, build_evaluation_report, order_slice_records
-from .split import FormattedSplit
-from .suite import ComparisonConfig, Suite
+from pytest_sommelier.core.canonical import sha256_json
+from pytest_sommelier.core.gates import evaluate_gates
+from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.parse import PARSER_VERSION, parse_tool_call
+from pytest_sommelier.core.reports import (
+    build_comparison_report,
+    build_evaluation_report,
+    order_slice_records,
+)
+from pytest_sommelier.core.types import ComparisonConfig, FormattedSplit, Suite
+from pytest_sommelier.errors import EvaluationError, InvariantError
 
 STORED_CONDITIONS = (
     "run_id",

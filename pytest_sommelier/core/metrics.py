@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from pytest_sommelier.digests import canonical_json_text
+from pytest_sommelier.core.canonical import canonical_json_text
+from pytest_sommelier.core.parse import STATUS_OK, STATUSES
 from pytest_sommelier.errors import InvariantError
-from pytest_sommelier.parse import STATUS_OK, STATUSES
 
 METRIC_NAMES: tuple[str, ...] = (
     "valid_json_rate",
@@ -50,7 +50,7 @@ def canonical_json(value: Any) -> str:
 
     Invariant: two JSON values get the same text exactly when they are equal as JSON with the
     decoded types kept (``"2"`` differs from ``2``, ``1`` from ``1.0``, ``true`` from ``1``).
-    The one definition is :func:`pytest_sommelier.digests.canonical_json_text`.
+    The one definition is :func:`pytest_sommelier.core.canonical.canonical_json_text`.
     """
     return canonical_json_text(value)
 

@@ -24,16 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .digests import sha256_text
-from .errors import EvaluationError, InvariantError, SommelierError
-from .metrics import METRIC_NAMES, example_components
-from .options import option
-from .parse import parse_tool_call
-from .render import describe_miss
+from pytest_sommelier.core.canonical import sha256_text
+from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
+from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.core.render import describe_miss
+from pytest_sommelier.errors import EvaluationError, InvariantError, SommelierError
+from pytest_sommelier.plugin.settings import option
 
 if TYPE_CHECKING:
-    from .collect import EvalItem
-    from .split import Example
+    from pytest_sommelier.data.split import Example
 
 RUNNER_KEY = pytest.StashKey["Runner"]()
 FULL_CALL = METRIC_NAMES.index("full_call_exact_match")
@@ -75,7 +74,7 @@ def generation_cache(config: pytest.Config) -> Any:
         folder = config.cache.mkdir("sommelier-generations")
     else:
         return None
-    from .gencache import GenerationCache
+    from pytest_sommelier.inference.gencache import GenerationCache
 
     return GenerationCache(folder)
 
@@ -145,7 +144,7 @@ class Runner:
 
     # -- generation ---------------------------------------------------------------------------
 
-    def generator(self, item: EvalItem, factory: Any) -> Any:
+    def generator(self, item: pytest.Item, factory: Any) -> Any:
         key = (str(item.suite_file.path), item.arm)
         if key not in self._generators:
             try:
@@ -162,7 +161,7 @@ class Runner:
             self._generators[key] = generator
         return self._generators[key]
 
-    def generate_for(self, item: EvalItem, factory: Any) -> None:
+    def generate_for(self, item: pytest.Item, factory: Any) -> None:
         """Make sure the fixed batch holding ``item`` has been generated in this process."""
         generator = self.generator(item, factory)
         key = (str(item.suite_file.path), item.arm, item.example.language, item.batch_index)
@@ -175,19 +174,19 @@ class Runner:
         item.sommelier_generator = generator  # type: ignore[attr-defined]
         item.sommelier_batch = outcome  # type: ignore[attr-defined]
 
-    def _batch_examples(self, item: EvalItem) -> Sequence[Example]:
+    def _batch_examples(self, item: pytest.Item) -> Sequence[Example]:
         size = int(item.suite.decoding["batch_size"])
         examples = item.split.slices[item.example.language]
         return examples[item.batch_index * size : (item.batch_index + 1) * size]
 
-    def _warm_up(self, item: EvalItem, generator: Any) -> None:
+    def _warm_up(self, item: pytest.Item, generator: Any) -> None:
         if id(generator) in self._warmed:
             return
         self._warmed.add(id(generator))
         first = item.split.slices[item.suite.slices[0]][0]
         self._call(generator, item.arm, [first.prompt_text], dict(item.suite.decoding))
 
-    def _generate_batch(self, item: EvalItem, generator: Any) -> BatchOutcome:
+    def _generate_batch(self, item: pytest.Item, generator: Any) -> BatchOutcome:
         examples = self._batch_examples(item)
         for example in examples:
             if sha256_text(example.prompt_text) != example.prompt_sha256:
@@ -344,7 +343,7 @@ class Runner:
 
     # -- scoring ------------------------------------------------------------------------------
 
-    def score(self, item: EvalItem) -> None:
+    def score(self, item: pytest.Item) -> None:
         """Parse and score the item's output; record it; a miss is marked (or fails, strict)."""
         generator = item.sommelier_generator  # type: ignore[attr-defined]
         outcome: BatchOutcome = item.sommelier_batch  # type: ignore[attr-defined]

@@ -46,7 +46,7 @@ def derive_seed(suite_seed: int, name: str) -> int:
 
 def _metric_names() -> tuple[str, ...]:
     """The five metric names in their canonical order (single source: ``metrics.METRIC_NAMES``)."""
-    from pytest_sommelier.metrics import METRIC_NAMES
+    from pytest_sommelier.core.metrics import METRIC_NAMES
 
     return tuple(METRIC_NAMES)
 
@@ -282,7 +282,7 @@ def paired_bootstrap(
     ``InvariantError``). Returns ``{method, seed, confidence_level, resamples, pairs,
     intervals: {metric: {lower, upper}}}`` (see :func:`paired_bootstrap_arrays`).
     """
-    from pytest_sommelier.metrics import component_arrays
+    from pytest_sommelier.core.metrics import component_arrays
 
     check_paired_records(reference_records, candidate_records)
     ref_num, ref_den = component_arrays(list(reference_records))
@@ -326,7 +326,7 @@ def mcnemar_exact(
     Returns ``{metric, candidate_only, reference_only, p_value, method}``; the records must be
     the same unique example ids in the same order (else ``InvariantError``).
     """
-    from pytest_sommelier.metrics import component_arrays
+    from pytest_sommelier.core.metrics import component_arrays
 
     check_paired_records(reference_records, candidate_records)
     column = _metric_names().index(MCNEMAR_METRIC)

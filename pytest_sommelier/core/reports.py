@@ -21,16 +21,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from pytest_sommelier import digests
-from pytest_sommelier.errors import EvaluationError, InvariantError
-from pytest_sommelier.metrics import METRIC_NAMES, component_arrays, compute_metrics
-from pytest_sommelier.stats import (
+from pytest_sommelier.core import canonical
+from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays, compute_metrics
+from pytest_sommelier.core.stats import (
     check_paired_records,
     derive_seed,
     mcnemar_exact,
     paired_bootstrap,
     paired_bootstrap_arrays,
 )
+from pytest_sommelier.errors import EvaluationError, InvariantError
 
 EVALUATION_SCHEMA = "sommelier.evaluation_report.v1"
 COMPARISON_SCHEMA = "sommelier.comparison_report.v1"
@@ -146,7 +146,7 @@ def _check_record_fields(
 def _same(left: Any, right: Any) -> bool:
     """JSON equality with types kept (``1`` is not ``1.0``, ``true`` is not ``1``)."""
     try:
-        return digests.canonical_json_text(left) == digests.canonical_json_text(right)
+        return canonical.canonical_json_text(left) == canonical.canonical_json_text(right)
     except (TypeError, ValueError):
         return left == right
 
@@ -155,7 +155,7 @@ def _short(value: Any) -> str:
     """A one-line rendering of ``value`` cut to about 40 characters (for error messages)."""
     if value is _MISSING:
         return "<missing>"
-    text = value if isinstance(value, str) else digests.canonical_json_text(value)
+    text = value if isinstance(value, str) else canonical.canonical_json_text(value)
     return text if len(text) <= _SHORT else text[: _SHORT - 3] + "..."
 
 
@@ -194,7 +194,7 @@ def _paired_slice(
         "reference_slice": reference_slice,
         "pairs": len(cohort),
         "coverage": len(cohort) / reference_size if reference_size else None,
-        "pair_set_sha256": digests.pair_set_sha256(
+        "pair_set_sha256": canonical.pair_set_sha256(
             (r["example_id"], r["prompt_sha256"], t["example_id"], t["prompt_sha256"])
             for r, t in cohort
         ),
@@ -268,7 +268,7 @@ def build_evaluation_report(
         lang: {
             "metrics": compute_metrics(scored[lang]),
             "examples": len(scored[lang]),
-            "prompt_set_sha256": digests.prompt_set_sha256(scored[lang]),
+            "prompt_set_sha256": canonical.prompt_set_sha256(scored[lang]),
             "generation_artifact": _artifact(generation_artifacts, lang),
         }
         for lang in slices
@@ -452,7 +452,7 @@ def _checked_arm_records(
     checked = {}
     for lang in langs:
         records = list(records_by_slice.get(lang, ()))
-        if digests.prompt_set_sha256(records) != report["slices"][lang]["prompt_set_sha256"]:
+        if canonical.prompt_set_sha256(records) != report["slices"][lang]["prompt_set_sha256"]:
             raise InvariantError(
                 "SOM-COMPARE-RECORDS",
                 f"records of arm {arm!r} slice {lang!r} ({len(records)} records) are not the "

@@ -22,21 +22,29 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from pytest_sommelier.digests import sha256_path
+from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.types import (
+    ArmConfig,
+    ComparisonConfig,
+    GateConfig,
+    ModelConfig,
+    StatisticsConfig,
+    Suite,
+)
+from pytest_sommelier.data.digests import sha256_path
+from pytest_sommelier.data.references import resolve_pkg_path
+from pytest_sommelier.data.split import first_schema_error, json_path_text
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
     SommelierEnvironmentError,
 )
-from pytest_sommelier.metrics import METRIC_NAMES
-from pytest_sommelier.modelref import resolve_pkg_path
-from pytest_sommelier.split import first_schema_error, json_path_text
 
 SUITE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "suite.schema.json"
 SUITE_IDENTITY_VERSION = "sommelier.suite_resolved.v1"
@@ -68,87 +76,6 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 COMPARISON_THRESHOLDS = ("ci_lower_above", "ci_lower_at_least", "delta_at_least")
 ARM_THRESHOLDS = ("min", "max")
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """``[model]``: ``base`` is a hub id or ``pkg:`` ref as written, or a resolved local path."""
-
-    base: str
-    revision: str | None
-    dtype: str | None
-    device: str | None
-
-
-@dataclass(frozen=True)
-class ArmConfig:
-    """``[arms.<name>]``: no adapter means the base model itself."""
-
-    name: str
-    adapter: str | None
-    adapter_revision: str | None
-
-
-@dataclass(frozen=True)
-class ComparisonConfig:
-    """``[[comparisons]]``: candidate minus reference, paired by example."""
-
-    candidate: str
-    reference: str
-
-    @property
-    def name(self) -> str:
-        """The comparison's name, used for report files and seed derivation."""
-        return f"{self.candidate}-vs-{self.reference}"
-
-
-@dataclass(frozen=True)
-class StatisticsConfig:
-    """``[statistics]``: paired-bootstrap settings."""
-
-    seed: int
-    resamples: int
-    confidence_level: float
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    """One ``[[gates]]`` entry; ``kind`` is derived from its keys ("arm", "comparison", "gap")."""
-
-    name: str
-    kind: str
-    metric: str
-    slice: str
-    arm: str | None
-    candidate: str | None
-    reference: str | None
-    gap: str | None
-    min: float | None
-    max: float | None
-    ci_lower_above: float | None
-    ci_lower_at_least: float | None
-    delta_at_least: float | None
-
-
-@dataclass(frozen=True)
-class Suite:
-    """A loaded, validated suite; ``slices[0]`` is the reference (root) slice."""
-
-    path: Path
-    name: str
-    test_split: Path
-    slices: tuple[str, ...]
-    model: ModelConfig
-    decoding: dict
-    arms: dict[str, ArmConfig]
-    comparisons: tuple[ComparisonConfig, ...]
-    statistics: StatisticsConfig
-    gates: tuple[GateConfig, ...]
-
-    @property
-    def reference_slice(self) -> str:
-        """The first configured slice: the root language pairs are joined to."""
-        return self.slices[0]
 
 
 # --------------------------------------------------------------------------- reading

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .digests import canonical_json_text, sha256_text
-from .errors import InvariantError
+from pytest_sommelier.core.canonical import canonical_json_text, sha256_text
+from pytest_sommelier.errors import InvariantError
 
 CACHE_SCHEMA = "sommelier.generation_cache.v1"
 """Stored in every entry and in its key fields: a format change invalidates old entries."""
@@ -71,7 +71,7 @@ def library_versions() -> dict[str, str]:
     """
     if all(name in sys.modules for name in LIBRARIES):
         try:
-            from .backend import runtime_versions
+            from pytest_sommelier.inference.transformers_engine import runtime_versions
 
             return runtime_versions()
         except Exception:  # the backend cannot be imported: fall back to metadata
