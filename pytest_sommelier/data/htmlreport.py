@@ -1,0 +1,605 @@
+"""The HTML report of a stored run: one self-contained page (``<run>/report.html``).
+
+``render_report(run_dir)`` reads only the run's own files (``suite.resolved.json``, the split
+copy in ``inputs/``, each arm's ``evaluation_report.json``, ``inference_telemetry.json`` and
+``generations.<slice>.jsonl``, ``report/*.json`` and ``gate_verdict.json``) and returns the
+page; ``write_report`` writes it atomically. The session finish, ``sommelier rescore`` and
+``sommelier report`` all go through these two functions, so a page looks the same whoever wrote
+it. User documentation: ``docs/report.md``.
+
+Invariants kept:
+
+- Every number shown is read from a stored report; per-example outcomes apply the
+  ``full_call_exact_match`` rule to the stored parsed call and the split's gold call (checked
+  against ``metrics.example_components`` by the tests). Nothing is re-parsed.
+- The split copy is used only when its bytes still have the digest the run recorded (those are
+  the bytes that were validated when the run was made); otherwise the page says why the
+  examples are not shown.
+- Stored text (model output, prompts, identities) is untrusted: the template autoescapes every
+  value, per-example data travels as one JSON blob whose ``<``, ``>`` and ``&`` are escaped
+  (so it cannot close its ``<script type="application/json">`` element), the page's script
+  only ever sets ``textContent``, and a Content-Security-Policy with the hashes of the page's
+  own script and style blocks forbids any other script and every network fetch.
+- A missing optional artifact (no verdict, no telemetry, a refused comparison, a run of an
+  earlier version) leaves its section out with a sentence saying why; it never stops the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from pytest_sommelier import artifacts
+from pytest_sommelier.digests import sha256_bytes
+from pytest_sommelier.errors import InputError
+from pytest_sommelier.metrics import METRIC_NAMES, canonical_json, flatten_arguments
+from pytest_sommelier.parse import STATUS_OK, STATUSES
+from pytest_sommelier.render import fmt, fmt_interval
+
+REPORT_FILE = "report.html"
+TEMPLATES = Path(__file__).with_name("templates")
+RAW_LIMIT = 4000
+"""Raw outputs longer than this many characters are cut in the page (the stored file keeps
+them whole); the cut is said on the page."""
+
+_HEX = re.compile(r"^(sha256:)?[0-9a-f]{16,}$")
+_RUN_STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
+
+
+# --- reading the run ---------------------------------------------------------------------
+
+
+def _optional_json(path: Path, notes: list[str]) -> Any:
+    """A stored JSON artifact, or None with a note when it is absent."""
+    if not path.exists():
+        notes.append(f"{path.name} is absent")
+        return None
+    return artifacts.read_json(path)
+
+
+def _check_run_dir(run_dir: Path) -> None:
+    """Refuse a folder that is not one suite's run (naming the sub-folders when it holds
+    several suites' runs)."""
+    if (run_dir / artifacts.RESOLVED).is_file():
+        return
+    if not run_dir.is_dir():
+        raise InputError(
+            "SOM-STORED-MISSING",
+            f"{run_dir}: not a folder",
+            "give a run folder such as runs/<run_id>",
+        )
+    suites = sorted(p.name for p in run_dir.iterdir() if (p / artifacts.RESOLVED).is_file())
+    hint = (
+        f"this folder holds the runs of several suites; give one of: {', '.join(suites)}"
+        if suites
+        else "point at a run folder written by pytest-sommelier"
+    )
+    raise InputError("SOM-STORED-MISSING", f"{run_dir / artifacts.RESOLVED}: not found", hint)
+
+
+def _read_arms(run_dir: Path, resolved: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
+    """Each stored arm folder with a report: ``{arm: (report, telemetry, records)}``, base-kind
+    arms first, then in the resolved suite's order."""
+    configured = list((resolved.get("arms") or {}).keys())
+    folders = sorted(p.name for p in (run_dir / "eval").glob("*") if p.is_dir())
+    names = configured + [name for name in folders if name not in configured]
+    arms: dict[str, Any] = {}
+    for name in names:
+        arm_dir = run_dir / "eval" / name
+        if not (arm_dir / "evaluation_report.json").exists():
+            notes.append(
+                f"arm {name!r} has no evaluation report (it was not run, or the run stopped)"
+            )
+            continue
+        arms[name] = artifacts.read_arm(arm_dir)
+    return dict(sorted(arms.items(), key=lambda item: item[1][0].get("model_kind") != "base"))
+
+
+def _read_split_rows(
+    run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
+) -> list[dict[str, Any]] | None:
+    """The split copy's rows when its bytes still have the recorded digest, else None + note.
+
+    The digest match proves these are the bytes that were validated when the run was made, so
+    the rows are read without validating them again (which would cost seconds for 10k rows).
+    """
+    path = run_dir / artifacts.SPLIT_COPY
+    if not path.is_file():
+        notes.append(f"{artifacts.SPLIT_COPY} is absent, so gold calls and prompts are unknown")
+        return None
+    data = path.read_bytes()
+    recorded = (resolved.get("test_split") or {}).get("sha256")
+    if sha256_bytes(data) != recorded:
+        notes.append(
+            f"{artifacts.SPLIT_COPY} does not have the digest the run recorded "
+            f"({str(recorded)[:12]}); it was edited, so its examples are not shown"
+        )
+        return None
+    try:
+        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    except (UnicodeDecodeError, json.JSONDecodeError):  # pragma: no cover - digest matched
+        notes.append(f"{artifacts.SPLIT_COPY} could not be read")
+        return None
+
+
+def _comparison_reports(
+    run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Stored comparison reports: configured ones first (a missing one gets a note), then
+    any other ``report/*.json``."""
+    reports: dict[str, dict[str, Any]] = {}
+    for comparison in resolved.get("comparisons") or []:
+        name = comparison.get("name") or f"{comparison['candidate']}-vs-{comparison['reference']}"
+        path = run_dir / "report" / f"{name}.json"
+        if path.exists():
+            reports[name] = artifacts.read_json(path)
+        else:
+            notes.append(
+                f"comparison {name!r} has no report: an arm is missing, or the identity gate "
+                "refused it (the terminal output and rescore say which field differed)"
+            )
+    for path in sorted((run_dir / "report").glob("*.json")):
+        if path.stem not in reports:
+            report = artifacts.read_json(path)
+            if isinstance(report, dict) and "deltas" in report:
+                reports[path.stem] = report
+    return reports
+
+
+# --- small formatting helpers ------------------------------------------------------------
+
+
+def metric_order(names: Iterable[str]) -> list[str]:
+    """The five metrics in their fixed order, then any other metric (a newer one) by name."""
+    known = list(METRIC_NAMES)
+    return sorted(set(names), key=lambda n: (known.index(n) if n in known else len(known), n))
+
+
+def short(value: Any) -> str:
+    """A digest or commit cut to 12 characters (other values as they are)."""
+    text = str(value)
+    if _HEX.match(text):
+        return text.split(":", 1)[-1][:12]
+    return text
+
+
+def identity_items(identity: Any) -> list[tuple[str, str, str]]:
+    """``(key, shown, full)`` for each leaf of an identity dict (nested keys dotted)."""
+    if identity is None:
+        return []
+    if not isinstance(identity, Mapping):
+        return [("", short(identity), str(identity))]
+    items: list[tuple[str, str, str]] = []
+    for key, value in sorted(identity.items()):
+        if isinstance(value, Mapping):
+            items += [(f"{key}.{k}", s, f) for k, s, f in identity_items(value)]
+        else:
+            full = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            items.append((str(key), short(full), full))
+    return items
+
+
+def seconds(value: float | None) -> str:
+    """A duration with three significant digits (``n/a`` for null)."""
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def run_date(run_id: str | None) -> str | None:
+    """The UTC time encoded in a run id (``YYYYmmddTHHMMSSZ-xxxxxx``), or None."""
+    match = _RUN_STAMP.match(run_id or "")
+    if not match:
+        return None
+    stamp = datetime.strptime(match.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    return stamp.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def threshold_text(threshold: Mapping[str, Any] | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted((threshold or {}).items()))
+
+
+# --- the forest plot ---------------------------------------------------------------------
+
+
+def _nice_domain(values: Sequence[float]) -> tuple[float, float, float]:
+    """``(low, high, tick step)``: covers every value and 0, rounded out to a step that gives
+    at most six intervals between ticks."""
+    low, high = min([0.0, *values]), max([0.0, *values])
+    span = max(high - low, 0.1)
+    step = next(s for s in (0.02, 0.05, 0.1, 0.2, 0.25, 0.5) if span / s <= 6)
+    low = step * math.floor(low / step + 1e-9)
+    high = step * math.ceil(high / step - 1e-9)
+    if high - low < step:
+        high = low + step
+    return low, high, step
+
+
+def _tick_label(value: float) -> str:
+    return "0" if abs(value) < 1e-9 else f"{value:+.2f}"
+
+
+def forest_plot(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Geometry of one comparison's forest plot: one row per (slice, metric), the delta with
+    its paired-bootstrap interval; ``excludes_zero`` marks intervals that do not contain 0."""
+    blocks = [("overall", report), *(report.get("slices") or {}).items()]
+    rows: list[dict[str, Any]] = []
+    for label, block in blocks:
+        intervals = ((block.get("ci95") or {}).get("intervals")) or {}
+        for metric in metric_order(block.get("deltas") or {}):
+            delta = (block.get("deltas") or {}).get(metric)
+            interval = intervals.get(metric) or {}
+            lower, upper = interval.get("lower"), interval.get("upper")
+            rows.append(
+                {
+                    "slice": label,
+                    "metric": metric,
+                    "delta": delta,
+                    "lower": lower,
+                    "upper": upper,
+                    "excludes_zero": lower is not None
+                    and upper is not None
+                    and (lower > 0 or upper < 0),
+                    "text": f"{fmt(delta, True)} {fmt_interval(interval or None)}",
+                }
+            )
+    values = [v for r in rows for v in (r["delta"], r["lower"], r["upper"]) if v is not None]
+    low, high, step = _nice_domain(values)
+    left, width, row_height, top = 250.0, 360.0, 20.0, 28.0
+
+    def x(value: float) -> float:
+        return round(left + (value - low) / (high - low) * width, 2)
+
+    previous = None
+    for i, row in enumerate(rows):
+        row["y"] = top + i * row_height + row_height / 2
+        row["group_start"] = row["slice"] != previous
+        previous = row["slice"]
+        if row["delta"] is not None:
+            row["cx"] = x(row["delta"])
+        if row["lower"] is not None and row["upper"] is not None:
+            row["x1"], row["x2"] = x(row["lower"]), x(row["upper"])
+    count = round((high - low) / step)
+    ticks = [
+        {"x": x(low + k * step), "label": _tick_label(low + k * step)} for k in range(count + 1)
+    ]
+    height = top + len(rows) * row_height + 10
+    return {
+        "rows": rows,
+        "ticks": ticks,
+        "zero": x(0.0),
+        "left": left,
+        "right": left + width,
+        "top": top - 6,
+        "bottom": height - 6,
+        "width": left + width + 200,
+        "height": height,
+        "row_height": row_height,
+    }
+
+
+# --- per-example data --------------------------------------------------------------------
+
+
+def _user_and_system(row: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The last user message of a formatted row and its system message(s), as text."""
+    messages = row.get("messages") or []
+
+    def text(content: Any) -> str:
+        return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+    user = [text(m.get("content")) for m in messages if m.get("role") == "user"]
+    system = [text(m.get("content")) for m in messages if m.get("role") == "system"]
+    return (user[-1] if user else row.get("prompt_text", "")), ("\n\n".join(system) or None)
+
+
+def _diff(gold: Mapping[str, Any], parsed: Mapping[str, Any]) -> list[list[Any]]:
+    """``[path, gold value or None, output value or None]`` for each differing path (the
+    flattened pairs of argument F1 and ``metrics.argument_diff_paths``)."""
+    gold_pairs = dict(flatten_arguments(gold["arguments"]))
+    predicted = dict(flatten_arguments(parsed["arguments"]))
+    paths = sorted(
+        p for p in gold_pairs.keys() | predicted.keys() if gold_pairs.get(p) != predicted.get(p)
+    )
+    return [[p, gold_pairs.get(p), predicted.get(p)] for p in paths]
+
+
+def _outcome(
+    record: Mapping[str, Any], gold: Mapping[str, Any], gold_arguments: str, arm: str
+) -> list[Any]:
+    """One arm's outcome on one example (the positional list of :func:`examples_blob`).
+
+    A hit is ``full_call_exact_match``'s rule: the parse is ok, the name equals the gold name
+    and the arguments' canonical JSON equals the gold's (the test suite checks this against
+    ``metrics.example_components`` record by record). Argument paths are flattened only for
+    misses, which keeps a 30,000-record page well under a second.
+    """
+    status, parsed = record.get("parse_status"), record.get("parsed_call")
+    if status not in STATUSES or (parsed is not None) != (status == STATUS_OK):
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"eval/{arm}/generations.{record.get('language')}.jsonl: example "
+            f"{record.get('example_id')!r}: parse_status {status!r} does not fit its parsed_call",
+            "the generations file was edited; run sommelier rescore to re-derive it",
+        )
+    name_ok = parsed is not None and parsed.get("name") == gold["name"]
+    arguments_ok = parsed is not None and canonical_json(parsed.get("arguments")) == gold_arguments
+    hit = int(name_ok and arguments_ok)
+    raw = record["raw_text"]
+    return [
+        hit,
+        STATUSES.index(status),
+        raw if len(raw) <= RAW_LIMIT else raw[:RAW_LIMIT],
+        None if hit or parsed is None else parsed,
+        [] if arguments_ok or parsed is None else _diff(gold, parsed),
+        name_ok,
+        record.get("miss_category"),
+        bool(record.get("cached")),
+        len(raw),
+    ]
+
+
+class _Index:
+    """Strings stored once in the blob and referred to by position."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._at: dict[Any, int] = {}
+
+    def __call__(self, value: Any) -> int:
+        if value is None:
+            return -1
+        if value not in self._at:
+            self._at[value] = len(self.items)
+            self.items.append(value)
+        return self._at[value]
+
+
+def examples_blob(
+    rows: list[dict[str, Any]],
+    slices: Sequence[str],
+    arms: Mapping[str, Any],
+    comparisons: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The compact per-example data the page's script renders (positional arrays).
+
+    ``ex[i] = [id, slice, tool, root index or -1, system index or -1, user text, gold call,
+    outcomes]``, ``outcomes[a] = [hit (1, 0, or -1: not scored), status index, raw text,
+    parsed call (null when it equals the gold call or did not parse), diff rows, name ok,
+    miss_category or null, cached, raw length]`` in ``arms`` order.
+    """
+    arm_names = list(arms)
+    by_arm = {
+        arm: {r["example_id"]: r for records in data[2].values() for r in records}
+        for arm, data in arms.items()
+    }
+    kept = [row for row in rows if row.get("language") in slices]
+    position = {row["example_id"]: i for i, row in enumerate(kept)}
+    tools, systems = _Index(), _Index()
+    examples = []
+    for row in kept:
+        gold = json.loads(row["target_text"])[0]
+        gold_arguments = canonical_json(gold["arguments"])
+        user, system = _user_and_system(row)
+        outcomes = []
+        for arm in arm_names:
+            record = by_arm[arm].get(row["example_id"])
+            if record is None:
+                outcomes.append([-1, -1, "", None, [], False, None, False, 0])
+            else:
+                outcomes.append(_outcome(record, gold, gold_arguments, arm))
+        source = row.get("source_example_id")
+        examples.append(
+            [
+                row["example_id"],
+                list(slices).index(row["language"]),
+                tools(gold["name"]),
+                position.get(source, -1) if source is not None else -1,
+                systems(system),
+                user,
+                gold,
+                outcomes,
+            ]
+        )
+    pairs = [
+        [arm_names.index(r["candidate"]), arm_names.index(r["reference"]), name]
+        for name, r in comparisons.items()
+        if r.get("candidate") in arms and r.get("reference") in arms
+    ]
+    return {
+        "arms": arm_names,
+        "slices": list(slices),
+        "statuses": list(STATUSES),
+        "tools": tools.items,
+        "systems": systems.items,
+        "pairs": pairs,
+        "raw_limit": RAW_LIMIT,
+        "ex": examples,
+    }
+
+
+def blob_json(value: Any) -> Markup:
+    """Compact JSON safe to place inside ``<script type="application/json">``: ``<``, ``>``
+    and ``&`` are written as ``\\u`` escapes, so no stored text can end the element."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+# --- the page ----------------------------------------------------------------------------
+
+
+def _csp_hash(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["fmt"] = fmt
+    env.filters["signed"] = lambda v: fmt(v, True)
+    env.filters["interval"] = lambda v: fmt_interval(v or None)
+    env.filters["short"] = short
+    env.filters["secs"] = seconds
+    env.filters["threshold"] = threshold_text
+    env.globals.update(identity_items=identity_items, metric_order=metric_order)
+    return env
+
+
+def _banners(
+    verdict: Mapping[str, Any] | None,
+    arms: Mapping[str, Any],
+    split_counts: Mapping[str, int] | None,
+    comparisons: Mapping[str, Mapping[str, Any]],
+) -> list[dict[str, str]]:
+    """The banners at the top: incomplete, subset, cached, not cross-comparable."""
+    banners = []
+    incomplete = [arm for arm, data in arms.items() if not data[0].get("complete", False)]
+    if (verdict or {}).get("verdict") == "incomplete" or incomplete:
+        who = f" (arms: {', '.join(incomplete)})" if incomplete else ""
+        banners.append(
+            {
+                "kind": "incomplete",
+                "text": f"Incomplete run{who}: not every example of every slice was scored, "
+                "so no passing verdict can be written and the figures describe only what was "
+                "scored.",
+            }
+        )
+    if split_counts is not None:
+        parts = []
+        for arm, (report, _, _) in arms.items():
+            for lang, block in (report.get("slices") or {}).items():
+                total = split_counts.get(lang, 0)
+                if block.get("examples", 0) < total:
+                    parts.append(f"{arm}/{lang}: {block.get('examples', 0)} of {total}")
+        if parts:
+            banners.append(
+                {"kind": "subset", "text": "Subset: scored " + "; ".join(parts) + " examples."}
+            )
+    cached = {arm: (data[1] or {}).get("cached_examples") or 0 for arm, data in arms.items()}
+    if any(cached.values()):
+        parts = [f"{arm}: {n}" for arm, n in cached.items() if n]
+        banners.append(
+            {
+                "kind": "cached",
+                "text": "Cached: some outputs came from the generation cache and were not timed "
+                f"({', '.join(parts)}).",
+            }
+        )
+    for name, report in comparisons.items():
+        efficiency = report.get("efficiency")
+        if efficiency and not efficiency.get("cross_comparable"):
+            banners.append(
+                {
+                    "kind": "timing",
+                    "text": f"{name}: timings are not cross-comparable: "
+                    f"{efficiency.get('reason', '')}.",
+                }
+            )
+    return banners
+
+
+def _telemetry_rows(
+    arms: Mapping[str, Any], comparisons: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per arm: its telemetry and the efficiency figures a comparison report recorded."""
+    rows = []
+    for arm, (_, telemetry, _) in arms.items():
+        per_success = None
+        for report in comparisons.values():
+            block = (report.get("efficiency") or {}).get(arm)
+            if block and block.get("device_seconds_per_success") is not None:
+                per_success = block["device_seconds_per_success"]
+                break
+        rows.append({"arm": arm, "telemetry": telemetry, "per_success": per_success})
+    return rows
+
+
+def build_context(run_dir: Path) -> dict[str, Any]:
+    """Everything the template shows, read from ``run_dir`` (see the module docstring)."""
+    run_dir = Path(run_dir)
+    _check_run_dir(run_dir)
+    notes: list[str] = []
+    resolved = artifacts.read_json(run_dir / artifacts.RESOLVED)
+    if not isinstance(resolved, dict):
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{run_dir / artifacts.RESOLVED}: not a JSON object",
+            "point at a run folder written by pytest-sommelier",
+        )
+    verdict = _optional_json(run_dir / artifacts.VERDICT, [])
+    arms = _read_arms(run_dir, resolved, notes)
+    comparisons = _comparison_reports(run_dir, resolved, notes)
+    slices = list(resolved.get("slices") or [])
+    rows = _read_split_rows(run_dir, resolved, notes)
+    split_counts = None
+    blob = None
+    if rows is not None:
+        split_counts = {lang: sum(r.get("language") == lang for r in rows) for lang in slices}
+        blob = examples_blob(rows, slices, arms, comparisons)
+    first = next(iter(arms.values()), (None, None, None))[0] or {}
+    metric_names = metric_order(
+        name for data in arms.values() for name in (data[0].get("metrics") or {})
+    )
+    return {
+        "run_name": run_dir.name,
+        "resolved": resolved,
+        "suite": resolved.get("name", run_dir.name),
+        "run_id": resolved.get("run_id") or first.get("run_id") or run_dir.name,
+        "date": run_date(resolved.get("run_id") or first.get("run_id")),
+        "engine": (first.get("model_identity") or {}).get("engine")
+        if isinstance(first.get("model_identity"), Mapping)
+        else None,
+        "first": first,
+        "verdict": verdict,
+        "arms": arms,
+        "comparisons": comparisons,
+        "forests": {name: forest_plot(report) for name, report in comparisons.items()},
+        "metric_names": metric_names,
+        "slices": slices,
+        "banners": _banners(verdict, arms, split_counts, comparisons),
+        "notes": notes,
+        "telemetry": _telemetry_rows(arms, comparisons),
+        "blob": blob_json(blob) if blob is not None else None,
+        "example_count": len(blob["ex"]) if blob else 0,
+    }
+
+
+def render_report(run_dir: Path | str) -> str:
+    """The self-contained HTML page of the stored run in ``run_dir``."""
+    context = build_context(Path(run_dir))
+    script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
+    style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+    context["script"] = Markup(script)
+    context["style"] = Markup(style)
+    context["csp"] = (
+        f"default-src 'none'; script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    return _environment().get_template("report.html.j2").render(**context)
+
+
+def write_report(run_dir: Path | str, out: Path | str | None = None) -> Path:
+    """Render the page of ``run_dir`` and write it atomically to ``out`` (default
+    ``<run_dir>/report.html``); returns the path written."""
+    run_dir = Path(run_dir)
+    target = Path(out) if out is not None else run_dir / REPORT_FILE
+    artifacts.atomic_write_text(target, render_report(run_dir))
+    return target
+
+
+__all__ = ["REPORT_FILE", "build_context", "examples_blob", "render_report", "write_report"]
