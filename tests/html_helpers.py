@@ -87,8 +87,18 @@ def make_run(folder: Path, *args: str) -> Path:
     suite = write_report_suite(folder)
     out = folder / "out"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(suite),
-         "--sommelier-out", str(out), *args],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            str(suite),
+            "--sommelier-out",
+            str(out),
+            *args,
+        ],
         cwd=folder,
         capture_output=True,
         text=True,

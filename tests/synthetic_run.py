@@ -17,11 +17,11 @@ from typing import Any
 
 from suite_factory import make_row, write_suite
 
-from pytest_sommelier import artifacts
-from pytest_sommelier.parse import parse_tool_call
-from pytest_sommelier.pipeline import ArmRun, evaluate_run, order_records
-from pytest_sommelier.split import load_split
-from pytest_sommelier.suite import load_suite, suite_identity
+from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
+from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.split import load_split
+from pytest_sommelier.data.suite import load_suite, suite_identity
 
 TOOLS = [
     {

@@ -37,14 +37,13 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
 
-from pytest_sommelier import artifacts
-from pytest_sommelier.digests import sha256_bytes
+from pytest_sommelier.core.canonical import sha256_bytes
+from pytest_sommelier.core.metrics import METRIC_NAMES, canonical_json, flatten_arguments
+from pytest_sommelier.core.parse import STATUS_OK, STATUSES
+from pytest_sommelier.core.render import fmt, fmt_interval
+from pytest_sommelier.data import artifacts
 from pytest_sommelier.errors import InputError
-from pytest_sommelier.metrics import METRIC_NAMES, canonical_json, flatten_arguments
-from pytest_sommelier.parse import STATUS_OK, STATUSES
-from pytest_sommelier.render import fmt, fmt_interval
 
 REPORT_FILE = "report.html"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -426,12 +425,12 @@ def examples_blob(
     }
 
 
-def blob_json(value: Any) -> Markup:
+def blob_json(value: Any) -> str:
     """Compact JSON safe to place inside ``<script type="application/json">``: ``<``, ``>``
     and ``&`` are written as ``\\u`` escapes, so no stored text can end the element."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return Markup(text)
+    return text
 
 
 # --- the page ----------------------------------------------------------------------------
@@ -534,6 +533,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
     _check_run_dir(run_dir)
     notes: list[str] = []
+    split_notes: list[str] = []
     resolved = artifacts.read_json(run_dir / artifacts.RESOLVED)
     if not isinstance(resolved, dict):
         raise InputError(
@@ -545,7 +545,8 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     arms = _read_arms(run_dir, resolved, notes)
     comparisons = _comparison_reports(run_dir, resolved, notes)
     slices = list(resolved.get("slices") or [])
-    rows = _read_split_rows(run_dir, resolved, notes)
+    rows = _read_split_rows(run_dir, resolved, split_notes)
+    notes += split_notes
     split_counts = None
     blob = None
     if rows is not None:
@@ -575,7 +576,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "notes": notes,
         "telemetry": _telemetry_rows(arms, comparisons),
         "blob": blob_json(blob) if blob is not None else None,
-        "example_count": len(blob["ex"]) if blob else 0,
+        "examples_note": "; ".join(split_notes),
     }
 
 
@@ -584,8 +585,8 @@ def render_report(run_dir: Path | str) -> str:
     context = build_context(Path(run_dir))
     script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
     style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
-    context["script"] = Markup(script)
-    context["style"] = Markup(style)
+    context["script"] = script
+    context["style"] = style
     context["csp"] = (
         f"default-src 'none'; script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
