@@ -226,15 +226,14 @@ def main() -> None:
 
     import torch
 
-    from pytest_sommelier.data import references
-    from pytest_sommelier.inference import modelref
+    from pytest_sommelier.data import digests, references
 
     torch.set_num_threads(args.threads)
     if args.synthetic:
         synthetic(args)
         return
     gguf = references.resolve_pkg_path(DEMO)
-    digest, t_digest = timed(lambda: modelref.file_sha256(gguf))
+    digest, t_digest = timed(lambda: digests.sha256_path(gguf))
     print(
         f"torch {torch.__version__}, threads {args.threads}, gguf sha256 {digest[:12]}... "
         f"({t_digest:.2f}s)"

@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Speed is measured by benchmarks/, never asserted by tests: on a shared machine hypothesis'
+# per-example deadline (200 ms) fails correct code at random, so it is off for this suite.
+settings.register_profile("sommelier", deadline=None)
+settings.load_profile("sommelier")
 
 
 @pytest.fixture(scope="module")

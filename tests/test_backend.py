@@ -270,14 +270,14 @@ def test_prompts_must_be_a_list_of_strings(suite_dir: Path) -> None:
 def test_hub_id_needs_revision(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         backend.load_generators(Model("org/model"), {"base": Arm("base")}, suite_dir=tmp_path)
-    assert caught.value.code == "SOM-BACKEND-REVISION-REQUIRED"
+    assert caught.value.code == "SOM-SUITE-REVISION-MISSING"
 
 
 def test_hub_adapter_needs_revision(suite_dir: Path) -> None:
     arms = {"adapter": Arm("adapter", "org/adapter")}
     with pytest.raises(InputError) as caught:
         backend.load_generators(Model("m"), arms, suite_dir=suite_dir)
-    assert caught.value.code == "SOM-BACKEND-ADAPTER-REVISION"
+    assert caught.value.code == "SOM-SUITE-REVISION-MISSING"
 
 
 def test_unknown_dtype_refused(suite_dir: Path) -> None:

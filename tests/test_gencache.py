@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.core.canonical import sha256_text
+from pytest_sommelier.data import atomic
 from pytest_sommelier.errors import InvariantError
 from pytest_sommelier.inference import gencache
 from pytest_sommelier.inference.gencache import (
@@ -306,9 +307,9 @@ def test_a_failing_write_leaves_no_entry(
         raise OSError(28, "No space left on device")
 
     if failing == "write":
-        monkeypatch.setattr(gencache.os, "fdopen", lambda fd, *a, **k: _FailingFile(fd))
+        monkeypatch.setattr(atomic.os, "fdopen", lambda fd, *a, **k: _FailingFile(fd))
     else:
-        monkeypatch.setattr(gencache.os, failing, boom)
+        monkeypatch.setattr(atomic.os, failing, boom)
     with pytest.warns(GenerationCacheWarning, match="No space left"):
         cache.put(FakeGenerator(), PROMPT, DECODING, OUTPUT)
     monkeypatch.undo()
@@ -338,7 +339,7 @@ def test_a_failing_overwrite_keeps_the_previous_entry(
     cache: GenerationCache, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache.put(FakeGenerator(), PROMPT, DECODING, "old")
-    monkeypatch.setattr(gencache.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("x")))
+    monkeypatch.setattr(atomic.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("x")))
     with pytest.warns(GenerationCacheWarning):
         cache.put(FakeGenerator(), PROMPT, DECODING, "new")
     monkeypatch.undo()

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from plugin_helpers import GOLD, call_text, read_json, read_jsonl, write_scripted_suite
 
-from pytest_sommelier.data import artifacts
+from pytest_sommelier.data import atomic
 from pytest_sommelier.inference.gencache import GenerationCache
 
 FAULT_CONFTEST = """
@@ -266,7 +266,7 @@ def test_F05_disk_full_while_writing(
             raise OSError(errno.ENOSPC, "No space left on device")
         real_fsync(fd)
 
-    real_mkstemp = artifacts.tempfile.mkstemp
+    real_mkstemp = atomic.tempfile.mkstemp
 
     def arming_mkstemp(*args: Any, **kwargs: Any) -> Any:
         state["armed"] = str(kwargs.get("prefix", "")).startswith(f".{victim}.")
@@ -276,7 +276,7 @@ def test_F05_disk_full_while_writing(
         monkeypatch.setattr(os, "replace", full_replace)
     else:
         monkeypatch.setattr(os, "fsync", full_fsync)
-        monkeypatch.setattr(artifacts.tempfile, "mkstemp", arming_mkstemp)
+        monkeypatch.setattr(atomic.tempfile, "mkstemp", arming_mkstemp)
     result, text = run(pytester)
     monkeypatch.undo()
     assert result.ret == 1

@@ -128,7 +128,7 @@ def test_hub_identity_requires_revision() -> None:
     assert tokenizer_identity("org/name", "abc123", None) == ("org/name", "abc123")
     with pytest.raises(InputError) as info:
         tokenizer_identity("org/name", None, None)
-    assert info.value.code == "SOM-MODELREF-REVISION-REQUIRED"
+    assert info.value.code == "SOM-SUITE-REVISION-MISSING"
 
 
 def test_folder_without_tokenizer_files(tmp_path: Path) -> None:

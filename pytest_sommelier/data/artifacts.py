@@ -9,18 +9,16 @@ midway never leaves a verdict beside missing reports; JSON is UTF-8 with sorted 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.data.atomic import CannotCreateError, write_atomic
 from pytest_sommelier.data.suite import valid_name
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
-INPUTS_DIR = "inputs"
 SPLIT_COPY = "inputs/test_split.jsonl"
 RESOLVED = "suite.resolved.json"
 VERDICT = "gate_verdict.json"
@@ -38,32 +36,22 @@ def dumps(value: Any) -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
+    """Write one artifact through the one atomic writer (``data.atomic.write_atomic``), with
+    the file mode the umask gives; an ``OSError`` becomes an error naming the folder."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
+        write_atomic(path, text)
+    except CannotCreateError as exc:
         raise SommelierEnvironmentError(
             "SOM-OUT-UNWRITABLE",
             f"cannot write to {path.parent}: {exc.strerror or exc}",
             "choose a writable folder with --sommelier-out",
         ) from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise SommelierEnvironmentError(
             "SOM-OUT-WRITE-FAILED",
             f"writing {path} failed: {exc.strerror or exc}",
             "check free space and permissions of the output folder",
         ) from exc
-    except BaseException:  # an encoding error, an interrupt: never leave the temp file
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def atomic_write_json(path: Path, value: Any) -> None:

@@ -47,6 +47,14 @@ def _cached_file_digest(path: Path) -> str:
     return digest
 
 
+def sha256_files(directory: str | os.PathLike[str], relative_paths: list[str]) -> str:
+    """Digest of the named files of a folder: ``sha256_json([[relative_posix_path,
+    sha256_file], ...])`` sorted by path. The one folder-digest definition: ``sha256_tree`` is
+    this over every file, a tokenizer's identity is this over its tokenizer files."""
+    root = Path(directory)
+    return sha256_json(sorted([rel, _cached_file_digest(root / rel)] for rel in relative_paths))
+
+
 def sha256_tree(directory: str | os.PathLike[str]) -> str:
     """Digest of a directory's content, independent of where it lives.
 
@@ -55,18 +63,21 @@ def sha256_tree(directory: str | os.PathLike[str]) -> str:
     Renaming, adding, removing or editing any file changes it; moving the folder does not.
     """
     root = Path(directory)
-    entries = []
+    names = []
     for dirpath, _dirnames, filenames in os.walk(root, followlinks=True):
         for filename in filenames:
             full = Path(dirpath) / filename
             if full.is_file():
-                entries.append([full.relative_to(root).as_posix(), _cached_file_digest(full)])
-    entries.sort()
-    return sha256_json(entries)
+                names.append(full.relative_to(root).as_posix())
+    return sha256_files(root, names)
 
 
 def sha256_path(path: str | os.PathLike[str]) -> str:
-    """Content digest of a file (``sha256_file``) or a directory (``sha256_tree``)."""
+    """Content digest of a file (``sha256_file``) or a directory (``sha256_tree``), cached.
+
+    The one digest of a local model, adapter or split: ``suite.resolved.json``,
+    ``model_identity`` and ``adapter_identity`` all use it, so the same files have the same
+    sha256 in every artifact."""
     target = Path(path)
     if target.is_dir():
         return sha256_tree(target)

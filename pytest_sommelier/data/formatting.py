@@ -24,9 +24,7 @@ Invariants kept:
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +34,7 @@ import jsonschema
 
 from pytest_sommelier.core.canonical import canonical_json_text as canonical_json
 from pytest_sommelier.core.canonical import sha256_text
+from pytest_sommelier.data.atomic import write_atomic
 from pytest_sommelier.data.split import strict_json
 from pytest_sommelier.errors import InputError
 
@@ -441,36 +440,10 @@ def formatted_line(row: dict[str, Any]) -> str:
     )
 
 
-def _current_umask() -> int:
-    """The process umask (read by setting and restoring it)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_jsonl_atomic(path: Path | str, rows: Iterable[dict[str, Any]]) -> None:
-    """Write rows as JSONL atomically: temp file in the same folder, fsync, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(
-        "w",
-        encoding="utf-8",
-        dir=path.parent,
-        prefix=f".{path.name}.",
-        suffix=".tmp",
-        delete=False,
-    )
-    try:
-        with handle:
-            for row in rows:
-                handle.write(formatted_line(row) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(handle.name, 0o666 & ~_current_umask())
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    """Write rows as JSONL through the one atomic writer (``data.atomic.write_atomic``): the
+    old file stays whole until every row is written."""
+    write_atomic(path, (formatted_line(row) + "\n" for row in rows))
 
 
 def format_file(

@@ -21,7 +21,28 @@ from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 PKG_PREFIX = "pkg:"
 _PACKAGE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""The one hub-id rule: ``org/name``, exactly one slash, each part starting with a letter or
+digit (bare names such as ``gpt2`` are not hub ids)."""
+
+
+def is_hub_id(value: str) -> bool:
+    """Whether ``value`` is written as a hub id (:data:`HUB_ID`, and no ``..``)."""
+    return bool(HUB_ID.match(value)) and ".." not in value
+
+
+def require_revision(
+    ref: str, revision: str | None, *, field: str, revision_field: str, where: str | None = None
+) -> str:
+    """The revision pinning hub id ``ref``; the one error for a hub id without one."""
+    if not revision:
+        raise InputError(
+            "SOM-SUITE-REVISION-MISSING",
+            f"{field} {ref!r} is a hub id and needs {revision_field}",
+            f"pin {revision_field} to a commit sha (no such path exists beside the suite)",
+            where=where,
+        )
+    return revision
 
 
 def is_pkg_ref(ref: str) -> bool:
@@ -104,7 +125,7 @@ def resolve_local_path(ref: str, *, base_dir: Path | str | None = None) -> Path 
         Path(ref).is_absolute()
         or ref.startswith((".", "~"))
         or ref.endswith(".gguf")
-        or not _HUB_ID_RE.match(ref)
+        or not is_hub_id(ref)
     )
     if looks_local:
         raise SommelierEnvironmentError(

@@ -106,17 +106,33 @@ def load_run_inputs(run_dir: Path) -> tuple[dict, Suite, FormattedSplit]:
     return resolved, suite, split
 
 
-def stored_arm(suite: Suite, split: FormattedSplit, arm_dir: Path) -> ArmRun:
-    """One stored arm as an ArmRun whose report will be rebuilt from its records."""
+def stored_arm(
+    suite: Suite,
+    split: FormattedSplit,
+    arm_dir: Path,
+    *,
+    name: str | None = None,
+    as_baseline: bool = False,
+) -> ArmRun:
+    """One stored arm folder as an ``ArmRun`` (the one reader of stored arms).
+
+    ``name`` defaults to the report's ``arm``. For ``rescore`` and ``compare`` the report is
+    rebuilt from the records, which must carry the suite's decoding. As a baseline of a new
+    run (``as_baseline``) the records are checked against the stored report's own decoding
+    and the stored report is kept: a different decoding is then refused, field named, by the
+    identity gate of the comparison.
+    """
     report, telemetry, records = artifacts.read_arm(arm_dir)
-    name = report["arm"]
+    arm = name or report["arm"]
     flat = [record for rows in records.values() for record in rows]
+    decoding = report.get("decoding") if as_baseline else None
     return ArmRun(
-        name=name,
+        name=arm,
         model_kind=report.get("model_kind", "base"),
         model_identity=report.get("model_identity"),
         adapter_identity=report.get("adapter_identity"),
-        records=order_records(suite, split, name, flat),
+        records=order_records(suite, split, arm, flat, decoding=decoding),
+        stored_report=report if as_baseline else None,
         stored_telemetry=telemetry,
     )
 

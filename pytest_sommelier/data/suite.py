@@ -38,7 +38,7 @@ from pytest_sommelier.core.types import (
     Suite,
 )
 from pytest_sommelier.data.digests import sha256_path
-from pytest_sommelier.data.references import resolve_pkg_path
+from pytest_sommelier.data.references import is_hub_id, require_revision, resolve_pkg_path
 from pytest_sommelier.data.split import first_schema_error, json_path_text
 from pytest_sommelier.errors import (
     EvaluationError,
@@ -70,8 +70,6 @@ def valid_name(name: object) -> bool:
     return isinstance(name, str) and bool(NAME.match(name)) and name != "overall"
 
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-"""A hub id is ``org/name``: exactly one slash, each part starting with a letter or digit."""
 
 
 COMPARISON_THRESHOLDS = ("ci_lower_above", "ci_lower_at_least", "delta_at_least")
@@ -441,14 +439,10 @@ def _resolve_reference(
         _check_local_kind(local, field=field, adapter=adapter, where=where)
         _refuse_revision(revision, revision_field, field, where)
         return str(local)
-    if HUB_ID.match(value) and ".." not in value:
-        if revision is None:
-            raise InputError(
-                "SOM-SUITE-REVISION-MISSING",
-                f"{field} {value!r} is a hub id and needs {revision_field}",
-                f"pin {revision_field} to a commit sha (no such path exists beside the suite)",
-                where=where,
-            )
+    if is_hub_id(value):
+        require_revision(
+            value, revision, field=field, revision_field=revision_field, where=where
+        )
         return value
     raise InputError(
         "SOM-SUITE-PATH-MISSING",

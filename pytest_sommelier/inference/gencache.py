@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.canonical import canonical_json_text, sha256_text
+from pytest_sommelier.data.atomic import write_atomic
 from pytest_sommelier.errors import InvariantError
 
 CACHE_SCHEMA = "sommelier.generation_cache.v1"
@@ -250,7 +249,7 @@ class GenerationCache:
         text = json.dumps(entry, sort_keys=True, ensure_ascii=False, allow_nan=False)
         path = self.entry_path(sha256_text(canonical))
         try:
-            _atomic_write(path, text)
+            write_atomic(path, text)
         except OSError as exc:
             self.stats.write_errors += 1
             self._warn(f"cannot write {path}: {exc.strerror or exc}; this output is not cached")
@@ -302,21 +301,3 @@ class GenerationCache:
                 stacklevel=3,
             )
 
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``: temp file in the same folder, fsync, ``os.replace``.
-
-    On any failure the temporary file is removed and ``path`` is untouched (absent or the
-    previous whole entry); the ``OSError`` propagates.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

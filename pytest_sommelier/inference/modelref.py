@@ -17,15 +17,12 @@ Invariants kept here:
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.data.references import is_pkg_ref, resolve_local_path
+from pytest_sommelier.data.digests import sha256_files, sha256_path
+from pytest_sommelier.data.references import is_pkg_ref, require_revision, resolve_local_path
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
-
-_CHUNK = 1 << 20
 
 # Files that define a tokenizer in a folder (the union with the tokenizer's own
 # ``vocab_files_names`` is digested; weights and model configs are not part of it).
@@ -45,26 +42,10 @@ TOKENIZER_FILES: tuple[str, ...] = (
 )
 
 
-@functools.lru_cache(maxsize=32)
-def _file_digest_cached(path: str, size: int, mtime_ns: int) -> str:
-    """SHA-256 hex of a file's bytes (cached per path, size and mtime)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 hex of one file's bytes."""
-    stat = path.stat()
-    return _file_digest_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-
-
 def folder_files_sha256(folder: Path, names: list[str] | tuple[str, ...]) -> str:
-    """Digest of the named files present in ``folder``: SHA-256 over sorted ``name\\0sha\\n``.
+    """Digest of the named files present in ``folder`` (``data.digests.sha256_files``).
 
-    Only base names enter the digest, so the same files in two places give the same value.
+    Only relative names enter the digest, so the same files in two places give the same value.
     Raises SommelierEnvironmentError when none of the files is present.
     """
     present = sorted({name for name in names if (folder / name).is_file()})
@@ -75,10 +56,7 @@ def folder_files_sha256(folder: Path, names: list[str] | tuple[str, ...]) -> str
             f"expected one of: {', '.join(TOKENIZER_FILES)}",
             where=str(folder),
         )
-    digest = hashlib.sha256()
-    for name in present:
-        digest.update(f"{name}\0{file_sha256(folder / name)}\n".encode())
-    return digest.hexdigest()
+    return sha256_files(folder, present)
 
 
 def load_tokenizer(
@@ -143,16 +121,10 @@ def tokenizer_identity(
     """
     local = resolve_local_path(ref, base_dir=base_dir)
     if local is None:
-        if not revision:
-            raise InputError(
-                "SOM-MODELREF-REVISION-REQUIRED",
-                f"hub id {ref!r} needs a pinned revision",
-                "pass --revision <commit sha> (or set model.revision in sommelier.toml)",
-                where=repr(ref),
-            )
+        require_revision(ref, revision, field="tokenizer", revision_field="--revision")
         return ref, revision
     if local.is_file():
-        digest = file_sha256(local)
+        digest = sha256_path(local)
         label = f"gguf:{local.name}"
     else:
         digest = folder_files_sha256(local, _tokenizer_file_names(tokenizer))

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.types import ArmConfig, ModelConfig
-from pytest_sommelier.data import references
+from pytest_sommelier.data import digests, references
+from pytest_sommelier.data.suite import validate_decoding
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -132,13 +133,9 @@ def resolve_base(model: ModelConfig, suite_dir: Path) -> BaseSource:
     """Resolve ``model.base`` to a hub id, a local folder or a ``.gguf`` file."""
     local = references.resolve_local_path(model.base, base_dir=suite_dir)
     if local is None:
-        if not model.revision:
-            raise InputError(
-                "SOM-BACKEND-REVISION-REQUIRED",
-                f"model.base {model.base!r} is a hub id and needs a pinned revision",
-                "set model.revision to a commit sha of that repository",
-                where="model.revision",
-            )
+        references.require_revision(
+            model.base, model.revision, field="model.base", revision_field="model.revision"
+        )
         return BaseSource("hub", model.base, model.base, model.revision)
     if local.is_file():
         if local.suffix != ".gguf":
@@ -168,16 +165,6 @@ def _require_safetensors(folder: Path, key: str, what: str) -> None:
     )
 
 
-def _directory_digest(folder: Path) -> str:
-    """SHA-256 over the folder's top-level files (pickle weights excluded: they are never read)."""
-    names = sorted(
-        p.name
-        for p in folder.iterdir()
-        if p.is_file() and not p.name.startswith(".") and p.suffix not in PICKLE_SUFFIXES
-    )
-    return modelref.folder_files_sha256(folder, names)
-
-
 def model_identity_for(
     source: BaseSource, model: ModelConfig, tokenizer: Any, suite_dir: Path, dtype_name: str
 ) -> dict[str, Any]:
@@ -191,7 +178,7 @@ def model_identity_for(
     else:
         path = Path(source.location)
         label = "gguf:" if source.kind == "gguf" else "dir:"
-        digest = modelref.file_sha256(path) if source.kind == "gguf" else _directory_digest(path)
+        digest = digests.sha256_path(path)
         base = source.ref if references.is_pkg_ref(source.ref) else label + path.name
         identity.update(base=base, sha256=digest)
     identity.update(
@@ -237,7 +224,7 @@ def _load_model_and_tokenizer(
 
     if source.kind == "gguf":
         path = Path(source.location)
-        loaded = modelcache.load_gguf(path, modelref.file_sha256(path), dtype)
+        loaded = modelcache.load_gguf(path, digests.sha256_path(path), dtype)
         return loaded.model, loaded.tokenizer, loaded.status
     tokenizer = modelref.load_tokenizer(source.ref, revision=source.revision, base_dir=suite_dir)
     kwargs: dict[str, Any] = {"use_safetensors": True, "trust_remote_code": False}
@@ -289,13 +276,13 @@ def _adapter_location(arm: ArmConfig, suite_dir: Path) -> tuple[Path, dict[str, 
     where = f"arms.{arm.name}.adapter"
     local = references.resolve_local_path(arm.adapter, base_dir=suite_dir)
     if local is None:
-        if not arm.adapter_revision:
-            raise InputError(
-                "SOM-BACKEND-ADAPTER-REVISION",
-                f"adapter {arm.adapter!r} is a hub id and needs a pinned revision",
-                f"set arms.{arm.name}.adapter_revision to a commit sha",
-                where=where,
-            )
+        references.require_revision(
+            arm.adapter,
+            arm.adapter_revision,
+            field=f"arms.{arm.name}.adapter",
+            revision_field=f"arms.{arm.name}.adapter_revision",
+            where=where,
+        )
         folder = _download_adapter(arm.adapter, arm.adapter_revision, where)
         _check_adapter_folder(folder, where)
         return folder, {"hub_id": arm.adapter, "revision": arm.adapter_revision}
@@ -308,7 +295,7 @@ def _adapter_location(arm: ArmConfig, suite_dir: Path) -> tuple[Path, dict[str, 
         )
     _check_adapter_folder(local, where)
     _refuse_escaping_links(local, where)
-    return local, {"sha256": modelref.folder_files_sha256(local, ADAPTER_FILES)}
+    return local, {"sha256": digests.sha256_path(local)}
 
 
 def _refuse_escaping_links(folder: Path, where: str) -> None:
@@ -411,33 +398,16 @@ def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[s
 
 
 def _decoding_settings(decoding: dict[str, Any], arm: str) -> tuple[int, int]:
-    """(max_new_tokens, batch_size) from a decoding dict; refuses anything non-greedy."""
-    if decoding.get("do_sample", False) is not False:
+    """(max_new_tokens, batch_size) of a decoding dict, checked by the one decoding rule
+    (``data.suite.validate_decoding``, which also validated the suite's ``[decoding]`` at load):
+    a caller of the public ``generate`` gets the same refusal, never a sampled output."""
+    try:
+        checked = validate_decoding(decoding)
+    except EvaluationError as exc:
         raise EvaluationError(
-            "SOM-BACKEND-DECODING",
-            "decoding.do_sample must be false",
-            "set do_sample = false",
-            where=f"arm {arm}",
-        )
-    if float(decoding.get("temperature", 0.0)) != 0.0:
-        raise EvaluationError(
-            "SOM-BACKEND-DECODING",
-            "decoding.temperature must be exactly 0.0",
-            "set temperature = 0.0",
-            where=f"arm {arm}",
-        )
-    values = []
-    for key, default in (("max_new_tokens", 512), ("batch_size", 1)):
-        value = decoding.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise EvaluationError(
-                "SOM-BACKEND-DECODING",
-                f"decoding.{key} must be a positive integer, got {value!r}",
-                f"set {key} to a positive integer",
-                where=f"arm {arm}",
-            )
-        values.append(value)
-    return values[0], values[1]
+            "SOM-BACKEND-DECODING", exc.message, exc.hint, where=f"arm {arm}"
+        ) from None
+    return checked["max_new_tokens"], checked["batch_size"]
 
 
 def _generation_config(model: Any, tokenizer: Any, max_new_tokens: int) -> Any:

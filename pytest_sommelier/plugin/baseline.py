@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sommelier.core.pipeline import ArmRun, order_records
-from pytest_sommelier.data.artifacts import read_arm
-from pytest_sommelier.data.split import load_split
+from pytest_sommelier.core.pipeline import ArmRun
+from pytest_sommelier.data.split import FormattedSplit
+from pytest_sommelier.data.stored import stored_arm
 from pytest_sommelier.data.suite import Suite
 from pytest_sommelier.errors import InputError
 
@@ -35,10 +35,10 @@ def baseline_map(config: pytest.Config) -> dict[str, Path]:
     return mapping
 
 
-def baseline_arms(config: pytest.Config, suite: Suite) -> dict[str, ArmRun]:
-    """The suite's arms that come from stored runs, read and checked."""
+def baseline_arms(config: pytest.Config, suite: Suite, split: FormattedSplit) -> dict[str, ArmRun]:
+    """The suite's arms that come from stored runs, read (``data.stored.stored_arm``) and
+    checked against the session's split."""
     arms: dict[str, ArmRun] = {}
-    split = None
     for name, folder in baseline_map(config).items():
         if name not in suite.arms:
             raise InputError(
@@ -46,18 +46,5 @@ def baseline_arms(config: pytest.Config, suite: Suite) -> dict[str, ArmRun]:
                 f"--sommelier-baseline: suite '{suite.name}' has no arm '{name}'",
                 f"use NAME=DIR with one of: {', '.join(suite.arms)}",
             )
-        report, telemetry, records = read_arm(folder)
-        split = split or load_split(suite.test_split, suite.slices)
-        flat = [record for rows in records.values() for record in rows]
-        arms[name] = ArmRun(
-            name=name,
-            model_kind=report.get("model_kind", "base"),
-            model_identity=report.get("model_identity"),
-            adapter_identity=report.get("adapter_identity"),
-            # checked against the baseline's own decoding: a different one is then refused,
-            # field named, by the identity gate of the comparison, not here
-            records=order_records(suite, split, name, flat, decoding=report.get("decoding")),
-            stored_report=report,
-            stored_telemetry=telemetry,
-        )
+        arms[name] = stored_arm(suite, split, folder, name=name, as_baseline=True)
     return arms

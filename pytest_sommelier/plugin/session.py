@@ -106,7 +106,7 @@ class SommelierSession:
             split = load_split(suite.test_split, suite.slices)
             result.run_dir = self.out_dir(suite, several)
             arms = self._arm_runs(suite, split, self.payloads.get(nodeid, []))
-            arms.update(self._baselines(suite))
+            arms.update(self._baselines(suite, split))
             identity = suite_identity(suite)
             outcome = evaluate_run(
                 suite,
@@ -174,10 +174,10 @@ class SommelierSession:
             )
         return arms
 
-    def _baselines(self, suite: Suite) -> dict[str, ArmRun]:
+    def _baselines(self, suite: Suite, split: FormattedSplit) -> dict[str, ArmRun]:
         from pytest_sommelier.plugin.baseline import baseline_arms
 
-        return baseline_arms(self.config, suite)
+        return baseline_arms(self.config, suite, split)
 
     # -- terminal ----------------------------------------------------------------------------
 
