@@ -20,12 +20,13 @@ from pytest_sommelier.data.split import FormattedSplit
 from pytest_sommelier.data.stored import stored_arm
 from pytest_sommelier.data.suite import Suite
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.plugin.settings import settings_of
 
 
 def baseline_map(config: pytest.Config) -> dict[str, Path]:
     """Arm name -> stored arm folder, from every ``--sommelier-baseline`` given."""
     mapping: dict[str, Path] = {}
-    for value in config.getoption("sommelier_baseline") or []:
+    for value in settings_of(config).baseline:
         name, sep, folder = value.partition("=")
         path = Path(folder if sep else name)
         if not path.is_absolute():

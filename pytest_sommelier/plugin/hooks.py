@@ -14,7 +14,7 @@ import pytest
 from pytest_sommelier.plugin.collect import SUITE_FILENAME, SuiteFile
 from pytest_sommelier.plugin.fixture import sommelier_model
 from pytest_sommelier.plugin.session import SESSION_KEY, SommelierSession
-from pytest_sommelier.plugin.settings import add_options, validate
+from pytest_sommelier.plugin.settings import add_options, configure_settings
 
 __all__ = ["sommelier_model"]
 
@@ -27,7 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "eval: one evaluated example of a sommelier suite (select with -m eval)"
     )
-    validate(config)
+    configure_settings(config)
     sommelier = SommelierSession(config)
     config.stash[SESSION_KEY] = sommelier
     # the session object receives pytest_runtest_logreport (as pytest-benchmark's does)

@@ -29,7 +29,7 @@ from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
 from pytest_sommelier.core.parse import parse_tool_call
 from pytest_sommelier.core.render import describe_miss
 from pytest_sommelier.errors import EvaluationError, InvariantError, SommelierError
-from pytest_sommelier.plugin.settings import option
+from pytest_sommelier.plugin.settings import settings_of
 
 if TYPE_CHECKING:
     from pytest_sommelier.data.split import Example
@@ -63,9 +63,10 @@ def generation_cache(config: pytest.Config) -> Any:
     """The generation cache chosen by the options: ``--sommelier-no-cache`` turns it off;
     ``--sommelier-cache-dir`` names its folder; else pytest's cache folder when the
     cacheprovider is active; else none."""
-    if option(config, "sommelier_no_cache"):
+    settings = settings_of(config)
+    if settings.no_cache:
         return None
-    configured = option(config, "sommelier_cache_dir")
+    configured = settings.cache_dir
     if configured:
         folder = Path(configured)
         if not folder.is_absolute():
@@ -137,9 +138,8 @@ class Runner:
         self._warmed: set[int] = set()
         self._timed_out: set[int] = set()
         self._checked: dict[int, int] = {}
-        timeout = option(config, "sommelier_timeout")
-        self.timeout = float(timeout) if timeout else None
-        self.selfcheck = int(option(config, "sommelier_selfcheck") or 0)
+        self.timeout = settings_of(config).timeout
+        self.selfcheck = settings_of(config).selfcheck
         self.cache: Any = None  # a GenerationCache, set by the plugin when caching is on
 
     # -- generation ---------------------------------------------------------------------------
@@ -375,7 +375,7 @@ class Runner:
             "hit": hit,
             "selfcheck_differs": outcome.selfcheck.get(example.example_id),
         }
-        if not hit and item.config.getoption("sommelier_strict"):
+        if not hit and settings_of(item.config).strict:
             pytest.fail(describe_miss(record, example.gold_call), pytrace=False)
 
 

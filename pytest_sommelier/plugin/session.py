@@ -24,7 +24,7 @@ from pytest_sommelier.data.split import FormattedSplit, load_split
 from pytest_sommelier.data.suite import Suite, load_suite, suite_identity
 from pytest_sommelier.errors import InvariantError, SommelierError
 from pytest_sommelier.plugin.junit import add_gate_cases
-from pytest_sommelier.plugin.settings import option
+from pytest_sommelier.plugin.settings import settings_of
 
 SESSION_KEY = pytest.StashKey["SommelierSession"]()
 SUITE_MARK = "sommelier.toml"
@@ -75,8 +75,8 @@ class SommelierSession:
     # -- finish ------------------------------------------------------------------------------
 
     def out_dir(self, suite: Suite, several: bool) -> Path:
-        option = self.config.getoption("sommelier_out") or self.config.getini("sommelier_out")
-        base = Path(option) if option else self.config.invocation_params.dir / "runs" / self.run_id
+        out = settings_of(self.config).out
+        base = Path(out) if out else self.config.invocation_params.dir / "runs" / self.run_id
         if not base.is_absolute():
             base = self.config.invocation_params.dir / base
         return base / suite.name if several else base
@@ -115,7 +115,7 @@ class SommelierSession:
                 run_id=self.run_id,
                 model=identity["model"],
                 errored=result.errored_items,
-                gates=self._gates_on(),
+                gates=settings_of(self.config).gates,
             )
             artifacts.remove_stale(result.run_dir)
             artifacts.write_outcome(
@@ -130,9 +130,6 @@ class SommelierSession:
             result.error = str(error)
         return result
 
-    def _gates_on(self) -> bool:
-        value = option(self.config, "sommelier_gates")
-        return str(value or "on").lower() != "off"
 
     def _arm_runs(
         self, suite: Suite, split: FormattedSplit, payloads: list[dict]
@@ -182,9 +179,7 @@ class SommelierSession:
     # -- terminal ----------------------------------------------------------------------------
 
     def summary(self, terminalreporter: Any) -> None:
-        misses_wanted = int(option(self.config, "sommelier_misses") or 10)
-        if self.config.getoption("sommelier_misses") == 0:
-            misses_wanted = 0
+        misses_wanted = settings_of(self.config).misses
         for result in self.results:
             write = terminalreporter.write_line
             terminalreporter.write_sep("=", f"sommelier: {result.name}")

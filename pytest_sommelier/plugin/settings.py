@@ -1,14 +1,38 @@
-"""The plugin's command-line and ini options, and how they are read.
+"""The plugin's command-line and ini options, read once into a frozen :class:`Settings`.
 
-Invariant kept: every ``--sommelier-*`` option (except the repeatable ``--sommelier-baseline``)
-has an ini twin of the same name (``sommelier_out``, ...); the command line wins.
+Invariants kept: every ``--sommelier-*`` option has an ini twin of the same name
+(``sommelier_out``, ...); the command line wins over the ini file; :func:`build_settings`
+reads and validates them all once at configure time (a bad value is a usage error naming the
+option and its ini twin) and keeps the result in ``config.stash``; every other module reads
+options only through :func:`settings_of`, never ``getoption``/``getini``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+DEFAULT_MISSES = 10
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every sommelier option, command line over ini, validated and typed."""
+
+    out: str | None = None
+    strict: bool = False
+    misses: int = DEFAULT_MISSES
+    gates: bool = True
+    baseline: tuple[str, ...] = ()
+    timeout: float | None = None
+    selfcheck: int = 0
+    cache_dir: str | None = None
+    no_cache: bool = False
+
+
+SETTINGS_KEY = pytest.StashKey[Settings]()
 
 OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
     (
@@ -39,8 +63,8 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
         "--sommelier-baseline",
         {"dest": "sommelier_baseline", "metavar": "[ARM=]DIR", "action": "append", "default": None},
         "use a stored arm folder of an earlier run (runs/<id>/eval/<arm>) instead of "
-        "generating that arm; repeatable",
-        "",
+        "generating that arm; repeatable (ini: one per line)",
+        "linelist",
     ),
     (
         "--sommelier-timeout",
@@ -80,39 +104,77 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(kwargs["dest"], help=help_text, type=ini_type, default=None)  # type: ignore[arg-type]
 
 
-def option(config: pytest.Config, name: str) -> Any:
-    """A sommelier option: the command line wins, then the ini file."""
+def _raw(config: pytest.Config, name: str) -> Any:
+    """One option's raw value: the command line wins, then the ini file (None when unset)."""
     value = config.getoption(name)
-    return value if value is not None else config.getini(name)
+    if value is None or value == []:
+        value = config.getini(name)
+    return None if value == "" or value == [] else value
 
 
-def _number(config: pytest.Config, name: str, kind: type, *, positive: bool) -> None:
-    value = option(config, name)
-    if value is None or value == "":
-        return
-    flag = "--" + name.replace("_", "-")
+def _flag(name: str) -> str:
+    return f"--{name.replace('_', '-')} / ini {name}"
+
+
+def _number(config: pytest.Config, name: str, kind: type, *, positive: bool) -> Any:
+    value = _raw(config, name)
+    if value is None:
+        return None
     try:
         number = kind(value)
     except (TypeError, ValueError):
         raise pytest.UsageError(
-            f"SOM-OPTION-VALUE: {flag} / ini {name}: {value!r} is not a "
+            f"SOM-OPTION-VALUE: {_flag(name)}: {value!r} is not a "
             f"{'number' if kind is float else 'whole number'}"
         ) from None
     if number != number or number in (float("inf"), float("-inf")):
-        raise pytest.UsageError(f"SOM-OPTION-VALUE: {flag} / ini {name}: {value!r} is not finite")
+        raise pytest.UsageError(f"SOM-OPTION-VALUE: {_flag(name)}: {value!r} is not finite")
     if (positive and number <= 0) or number < 0:
         bound = "greater than 0" if positive else "0 or more"
-        raise pytest.UsageError(f"SOM-OPTION-VALUE: {flag} / ini {name}: {value!r} must be {bound}")
+        raise pytest.UsageError(f"SOM-OPTION-VALUE: {_flag(name)}: {value!r} must be {bound}")
+    return number
 
 
-def validate(config: pytest.Config) -> None:
-    """Refuse bad option values (command line or ini) before anything runs: a usage error
-    naming the option, never a crash halfway through a session."""
-    gates = option(config, "sommelier_gates")
-    if gates not in (None, "", "on", "off"):
+def _bool(config: pytest.Config, name: str) -> bool:
+    value = _raw(config, name)
+    if isinstance(value, str):  # an ini value pytest did not convert
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def build_settings(config: pytest.Config) -> Settings:
+    """Read and validate every option once (a usage error naming the option, never a crash
+    halfway through a session); the result is what :func:`settings_of` returns."""
+    gates = _raw(config, "sommelier_gates")
+    if gates is not None and str(gates).lower() not in ("on", "off"):
         raise pytest.UsageError(
-            f"SOM-OPTION-VALUE: --sommelier-gates / ini sommelier_gates: {gates!r} is not on or off"
+            f"SOM-OPTION-VALUE: {_flag('sommelier_gates')}: {gates!r} is not on or off"
         )
-    _number(config, "sommelier_misses", int, positive=False)
-    _number(config, "sommelier_selfcheck", int, positive=False)
-    _number(config, "sommelier_timeout", float, positive=True)
+    misses = _number(config, "sommelier_misses", int, positive=False)
+    selfcheck = _number(config, "sommelier_selfcheck", int, positive=False)
+    baseline = _raw(config, "sommelier_baseline") or []
+    out = _raw(config, "sommelier_out")
+    cache_dir = _raw(config, "sommelier_cache_dir")
+    return Settings(
+        out=None if out is None else str(out),
+        strict=_bool(config, "sommelier_strict"),
+        misses=DEFAULT_MISSES if misses is None else misses,
+        gates=gates is None or str(gates).lower() == "on",
+        baseline=tuple(str(value) for value in baseline),
+        timeout=_number(config, "sommelier_timeout", float, positive=True),
+        selfcheck=selfcheck or 0,
+        cache_dir=None if cache_dir is None else str(cache_dir),
+        no_cache=_bool(config, "sommelier_no_cache"),
+    )
+
+
+def configure_settings(config: pytest.Config) -> Settings:
+    """Build the settings and keep them in ``config.stash`` (called once, at configure)."""
+    settings = build_settings(config)
+    config.stash[SETTINGS_KEY] = settings
+    return settings
+
+
+def settings_of(config: pytest.Config) -> Settings:
+    """The session's settings (built at configure time)."""
+    return config.stash[SETTINGS_KEY]
