@@ -140,7 +140,7 @@ def rescored(records: list[dict], split: FormattedSplit) -> list[dict]:
     return out
 
 
-def telemetry_for(arm: ArmRun, suite: Suite, split: FormattedSplit) -> dict:
+def telemetry_for(arm: ArmRun, suite: Suite) -> dict:
     """inference_telemetry.json for one arm from its per-record timings."""
     if arm.stored_telemetry is not None:
         return arm.stored_telemetry
@@ -196,30 +196,27 @@ def comparisons_to_run(suite: Suite) -> list[ComparisonConfig]:
     return list(wanted.values())
 
 
-def evaluate_run(
-    suite: Suite,
-    split: FormattedSplit,
-    arms: Mapping[str, ArmRun],
-    *,
-    run_id: str,
-    model: Mapping[str, Any],
-    errored: Iterable[str] = (),
-    gates: bool = True,
-) -> RunOutcome:
-    """Build every arm report, telemetry, comparison report and the verdict of one run.
+@dataclass
+class ArmReports:
+    """Every arm's scoring records, report, telemetry and count of unscored examples."""
 
-    ``errored`` names items that errored (model errors, lost workers): their presence makes the
-    run incomplete. ``model`` is the suite's base-model identity (content digest or revision).
-    """
-    digest = config_sha256(suite, split, model)
-    scoring: dict[str, dict[str, list[dict]]] = {}
-    arm_reports: dict[str, dict] = {}
-    telemetry: dict[str, dict] = {}
-    missing: dict[str, int] = {}
+    scoring: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
+    reports: dict[str, dict] = field(default_factory=dict)
+    telemetry: dict[str, dict] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)
+
+
+def build_arm_reports(
+    suite: Suite, split: FormattedSplit, arms: Mapping[str, ArmRun], *, run_id: str, digest: str
+) -> ArmReports:
+    """One ``evaluation_report.json`` per arm from its records, which ``order_records``
+    already checked and put in split order (they are not checked again here); a baseline arm
+    keeps the conditions of its stored report so the identity gate judges them."""
+    built = ArmReports()
     for name, arm in arms.items():
         ordered = {language: rescored(records, split) for language, records in arm.records.items()}
-        scoring[name] = ordered
-        missing[name] = sum(
+        built.scoring[name] = ordered
+        built.missing[name] = sum(
             len(split.slices[language]) - len(ordered.get(language, []))
             for language in suite.slices
         )
@@ -240,45 +237,75 @@ def evaluate_run(
             generation_artifacts={
                 language: f"eval/{name}/generations.{language}.jsonl" for language in suite.slices
             },
-            complete=missing[name] == 0,
+            complete=built.missing[name] == 0,
+            ordered=True,
         )
         if stored is not None:
-            # a baseline: metrics re-derived from its generations, but the conditions it was
-            # measured under stay its own, so the identity gate judges them
             report.update({key: stored[key] for key in STORED_CONDITIONS if key in stored})
-        arm_reports[name] = report
-        telemetry[name] = telemetry_for(arm, suite, split)
-    complete = (
-        set(arms) == set(suite.arms)
-        and all(count == 0 for count in missing.values())
-        and not list(errored)
-    )
-    comparison_reports: dict[str, dict] = {}
-    comparison_errors: dict[str, str] = {}
+        built.reports[name] = report
+        built.telemetry[name] = telemetry_for(arm, suite)
+    return built
+
+
+def build_comparisons(
+    suite: Suite, arms: ArmReports
+) -> tuple[dict[str, dict], dict[str, str]]:
+    """Every comparison to run (``comparisons_to_run``): its report, or why it was refused
+    (an arm not run, or the identity gate's one-line error)."""
+    reports: dict[str, dict] = {}
+    errors: dict[str, str] = {}
     for comparison in comparisons_to_run(suite):
-        name = f"{comparison.candidate}-vs-{comparison.reference}"
-        if comparison.candidate not in arm_reports or comparison.reference not in arm_reports:
-            absent = [a for a in (comparison.candidate, comparison.reference) if a not in arms]
-            comparison_errors[name] = f"arm(s) not run: {', '.join(absent)}"
+        name = comparison.name
+        candidate, reference = comparison.candidate, comparison.reference
+        if candidate not in arms.reports or reference not in arms.reports:
+            absent = [a for a in (candidate, reference) if a not in arms.reports]
+            errors[name] = f"arm(s) not run: {', '.join(absent)}"
             continue
         try:
-            comparison_reports[name] = build_comparison_report(
-                arm_reports[comparison.candidate],
-                arm_reports[comparison.reference],
-                scoring[comparison.candidate],
-                scoring[comparison.reference],
+            reports[name] = build_comparison_report(
+                arms.reports[candidate],
+                arms.reports[reference],
+                arms.scoring[candidate],
+                arms.scoring[reference],
                 suite.statistics,
                 telemetry={
-                    comparison.candidate: telemetry[comparison.candidate],
-                    comparison.reference: telemetry[comparison.reference],
+                    candidate: arms.telemetry[candidate],
+                    reference: arms.telemetry[reference],
                 },
             )
         except (EvaluationError, InvariantError) as error:
-            comparison_errors[name] = str(error)
+            errors[name] = str(error)
+    return reports, errors
+
+
+def evaluate_run(
+    suite: Suite,
+    split: FormattedSplit,
+    arms: Mapping[str, ArmRun],
+    *,
+    run_id: str,
+    model: Mapping[str, Any],
+    errored: Iterable[str] = (),
+    gates: bool = True,
+) -> RunOutcome:
+    """Arm reports, then comparisons, then the verdict of one run.
+
+    ``errored`` names items that errored (model errors, lost workers): their presence makes the
+    run incomplete. ``model`` is the suite's base-model identity (content digest or revision).
+    """
+    built = build_arm_reports(
+        suite, split, arms, run_id=run_id, digest=config_sha256(suite, split, model)
+    )
+    complete = (
+        set(arms) == set(suite.arms)
+        and all(count == 0 for count in built.missing.values())
+        and not list(errored)
+    )
+    comparison_reports, comparison_errors = build_comparisons(suite, built)
     verdict = (
         evaluate_gates(
             suite.gates,
-            arm_reports,
+            built.reports,
             comparison_reports,
             complete=complete,
             run_id=run_id,
@@ -290,20 +317,23 @@ def evaluate_run(
     return RunOutcome(
         run_id=run_id,
         complete=complete,
-        arm_reports=arm_reports,
-        telemetry=telemetry,
+        arm_reports=built.reports,
+        telemetry=built.telemetry,
         comparison_reports=comparison_reports,
         comparison_errors=comparison_errors,
         verdict=verdict,
-        records=scoring,
-        missing=missing,
+        records=built.scoring,
+        missing=built.missing,
     )
 
 
 __all__ = [
     "METRIC_NAMES",
+    "ArmReports",
     "ArmRun",
     "RunOutcome",
+    "build_arm_reports",
+    "build_comparisons",
     "comparisons_to_run",
     "config_sha256",
     "evaluate_run",

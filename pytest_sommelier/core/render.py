@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pytest_sommelier.core.metrics import METRIC_NAMES, argument_diff_paths, canonical_json
+from pytest_sommelier.core.metrics import (
+    METRIC_NAMES,
+    argument_diff_paths,
+    canonical_json,
+    example_components,
+)
 from pytest_sommelier.core.parse import STATUS_OK
 
 SHORT = {
@@ -249,3 +254,76 @@ def comparison_markdown(report: Mapping[str, Any]) -> str:
         label = "cross-comparable" if efficiency.get("cross_comparable") else "not cross-comparable"
         lines += ["", f"Arms are {label}: {efficiency.get('reason', '')}"]
     return "\n".join(lines) + "\n"
+
+
+Line = tuple[str, dict[str, bool]]
+"""A terminal line and its markup (``{"red": True}``, ``{"bold": True, "green": True}``...)."""
+
+
+def run_summary_lines(
+    outcome: Any, run_dir: Any, errored_items: int, misses_wanted: int
+) -> list[Line]:
+    """Every line of one suite's terminal summary after its run was evaluated (a
+    ``pipeline.RunOutcome``): run folder, completeness, metrics, comparisons, language gaps,
+    gates and verdict (coloured), and the first ``misses_wanted`` misses."""
+    lines: list[Line] = [(f"run directory: {run_dir}", {})]
+    if not outcome.complete:
+        missing = ", ".join(f"{a}: {n}" for a, n in outcome.missing.items() if n)
+        detail = f"not scored: {missing}; " if missing else ""
+        lines.append(
+            (
+                f"INCOMPLETE: {detail}{errored_items} item(s) errored; "
+                "no passing verdict can be written",
+                {"yellow": True},
+            )
+        )
+    lines.append(("", {}))
+    lines += [(line, {}) for line in metrics_lines(outcome.arm_reports)]
+    comparisons = comparison_lines(outcome.comparison_reports, outcome.comparison_errors)
+    if comparisons:
+        lines.append(("", {}))
+        lines += [(line, {}) for line in comparisons]
+    gaps = gap_lines(outcome.arm_reports)
+    if gaps:
+        lines.append(("", {}))
+        lines.append(("language gaps, matched pairs (full_call_exact_match):", {}))
+        lines += [("  " + line, {}) for line in gaps]
+    lines.append(("", {}))
+    for line in gate_lines(outcome.verdict):
+        colour = {"PASS": "green", "FAIL": "red"}.get(line.split(" ", 1)[0])
+        verdict_line = line.startswith("verdict:")
+        passed = verdict_line and line.endswith("PASS")
+        markup = {"green": True} if (colour == "green" or passed) else {}
+        if colour == "red" or (verdict_line and not passed):
+            markup = {"red": True}
+        if verdict_line:
+            markup = {**markup, "bold": True}
+        lines.append((line, markup))
+    lines += [(line, {}) for line in miss_lines(outcome, misses_wanted)]
+    return lines
+
+
+def miss_lines(outcome: Any, wanted: int) -> list[str]:
+    """The miss drilldown: adapter arms first (a drilldown is usually about what the candidate
+    got wrong), then the first ``wanted`` non-exact records, each with gold, parse and paths."""
+    full = METRIC_NAMES.index("full_call_exact_match")
+    arms = sorted(
+        outcome.records,
+        key=lambda arm: outcome.arm_reports[arm].get("model_kind") != "adapter",
+    )
+    misses = [
+        record
+        for arm in arms
+        for records in outcome.records[arm].values()
+        for record in records
+        if example_components(record)[full][0] == 0
+    ]
+    if not misses or wanted <= 0:
+        return []
+    lines = [
+        "",
+        f"misses (showing {min(wanted, len(misses))} of {len(misses)}; --sommelier-misses=N):",
+    ]
+    for record in misses[:wanted]:
+        lines += ["  " + line for line in describe_miss(record, record["gold_call"]).splitlines()]
+    return lines

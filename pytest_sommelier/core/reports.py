@@ -244,13 +244,16 @@ def build_evaluation_report(
     statistics: Any,
     generation_artifacts: Mapping[str, str],
     complete: bool,
+    ordered: bool = False,
 ) -> dict[str, Any]:
     """Build one arm's ``evaluation_report.json`` dict from its scoring records.
 
     ``slices`` is the configured order (the first is the reference language); records are
     checked and put in split order per slice. ``complete`` in the result is the caller's flag
     AND "every example of every configured slice was scored". Adds ``slice_order`` (the
-    configured slice order) to the documented fields.
+    configured slice order) to the documented fields. ``ordered=True`` says the records were
+    already checked and put in split order by ``order_slice_records`` (the pipeline does it
+    once, in ``order_records``): they are then not checked again.
     """
     slices = tuple(slices)
     unknown = sorted(set(records_by_slice) - set(slices))
@@ -261,7 +264,9 @@ def build_evaluation_report(
             "pass records only for the suite's configured slices",
         )
     scored = {
-        lang: order_slice_records(split, lang, records_by_slice.get(lang, ()), decoding)
+        lang: list(records_by_slice.get(lang, ()))
+        if ordered
+        else order_slice_records(split, lang, records_by_slice.get(lang, ()), decoding)
         for lang in slices
     }
     slice_blocks = {

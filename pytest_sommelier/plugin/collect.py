@@ -11,6 +11,7 @@ marker; a bad suite is a collection error with the error's code and hint, never 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,6 +23,22 @@ if TYPE_CHECKING:
     from pytest_sommelier.data.suite import Suite
 
 SUITE_FILENAME = "sommelier.toml"
+SUITES_KEY = pytest.StashKey[dict[str, "tuple[Suite, FormattedSplit]"]]()
+
+
+def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, FormattedSplit]:
+    """A suite file and its split, loaded once per process and session (kept in
+    ``config.stash``): collection and the session finish share them. A load error is raised
+    each time and never kept."""
+    from pytest_sommelier.data.split import load_split
+    from pytest_sommelier.data.suite import load_suite
+
+    loaded = config.stash.setdefault(SUITES_KEY, {})
+    key = str(Path(path).resolve())
+    if key not in loaded:
+        suite = load_suite(path)
+        loaded[key] = (suite, load_split(suite.test_split, suite.slices))
+    return loaded[key]
 
 
 class SuiteFile(pytest.Module):
@@ -32,12 +49,8 @@ class SuiteFile(pytest.Module):
     obj = None
 
     def collect(self) -> Iterator[ArmNode]:
-        from pytest_sommelier.data.split import load_split
-        from pytest_sommelier.data.suite import load_suite
-
         try:
-            suite = load_suite(self.path)
-            split = load_split(suite.test_split, suite.slices)
+            suite, split = load_suite_once(self.config, self.path)
         except SommelierError as error:
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite

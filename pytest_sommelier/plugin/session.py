@@ -20,9 +20,10 @@ import pytest
 from pytest_sommelier.core import render
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.split import FormattedSplit, load_split
-from pytest_sommelier.data.suite import Suite, load_suite, suite_identity
+from pytest_sommelier.data.split import FormattedSplit
+from pytest_sommelier.data.suite import Suite, suite_identity
 from pytest_sommelier.errors import InvariantError, SommelierError
+from pytest_sommelier.plugin.collect import load_suite_once
 from pytest_sommelier.plugin.junit import add_gate_cases
 from pytest_sommelier.plugin.settings import settings_of
 
@@ -101,9 +102,8 @@ class SommelierSession:
         result = SuiteResult(nodeid=nodeid, name=nodeid, run_dir=None)
         result.errored_items = self.errored.get(nodeid, [])
         try:
-            suite = load_suite(self.config.rootpath / nodeid)
+            suite, split = load_suite_once(self.config, self.config.rootpath / nodeid)
             result.name = suite.name
-            split = load_split(suite.test_split, suite.slices)
             result.run_dir = self.out_dir(suite, several)
             arms = self._arm_runs(suite, split, self.payloads.get(nodeid, []))
             arms.update(self._baselines(suite, split))
@@ -179,73 +179,16 @@ class SommelierSession:
     # -- terminal ----------------------------------------------------------------------------
 
     def summary(self, terminalreporter: Any) -> None:
+        """Write each suite's summary; every line comes from ``core.render``."""
         misses_wanted = settings_of(self.config).misses
         for result in self.results:
-            write = terminalreporter.write_line
             terminalreporter.write_sep("=", f"sommelier: {result.name}")
             if result.error is not None:
                 terminalreporter.write_line(f"ERROR {result.error}", red=True)
                 terminalreporter.write_line("no verdict was written for this suite", red=True)
                 continue
-            outcome = result.outcome
-            assert outcome is not None
-            write(f"run directory: {result.run_dir}")
-            if not outcome.complete:
-                missing = ", ".join(f"{a}: {n}" for a, n in outcome.missing.items() if n)
-                detail = f"not scored: {missing}; " if missing else ""
-                write(
-                    f"INCOMPLETE: {detail}{len(result.errored_items)} item(s) errored; "
-                    "no passing verdict can be written",
-                    yellow=True,
-                )
-            write("")
-            for line in render.metrics_lines(outcome.arm_reports):
-                write(line)
-            lines = render.comparison_lines(outcome.comparison_reports, outcome.comparison_errors)
-            if lines:
-                write("")
-                for line in lines:
-                    write(line)
-            gaps = render.gap_lines(outcome.arm_reports)
-            if gaps:
-                write("")
-                write("language gaps, matched pairs (full_call_exact_match):")
-                for line in gaps:
-                    write("  " + line)
-            write("")
-            for line in render.gate_lines(outcome.verdict):
-                colour = {"PASS": "green", "FAIL": "red"}.get(line.split(" ", 1)[0])
-                verdict_line = line.startswith("verdict:")
-                passed = verdict_line and line.endswith("PASS")
-                markup = {"green": True} if (colour == "green" or passed) else {}
-                if colour == "red" or (verdict_line and not passed):
-                    markup = {"red": True}
-                write(line, bold=verdict_line, **markup)
-            self._write_misses(write, outcome, misses_wanted)
-
-    @staticmethod
-    def _write_misses(write: Any, outcome: RunOutcome, wanted: int) -> None:
-        from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
-
-        full = METRIC_NAMES.index("full_call_exact_match")
-        # adapter arms first: a drilldown is usually about what the candidate got wrong
-        arms = sorted(
-            outcome.records,
-            key=lambda arm: outcome.arm_reports[arm].get("model_kind") != "adapter",
-        )
-        misses = [
-            record
-            for arm in arms
-            for records in outcome.records[arm].values()
-            for record in records
-            if example_components(record)[full][0] == 0
-        ]
-        if not misses or wanted <= 0:
-            return
-        write("")
-        write(
-            f"misses (showing {min(wanted, len(misses))} of {len(misses)}; --sommelier-misses=N):"
-        )
-        for record in misses[:wanted]:
-            for line in render.describe_miss(record, record["gold_call"]).splitlines():
-                write("  " + line)
+            assert result.outcome is not None
+            for line, markup in render.run_summary_lines(
+                result.outcome, result.run_dir, len(result.errored_items), misses_wanted
+            ):
+                terminalreporter.write_line(line, **markup)
