@@ -55,19 +55,19 @@ _original = runner.Runner._generate_batch
 _original_generator = runner.Runner.generator
 
 
-def _timed(self, item, generator):
+def _timed(self, *args, **kwargs):
     started = time.perf_counter()
     try:
-        return _original(self, item, generator)
+        return _original(self, *args, **kwargs)
     finally:
         TOTAL["seconds"] += time.perf_counter() - started
         TOTAL["batches"] += 1
 
 
-def _timed_generator(self, item, factory):
+def _timed_generator(self, *args, **kwargs):
     started = time.perf_counter()
     try:
-        return _original_generator(self, item, factory)
+        return _original_generator(self, *args, **kwargs)
     finally:
         TOTAL["load_seconds"] += time.perf_counter() - started
 

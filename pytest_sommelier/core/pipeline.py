@@ -15,18 +15,25 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sommelier.core.canonical import sha256_json
+from pytest_sommelier.core.canonical import sha256_json, sha256_text
 from pytest_sommelier.core.gates import evaluate_gates
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
 from pytest_sommelier.core.parse import PARSER_VERSION, parse_tool_call
 from pytest_sommelier.core.reports import (
     build_comparison_report,
     build_evaluation_report,
     order_slice_records,
 )
-from pytest_sommelier.core.types import ComparisonConfig, FormattedSplit, Suite
+from pytest_sommelier.core.types import (
+    ComparisonConfig,
+    Example,
+    FormattedSplit,
+    GenerationRecord,
+    Suite,
+)
 from pytest_sommelier.errors import EvaluationError, InvariantError
 
+FULL_CALL = METRIC_NAMES.index("full_call_exact_match")
 STORED_CONDITIONS = (
     "run_id",
     "config_sha256",
@@ -121,6 +128,38 @@ def order_records(
         raise InvariantError(
             error.code, error.message, error.hint, where=f"arm {arm}, {error.where}"
         ) from None
+
+
+def generation_record(
+    example: Example,
+    *,
+    arm: str,
+    model_kind: str,
+    raw_text: str,
+    decoding: Mapping[str, Any],
+    cached: bool,
+) -> GenerationRecord:
+    """The generation record of one output: parsed by ``sommelier.parser.v1``, carrying the
+    prompt digest recomputed from the prompt that was sent (so a record never claims a prompt
+    it was not generated from)."""
+    parsed_call, status = parse_tool_call(raw_text)
+    return {
+        "example_id": example.example_id,
+        "arm": arm,
+        "model_kind": model_kind,
+        "language": example.language,
+        "prompt_sha256": sha256_text(example.prompt_text),
+        "raw_text": raw_text,
+        "parsed_call": parsed_call,
+        "parse_status": status,
+        "decoding": dict(decoding),
+        "cached": cached,
+    }
+
+
+def is_exact(record: GenerationRecord, gold_call: Mapping[str, Any]) -> bool:
+    """Whether the record's call is the gold call exactly (``full_call_exact_match`` = 1)."""
+    return example_components({**record, "gold_call": gold_call})[FULL_CALL][0] == 1
 
 
 def rescored(records: list[dict], split: FormattedSplit) -> list[dict]:
@@ -337,6 +376,8 @@ __all__ = [
     "comparisons_to_run",
     "config_sha256",
     "evaluate_run",
+    "generation_record",
+    "is_exact",
     "order_records",
     "rescored",
     "telemetry_for",

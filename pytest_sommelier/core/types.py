@@ -1,4 +1,5 @@
-"""Typed records shared by every layer: the loaded suite, the formatted split and its examples.
+"""Typed records shared by every layer: the loaded suite, the formatted split and its examples,
+the generation and scoring records, timings, worker payloads and batch keys.
 
 These are plain frozen dataclasses with no behaviour beyond derived names, so the pure core
 (pipeline, reports, gates) can take them without importing the loaders in
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NotRequired, TypedDict
 
 
 @dataclass(frozen=True)
@@ -118,3 +120,72 @@ class FormattedSplit:
     prompt_set_sha256: dict[str, str]
     pairs: dict[str, tuple[tuple[str, str], ...]]
     pair_set_sha256: dict[str, str]
+
+
+# --------------------------------------------------------------------------- records
+# JSON records are TypedDicts: they are written to and read from JSON artifacts as they are, and
+# travel between xdist processes as report attributes, so they stay plain dicts at run time.
+
+
+class GenerationRecord(TypedDict):
+    """One line of ``eval/<arm>/generations.<slice>.jsonl`` (``cached`` only in a run's own
+    records: whether the output came from the generation cache)."""
+
+    example_id: str
+    arm: str
+    model_kind: str  # "base" | "adapter"
+    language: str
+    prompt_sha256: str
+    raw_text: str
+    parsed_call: dict[str, Any] | None
+    parse_status: str
+    decoding: dict[str, Any]
+    cached: NotRequired[bool]
+
+
+class ScoringRecord(GenerationRecord):
+    """A generation record plus the gold call of its example: what metrics and stats take."""
+
+    gold_call: dict[str, Any]
+
+
+class DeviceInfo(TypedDict):
+    """Where a generator runs (from its optional ``device_info()``)."""
+
+    device: str
+    device_count: int
+
+
+class Timing(TypedDict):
+    """One generated example's timing, the input of ``inference_telemetry.json``."""
+
+    language: str
+    cached: bool
+    seconds: float
+    worker: str
+    device: DeviceInfo
+    selfcheck_differs: bool | None
+
+
+class WorkerPayload(TypedDict):
+    """What one evaluated item sends to the session aggregator (an xdist report attribute)."""
+
+    suite: str
+    record: GenerationRecord
+    model_identity: dict[str, Any]
+    adapter_identity: dict[str, Any] | None
+    seconds: float
+    worker: str
+    device: DeviceInfo
+    hit: bool
+    selfcheck_differs: bool | None
+
+
+@dataclass(frozen=True)
+class BatchKey:
+    """One fixed generation batch: batch ``index`` of (suite file, arm, slice)."""
+
+    suite: str
+    arm: str
+    language: str
+    index: int

@@ -16,14 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_sommelier.core.render import describe_miss
+from pytest_sommelier.core.types import BatchKey
 from pytest_sommelier.errors import SommelierError
+from pytest_sommelier.plugin.settings import settings_of
 
 if TYPE_CHECKING:
-    from pytest_sommelier.data.split import Example, FormattedSplit
-    from pytest_sommelier.data.suite import Suite
+    from pytest_sommelier.core.types import Example, FormattedSplit, Suite
+    from pytest_sommelier.plugin.runner import Runner
 
 SUITE_FILENAME = "sommelier.toml"
 SUITES_KEY = pytest.StashKey[dict[str, "tuple[Suite, FormattedSplit]"]]()
+RUNNER_KEY = pytest.StashKey["Runner"]()
+BATCH_KEY = pytest.StashKey["tuple[Any, BatchOutcome]"]()
+"""An item's generator and its batch's outcome, set in ``setup``."""
+RESULT_KEY = pytest.StashKey["WorkerPayload"]()
+"""An item's result (what it reports to the session), set in ``runtest``."""
 
 
 def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, FormattedSplit]:
@@ -39,6 +47,42 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
         suite = load_suite(path)
         loaded[key] = (suite, load_split(suite.test_split, suite.slices))
     return loaded[key]
+
+
+def runner_for(config: pytest.Config) -> Runner:
+    """The process's runner, created on first use."""
+    runner = config.stash.get(RUNNER_KEY, None)
+    if runner is None:
+        from pytest_sommelier.plugin.runner import Runner
+
+        settings = settings_of(config)
+        runner = Runner(
+            timeout=settings.timeout, selfcheck=settings.selfcheck, cache=generation_cache(config)
+        )
+        config.stash[RUNNER_KEY] = runner
+    return runner
+
+
+def generation_cache(config: pytest.Config) -> Any:
+    """The generation cache chosen by the options: ``--sommelier-no-cache`` turns it off;
+    ``--sommelier-cache-dir`` names its folder; else pytest's cache folder when the
+    cacheprovider is active; else none."""
+    settings = settings_of(config)
+    if settings.no_cache:
+        return None
+    configured = settings.cache_dir
+    if configured:
+        folder = Path(configured)
+        if not folder.is_absolute():
+            folder = config.invocation_params.dir / folder
+    elif getattr(config, "cache", None) is not None:
+        folder = config.cache.mkdir("sommelier-generations")
+    else:
+        return None
+    from pytest_sommelier.inference.gencache import GenerationCache
+
+    return GenerationCache(folder)
+
 
 
 class SuiteFile(pytest.Module):
@@ -142,17 +186,44 @@ class EvalItem(pytest.Item):
     def split(self) -> FormattedSplit:
         return self.suite_file.split
 
-    def setup(self) -> None:
-        from pytest_sommelier.plugin.runner import runner_for
+    @property
+    def batch_key(self) -> BatchKey:
+        """This item's fixed batch: ``batch_index`` of (suite file, arm, slice)."""
+        path = str(self.suite_file.path)
+        return BatchKey(path, self.arm, self.example.language, self.batch_index)
 
+    def setup(self) -> None:
+        """Generate this item's fixed batch (once per process); model errors are errors here."""
         self._request._fillfixtures()
         factory = self.funcargs["sommelier_model"]
-        runner_for(self.config).generate_for(self, factory)
+        runner = runner_for(self.config)
+        suite, split = self.suite, self.split
+        generator = runner.generator(str(self.suite_file.path), self.arm, suite, factory)
+        size = int(suite.decoding["batch_size"])
+        examples = split.slices[self.example.language]
+        outcome = runner.batch(
+            self.batch_key,
+            examples[self.batch_index * size : (self.batch_index + 1) * size],
+            suite.decoding,
+            generator,
+            warmup_prompt=split.slices[suite.reference_slice][0].prompt_text,
+        )
+        self.stash[BATCH_KEY] = (generator, outcome)
 
     def runtest(self) -> None:
-        from pytest_sommelier.plugin.runner import runner_for
-
-        runner_for(self.config).score(self)
+        """Score this item's output; a miss is reported as such (or fails, strict)."""
+        generator, outcome = self.stash[BATCH_KEY]
+        payload = runner_for(self.config).payload(
+            self.suite_file.nodeid,
+            self.batch_key,
+            self.example,
+            self.suite.decoding,
+            generator,
+            outcome,
+        )
+        self.stash[RESULT_KEY] = payload
+        if not payload["hit"] and settings_of(self.config).strict:
+            pytest.fail(describe_miss(payload["record"], self.example.gold_call), pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, SommelierError):

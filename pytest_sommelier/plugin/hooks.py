@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_sommelier.plugin.collect import SUITE_FILENAME, SuiteFile
+from pytest_sommelier.plugin.collect import RESULT_KEY, SUITE_FILENAME, SuiteFile
 from pytest_sommelier.plugin.fixture import sommelier_model
 from pytest_sommelier.plugin.session import SESSION_KEY, SommelierSession
 from pytest_sommelier.plugin.settings import add_options, configure_settings
@@ -43,9 +43,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    record = getattr(item, "sommelier_record", None)
-    if call.when == "call" and record is not None:
-        report.sommelier = record
+    payload = item.stash.get(RESULT_KEY, None)
+    if call.when == "call" and payload is not None:
+        report.sommelier = payload
     return report
 
 

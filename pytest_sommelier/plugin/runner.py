@@ -1,4 +1,8 @@
-"""The per-process runner: turns an ``EvalItem`` into a generation record.
+"""The per-process runner: generates fixed batches and turns outputs into typed records.
+
+It knows nothing of pytest: it takes a ``BatchKey``, the batch's examples and the decoding, and
+returns a ``BatchOutcome``; ``payload`` turns one output into the ``WorkerPayload`` an item
+reports (the record itself is built by the pure ``core.pipeline.generation_record``).
 
 Generation is batched by fixed batches: batch ``k`` of an (arm, slice) is always examples
 ``[k*B, (k+1)*B)`` of that slice in split order, whatever subset of items was selected, so an
@@ -17,25 +21,14 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import pytest
+from typing import Any
 
 from pytest_sommelier.core.canonical import sha256_text
-from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
-from pytest_sommelier.core.parse import parse_tool_call
-from pytest_sommelier.core.render import describe_miss
+from pytest_sommelier.core.pipeline import generation_record, is_exact
+from pytest_sommelier.core.types import BatchKey, DeviceInfo, Example, WorkerPayload
 from pytest_sommelier.errors import EvaluationError, InvariantError, SommelierError
-from pytest_sommelier.plugin.settings import settings_of
-
-if TYPE_CHECKING:
-    from pytest_sommelier.data.split import Example
-
-RUNNER_KEY = pytest.StashKey["Runner"]()
-FULL_CALL = METRIC_NAMES.index("full_call_exact_match")
 
 
 @dataclass
@@ -47,37 +40,6 @@ class BatchOutcome:
     seconds_per_example: float = 0.0
     selfcheck: dict[str, bool] = field(default_factory=dict)  # example id -> output differs
     error: SommelierError | None = None
-
-
-def runner_for(config: pytest.Config) -> Runner:
-    """The process's runner, created on first use."""
-    runner = config.stash.get(RUNNER_KEY, None)
-    if runner is None:
-        runner = Runner(config)
-        runner.cache = generation_cache(config)
-        config.stash[RUNNER_KEY] = runner
-    return runner
-
-
-def generation_cache(config: pytest.Config) -> Any:
-    """The generation cache chosen by the options: ``--sommelier-no-cache`` turns it off;
-    ``--sommelier-cache-dir`` names its folder; else pytest's cache folder when the
-    cacheprovider is active; else none."""
-    settings = settings_of(config)
-    if settings.no_cache:
-        return None
-    configured = settings.cache_dir
-    if configured:
-        folder = Path(configured)
-        if not folder.is_absolute():
-            folder = config.invocation_params.dir / folder
-    elif getattr(config, "cache", None) is not None:
-        folder = config.cache.mkdir("sommelier-generations")
-    else:
-        return None
-    from pytest_sommelier.inference.gencache import GenerationCache
-
-    return GenerationCache(folder)
 
 
 def call_factory(factory: Any, arm: str, suite: Any) -> Any:
@@ -130,64 +92,72 @@ def check_generator(generator: Any, arm: str) -> None:
 class Runner:
     """Per-process state: generators by arm, batch outcomes, warm-ups done."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
+    def __init__(
+        self, *, timeout: float | None = None, selfcheck: int = 0, cache: Any = None
+    ) -> None:
         self.worker_id = os.environ.get("PYTEST_XDIST_WORKER", "main")
         self._generators: dict[tuple[str, str], Any] = {}
-        self._batches: dict[tuple[str, str, str, int], BatchOutcome] = {}
+        self._batches: dict[BatchKey, BatchOutcome] = {}
         self._warmed: set[int] = set()
         self._timed_out: set[int] = set()
         self._checked: dict[int, int] = {}
-        self.timeout = settings_of(config).timeout
-        self.selfcheck = settings_of(config).selfcheck
-        self.cache: Any = None  # a GenerationCache, set by the plugin when caching is on
+        self.timeout = timeout
+        self.selfcheck = selfcheck
+        self.cache = cache  # a GenerationCache, or None when caching is off
 
     # -- generation ---------------------------------------------------------------------------
 
-    def generator(self, item: pytest.Item, factory: Any) -> Any:
-        key = (str(item.suite_file.path), item.arm)
+    def generator(self, suite_key: str, arm: str, suite: Any, factory: Any) -> Any:
+        """The arm's generator, asked of the ``sommelier_model`` factory once per process."""
+        key = (suite_key, arm)
         if key not in self._generators:
             try:
-                generator = call_factory(factory, item.arm, item.suite)
+                generator = call_factory(factory, arm, suite)
             except SommelierError:
                 raise
             except Exception as exc:
                 raise EvaluationError(
                     "SOM-MODEL-LOAD",
-                    f"arm '{item.arm}': loading the generator failed: {type(exc).__name__}: {exc}",
+                    f"arm '{arm}': loading the generator failed: {type(exc).__name__}: {exc}",
                     "check the [model] and [arms] tables, or your sommelier_model override",
                 ) from exc
-            check_generator(generator, item.arm)
+            check_generator(generator, arm)
             self._generators[key] = generator
         return self._generators[key]
 
-    def generate_for(self, item: pytest.Item, factory: Any) -> None:
-        """Make sure the fixed batch holding ``item`` has been generated in this process."""
-        generator = self.generator(item, factory)
-        key = (str(item.suite_file.path), item.arm, item.example.language, item.batch_index)
+    def batch(
+        self,
+        key: BatchKey,
+        examples: Sequence[Example],
+        decoding: Mapping[str, Any],
+        generator: Any,
+        *,
+        warmup_prompt: str,
+    ) -> BatchOutcome:
+        """The outcome of fixed batch ``key`` (its ``examples``), generated at most once per
+        process; raises the batch's error for every item of a failed batch."""
         outcome = self._batches.get(key)
         if outcome is None:
-            outcome = self._generate_batch(item, generator)
+            outcome = self._generate_batch(key, examples, decoding, generator, warmup_prompt)
             self._batches[key] = outcome
         if outcome.error is not None:
             raise outcome.error
-        item.sommelier_generator = generator  # type: ignore[attr-defined]
-        item.sommelier_batch = outcome  # type: ignore[attr-defined]
+        return outcome
 
-    def _batch_examples(self, item: pytest.Item) -> Sequence[Example]:
-        size = int(item.suite.decoding["batch_size"])
-        examples = item.split.slices[item.example.language]
-        return examples[item.batch_index * size : (item.batch_index + 1) * size]
-
-    def _warm_up(self, item: pytest.Item, generator: Any) -> None:
+    def _warm_up(self, arm: str, generator: Any, prompt: str, decoding: Mapping[str, Any]) -> None:
         if id(generator) in self._warmed:
             return
         self._warmed.add(id(generator))
-        first = item.split.slices[item.suite.slices[0]][0]
-        self._call(generator, item.arm, [first.prompt_text], dict(item.suite.decoding))
+        self._call(generator, arm, [prompt], dict(decoding))
 
-    def _generate_batch(self, item: pytest.Item, generator: Any) -> BatchOutcome:
-        examples = self._batch_examples(item)
+    def _generate_batch(
+        self,
+        key: BatchKey,
+        examples: Sequence[Example],
+        decoding_in: Mapping[str, Any],
+        generator: Any,
+        warmup_prompt: str,
+    ) -> BatchOutcome:
         for example in examples:
             if sha256_text(example.prompt_text) != example.prompt_sha256:
                 return BatchOutcome(
@@ -198,7 +168,7 @@ class Runner:
                         "re-run `sommelier format`; prompts are replayed, never rebuilt",
                     )
                 )
-        decoding = dict(item.suite.decoding)
+        decoding = dict(decoding_in)
         outcome = BatchOutcome()
         pending = list(examples)
         # with batch_size > 1 the whole fixed batch is one cache unit (its outputs can depend
@@ -220,17 +190,17 @@ class Runner:
                     outcome.cached[example_id] = True
         if pending:
             try:
-                self._warm_up(item, generator)
+                self._warm_up(key.arm, generator, warmup_prompt, decoding)
                 started = time.perf_counter()
                 outputs = self._call(
-                    generator, item.arm, [e.prompt_text for e in pending], decoding
+                    generator, key.arm, [e.prompt_text for e in pending], decoding
                 )
                 elapsed = time.perf_counter() - started
             except SommelierError as error:
                 return BatchOutcome(error=error)
             outcome.seconds_per_example = elapsed / len(pending)
             try:
-                outcome.selfcheck = self._selfcheck(generator, item.arm, pending, outputs, decoding)
+                outcome.selfcheck = self._selfcheck(generator, key.arm, pending, outputs, decoding)
             except SommelierError as error:
                 return BatchOutcome(error=error)
             for example, output in zip(pending, outputs, strict=True):
@@ -343,43 +313,38 @@ class Runner:
 
     # -- scoring ------------------------------------------------------------------------------
 
-    def score(self, item: pytest.Item) -> None:
-        """Parse and score the item's output; record it; a miss is marked (or fails, strict)."""
-        generator = item.sommelier_generator  # type: ignore[attr-defined]
-        outcome: BatchOutcome = item.sommelier_batch  # type: ignore[attr-defined]
-        example = item.example
-        raw_text = outcome.outputs[example.example_id]
-        parsed_call, status = parse_tool_call(raw_text)
-        record = {
-            "example_id": example.example_id,
-            "arm": item.arm,
-            "model_kind": "base" if generator.adapter_identity is None else "adapter",
-            "language": example.language,
-            "prompt_sha256": sha256_text(example.prompt_text),
-            "raw_text": raw_text,
-            "parsed_call": parsed_call,
-            "parse_status": status,
-            "decoding": dict(item.suite.decoding),
-            "cached": outcome.cached[example.example_id],
-        }
-        components = example_components({**record, "gold_call": example.gold_call})
-        hit = components[FULL_CALL][0] == 1
-        item.sommelier_record = {  # type: ignore[attr-defined]
-            "suite": item.suite_file.nodeid,
+    def payload(
+        self,
+        suite_nodeid: str,
+        key: BatchKey,
+        example: Example,
+        decoding: Mapping[str, Any],
+        generator: Any,
+        outcome: BatchOutcome,
+    ) -> WorkerPayload:
+        """Parse and score one output of a generated batch into the item's payload."""
+        record = generation_record(
+            example,
+            arm=key.arm,
+            model_kind="base" if generator.adapter_identity is None else "adapter",
+            raw_text=outcome.outputs[example.example_id],
+            decoding=decoding,
+            cached=outcome.cached[example.example_id],
+        )
+        return {
+            "suite": suite_nodeid,
             "record": record,
             "model_identity": generator.model_identity,
             "adapter_identity": generator.adapter_identity,
             "seconds": 0.0 if record["cached"] else outcome.seconds_per_example,
             "worker": self.worker_id,
             "device": device_of(generator),
-            "hit": hit,
+            "hit": is_exact(record, example.gold_call),
             "selfcheck_differs": outcome.selfcheck.get(example.example_id),
         }
-        if not hit and settings_of(item.config).strict:
-            pytest.fail(describe_miss(record, example.gold_call), pytrace=False)
 
 
-def device_of(generator: Any) -> dict[str, Any]:
+def device_of(generator: Any) -> DeviceInfo:
     """The device a generator runs on, from its optional ``device_info()``."""
     info: Callable[[], dict] | None = getattr(generator, "device_info", None)
     if info is None:
