@@ -161,13 +161,35 @@ def _checked_calls(
     return parsed, gold
 
 
+_COMPONENTS: dict[str, tuple[Component, ...]] = {}
+_COMPONENTS_MAX = 1 << 16
+
+
 def example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
     """Per-example ``(numerator, denominator)`` pairs, in METRIC_NAMES order.
 
     Invariant: summing the components of a list of records gives exactly the totals of
     ``compute_metrics``; the rate metrics have denominator 1; ``argument_f1`` has numerator
     ``2 * matched`` and denominator ``predicted_pairs + gold_pairs`` (never 0).
+
+    Computed once per distinct (status, parsed call, gold call): a run scores each record many
+    times (slice and overall metrics, paired slices, every comparison, gaps, the bootstrap), so
+    the components are memoised per process, keyed by the ``repr`` of the three (exact for JSON
+    values: ``"2"``, ``2``, ``2.0`` and ``True`` all differ). Only records that passed the
+    checks are remembered; a record that fails them raises every time.
     """
+    key = repr((record.get("parse_status"), record.get("parsed_call"), record.get("gold_call")))
+    found = _COMPONENTS.get(key)
+    if found is None:
+        found = _example_components(record)
+        if len(_COMPONENTS) >= _COMPONENTS_MAX:
+            _COMPONENTS.clear()
+        _COMPONENTS[key] = found
+    return found
+
+
+def _example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
+    """:func:`example_components` without the memo."""
     parsed, gold = _checked_calls(record)
     gold_pairs = flatten_arguments(gold["arguments"])
     if parsed is None:
