@@ -123,3 +123,14 @@ def read_json(path: Path) -> Any:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def cache_key(
+    cache: Any, generator: Any, prompt_sha256: str, decoding: dict, *, batch_prompts: Any = None
+) -> str:
+    """A generation-cache entry's key, as the cache derives it: sha256 of the canonical JSON of
+    its key fields (for tests that locate or tamper with entries)."""
+    from pytest_sommelier.core.canonical import canonical_json_text, sha256_text
+
+    fields = cache.key_fields(generator, prompt_sha256, decoding, batch_prompts=batch_prompts)
+    return sha256_text(canonical_json_text(fields))

@@ -61,9 +61,9 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def fresh_cache():
     """Every test starts without loaded bases."""
-    backend.clear_cache()
+    backend._BASES.clear()
     yield
-    backend.clear_cache()
+    backend._BASES.clear()
 
 
 def two_arms(suite_dir: Path, adapter: str = "ad") -> dict[str, Any]:
@@ -150,7 +150,7 @@ def test_identities_equal_across_arms_and_free_of_machine_paths(
     # The same files elsewhere give the same identities: nothing depends on the location.
     moved = tmp_path / "elsewhere"
     shutil.copytree(suite_dir, moved)
-    backend.clear_cache()
+    backend._BASES.clear()
     again = two_arms(moved)
     assert again["base"].model_identity == identity
     assert again["adapter"].adapter_identity == adapter.adapter_identity
@@ -347,7 +347,7 @@ def test_gguf_base_through_pkg_reference(tmp_path: Path, monkeypatch: pytest.Mon
     assert generator.base.load_status == "miss"
     first = generator.generate(PROMPTS, DECODING)
     assert len(first) == len(PROMPTS)
-    backend.clear_cache()
+    backend._BASES.clear()
     again = backend.load_generators(Model(ref), arms, suite_dir=tmp_path)["base"]
     assert again.base.load_status == "hit"
     assert again.model_identity == identity

@@ -80,7 +80,7 @@ def test_a_new_instance_on_the_same_folder_hits(cache: GenerationCache) -> None:
 def test_entry_is_one_sharded_json_file_with_key_fields(cache: GenerationCache) -> None:
     generator = FakeGenerator()
     cache.put(generator, PROMPT, DECODING, OUTPUT)
-    key = cache.key(generator, PROMPT, DECODING)
+    key = cache_key(cache, generator, PROMPT, DECODING)
     assert entry_files(cache) == [cache.folder / key[:2] / f"{key}.json"]
     entry = json.loads(entry_files(cache)[0].read_text(encoding="utf-8"))
     assert entry["schema_version"] == CACHE_SCHEMA
@@ -216,7 +216,7 @@ def test_device_kind_from_a_device_attribute_or_unknown() -> None:
 def _entry(cache: GenerationCache) -> Path:
     generator = FakeGenerator()
     cache.put(generator, PROMPT, DECODING, OUTPUT)
-    return cache.entry_path(cache.key(generator, PROMPT, DECODING))
+    return cache.entry_path(cache_key(cache, generator, PROMPT, DECODING))
 
 
 def _tamper_fields(text: str) -> str:
@@ -273,7 +273,7 @@ def test_entry_stored_under_another_key_is_a_miss(cache: GenerationCache) -> Non
     """A hash collision (or a copied file): the stored key fields do not match the live ones."""
     path = _entry(cache)
     other = FakeGenerator(adapter_identity=None)
-    other_path = cache.entry_path(cache.key(other, PROMPT, DECODING))
+    other_path = cache.entry_path(cache_key(cache, other, PROMPT, DECODING))
     other_path.parent.mkdir(parents=True, exist_ok=True)
     other_path.write_bytes(path.read_bytes())
     assert cache.get(other, PROMPT, DECODING) is None
@@ -283,7 +283,7 @@ def test_entry_stored_under_another_key_is_a_miss(cache: GenerationCache) -> Non
 
 def test_partial_temp_file_is_ignored(cache: GenerationCache) -> None:
     generator = FakeGenerator()
-    key = cache.key(generator, PROMPT, DECODING)
+    key = cache_key(cache, generator, PROMPT, DECODING)
     final = cache.entry_path(key)
     final.parent.mkdir(parents=True)
     partial = final.parent / f".{key[:16]}.abc123.tmp"
@@ -398,7 +398,14 @@ def test_versions_match_the_backend_once_imported() -> None:
 
 # -- through the plugin (pytester sessions with the scripted fake backend) ---------------------
 
-from plugin_helpers import GOLD, call_text, read_json, read_jsonl, write_scripted_suite  # noqa: E402
+from plugin_helpers import (  # noqa: E402
+    GOLD,
+    cache_key,
+    call_text,
+    read_json,
+    read_jsonl,
+    write_scripted_suite,
+)
 
 SCRIPT = {
     "adapter": {

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_helpers import GOLD, call_text, read_json, read_jsonl, write_scripted_suite
+from plugin_helpers import (
+    GOLD,
+    cache_key,
+    call_text,
+    read_json,
+    read_jsonl,
+    write_scripted_suite,
+)
 
 from pytest_sommelier.data import atomic
 from pytest_sommelier.inference.gencache import GenerationCache
@@ -415,7 +422,7 @@ def test_F12_cache_write_interrupted_leaves_no_entry(
     monkeypatch.undo()
     assert_whole(tmp_path / "c")
     assert [p.name for p in (tmp_path / "c").rglob("*") if p.is_file()] == [
-        cache.entry_path(cache.key(_Gen(), "a" * 64, DECODING)).name
+        cache.entry_path(cache_key(cache, _Gen(), "a" * 64, DECODING)).name
     ]
     assert cache.get(_Gen(), "a" * 64, DECODING) == "first"
     assert cache.get(_Gen(), "b" * 64, DECODING) is None
@@ -435,7 +442,7 @@ def test_F13_cache_write_of_an_unencodable_output_leaves_no_entry(tmp_path: Path
 def test_F14_a_truncated_entry_is_never_served(tmp_path: Path) -> None:
     cache = GenerationCache(tmp_path / "c")
     cache.put(_Gen(), "d" * 64, DECODING, "whole output")
-    path = cache.entry_path(cache.key(_Gen(), "d" * 64, DECODING))
+    path = cache.entry_path(cache_key(cache, _Gen(), "d" * 64, DECODING))
     text = path.read_text(encoding="utf-8")
     for cut in (1, len(text) // 2, len(text) - 1):
         path.write_text(text[:cut], encoding="utf-8")

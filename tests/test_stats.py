@@ -14,16 +14,28 @@ from hypothesis import strategies as st
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
 from pytest_sommelier.core.stats import (
     BOOTSTRAP_METHOD,
+    _differences_from_sums,
+    _index_chunks,
     derive_seed,
     mcnemar_exact,
     mcnemar_p_value,
     paired_bootstrap,
     paired_bootstrap_arrays,
     resample_counts,
-    resample_differences,
-    resample_indices,
 )
 from pytest_sommelier.errors import InputError, InvariantError
+
+
+def resample_indices(pairs: int, resamples: int, seed: int) -> np.ndarray:
+    """The whole (resamples, pairs) index matrix the bootstrap draws block by block."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate(list(_index_chunks(rng, pairs, resamples)), axis=0)
+
+
+def resample_differences(counts, ref_num, ref_den, cand_num, cand_den) -> np.ndarray:
+    """Candidate-minus-reference values per resample, from a count matrix (one big product)."""
+    stacked = np.concatenate([ref_num, ref_den, cand_num, cand_den], axis=1).astype(np.float64)
+    return _differences_from_sums(counts.astype(np.float64) @ stacked, ref_num.shape[1])
 
 EXACT = METRIC_NAMES.index("full_call_exact_match")
 F1 = METRIC_NAMES.index("argument_f1")

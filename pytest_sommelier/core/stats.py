@@ -92,18 +92,6 @@ def _as_component_matrix(name: str, array: Any, shape: tuple[int, int] | None) -
     return matrix.astype(np.float64, copy=False)
 
 
-def resample_indices(pairs: int, resamples: int, seed: int) -> np.ndarray:
-    """Draw the ``(resamples, pairs)`` matrix of resampled example positions.
-
-    Row ``r`` lists the positions (with replacement, uniform) of resample ``r``. The draw is
-    made in fixed-size chunks of rows from one ``numpy.random.default_rng(seed)``, so it is a
-    function of ``(pairs, resamples, seed)`` only. Used by tests and small inputs; the
-    bootstrap itself never materialises the full matrix.
-    """
-    rng = np.random.default_rng(seed)
-    return np.concatenate(list(_index_chunks(rng, pairs, resamples)), axis=0)
-
-
 def _index_chunks(rng: np.random.Generator, pairs: int, resamples: int):
     """Yield consecutive row blocks of the resample index matrix (deterministic chunking)."""
     rows_per_chunk = max(1, _CELLS_PER_CHUNK // max(pairs, 1))
@@ -138,22 +126,6 @@ def _differences_from_sums(sums: np.ndarray, metrics: int) -> np.ndarray:
     ref_values = _ratio(sums[:, :metrics], sums[:, metrics : 2 * metrics])
     cand_values = _ratio(sums[:, 2 * metrics : 3 * metrics], sums[:, 3 * metrics :])
     return cand_values - ref_values
-
-
-def resample_differences(
-    counts: np.ndarray,
-    ref_num: np.ndarray,
-    ref_den: np.ndarray,
-    cand_num: np.ndarray,
-    cand_den: np.ndarray,
-) -> np.ndarray:
-    """Return the ``(R, metrics)`` matrix of candidate-minus-reference values per resample.
-
-    Each side's value is (sum of resampled numerators) / (sum of resampled denominators), with
-    value 0 when the summed denominator is 0; sums are exact (integers in float64).
-    """
-    stacked = np.concatenate([ref_num, ref_den, cand_num, cand_den], axis=1).astype(np.float64)
-    return _differences_from_sums(counts.astype(np.float64) @ stacked, ref_num.shape[1])
 
 
 def percentile_interval(

@@ -172,18 +172,6 @@ class GenerationCache:
             fields["batch_prompts"] = list(batch_prompts)
         return fields
 
-    def key(
-        self,
-        generator: Any,
-        prompt_sha256: str,
-        decoding: Mapping[str, Any],
-        *,
-        batch_prompts: Sequence[str] | None = None,
-    ) -> str:
-        """The entry's key: ``sha256`` of the canonical JSON of :meth:`key_fields`."""
-        fields = self.key_fields(generator, prompt_sha256, decoding, batch_prompts=batch_prompts)
-        return sha256_text(canonical_json_text(fields))
-
     def entry_path(self, key: str) -> Path:
         """``<folder>/<key[:2]>/<key>.json``."""
         return self.folder / key[:2] / f"{key}.json"

@@ -211,11 +211,6 @@ class LoadedBase:
 _BASES: dict[tuple[str, str, str | None, str, str], LoadedBase] = {}
 
 
-def clear_cache() -> None:
-    """Forget every loaded base of this process (tests; frees memory once generators go)."""
-    _BASES.clear()
-
-
 def _load_model_and_tokenizer(
     source: BaseSource, dtype: Any, suite_dir: Path
 ) -> tuple[Any, Any, str]:

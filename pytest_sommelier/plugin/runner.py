@@ -29,6 +29,7 @@ from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.pipeline import generation_record, is_exact
 from pytest_sommelier.core.types import BatchKey, DeviceInfo, Example, WorkerPayload
 from pytest_sommelier.errors import EvaluationError, InvariantError, SommelierError
+from pytest_sommelier.inference.protocol import Generator
 
 
 @dataclass
@@ -96,7 +97,7 @@ class Runner:
         self, *, timeout: float | None = None, selfcheck: int = 0, cache: Any = None
     ) -> None:
         self.worker_id = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        self._generators: dict[tuple[str, str], Any] = {}
+        self._generators: dict[tuple[str, str], Generator] = {}
         self._batches: dict[BatchKey, BatchOutcome] = {}
         self._warmed: set[int] = set()
         self._timed_out: set[int] = set()
@@ -107,7 +108,7 @@ class Runner:
 
     # -- generation ---------------------------------------------------------------------------
 
-    def generator(self, suite_key: str, arm: str, suite: Any, factory: Any) -> Any:
+    def generator(self, suite_key: str, arm: str, suite: Any, factory: Any) -> Generator:
         """The arm's generator, asked of the ``sommelier_model`` factory once per process."""
         key = (suite_key, arm)
         if key not in self._generators:
