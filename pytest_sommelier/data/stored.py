@@ -28,6 +28,15 @@ from pytest_sommelier.data.suite import (
 from pytest_sommelier.errors import InputError, InvariantError
 
 
+def _not_resolved(where: str, exc: Exception) -> InputError:
+    """The error for a ``suite.resolved.json`` missing a field or holding a wrong type."""
+    return InputError(
+        "SOM-STORED-FIELD",
+        f"{where}: not a resolved suite ({type(exc).__name__}: {exc})",
+        "point at a run directory written by pytest-sommelier",
+    )
+
+
 def suite_from_resolved(resolved: dict, run_dir: Path) -> Suite:
     """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json``."""
     where = str(run_dir / artifacts.RESOLVED)
@@ -38,11 +47,7 @@ def suite_from_resolved(resolved: dict, run_dir: Path) -> Suite:
             *(c[key] for c in resolved["comparisons"] for key in ("candidate", "reference")),
         ]
     except (KeyError, TypeError) as exc:
-        raise InputError(
-            "SOM-STORED-FIELD",
-            f"{where}: not a resolved suite ({type(exc).__name__}: {exc})",
-            "point at a run directory written by pytest-sommelier",
-        ) from None
+        raise _not_resolved(where, exc) from None
     bad = [name for name in names if not valid_name(name)]
     if bad:
         raise InputError(
@@ -71,11 +76,7 @@ def suite_from_resolved(resolved: dict, run_dir: Path) -> Suite:
             gates=tuple(GateConfig(**gate) for gate in resolved["gates"]),
         )
     except (KeyError, TypeError) as exc:
-        raise InputError(
-            "SOM-STORED-FIELD",
-            f"{where}: not a resolved suite ({type(exc).__name__}: {exc})",
-            "point at a run directory written by pytest-sommelier",
-        ) from None
+        raise _not_resolved(where, exc) from None
 
 
 def load_run_inputs(run_dir: Path) -> tuple[dict, Suite, FormattedSplit]:

@@ -176,6 +176,22 @@ class GenerationCache:
         """``<folder>/<key[:2]>/<key>.json``."""
         return self.folder / key[:2] / f"{key}.json"
 
+    def _locate(
+        self,
+        generator: Any,
+        prompt_sha256: str,
+        decoding: Mapping[str, Any],
+        batch_prompts: Sequence[str] | None,
+    ) -> tuple[str, Path] | None:
+        """The one key rule: ``(canonical key fields, entry path)`` with the entry named by
+        ``sha256`` of the canonical JSON of :meth:`key_fields`; None (warned) when the fields
+        are not JSON-safe."""
+        fields = self.key_fields(generator, prompt_sha256, decoding, batch_prompts=batch_prompts)
+        canonical = self._canonical(fields)
+        if canonical is None:
+            return None
+        return canonical, self.entry_path(sha256_text(canonical))
+
     def _canonical(self, fields: dict[str, Any]) -> str | None:
         """Canonical JSON of the key fields, or None (warned) when they are not JSON-safe."""
         try:
@@ -195,12 +211,11 @@ class GenerationCache:
         batch_prompts: Sequence[str] | None = None,
     ) -> str | None:
         """The stored output for this key, or None (a miss; a bad entry is removed)."""
-        fields = self.key_fields(generator, prompt_sha256, decoding, batch_prompts=batch_prompts)
-        canonical = self._canonical(fields)
-        if canonical is None:
+        located = self._locate(generator, prompt_sha256, decoding, batch_prompts)
+        if located is None:
             self.stats.misses += 1
             return None
-        path = self.entry_path(sha256_text(canonical))
+        canonical, path = located
         output = self._read(path, canonical)
         if output is None:
             self.stats.misses += 1
@@ -225,17 +240,16 @@ class GenerationCache:
                 "a generator must return completions as strings",
                 where=f"prompt {prompt_sha256[:12]}",
             )
-        fields = self.key_fields(generator, prompt_sha256, decoding, batch_prompts=batch_prompts)
-        canonical = self._canonical(fields)
-        if canonical is None:
+        located = self._locate(generator, prompt_sha256, decoding, batch_prompts)
+        if located is None:
             return
+        canonical, path = located
         entry = {
             "schema_version": CACHE_SCHEMA,
             "key_fields": json.loads(canonical),
             "output": output,
         }
         text = json.dumps(entry, sort_keys=True, ensure_ascii=False, allow_nan=False)
-        path = self.entry_path(sha256_text(canonical))
         try:
             write_atomic(path, text)
         except OSError as exc:

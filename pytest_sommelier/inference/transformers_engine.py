@@ -150,12 +150,18 @@ def resolve_base(model: ModelConfig, suite_dir: Path) -> BaseSource:
     return BaseSource("directory", model.base, str(local.resolve()), None)
 
 
+def _pickles(folder: Path) -> str:
+    """The first three pickle-based weight files of a folder, comma-separated ("" if none)."""
+    names = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    return ", ".join(names[:3])
+
+
 def _require_safetensors(folder: Path, key: str, what: str) -> None:
     """Refuse a model folder without ``*.safetensors`` weights (pickle files are never loaded)."""
     if any(folder.glob("*.safetensors")):
         return
-    pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
-    found = f" (found pickle-based {', '.join(pickles[:3])})" if pickles else ""
+    pickles = _pickles(folder)
+    found = f" (found pickle-based {pickles})" if pickles else ""
     raise InputError(
         "SOM-BACKEND-NO-SAFETENSORS",
         f"{what} folder {folder.name!r} has no .safetensors weights{found}; "
@@ -312,8 +318,8 @@ def _refuse_escaping_links(folder: Path, where: str) -> None:
 def _check_adapter_folder(folder: Path, where: str) -> None:
     """Refuse an adapter folder without adapter_model.safetensors (pickle adapters never load)."""
     if not (folder / "adapter_model.safetensors").is_file():
-        pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
-        found = f"; found pickle-based {', '.join(pickles[:3])}" if pickles else ""
+        pickles = _pickles(folder)
+        found = f"; found pickle-based {pickles}" if pickles else ""
         raise InputError(
             "SOM-BACKEND-ADAPTER-PICKLE",
             f"adapter folder {folder.name!r} has no adapter_model.safetensors{found}; "
