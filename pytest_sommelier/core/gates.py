@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_sommelier.core.types import GateConfig
+
 VERDICT_SCHEMA = "sommelier.gate_verdict.v1"
 ARM_THRESHOLDS = ("min", "max")
 INTERVAL_THRESHOLDS = ("ci_lower_above", "ci_lower_at_least")
@@ -26,7 +28,7 @@ class _Unavailable(Exception):
     """The gate's subject or value could not be found; the message is the reason."""
 
 
-def _thresholds(gate: Any) -> dict[str, float]:
+def _thresholds(gate: GateConfig) -> dict[str, float]:
     """The thresholds a gate sets (None-valued ones left out), in a fixed order."""
     return {
         key: getattr(gate, key) for key in ALL_THRESHOLDS if getattr(gate, key, None) is not None
@@ -79,7 +81,7 @@ def _apply(observations: Mapping[str, float], thresholds: Mapping[str, float]) -
     return True, "; ".join(text for _, text in outcomes)
 
 
-def _arm_observation(gate: Any, report: Mapping[str, Any]) -> dict[str, float]:
+def _arm_observation(gate: GateConfig, report: Mapping[str, Any]) -> dict[str, float]:
     """Observed value of an arm gate: the metric at ``overall`` or at one slice."""
     if gate.slice == "overall":
         metric = _lookup(report, ["metrics", gate.metric], f"arm {gate.arm!r}")
@@ -91,7 +93,7 @@ def _arm_observation(gate: Any, report: Mapping[str, Any]) -> dict[str, float]:
     return {"min": value, "max": value}
 
 
-def _interval_observation(block: Mapping[str, Any], gate: Any, deltas_key: str, what: str):
+def _interval_observation(block: Mapping[str, Any], gate: GateConfig, deltas_key: str, what: str):
     """Observed lower bound and point difference of a comparison or gap block.
 
     Only the numbers a threshold needs are required (a delta gate ignores a null interval).
@@ -108,14 +110,16 @@ def _interval_observation(block: Mapping[str, Any], gate: Any, deltas_key: str, 
     return observed
 
 
-def _comparison_block(gate: Any, report: Mapping[str, Any], subject: str) -> Mapping[str, Any]:
+def _comparison_block(
+    gate: GateConfig, report: Mapping[str, Any], subject: str
+) -> Mapping[str, Any]:
     """The overall comparison block, or one slice's ``{deltas, ci95}`` block."""
     if gate.slice == "overall":
         return report
     return _lookup(report, ["slices", gate.slice], f"comparison {subject!r}")
 
 
-def _subject(gate: Any) -> str:
+def _subject(gate: GateConfig) -> str:
     """The arm or comparison a gate reads."""
     if gate.kind == "comparison":
         return f"{gate.candidate}-vs-{gate.reference}"
@@ -131,7 +135,7 @@ def _missing_reason(kind: str, subject: str, errors: Mapping[str, str]) -> str:
 
 
 def _observations(
-    gate: Any,
+    gate: GateConfig,
     subject: str,
     arm_reports: Mapping[str, Mapping[str, Any]],
     comparison_reports: Mapping[str, Mapping[str, Any]],
@@ -155,7 +159,7 @@ def _observations(
     raise _Unavailable(f"unknown gate kind {gate.kind!r}")
 
 
-def _observed_value(gate: Any, observations: Mapping[str, float]) -> float | None:
+def _observed_value(gate: GateConfig, observations: Mapping[str, float]) -> float | None:
     """The single ``observed`` number reported: the value, else the lower bound, else delta."""
     for key in ("min", "ci_lower_above", "delta_at_least"):
         if key in observations:
@@ -164,7 +168,7 @@ def _observed_value(gate: Any, observations: Mapping[str, float]) -> float | Non
 
 
 def evaluate_gate(
-    gate: Any,
+    gate: GateConfig,
     arm_reports: Mapping[str, Mapping[str, Any]],
     comparison_reports: Mapping[str, Mapping[str, Any]],
     errors: Mapping[str, str] | None = None,
@@ -198,7 +202,7 @@ def verdict_of(complete: bool, results: Sequence[Mapping[str, Any]]) -> str:
 
 
 def evaluate_gates(
-    gates: Sequence[Any],
+    gates: Sequence[GateConfig],
     arm_reports: Mapping[str, Mapping[str, Any]],
     comparison_reports: Mapping[str, Mapping[str, Any]],
     *,

@@ -29,7 +29,9 @@ from pytest_sommelier.core.types import (
     Example,
     FormattedSplit,
     GenerationRecord,
+    ScoringRecord,
     Suite,
+    Timing,
 )
 from pytest_sommelier.errors import EvaluationError, InvariantError
 
@@ -53,8 +55,8 @@ class ArmRun:
     model_kind: str
     model_identity: dict
     adapter_identity: dict | None
-    records: dict[str, list[dict]]  # slice -> generation records in split order
-    timings: list[dict] = field(default_factory=list)  # per-record {seconds, worker, device...}
+    records: dict[str, list[GenerationRecord]]  # slice -> generation records in split order
+    timings: list[Timing] = field(default_factory=list)  # one per generated record
     stored_report: dict | None = None  # a baseline arm's report from an earlier run
     stored_telemetry: dict | None = None
 
@@ -70,7 +72,7 @@ class RunOutcome:
     comparison_reports: dict[str, dict]
     comparison_errors: dict[str, str]
     verdict: dict | None
-    records: dict[str, dict[str, list[dict]]]  # arm -> slice -> records (with gold_call)
+    records: dict[str, dict[str, list[ScoringRecord]]]  # arm -> slice -> scoring records
     missing: dict[str, int]  # arm -> examples not scored
 
 

@@ -30,6 +30,7 @@ from pytest_sommelier.core.stats import (
     paired_bootstrap,
     paired_bootstrap_arrays,
 )
+from pytest_sommelier.core.types import Example, FormattedSplit, StatisticsConfig
 from pytest_sommelier.errors import EvaluationError, InvariantError
 
 EVALUATION_SCHEMA = "sommelier.evaluation_report.v1"
@@ -67,7 +68,7 @@ def metric_gaps(
     return {name: metric_difference(target[name], reference[name]) for name in METRIC_NAMES}
 
 
-def _slice_examples(split: Any, lang: str) -> tuple[Any, ...]:
+def _slice_examples(split: FormattedSplit, lang: str) -> tuple[Example, ...]:
     """The split's examples of one configured slice (an unknown slice is an invariant error)."""
     if lang not in split.slices:
         raise InvariantError(
@@ -79,7 +80,10 @@ def _slice_examples(split: Any, lang: str) -> tuple[Any, ...]:
 
 
 def order_slice_records(
-    split: Any, lang: str, records: Iterable[Mapping[str, Any]], decoding: Mapping[str, Any]
+    split: FormattedSplit,
+    lang: str,
+    records: Iterable[Mapping[str, Any]],
+    decoding: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
     """Check one slice's scoring records against the split and return them in split order.
 
@@ -115,7 +119,7 @@ def order_slice_records(
 
 
 def _check_record_fields(
-    record: Mapping[str, Any], example: Any, lang: str, decoding: Mapping[str, Any], where: str
+    record: Mapping[str, Any], example: Example, lang: str, decoding: Mapping[str, Any], where: str
 ) -> None:
     """Refuse a record whose language, prompt digest or decoding disagrees with the run."""
     if record.get("language") != lang:
@@ -163,12 +167,12 @@ def _short(value: Any) -> str:
 
 
 def _paired_slice(
-    split: Any,
+    split: FormattedSplit,
     arm: str,
     reference_slice: str,
     lang: str,
     scored: Mapping[str, list[dict[str, Any]]],
-    statistics: Any,
+    statistics: StatisticsConfig,
 ) -> dict[str, Any]:
     """The matched-cohort block of one target slice (``paired_slices.<lang>``).
 
@@ -236,12 +240,12 @@ def build_evaluation_report(
     model_identity: Any,
     adapter_identity: Any,
     config_sha256: str,
-    split: Any,
+    split: FormattedSplit,
     slices: Sequence[str],
     parser_version: str,
     decoding: Mapping[str, Any],
     records_by_slice: Mapping[str, Iterable[Mapping[str, Any]]],
-    statistics: Any,
+    statistics: StatisticsConfig,
     generation_artifacts: Mapping[str, str],
     complete: bool,
     ordered: bool = False,
@@ -549,7 +553,7 @@ def build_comparison_report(
     reference_report: Mapping[str, Any],
     candidate_records_by_slice: Mapping[str, Records],
     reference_records_by_slice: Mapping[str, Records],
-    statistics: Any,
+    statistics: StatisticsConfig,
     *,
     telemetry: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
