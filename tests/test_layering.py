@@ -145,6 +145,12 @@ def test_every_module_is_in_a_layer_or_on_top() -> None:
     assert tops == ["pytest_sommelier", "pytest_sommelier.cli"]
 
 
+def test_every_module_is_described_in_the_architecture_doc() -> None:
+    text = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    modules = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.rglob("*.py"))
+    assert [m for m in modules if f"`{m}`" not in text] == []
+
+
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     root = tmp_path / PACKAGE
     for rel, text in {"__init__.py": "", "core/__init__.py": "", "data/__init__.py": "",
