@@ -136,3 +136,17 @@ def resolve_local_path(ref: str, *, base_dir: Path | str | None = None) -> Path 
             where=repr(ref),
         )
     return None
+
+
+def check_local_kind(path: Path, *, field: str, adapter: bool, where: str | None = None) -> None:
+    """The one rule for what a local reference may be: a base model (or tokenizer) is a
+    directory or a ``.gguf`` file, an adapter is a directory; else ``SOM-SUITE-MODEL-KIND``."""
+    if path.is_dir() or (not adapter and path.is_file() and path.suffix == ".gguf"):
+        return
+    expected = "a PEFT adapter directory" if adapter else "a model directory or a .gguf file"
+    raise InputError(
+        "SOM-SUITE-MODEL-KIND",
+        f"{field} {str(path)!r} is not {expected}",
+        "point it at a directory (or, for a model or tokenizer, a .gguf file)",
+        where=where,
+    )

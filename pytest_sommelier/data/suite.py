@@ -38,7 +38,12 @@ from pytest_sommelier.core.types import (
     Suite,
 )
 from pytest_sommelier.data.digests import sha256_path
-from pytest_sommelier.data.references import is_hub_id, require_revision, resolve_pkg_path
+from pytest_sommelier.data.references import (
+    check_local_kind,
+    is_hub_id,
+    require_revision,
+    resolve_pkg_path,
+)
 from pytest_sommelier.data.split import first_schema_error, json_path_text
 from pytest_sommelier.errors import (
     EvaluationError,
@@ -431,12 +436,12 @@ def _resolve_reference(
             raise type(exc)(exc.code, message, exc.hint, where=where) from None
         except OSError as exc:  # e.g. a name too long for the file system
             raise _unusable_path(value, exc, field=field, where=where) from None
-        _check_local_kind(target, field=field, adapter=adapter, where=where)
+        check_local_kind(target, field=field, adapter=adapter, where=where)
         _refuse_revision(revision, revision_field, field, where)
         return value
     local = _local_path(value, folder, field=field, where=where)
     if local is not None:
-        _check_local_kind(local, field=field, adapter=adapter, where=where)
+        check_local_kind(local, field=field, adapter=adapter, where=where)
         _refuse_revision(revision, revision_field, field, where)
         return str(local)
     if is_hub_id(value):
@@ -505,19 +510,6 @@ def _inside(value: str, folder: Path, *, field: str, where: str) -> Path:
             where=where,
         )
     return path
-
-
-def _check_local_kind(path: Path, *, field: str, adapter: bool, where: str) -> None:
-    """A base model is a directory or a .gguf file; an adapter is a directory."""
-    if path.is_dir() or (not adapter and path.is_file() and path.suffix == ".gguf"):
-        return
-    expected = "a PEFT adapter directory" if adapter else "a model directory or a .gguf file"
-    raise InputError(
-        "SOM-SUITE-MODEL-KIND",
-        f"{field} {str(path)!r} is not {expected}",
-        "point it at a directory (or, for model.base, a .gguf file)",
-        where=where,
-    )
 
 
 def _refuse_revision(revision: str | None, revision_field: str, field: str, where: str) -> None:

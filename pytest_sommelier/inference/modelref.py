@@ -21,8 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.data.digests import sha256_files, sha256_path
-from pytest_sommelier.data.references import is_pkg_ref, require_revision, resolve_local_path
-from pytest_sommelier.errors import InputError, SommelierEnvironmentError
+from pytest_sommelier.data.references import (
+    check_local_kind,
+    is_pkg_ref,
+    require_revision,
+    resolve_local_path,
+)
+from pytest_sommelier.errors import SommelierEnvironmentError
 
 # Files that define a tokenizer in a folder (the union with the tokenizer's own
 # ``vocab_files_names`` is digested; weights and model configs are not part of it).
@@ -75,13 +80,7 @@ def load_tokenizer(
         source: str = ref
         kwargs["revision"] = revision
     elif local.is_file():
-        if local.suffix != ".gguf":
-            raise InputError(
-                "SOM-MODELREF-FILE-KIND",
-                f"a single-file reference must be a .gguf file, got {local.name!r}",
-                "give a .gguf file or a folder holding tokenizer files",
-                where=repr(ref),
-            )
+        check_local_kind(local, field="tokenizer", adapter=False, where=repr(ref))
         source = str(local.parent)
         kwargs["gguf_file"] = local.name
     else:

@@ -138,13 +138,7 @@ def resolve_base(model: ModelConfig, suite_dir: Path) -> BaseSource:
         )
         return BaseSource("hub", model.base, model.base, model.revision)
     if local.is_file():
-        if local.suffix != ".gguf":
-            raise InputError(
-                "SOM-BACKEND-MODEL-FILE",
-                f"model.base names the file {local.name!r}; only .gguf files load as one file",
-                "give a folder holding safetensors weights, a .gguf file or a hub id",
-                where="model.base",
-            )
+        references.check_local_kind(local, field="model.base", adapter=False, where="model.base")
         return BaseSource("gguf", model.base, str(local.resolve()), None)
     _require_safetensors(local, "model.base", "model")
     return BaseSource("directory", model.base, str(local.resolve()), None)
