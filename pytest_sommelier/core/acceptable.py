@@ -1,0 +1,236 @@
+"""``acceptable_call_match``: BFCL's acceptable-values rules for one call (pure, no I/O).
+
+A sixth metric, reported apart from the five exact ones and never instead of them. It is
+computed only for examples that carry ``acceptable_arguments`` (written by ``sommelier import
+bfcl``)::
+
+    {"language": "python" | "java" | "javascript",
+     "required": [argument names the function doc requires],
+     "arguments": {name: {"type": BFCL type name, "items_type": BFCL type name (arrays only),
+                          "values": [acceptable values; "" = may be left out]}}}
+
+The rules are a port of ``simple_function_checker`` in BFCL's
+``bfcl_eval/eval_checker/ast_eval/ast_checker.py`` (bfcl-eval 2026.3.23), applied to the parsed
+JSON call, point by point (see docs/metrics.md, "acceptable-values match"):
+
+1. the function name must equal the gold name;
+2. every argument the function doc requires must be present;
+3. every argument given must be one the possible answer lists (else "unexpected");
+4. type: the value's Python type must be the one BFCL maps the declared type to (``bool`` is
+   not ``int``), except that for Python an integer is accepted where a float is expected, and a
+   value of the type of the first non-``""`` acceptable value is accepted as a "variable"; for
+   arrays, each item is checked against the item type, one level deep;
+5. strings compare after BFCL's normalisation: spaces and ``,./-_*^`` removed, lower-cased,
+   ``'`` turned into ``"``; lists compare element-wise with their string elements normalised;
+   dicts compare key by key against each acceptable dict (values normalised when strings, no
+   deeper); lists of dicts compare dict by dict, in order; anything else by Python equality;
+6. every listed argument that is left out must have ``""`` among its acceptable values.
+
+For Java and JavaScript rows BFCL expects source-code strings and converts them; here the
+model writes JSON, so the same rules apply to the JSON values, without the int-for-float rule
+(which BFCL applies to Python only).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_sommelier.errors import InvariantError
+
+METRIC_NAME = "acceptable_call_match"
+METRIC_LABEL = "acceptable-values match (BFCL rules)"
+
+#: BFCL type name -> the Python type its checker expects (PYTHON_TYPE_MAPPING, plus the
+#: Java/JavaScript names of JAVA_TYPE_CONVERSION / JS_TYPE_CONVERSION for JSON values)
+PYTHON_TYPES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "float": float,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "object": dict,
+    "any": str,
+    "String": str,
+    "Boolean": bool,
+    "bool": bool,
+    "list": list,
+    "byte": int,
+    "short": int,
+    "long": int,
+    "Bigint": int,
+    "double": float,
+    "char": str,
+    "Array": list,
+    "ArrayList": list,
+    "Queue": list,
+    "Stack": list,
+    "HashMap": dict,
+    "Hashtable": dict,
+    "Any": str,
+}
+NESTED_TYPES = frozenset({"array", "tuple", "list", "Array", "ArrayList", "Queue", "Stack"})
+
+_STRIP = re.compile(r"[ \,\.\/\-\_\*\^]")
+
+
+def standardize_string(text: str) -> str:
+    """BFCL's string normalisation: drop spaces and ``,./-_*^``, lower-case, ``'`` -> ``"``."""
+    return _STRIP.sub("", text).lower().replace("'", '"')
+
+
+def _first_type(values: Any) -> type | None:
+    """The Python type of the first acceptable value that is not ``""`` (None if none)."""
+    for value in values:
+        if value != "":
+            return type(value)
+    return None
+
+
+def _type_check(value: Any, values: Any, expected: type, nested: type | None) -> tuple[bool, bool]:
+    """``(valid, is_variable)``: BFCL's type_checker (nested types one level deep)."""
+    answer_type = _first_type(values)
+    is_variable = answer_type is not None and answer_type is not expected
+    if type(value) is expected:
+        if nested is None:
+            return True, is_variable
+        for item in values:
+            if isinstance(item, list) and not all(
+                _type_check(element, item, nested, None)[0] for element in value
+            ):
+                continue
+            return True, is_variable
+        return False, False
+    if answer_type is not None and type(value) is answer_type:
+        return True, True
+    return False, False
+
+
+def _standardized(values: list[Any]) -> list[Any]:
+    return [standardize_string(v) if type(v) is str else v for v in values]
+
+
+def _list_ok(value: list[Any], values: list[Any]) -> bool:
+    """BFCL's list_checker: string elements normalised on both sides, then list equality."""
+    return _standardized(value) in [
+        _standardized(list(answer)) for answer in values if isinstance(answer, (list, str))
+    ]
+
+
+def _dict_ok(value: dict[str, Any], answers: list[Any]) -> bool:
+    """BFCL's dict_checker: some acceptable dict takes every given key (string values
+    normalised) and every key it lists without ``""`` is given."""
+    for answer in answers:
+        if not isinstance(answer, dict):  # "" (optional) or malformed data: accepts nothing
+            continue
+        if all(
+            key in answer
+            and isinstance(answer[key], list)
+            and (standardize_string(item) if type(item) is str else item)
+            in _standardized(answer[key])
+            for key, item in value.items()
+        ) and all(key in value or "" in options for key, options in answer.items()):
+            return True
+    return False
+
+
+def _list_dict_ok(value: list[Any], answers: list[Any]) -> bool:
+    """BFCL's list_dict_checker: same length, each dict accepted by the answer's dict there."""
+    for answer in answers:
+        if not isinstance(answer, (list, str)) or len(value) != len(answer):
+            continue
+        if all(
+            isinstance(item, dict) and _dict_ok(item, [answer[i]]) for i, item in enumerate(value)
+        ):
+            return True
+    return False
+
+
+def _argument_ok(value: Any, entry: Mapping[str, Any], language: str) -> bool:
+    """One given argument against its acceptable entry (rules 4 and 5)."""
+    declared = entry["type"]
+    values = entry["values"]
+    expected = PYTHON_TYPES[declared]
+    nested = None
+    if declared in NESTED_TYPES:
+        nested = PYTHON_TYPES[entry["items_type"]]
+    if language == "python" and declared == "float" and type(value) is int:
+        value = float(value)
+    valid, is_variable = _type_check(value, values, expected, nested)
+    if not valid:
+        return False
+    if not is_variable:
+        if expected is dict:
+            return _dict_ok(value, values)
+        if expected is list and nested is dict:
+            return _list_dict_ok(value, values)
+        if expected is str:
+            return standardize_string(value) in [
+                standardize_string(v) for v in values if type(v) is str
+            ]
+        if expected is list:
+            return _list_ok(value, values)
+    return value in values
+
+
+def call_acceptable(call: Mapping[str, Any], gold_name: str, acceptable: Mapping[str, Any]) -> bool:
+    """True when ``call`` is accepted under BFCL's rules (rules 1 to 6 of the module doc)."""
+    if call["name"] != gold_name:
+        return False
+    given = call["arguments"]
+    listed = acceptable["arguments"]
+    if any(name not in given for name in acceptable["required"]):
+        return False
+    language = acceptable["language"]
+    for name, value in given.items():
+        if name not in listed or not _argument_ok(value, listed[name], language):
+            return False
+    return all(name in given or "" in entry["values"] for name, entry in listed.items())
+
+
+def check_acceptable(acceptable: Any, where: str) -> Mapping[str, Any]:
+    """Check the shape of an ``acceptable_arguments`` value; InvariantError naming ``where``."""
+    ok = (
+        isinstance(acceptable, Mapping)
+        and acceptable.get("language") in ("python", "java", "javascript")
+        and isinstance(acceptable.get("required"), list)
+        and isinstance(acceptable.get("arguments"), Mapping)
+        and all(
+            isinstance(entry, Mapping)
+            and entry.get("type") in PYTHON_TYPES
+            and isinstance(entry.get("values"), list)
+            and (entry["type"] not in NESTED_TYPES or entry.get("items_type") in PYTHON_TYPES)
+            for entry in acceptable["arguments"].values()
+        )
+    )
+    if not ok:
+        raise InvariantError(
+            "SOM-METRIC-BAD-ACCEPTABLE",
+            "acceptable_arguments is not {language, required, arguments: {name: {type, "
+            "values}}} with known BFCL type names",
+            "re-create the prepared file with sommelier import bfcl",
+            where=where,
+        )
+    return acceptable
+
+
+def acceptable_component(record: Mapping[str, Any]) -> tuple[int, int]:
+    """``(numerator, denominator)`` of ``acceptable_call_match`` for one record.
+
+    ``(0, 0)`` when the record carries no ``acceptable_arguments`` (it is not counted);
+    otherwise denominator 1 and numerator 1 exactly when the parsed call is accepted. A parse
+    failure (no parsed call) is ``(0, 1)``: it stays in the denominator, as in the five.
+    """
+    acceptable = record.get("acceptable_arguments")
+    if acceptable is None:
+        return 0, 0
+    where = f"example {record.get('example_id', '<unknown>')}"
+    check_acceptable(acceptable, where)
+    parsed = record.get("parsed_call")
+    if parsed is None:
+        return 0, 1
+    return int(call_acceptable(parsed, record["gold_call"]["name"], acceptable)), 1

@@ -1,0 +1,161 @@
+"""A taxonomy of misses: one primary category per example that is not a full-call exact match.
+
+Pure functions over the same records the metrics read (``parse_status``, ``parsed_call``,
+``gold_call``). A *miss* is an example whose ``full_call_exact_match`` component is 0; each miss
+gets exactly one category, the first that applies in this order:
+
+1. ``parse_no_json`` / ``parse_invalid_json`` / ``parse_invalid_shape``: the parse status;
+2. ``wrong_function``: parsed, but the name differs from the gold name;
+3. ``missing_argument``: a gold (top-level) argument is absent;
+4. ``unexpected_argument``: an argument the gold call does not have is present;
+5. ``wrong_type``: same argument names, and some value has another JSON type than the gold at
+   the same path (``"2"`` for ``2``, ``2.0`` for ``2``, ``[..]`` for ``".."``), looking inside
+   objects (shared keys) and arrays (shared indexes);
+6. ``wrong_value``: everything else (same names, same types, different values).
+
+Besides, ``value_language_mismatch`` flags a miss of a *translated* example where some string
+value is written in another script than the gold value at the same path (e.g. a Hebrew city
+name where the gold is in Latin letters): the value kept the user's language. Scripts are read
+from Unicode character names (``LATIN``, ``HEBREW``, ``CYRILLIC``, ``CJK`` ...): a string's
+script is the one most of its letters belong to; strings without letters have none.
+
+Invariant: over any records, the category counts sum to the number of misses exactly.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pytest_sommelier.metrics import example_components
+
+MISS_CATEGORIES: tuple[str, ...] = (
+    "parse_no_json",
+    "parse_invalid_json",
+    "parse_invalid_shape",
+    "wrong_function",
+    "missing_argument",
+    "unexpected_argument",
+    "wrong_type",
+    "wrong_value",
+)
+LANGUAGE_FLAG = "value_language_mismatch"
+
+
+def json_kind(value: Any) -> str:
+    """The JSON type of a decoded value (``integer`` and ``number`` kept apart, as the strict
+    metrics do: ``1`` is not ``1.0``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _aligned(gold: Any, predicted: Any) -> Iterable[tuple[Any, Any]]:
+    """Pairs of values at the same path in both (objects by shared key, arrays by shared
+    index), the pair itself first. Iterative, so depth never recurses."""
+    pending = [(gold, predicted)]
+    while pending:
+        left, right = pending.pop()
+        yield left, right
+        if isinstance(left, dict) and isinstance(right, dict):
+            pending.extend((left[key], right[key]) for key in left.keys() & right.keys())
+        elif isinstance(left, list) and isinstance(right, list):
+            pending.extend(zip(left, right, strict=False))
+
+
+def _type_differs(gold: dict[str, Any], predicted: dict[str, Any]) -> bool:
+    return any(json_kind(g) != json_kind(p) for g, p in _aligned(gold, predicted))
+
+
+def miss_category(record: Mapping[str, Any]) -> str | None:
+    """The primary miss category of one record, or None when it is a full-call exact match.
+
+    The record is checked as the metrics check it (InvariantError for a self-contradicting one).
+    """
+    components = example_components(record)
+    if components[-1][0] == 1:
+        return None
+    parsed = record.get("parsed_call")
+    if parsed is None:
+        return f"parse_{record['parse_status']}"
+    gold = record["gold_call"]
+    if parsed["name"] != gold["name"]:
+        return "wrong_function"
+    gold_args, given = gold["arguments"], parsed["arguments"]
+    if any(name not in given for name in gold_args):
+        return "missing_argument"
+    if any(name not in gold_args for name in given):
+        return "unexpected_argument"
+    if _type_differs(gold_args, given):
+        return "wrong_type"
+    return "wrong_value"
+
+
+def script_of(text: str) -> str | None:
+    """The script most letters of ``text`` belong to (first word of the Unicode character
+    name: ``LATIN``, ``HEBREW``, ``CJK`` ...), None when it has no letters. Ties go to the
+    alphabetically first script, so the result is deterministic."""
+    counts: Counter[str] = Counter()
+    for char in text:
+        if unicodedata.category(char).startswith("L"):
+            name = unicodedata.name(char, "")
+            counts[name.split(" ")[0] if name else "UNKNOWN"] += 1
+    if not counts:
+        return None
+    best = max(counts.values())
+    return min(script for script, count in counts.items() if count == best)
+
+
+def value_language_mismatch(record: Mapping[str, Any]) -> bool:
+    """True when some string value of the parsed call is in another script than the gold
+    string at the same path (both having letters). False for parse failures and hits."""
+    parsed = record.get("parsed_call")
+    if parsed is None:
+        return False
+    for gold, given in _aligned(record["gold_call"]["arguments"], parsed["arguments"]):
+        if isinstance(gold, str) and isinstance(given, str) and gold != given:
+            gold_script, given_script = script_of(gold), script_of(given)
+            if gold_script and given_script and gold_script != given_script:
+                return True
+    return False
+
+
+def miss_fields(record: Mapping[str, Any], *, translated: bool) -> dict[str, Any]:
+    """The fields a generation record carries: ``miss_category`` (None for a hit) and, for a
+    translated example's miss, ``value_language_mismatch``."""
+    category = miss_category(record)
+    fields: dict[str, Any] = {"miss_category": category}
+    if translated:
+        fields[LANGUAGE_FLAG] = category is not None and value_language_mismatch(record)
+    return fields
+
+
+def miss_counts(records: Iterable[Mapping[str, Any]], *, translated: bool) -> dict[str, Any]:
+    """``{misses, categories: {category: count, every category listed}, value_language_mismatch
+    (translated slices only)}``. Invariant: ``sum(categories.values()) == misses``."""
+    categories = dict.fromkeys(MISS_CATEGORIES, 0)
+    flagged = 0
+    misses = 0
+    for record in records:
+        fields = miss_fields(record, translated=translated)
+        if fields["miss_category"] is None:
+            continue
+        misses += 1
+        categories[fields["miss_category"]] += 1
+        flagged += int(fields.get(LANGUAGE_FLAG, False))
+    result: dict[str, Any] = {"misses": misses, "categories": categories}
+    if translated:
+        result[LANGUAGE_FLAG] = flagged
+    return result
