@@ -372,7 +372,7 @@ def test_first_acceptable(values):
     ],
 )
 def test_real_bfcl_v4(category, converted, skipped):
-    from pytest_sommelier.formatting import validate_prepared_row
+    from pytest_sommelier.data.formatting import validate_prepared_row
 
     result = import_category(locate_source(REAL_WHEEL), category)
     assert len(result.rows) == converted

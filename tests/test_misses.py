@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_sommelier.core.metrics import example_components
 from pytest_sommelier.core.misses import (
     LANGUAGE_FLAG,
     MISS_CATEGORIES,
@@ -19,7 +20,6 @@ from pytest_sommelier.core.misses import (
     value_language_mismatch,
 )
 from pytest_sommelier.errors import InvariantError
-from pytest_sommelier.metrics import example_components
 
 GOLD = {"name": "book", "arguments": {"city": "Paris", "people": 2, "opts": {"late": True}}}
 

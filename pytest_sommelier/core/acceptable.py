@@ -34,8 +34,10 @@ model writes JSON, so the same rules apply to the JSON values, without the int-f
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from pytest_sommelier.errors import InvariantError
 
@@ -73,6 +75,7 @@ PYTHON_TYPES: dict[str, type] = {
     "Hashtable": dict,
     "Any": str,
 }
+LANGUAGES = ("python", "java", "javascript")
 NESTED_TYPES = frozenset({"array", "tuple", "list", "Array", "ArrayList", "Queue", "Stack"})
 
 _STRIP = re.compile(r"[ \,\.\/\-\_\*\^]")
@@ -192,26 +195,43 @@ def call_acceptable(call: Mapping[str, Any], gold_name: str, acceptable: Mapping
     return all(name in given or "" in entry["values"] for name, entry in listed.items())
 
 
+def acceptable_shape_error(acceptable: Any) -> str | None:
+    """Why ``acceptable`` is not ``{language, required, arguments: {name: {type, values,
+    items_type?}}}`` with known BFCL type names (None when it is)."""
+    if not isinstance(acceptable, Mapping):
+        return "must be an object {language, required, arguments}"
+    unknown = sorted(set(acceptable) - {"language", "required", "arguments"})
+    if unknown:
+        return f"unknown key {unknown[0]!r}"
+    if acceptable.get("language") not in LANGUAGES:
+        return f"language must be one of {', '.join(LANGUAGES)}"
+    required = acceptable.get("required")
+    if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+        return "required must be a list of argument names"
+    arguments = acceptable.get("arguments")
+    if not isinstance(arguments, Mapping):
+        return "arguments must be an object {name: {type, values}}"
+    for name, entry in arguments.items():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("values"), list):
+            return f"arguments[{name!r}] must be {{type, values: [...]}}"
+        extra = sorted(set(entry) - {"type", "items_type", "values"})
+        if extra:
+            return f"arguments[{name!r}] has unknown key {extra[0]!r}"
+        if entry.get("type") not in PYTHON_TYPES:
+            return f"arguments[{name!r}].type {entry.get('type')!r} is not a BFCL type name"
+        if entry["type"] in NESTED_TYPES and entry.get("items_type") not in PYTHON_TYPES:
+            return f"arguments[{name!r}].items_type must name the item type of an array"
+    return None
+
+
 def check_acceptable(acceptable: Any, where: str) -> Mapping[str, Any]:
-    """Check the shape of an ``acceptable_arguments`` value; InvariantError naming ``where``."""
-    ok = (
-        isinstance(acceptable, Mapping)
-        and acceptable.get("language") in ("python", "java", "javascript")
-        and isinstance(acceptable.get("required"), list)
-        and isinstance(acceptable.get("arguments"), Mapping)
-        and all(
-            isinstance(entry, Mapping)
-            and entry.get("type") in PYTHON_TYPES
-            and isinstance(entry.get("values"), list)
-            and (entry["type"] not in NESTED_TYPES or entry.get("items_type") in PYTHON_TYPES)
-            for entry in acceptable["arguments"].values()
-        )
-    )
-    if not ok:
+    """``acceptable`` after :func:`acceptable_shape_error` found nothing; InvariantError naming
+    ``where`` otherwise (a formatted split is checked on load, so this is a broken record)."""
+    problem = acceptable_shape_error(acceptable)
+    if problem is not None:
         raise InvariantError(
             "SOM-METRIC-BAD-ACCEPTABLE",
-            "acceptable_arguments is not {language, required, arguments: {name: {type, "
-            "values}}} with known BFCL type names",
+            f"acceptable_arguments: {problem}",
             "re-create the prepared file with sommelier import bfcl",
             where=where,
         )
@@ -234,3 +254,31 @@ def acceptable_component(record: Mapping[str, Any]) -> tuple[int, int]:
     if parsed is None:
         return 0, 1
     return int(call_acceptable(parsed, record["gold_call"]["name"], acceptable)), 1
+
+
+def carries_acceptable(records: Iterable[Mapping[str, Any]]) -> bool:
+    """True when any record carries ``acceptable_arguments`` (the metric is then reported)."""
+    return any(record.get("acceptable_arguments") is not None for record in records)
+
+
+def acceptable_metric(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{value, numerator, denominator}`` of ``acceptable_call_match`` over ``records``:
+    the sums of :func:`acceptable_component` (value None when the denominator is 0)."""
+    numerator = denominator = 0
+    for record in records:
+        num, den = acceptable_component(record)
+        numerator += num
+        denominator += den
+    return {
+        "value": numerator / denominator if denominator else None,
+        "numerator": numerator,
+        "denominator": denominator,
+    }
+
+
+def acceptable_arrays(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """Numerators and denominators as two int64 arrays of shape ``(len(records), 1)``: the
+    column the paired bootstrap appends after the five."""
+    rows = [acceptable_component(record) for record in records]
+    array = np.array(rows, dtype=np.int64).reshape(len(rows), 2)
+    return array[:, :1].copy(), array[:, 1:].copy()

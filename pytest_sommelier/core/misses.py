@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pytest_sommelier.metrics import example_components
+from pytest_sommelier.core.metrics import example_components
 
 MISS_CATEGORIES: tuple[str, ...] = (
     "parse_no_json",

@@ -39,6 +39,7 @@ from typing import Any
 import jsonschema
 
 from pytest_sommelier.core.acceptable import call_acceptable
+from pytest_sommelier.data.atomic import write_atomic
 from pytest_sommelier.errors import InputError
 
 #: single-call categories and the programming language BFCL scores them in
@@ -568,8 +569,6 @@ def import_bfcl(
     written unless every category converted. Ids stay unique across categories (BFCL's ids
     carry the category name).
     """
-    from pytest_sommelier.artifacts import atomic_write_text
-
     if not categories:
         raise InputError(
             "SOM-BFCL-CATEGORY", "no category given", "pass --category NAME", where="--category"
@@ -583,5 +582,5 @@ def import_bfcl(
         raise InputError(
             "SOM-BFCL-EMPTY", "no row converted", "see the skipped rows", where=located.label
         )
-    atomic_write_text(Path(out), "".join(prepared_line(row) + "\n" for row in rows))
+    write_atomic(out, (prepared_line(row) + "\n" for row in rows))
     return results
