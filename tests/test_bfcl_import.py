@@ -103,7 +103,7 @@ def _read(path: Path) -> list[dict[str, Any]]:
 def test_types_converted_keywords_kept_gold_and_acceptable(tmp_path):
     data = _write(tmp_path / "data", "simple_python", *_pairs(1))
     out = tmp_path / "out.jsonl"
-    (result,) = import_bfcl(["simple_python"], data, out)
+    (result,) = import_bfcl(["simple_python"], data, out).categories
     assert result.skipped == []
     (row,) = _read(out)
     assert set(row) == {
@@ -154,7 +154,7 @@ def test_gold_not_validating_is_reported_and_skipped(tmp_path):
     bad_a["ground_truth"][0]["geometry.triangle_area"]["unit"] = [True]  # string-typed
     data = _write(tmp_path / "data", "simple_python", [good_q, bad_q], [good_a, bad_a])
     out = tmp_path / "out.jsonl"
-    (result,) = import_bfcl(["simple_python"], data, out)
+    (result,) = import_bfcl(["simple_python"], data, out).categories
     assert [row["example_id"] for row in _read(out)] == ["simple_python_0"]
     (skipped,) = result.skipped
     assert skipped.example_id == "simple_python_1" and skipped.reason == "gold_invalid"
@@ -165,7 +165,7 @@ def test_optional_first_empty_left_out_and_off_type_value_noted(tmp_path):
     question, answer = _row(0)
     answer["ground_truth"][0]["geometry.triangle_area"]["unit"] = ["", True]
     data = _write(tmp_path / "data", "simple_python", [question], [answer])
-    (result,) = import_bfcl(["simple_python"], data, tmp_path / "out.jsonl")
+    (result,) = import_bfcl(["simple_python"], data, tmp_path / "out.jsonl").categories
     (row,) = result.rows
     assert "unit" not in row["gold_call"]["arguments"]
     (note,) = result.notes
@@ -179,7 +179,7 @@ def test_system_turn_and_undeclared_parameter_skipped(tmp_path):
     a1["ground_truth"][0]["geometry.triangle_area"]["colour"] = ["red"]
     q2, a2 = _row(2)
     data = _write(tmp_path / "data", "live_simple", [q0, q1, q2], [a0, a1, a2])
-    (result,) = import_bfcl(["live_simple"], data, tmp_path / "out.jsonl")
+    (result,) = import_bfcl(["live_simple"], data, tmp_path / "out.jsonl").categories
     assert [s.reason for s in result.skipped] == ["system_message", "undeclared_parameter"]
     assert [row["example_id"] for row in result.rows] == ["simple_python_2"]
 
@@ -203,7 +203,7 @@ def _wheel(tmp_path: Path, questions: list, answers: list) -> Path:
 
 def test_reads_the_wheel_file_itself(tmp_path):
     wheel = _wheel(tmp_path, *_pairs(2))
-    (result,) = import_bfcl(["multiple"], wheel, tmp_path / "out.jsonl")
+    (result,) = import_bfcl(["multiple"], wheel, tmp_path / "out.jsonl").categories
     assert len(result.rows) == 2
 
 
@@ -221,7 +221,7 @@ def test_installed_package_found_without_importing_it(tmp_path, monkeypatch):
     (package / "__init__.py").write_text("raise RuntimeError('bfcl_eval code was imported')\n")
     _write(package / "data", "multiple", *_pairs(1))
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    (result,) = import_bfcl(["multiple"], None, tmp_path / "out.jsonl")
+    (result,) = import_bfcl(["multiple"], None, tmp_path / "out.jsonl").categories
     assert len(result.rows) == 1
     import sys
 
@@ -231,11 +231,11 @@ def test_installed_package_found_without_importing_it(tmp_path, monkeypatch):
 # ------------------------------------------------ bad input: one line, nothing written
 
 
-def _refused(tmp_path, categories, source, code: str) -> str:
+def _refused(tmp_path, categories, source, code: str, **options: Any) -> str:
     out = tmp_path / "out.jsonl"
     out.write_text("previous\n")
     with pytest.raises(InputError) as info:
-        import_bfcl(categories, source, out)
+        import_bfcl(categories, source, out, **options)
     assert info.value.code == code
     assert out.read_text() == "previous\n"  # nothing written
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out")) == []
@@ -400,3 +400,17 @@ def test_real_simple_javascript_refused_for_its_empty_type_name():
     assert info.value.code == "SOM-BFCL-TYPE"
     assert "BFCL_v4_simple_javascript.json:24" in str(info.value)
     assert "options.properties.issuer.type" in str(info.value)
+
+
+def test_seeded_sample_keeps_file_order_and_is_reproducible(tmp_path):
+    data = _write(tmp_path / "data", "simple_python", *_pairs(10))
+    first = import_bfcl(["simple_python"], data, tmp_path / "a.jsonl", sample=4, seed=3)
+    import_bfcl(["simple_python"], data, tmp_path / "b.jsonl", sample=4, seed=3)
+    assert first.written == 4 and len(first.categories[0].rows) == 10
+    ids = [row["example_id"] for row in _read(tmp_path / "a.jsonl")]
+    assert ids == [row["example_id"] for row in _read(tmp_path / "b.jsonl")]
+    assert ids == sorted(ids, key=lambda i: int(i.rsplit("_", 1)[1])) and len(set(ids)) == 4
+    other = import_bfcl(["simple_python"], data, tmp_path / "c.jsonl", sample=4, seed=4)
+    assert other.written == 4
+    assert import_bfcl(["simple_python"], data, tmp_path / "d.jsonl", sample=99).written == 10
+    _refused(tmp_path, ["simple_python"], data, "SOM-BFCL-SAMPLE", sample=0)

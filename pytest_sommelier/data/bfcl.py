@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -110,6 +111,14 @@ class CategoryResult:
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[Skipped] = field(default_factory=list)
     """Converted rows with an acceptable value outside its declared type (kept, reported)."""
+
+
+@dataclass
+class ImportOutcome:
+    """What ``import_bfcl`` did: each category's result and the number of rows written."""
+
+    categories: list[CategoryResult]
+    written: int
 
 
 # ---------------------------------------------------------------- finding the data
@@ -560,10 +569,32 @@ def prepared_line(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False, allow_nan=False)
 
 
+def sample_rows(rows: list[dict[str, Any]], sample: int | None, seed: int) -> list[dict[str, Any]]:
+    """``sample`` rows drawn without replacement with ``random.Random(seed)``, in their original
+    order (all rows when ``sample`` is None or not smaller than their number)."""
+    if sample is None or sample >= len(rows):
+        return list(rows)
+    if sample <= 0:
+        raise InputError(
+            "SOM-BFCL-SAMPLE",
+            f"--sample {sample} is not positive",
+            "give a positive number of rows",
+            where="--sample",
+        )
+    chosen = sorted(random.Random(seed).sample(range(len(rows)), sample))
+    return [rows[index] for index in chosen]
+
+
 def import_bfcl(
-    categories: Sequence[str], source: str | Path | None, out: str | Path
-) -> list[CategoryResult]:
-    """Convert ``categories`` from ``source`` and write all rows to ``out`` atomically.
+    categories: Sequence[str],
+    source: str | Path | None,
+    out: str | Path,
+    *,
+    sample: int | None = None,
+    seed: int = 13,
+) -> ImportOutcome:
+    """Convert ``categories`` from ``source`` and write all rows to ``out`` atomically
+    (a seeded sample of ``sample`` of them when given: see :func:`sample_rows`).
 
     Every category is checked (parallel ones refused) before any file is read; nothing is
     written unless every category converted. Ids stay unique across categories (BFCL's ids
@@ -577,10 +608,10 @@ def import_bfcl(
         check_category(category)
     located = locate_source(source)
     results = [import_category(located, category) for category in dict.fromkeys(categories)]
-    rows = [row for result in results for row in result.rows]
+    rows = sample_rows([row for result in results for row in result.rows], sample, seed)
     if not rows:
         raise InputError(
             "SOM-BFCL-EMPTY", "no row converted", "see the skipped rows", where=located.label
         )
     write_atomic(out, (prepared_line(row) + "\n" for row in rows))
-    return results
+    return ImportOutcome(results, len(rows))
