@@ -162,6 +162,48 @@ def _add_compare_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=cmd_compare)
 
 
+def cmd_import_bfcl(args: argparse.Namespace) -> int:
+    """``sommelier import bfcl``: BFCL single-call categories -> prepared examples (atomic)."""
+    from pytest_sommelier.data.bfcl import import_bfcl
+
+    outcome = import_bfcl(args.category, args.source, args.out, sample=args.sample, seed=args.seed)
+    for result in outcome.categories:
+        print(f"{result.category}: {len(result.rows)} converted, {len(result.skipped)} skipped")
+        for kind, items in (("skipped", result.skipped), ("note", result.notes)):
+            for item in items:
+                print(f"  {kind} {item.example_id} ({item.reason}): {item.detail} [{item.where}]")
+    print(f"wrote {outcome.written} prepared rows to {args.out}")
+    return 0
+
+
+def _add_import_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier import bfcl``."""
+    parser = subparsers.add_parser(
+        "import",
+        help="import a standard benchmark as prepared examples",
+        description="Import a standard benchmark's data as prepared examples for sommelier "
+        "format.",
+    )
+    sources = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    bfcl = sources.add_parser(
+        "bfcl",
+        help="Berkeley Function Calling Leaderboard v4, single-call categories",
+        description="Convert BFCL v4 single-call categories (questions + possible answers) to "
+        "prepared examples with acceptable_arguments; rows that cannot be converted faithfully "
+        "are reported and skipped. BFCL's code is never imported. See docs/benchmarks.md.",
+    )
+    bfcl.add_argument(
+        "--category", action="append", required=True, help="e.g. simple_python (repeatable)"
+    )
+    bfcl.add_argument(
+        "--source", default=None, help="bfcl_eval wheel or data folder (default: installed)"
+    )
+    bfcl.add_argument("--sample", type=int, default=None, help="a seeded sample of N rows")
+    bfcl.add_argument("--seed", type=int, default=13, help="seed of --sample (default 13)")
+    bfcl.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
+    bfcl.set_defaults(handler=cmd_import_bfcl)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sommelier`` argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
@@ -171,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format_parser(subparsers)
     _add_rescore_parser(subparsers)
     _add_compare_parser(subparsers)
+    _add_import_parser(subparsers)
     return parser
 
 

@@ -156,6 +156,7 @@ def test_evaluation_report_fields_and_metrics(split) -> None:
         "paired_slices",
         "language_gaps",
         "metrics",
+        "misses",
         "complete",
     }
     assert result["schema_version"] == "sommelier.evaluation_report.v1"

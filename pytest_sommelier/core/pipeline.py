@@ -18,6 +18,7 @@ from typing import Any
 from pytest_sommelier.core.canonical import sha256_json, sha256_text
 from pytest_sommelier.core.gates import evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
+from pytest_sommelier.core.misses import LANGUAGE_FLAG, miss_fields
 from pytest_sommelier.core.parse import PARSER_VERSION, parse_tool_call
 from pytest_sommelier.core.reports import (
     build_comparison_report,
@@ -165,19 +166,31 @@ def is_exact(record: GenerationRecord, gold_call: Mapping[str, Any]) -> bool:
 
 
 def rescored(records: list[dict], split: FormattedSplit) -> list[dict]:
-    """Scoring records: the parse re-derived from ``raw_text`` plus the example's gold call."""
+    """Scoring records: the parse re-derived from ``raw_text`` plus the example's gold call
+    (and its ``acceptable_arguments`` when it has them).
+
+    Each generation record given also gets its ``miss_category`` (and, in a non-reference
+    slice, ``value_language_mismatch``): the one place a record learns its category, so the
+    written ``generations.<slice>.jsonl`` and the drilldown agree (core.misses)."""
     by_id = {example.example_id: example for example in split.examples}
+    reference = next(iter(split.slices), None)
     out = []
     for record in records:
+        example = by_id[record["example_id"]]
         parsed_call, status = parse_tool_call(record["raw_text"])
-        out.append(
-            {
-                **record,
-                "parsed_call": parsed_call,
-                "parse_status": status,
-                "gold_call": by_id[record["example_id"]].gold_call,
-            }
-        )
+        scoring = {
+            **record,
+            "parsed_call": parsed_call,
+            "parse_status": status,
+            "gold_call": example.gold_call,
+        }
+        if example.acceptable_arguments is not None:
+            scoring["acceptable_arguments"] = example.acceptable_arguments
+        fields = miss_fields(scoring, translated=example.language != reference)
+        record.pop(LANGUAGE_FLAG, None)
+        record.update(fields)
+        scoring.update(fields)
+        out.append(scoring)
     return out
 
 

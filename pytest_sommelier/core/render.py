@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
+from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     argument_diff_paths,
     canonical_json,
     example_components,
 )
+from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.parse import STATUS_OK
 
 SHORT = {
@@ -62,6 +65,46 @@ def metrics_lines(arm_reports: Mapping[str, dict]) -> list[str]:
     return _table(header, rows)
 
 
+def acceptable_lines(arm_reports: Mapping[str, dict]) -> list[str]:
+    """``acceptable_call_match`` per arm and slice, apart from the five (none when no arm
+    reports it): value and numerator/denominator."""
+    rows = []
+    for arm, report in arm_reports.items():
+        if ACCEPTABLE not in report["metrics"]:
+            continue
+        blocks = [(lang, block["metrics"]) for lang, block in report["slices"].items()]
+        for name, metrics in [*blocks, ("overall", report["metrics"])]:
+            metric = metrics[ACCEPTABLE]
+            count = f"{metric['numerator']}/{metric['denominator']}"
+            rows.append([arm, name, fmt(metric["value"]), count])
+    if not rows:
+        return []
+    return [
+        f"{ACCEPTABLE_LABEL}:",
+        *("  " + line for line in _table(["arm", "slice", "value", "hits/n"], rows)),
+    ]
+
+
+def miss_category_lines(arm_reports: Mapping[str, dict]) -> list[str]:
+    """The misses of each arm and slice by category (core.misses), nonzero categories only."""
+    rows = []
+    for arm, report in arm_reports.items():
+        slices = [(lang, block.get("misses")) for lang, block in report["slices"].items()]
+        for name, block in [*slices, ("overall", report.get("misses"))]:
+            if not block:
+                continue
+            counts = [f"{k} {v}" for k, v in block["categories"].items() if v]
+            if block.get(LANGUAGE_FLAG):
+                counts.append(f"({LANGUAGE_FLAG} {block[LANGUAGE_FLAG]})")
+            rows.append([arm, name, str(block["misses"]), ", ".join(counts) or "-"])
+    if not rows:
+        return []
+    return [
+        "misses by category:",
+        *("  " + line for line in _table(["arm", "slice", "misses", "categories"], rows)),
+    ]
+
+
 def comparison_lines(
     comparison_reports: Mapping[str, dict], errors: Mapping[str, str]
 ) -> list[str]:
@@ -75,6 +118,12 @@ def comparison_lines(
         for lang in report.get("slices", {}):
             rows.append([lang, *[_delta_cell(report, lang, m) for m in METRIC_NAMES]])
         lines.extend("  " + line for line in _table(header, rows))
+        if ACCEPTABLE in report["deltas"]:
+            cells = [f"overall {_delta_cell(report, None, ACCEPTABLE)}"]
+            cells += [
+                f"{lang} {_delta_cell(report, lang, ACCEPTABLE)}" for lang in report["slices"]
+            ]
+            lines.append(f"  {ACCEPTABLE_LABEL}: {'; '.join(cells)}")
         mcnemar = report.get("mcnemar")
         if mcnemar:
             lines.append(
@@ -134,6 +183,9 @@ def describe_miss(record: Mapping[str, Any], gold_call: Mapping[str, Any]) -> st
     """A few lines explaining a miss: the gold call, the parsed call (or the raw text when it
     did not parse), and the argument paths that differ."""
     lines = [f"{record['arm']}::{record['language']}::{record['example_id']}"]
+    if record.get("miss_category"):
+        flag = " (value_language_mismatch)" if record.get(LANGUAGE_FLAG) else ""
+        lines.append(f"  category: {record['miss_category']}{flag}")
     lines.append(f"  gold:   {canonical_json(gold_call)}")
     if record["parse_status"] == STATUS_OK:
         parsed = record["parsed_call"]
@@ -157,6 +209,44 @@ def _md_table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out.extend("| " + " | ".join(row) + " |" for row in rows)
     return out
+
+
+def _acceptable_markdown(report: Mapping[str, Any]) -> list[str]:
+    """The sixth metric's deltas and intervals, apart from the five (none when absent)."""
+    if ACCEPTABLE not in report["deltas"]:
+        return []
+    lines = [
+        "",
+        f"## {ACCEPTABLE_LABEL}",
+        "",
+        f"`{ACCEPTABLE}`: reported beside the five strict metrics, never instead of them.",
+        "",
+    ]
+    rows = [
+        [
+            lang or "overall",
+            fmt(block["deltas"].get(ACCEPTABLE), True),
+            fmt_interval(block["ci95"]["intervals"].get(ACCEPTABLE)),
+        ]
+        for lang, block in [(None, report), *report.get("slices", {}).items()]
+    ]
+    return lines + _md_table(["slice", "delta", "interval"], rows)
+
+
+def _misses_markdown(report: Mapping[str, Any]) -> list[str]:
+    """Misses by category per arm and slice (the comparison report's ``misses`` block)."""
+    misses = report.get("misses")
+    if not misses:
+        return []
+    rows = []
+    for arm, block in misses.items():
+        for name, counts in [*block["slices"].items(), ("overall", block["overall"])]:
+            cells = [f"{k} {v}" for k, v in counts["categories"].items() if v]
+            if counts.get(LANGUAGE_FLAG):
+                cells.append(f"({LANGUAGE_FLAG} {counts[LANGUAGE_FLAG]})")
+            rows.append([arm, name, str(counts["misses"]), ", ".join(cells) or "-"])
+    table = _md_table(["arm", "slice", "misses", "categories"], rows)
+    return ["", "## Misses by category", "", *table]
 
 
 def comparison_markdown(report: Mapping[str, Any]) -> str:
@@ -185,6 +275,7 @@ def comparison_markdown(report: Mapping[str, Any]) -> str:
                 ]
             )
     lines.extend(_md_table(header, rows))
+    lines += _acceptable_markdown(report) + _misses_markdown(report)
     mcnemar = report.get("mcnemar")
     if mcnemar:
         lines += [
@@ -279,6 +370,7 @@ def run_summary_lines(
         )
     lines.append(("", {}))
     lines += [(line, {}) for line in metrics_lines(outcome.arm_reports)]
+    lines += [(line, {}) for line in acceptable_lines(outcome.arm_reports)]
     comparisons = comparison_lines(outcome.comparison_reports, outcome.comparison_errors)
     if comparisons:
         lines.append(("", {}))
@@ -288,6 +380,10 @@ def run_summary_lines(
         lines.append(("", {}))
         lines.append(("language gaps, matched pairs (full_call_exact_match):", {}))
         lines += [("  " + line, {}) for line in gaps]
+    categories = miss_category_lines(outcome.arm_reports)
+    if categories:
+        lines.append(("", {}))
+        lines += [(line, {}) for line in categories]
     lines.append(("", {}))
     for line in gate_lines(outcome.verdict):
         colour = {"PASS": "green", "FAIL": "red"}.get(line.split(" ", 1)[0])

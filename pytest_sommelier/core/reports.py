@@ -21,8 +21,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from pytest_sommelier.core import canonical
+from pytest_sommelier.core.acceptable import (
+    METRIC_NAME as ACCEPTABLE,
+)
+from pytest_sommelier.core.acceptable import (
+    acceptable_arrays,
+    acceptable_metric,
+    carries_acceptable,
+)
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays, compute_metrics
+from pytest_sommelier.core.misses import LANGUAGE_FLAG, MISS_CATEGORIES, miss_counts
 from pytest_sommelier.core.stats import (
     check_paired_records,
     derive_seed,
@@ -64,8 +75,37 @@ def metric_difference(target: Mapping[str, Any], reference: Mapping[str, Any]) -
 def metric_gaps(
     target: Mapping[str, Mapping[str, Any]], reference: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, float | None]:
-    """Per-metric ``target - reference`` over two ``<metrics>`` blocks, in METRIC_NAMES order."""
-    return {name: metric_difference(target[name], reference[name]) for name in METRIC_NAMES}
+    """Per-metric ``target - reference`` over two ``<metrics>`` blocks, in METRIC_NAMES order,
+    then ``acceptable_call_match`` when both blocks have it."""
+    names = [*METRIC_NAMES, *[n for n in (ACCEPTABLE,) if n in target and n in reference]]
+    return {name: metric_difference(target[name], reference[name]) for name in names}
+
+
+def _metrics(records: Records, acceptable: bool) -> dict[str, Any]:
+    """The five metrics, plus ``acceptable_call_match`` (apart, after them) when the arm's
+    examples carry acceptable values (core.acceptable)."""
+    metrics = compute_metrics(records)
+    if acceptable:
+        metrics[ACCEPTABLE] = acceptable_metric(records)
+    return metrics
+
+
+def _miss_block(scored: Mapping[str, Records], slices: Sequence[str]) -> dict[str, Any]:
+    """``misses`` per slice (core.misses; the reference slice is not translated) and overall:
+    the slices' counts summed. Invariant: category counts sum to the misses."""
+    per_slice = {
+        lang: miss_counts(scored[lang], translated=index > 0) for index, lang in enumerate(slices)
+    }
+    overall: dict[str, Any] = {
+        "misses": sum(block["misses"] for block in per_slice.values()),
+        "categories": {
+            name: sum(block["categories"][name] for block in per_slice.values())
+            for name in MISS_CATEGORIES
+        },
+    }
+    if len(slices) > 1:
+        overall[LANGUAGE_FLAG] = sum(block[LANGUAGE_FLAG] for block in list(per_slice.values())[1:])
+    return {"slices": per_slice, "overall": overall}
 
 
 def _slice_examples(split: FormattedSplit, lang: str) -> tuple[Example, ...]:
@@ -273,9 +313,12 @@ def build_evaluation_report(
         else order_slice_records(split, lang, records_by_slice.get(lang, ()), decoding)
         for lang in slices
     }
+    acceptable = carries_acceptable(r for lang in slices for r in scored[lang])
+    misses = _miss_block(scored, slices)
     slice_blocks = {
         lang: {
-            "metrics": compute_metrics(scored[lang]),
+            "metrics": _metrics(scored[lang], acceptable),
+            "misses": misses["slices"][lang],
             "examples": len(scored[lang]),
             "prompt_set_sha256": canonical.prompt_set_sha256(scored[lang]),
             "generation_artifact": _artifact(generation_artifacts, lang),
@@ -305,7 +348,8 @@ def build_evaluation_report(
         "language_gaps": {
             lang: _marginal_gap(reference_slice, lang, slice_blocks) for lang in targets
         },
-        "metrics": compute_metrics([r for lang in slices for r in scored[lang]]),
+        "metrics": _metrics([r for lang in slices for r in scored[lang]], acceptable),
+        "misses": misses["overall"],
         "complete": bool(complete) and all_scored,
     }
 
@@ -548,6 +592,26 @@ def efficiency_block(
     return block
 
 
+def _interval_with_acceptable(
+    ref_records: Records, cand_records: Records, label: str, statistics: StatisticsConfig
+) -> dict[str, Any]:
+    """``paired_bootstrap`` with ``acceptable_call_match`` as a sixth column (same seed, so the
+    same resampled pairs, and the five intervals are those ``paired_bootstrap`` gives)."""
+    check_paired_records(ref_records, cand_records)
+    sides = []
+    for records in (ref_records, cand_records):
+        num, den = component_arrays(list(records))
+        extra_num, extra_den = acceptable_arrays(list(records))
+        sides += [np.hstack([num, extra_num]), np.hstack([den, extra_den])]
+    return paired_bootstrap_arrays(
+        *sides,
+        seed=derive_seed(statistics.seed, label),
+        resamples=statistics.resamples,
+        confidence_level=statistics.confidence_level,
+        metric_names=(*METRIC_NAMES, ACCEPTABLE),
+    )
+
+
 def build_comparison_report(
     candidate_report: Mapping[str, Any],
     reference_report: Mapping[str, Any],
@@ -575,7 +639,11 @@ def build_comparison_report(
     cand_all = [r for lang in langs for r in cand[lang]]
     ref_all = [r for lang in langs for r in ref[lang]]
 
+    acceptable = ACCEPTABLE in candidate_report["metrics"]
+
     def interval(label: str, ref_records: Records, cand_records: Records) -> dict[str, Any]:
+        if acceptable:  # one more column; the resampled pairs (and five intervals) are the same
+            return _interval_with_acceptable(ref_records, cand_records, label, statistics)
         return paired_bootstrap(
             ref_records,
             cand_records,
@@ -615,4 +683,12 @@ def build_comparison_report(
             },
         },
         "efficiency": efficiency_block(candidate_report, reference_report, telemetry),
+        "misses": {
+            arm: {
+                "slices": {lang: report["slices"][lang].get("misses") for lang in langs},
+                "overall": report.get("misses"),
+            }
+            for arm, report in ((cand_arm, candidate_report), (ref_arm, reference_report))
+            if report.get("misses") is not None
+        },
     }

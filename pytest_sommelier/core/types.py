@@ -106,6 +106,7 @@ class Example:
     prompt_sha256: str
     gold_call: dict
     line: int
+    acceptable_arguments: dict | None = None  # BFCL's acceptable values (core.acceptable)
 
 
 @dataclass(frozen=True)
@@ -141,12 +142,15 @@ class GenerationRecord(TypedDict):
     parse_status: str
     decoding: dict[str, Any]
     cached: NotRequired[bool]
+    miss_category: NotRequired[str | None]  # core.misses; set when the run is scored
+    value_language_mismatch: NotRequired[bool]  # translated examples only
 
 
 class ScoringRecord(GenerationRecord):
     """A generation record plus the gold call of its example: what metrics and stats take."""
 
     gold_call: dict[str, Any]
+    acceptable_arguments: NotRequired[dict[str, Any] | None]
 
 
 class DeviceInfo(TypedDict):

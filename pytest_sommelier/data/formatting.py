@@ -32,6 +32,7 @@ from typing import Any
 
 import jsonschema
 
+from pytest_sommelier.core.acceptable import acceptable_shape_error, call_acceptable
 from pytest_sommelier.core.canonical import canonical_json_text as canonical_json
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.data.atomic import write_atomic
@@ -89,6 +90,12 @@ class PreparedExample:
     tools: tuple[dict[str, Any], ...]
     gold_call: dict[str, Any]
     line: int
+    acceptable_arguments: dict[str, Any] | None = None
+
+
+OPTIONAL_KEY = "acceptable_arguments"
+"""The one optional key of a prepared row and a formatted row: BFCL's acceptable values per
+argument (written by ``sommelier import bfcl``; see docs/metrics.md)."""
 
 
 # ---------------------------------------------------------------- reading and validation
@@ -197,7 +204,7 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
         raise InputError(
             "SOM-PREPARED-JSON", "line is not a JSON object", "one object per line", where=where
         )
-    unknown = sorted(set(row) - set(PREPARED_KEYS))
+    unknown = sorted(set(row) - set(PREPARED_KEYS) - {OPTIONAL_KEY})
     if unknown:
         raise _bad(where, unknown[0], "unknown key", f"allowed keys: {', '.join(PREPARED_KEYS)}")
     missing = [key for key in PREPARED_KEYS if key not in row]
@@ -213,7 +220,25 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
             raise _bad(where, "source_example_id", "names the row itself", "name its root row")
     tools = _check_tools(row["tools"], where)
     gold = _check_gold(row["gold_call"], tools, where)
-    return PreparedExample(example_id, language, source, query, tools, gold, line)
+    acceptable = _check_acceptable(row.get(OPTIONAL_KEY), gold, where)
+    return PreparedExample(example_id, language, source, query, tools, gold, line, acceptable)
+
+
+def _check_acceptable(value: Any, gold: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """The optional ``acceptable_arguments``: well formed, and accepting the gold call itself."""
+    if value is None:
+        return None
+    problem = acceptable_shape_error(value)
+    if problem is not None:
+        raise _bad(where, OPTIONAL_KEY, problem, "write it with sommelier import bfcl")
+    if not call_acceptable(gold, gold["name"], value):
+        raise _bad(
+            where,
+            OPTIONAL_KEY,
+            "does not accept the gold call itself under BFCL's rules",
+            "the gold call takes each argument's first acceptable value",
+        )
+    return value
 
 
 def check_pairs(examples: Sequence[PreparedExample], path: str) -> None:
@@ -252,7 +277,7 @@ def check_pairs(examples: Sequence[PreparedExample], path: str) -> None:
                 f"same language as its root {root.example_id!r}",
                 "a translation is in another language than its root",
             )
-        for field in ("tools", "gold_call"):
+        for field in ("tools", "gold_call", OPTIONAL_KEY):
             ours, theirs = getattr(example, field), getattr(root, field)
             if canonical_json(list(ours) if field == "tools" else ours) != canonical_json(
                 list(theirs) if field == "tools" else theirs
@@ -260,7 +285,7 @@ def check_pairs(examples: Sequence[PreparedExample], path: str) -> None:
                 raise InputError(
                     "SOM-PREPARED-PAIR-MISMATCH",
                     f"field {field!r} differs from root {root.example_id!r}",
-                    "tools and gold call of a translation are byte-identical to its root's",
+                    "tools, gold call and acceptable_arguments of a translation are byte-identical to its root's",
                     where=where,
                 )
 
@@ -383,6 +408,11 @@ def format_example(
         "tokenizer_id": tokenizer_id,
         "tokenizer_revision": tokenizer_revision,
         "template_policy": policy,
+        **(
+            {OPTIONAL_KEY: example.acceptable_arguments}
+            if example.acceptable_arguments is not None
+            else {}
+        ),
     }
 
 
@@ -435,9 +465,8 @@ def format_examples(
 
 def formatted_line(row: dict[str, Any]) -> str:
     """One JSONL line for a formatted row: UTF-8 text, field order of the v2 schema."""
-    return json.dumps(
-        {key: row[key] for key in FORMATTED_KEYS}, ensure_ascii=False, allow_nan=False
-    )
+    keys = (*FORMATTED_KEYS, OPTIONAL_KEY) if OPTIONAL_KEY in row else FORMATTED_KEYS
+    return json.dumps({key: row[key] for key in keys}, ensure_ascii=False, allow_nan=False)
 
 
 def write_jsonl_atomic(path: Path | str, rows: Iterable[dict[str, Any]]) -> None:

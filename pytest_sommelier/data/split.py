@@ -28,6 +28,7 @@ from typing import Any
 
 import jsonschema
 
+from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_text
 from pytest_sommelier.core.types import Example, FormattedSplit
 from pytest_sommelier.errors import InputError, InvariantError
@@ -320,7 +321,24 @@ def _example(record: dict[str, Any], line: int, where: str) -> Example:
         prompt_sha256=record["prompt_sha256"],
         gold_call=_gold_call(record["target_text"], record["example_id"], where),
         line=line,
+        acceptable_arguments=_acceptable(record, where),
     )
+
+
+def _acceptable(record: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """The optional ``acceptable_arguments`` (BFCL's acceptable values), shape-checked."""
+    value = record.get("acceptable_arguments")
+    if value is None:
+        return None
+    problem = acceptable_shape_error(value)
+    if problem is not None:
+        raise InputError(
+            "SOM-SPLIT-FIELD",
+            f"field 'acceptable_arguments': {problem}",
+            "write it with sommelier import bfcl and sommelier format, or leave it out",
+            where=where,
+        )
+    return value
 
 
 def _gold_call(target_text: str, example_id: str, where: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from typing import Any
 
 import jsonschema
 
+from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_METRIC
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.types import (
     ArmConfig,
@@ -54,8 +55,9 @@ from pytest_sommelier.errors import (
 SUITE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "suite.schema.json"
 SUITE_IDENTITY_VERSION = "sommelier.suite_resolved.v1"
 
-GATE_METRICS: tuple[str, ...] = METRIC_NAMES
-"""Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES``."""
+GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
+"""Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES`` and
+``acceptable_call_match`` (present only when the split's examples carry acceptable values)."""
 
 OVERALL = "overall"
 DEFAULT_DECODING: dict[str, Any] = {
