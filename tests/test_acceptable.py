@@ -16,8 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.core.acceptable import (
+    acceptable_arrays,
     acceptable_component,
+    acceptable_metric,
+    acceptable_shape_error,
     call_acceptable,
+    carries_acceptable,
     standardize_string,
 )
 from pytest_sommelier.errors import InvariantError
@@ -241,3 +245,39 @@ def test_agreement_with_bfcl_ast_checker_on_simple_python(tmp_path):
     assert result["examples"] == 399 and result["cases"] > 5000
     assert result["disagreements"] == []
     assert result["agreed"] == result["cases"]
+
+
+# ---------------------------------------------------------------- totals and columns
+
+
+def test_metric_and_bootstrap_column_sum_the_components():
+    hit = {
+        "example_id": "a",
+        "parse_status": "ok",
+        "parsed_call": GOLD,
+        "gold_call": GOLD,
+        "acceptable_arguments": ACCEPTABLE,
+    }
+    miss = {**hit, "example_id": "b", "parsed_call": None, "parse_status": "no_json"}
+    plain = {"example_id": "c", "parse_status": "ok", "parsed_call": GOLD, "gold_call": GOLD}
+    records = [hit, miss, plain]
+    assert acceptable_metric(records) == {"value": 0.5, "numerator": 1, "denominator": 2}
+    assert acceptable_metric([plain]) == {"value": None, "numerator": 0, "denominator": 0}
+    assert carries_acceptable(records) and not carries_acceptable([plain])
+    numerators, denominators = acceptable_arrays(records)
+    assert numerators.tolist() == [[1], [0], [0]] and denominators.tolist() == [[1], [1], [0]]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ([], "must be an object"),
+        ({**ACCEPTABLE, "extra": 1}, "unknown key 'extra'"),
+        ({**ACCEPTABLE, "required": "city"}, "required must be a list"),
+        ({**ACCEPTABLE, "arguments": {"x": {"type": "array", "values": [[1]]}}}, "items_type"),
+        ({**ACCEPTABLE, "arguments": {"x": {"type": "string", "values": "a"}}}, "values"),
+    ],
+)
+def test_shape_errors_name_the_problem(value, problem):
+    assert problem in acceptable_shape_error(value)
+    assert acceptable_shape_error(ACCEPTABLE) is None
