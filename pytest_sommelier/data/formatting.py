@@ -285,7 +285,8 @@ def check_pairs(examples: Sequence[PreparedExample], path: str) -> None:
                 raise InputError(
                     "SOM-PREPARED-PAIR-MISMATCH",
                     f"field {field!r} differs from root {root.example_id!r}",
-                    "tools, gold call and acceptable_arguments of a translation are byte-identical to its root's",
+                    "tools, gold call and acceptable_arguments of a translation are "
+                    "byte-identical to its root's",
                     where=where,
                 )
 
