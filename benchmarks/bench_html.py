@@ -13,6 +13,7 @@ Hebrew translations, arms base, v1 and v3.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -45,18 +46,21 @@ def read_only(run_dir: Path) -> None:
     (run_dir / artifacts.SPLIT_COPY).read_text(encoding="utf-8").splitlines()
 
 
-def timed(function, repeat: int) -> float:
-    times = []
+def timed(function, repeat: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``repeat`` calls (CPU time shows the cost on a shared,
+    loaded machine, where wall time also counts other processes' turns)."""
+    walls, cpus = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def measure(label: str, run_dir: Path, repeat: int, size_goal: float, time_goal: float) -> None:
-    read_s = timed(lambda: read_only(run_dir), repeat)
-    write_s = timed(lambda: write_report(run_dir), repeat)
+    read_s, read_cpu = timed(lambda: read_only(run_dir), repeat)
+    write_s, write_cpu = timed(lambda: write_report(run_dir), repeat)
     page = (run_dir / REPORT_FILE).stat().st_size
     data = artifact_bytes(run_dir)
     size_ok = "ok" if page < size_goal * MB else "OVER GOAL"
@@ -67,9 +71,12 @@ def measure(label: str, run_dir: Path, repeat: int, size_goal: float, time_goal:
         f"{page / data:.2f}x); goal < {size_goal:g} MB: {size_ok}"
     )
     print(
-        f"  read artifacts {read_s:.3f} s, render+write {write_s:.3f} s (ratio "
-        f"{write_s / read_s:.2f}x); goal < {time_goal:g} s: {time_ok}"
+        f"  read artifacts {read_s:.3f} s wall ({read_cpu:.3f} s CPU), render+write "
+        f"{write_s:.3f} s wall ({write_cpu:.3f} s CPU), ratio {write_s / read_s:.2f}x; "
+        f"goal < {time_goal:g} s: {time_ok}"
     )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"  (load average {load:.1f} on {os.cpu_count()} CPUs while measuring)")
 
 
 def main() -> int:
