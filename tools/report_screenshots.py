@@ -49,7 +49,7 @@ def main() -> int:
         page.locator("#header").screenshot(path=str(out / "report-header.png"))
         page.locator(".comparison").first.screenshot(path=str(out / "report-forest.png"))
         example = page.evaluate(PICK)
-        page.click(f'tr.ex-row[data-id="{example}"]')
+        page.evaluate("id => { location.hash = 'ex=' + encodeURIComponent(id); }", example)
         page.locator(f'tr.ex-detail[data-id="{example}"]').screenshot(
             path=str(out / "report-hebrew-pair.png")
         )
