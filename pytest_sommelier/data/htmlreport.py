@@ -300,10 +300,10 @@ def _user_and_system(row: Mapping[str, Any]) -> tuple[str, str | None]:
     return (user[-1] if user else row.get("prompt_text", "")), ("\n\n".join(system) or None)
 
 
-def _diff(gold: Mapping[str, Any], parsed: Mapping[str, Any]) -> list[list[Any]]:
+def _diff(gold_pairs: Mapping[str, str], parsed: Mapping[str, Any]) -> list[list[Any]]:
     """``[path, gold value or None, output value or None]`` for each differing path (the
-    flattened pairs of argument F1 and ``metrics.argument_diff_paths``)."""
-    gold_pairs = dict(flatten_arguments(gold["arguments"]))
+    flattened pairs of argument F1 and ``metrics.argument_diff_paths``); ``gold_pairs`` is
+    ``dict(flatten_arguments(gold arguments))``."""
     predicted = dict(flatten_arguments(parsed["arguments"]))
     paths = sorted(
         p for p in gold_pairs.keys() | predicted.keys() if gold_pairs.get(p) != predicted.get(p)
@@ -311,9 +311,23 @@ def _diff(gold: Mapping[str, Any], parsed: Mapping[str, Any]) -> list[list[Any]]
     return [[p, gold_pairs.get(p), predicted.get(p)] for p in paths]
 
 
-def _outcome(
-    record: Mapping[str, Any], gold: Mapping[str, Any], gold_arguments: str, arm: str
-) -> list[Any]:
+class _Gold:
+    """One example's gold call with its canonical arguments, and its flattened pairs computed
+    once, when the first arm's miss needs them."""
+
+    def __init__(self, call: dict[str, Any]) -> None:
+        self.call = call
+        self.arguments = canonical_json(call["arguments"])
+        self._pairs: dict[str, str] | None = None
+
+    @property
+    def pairs(self) -> dict[str, str]:
+        if self._pairs is None:
+            self._pairs = dict(flatten_arguments(self.call["arguments"]))
+        return self._pairs
+
+
+def _outcome(record: Mapping[str, Any], gold: _Gold, arm: str) -> list[Any]:
     """One arm's outcome on one example (the positional list of :func:`examples_blob`).
 
     A hit is ``full_call_exact_match``'s rule: the parse is ok, the name equals the gold name
@@ -329,8 +343,8 @@ def _outcome(
             f"{record.get('example_id')!r}: parse_status {status!r} does not fit its parsed_call",
             "the generations file was edited; run sommelier rescore to re-derive it",
         )
-    name_ok = parsed is not None and parsed.get("name") == gold["name"]
-    arguments_ok = parsed is not None and canonical_json(parsed.get("arguments")) == gold_arguments
+    name_ok = parsed is not None and parsed.get("name") == gold.call["name"]
+    arguments_ok = parsed is not None and canonical_json(parsed.get("arguments")) == gold.arguments
     hit = int(name_ok and arguments_ok)
     raw = record["raw_text"]
     return [
@@ -338,7 +352,7 @@ def _outcome(
         STATUSES.index(status),
         raw if len(raw) <= RAW_LIMIT else raw[:RAW_LIMIT],
         None if hit or parsed is None else parsed,
-        [] if arguments_ok or parsed is None else _diff(gold, parsed),
+        [] if arguments_ok or parsed is None else _diff(gold.pairs, parsed),
         name_ok,
         record.get("miss_category"),
         bool(record.get("cached")),
@@ -384,9 +398,9 @@ def examples_blob(
     position = {row["example_id"]: i for i, row in enumerate(kept)}
     tools, systems = _Index(), _Index()
     examples = []
+    slice_index = {lang: i for i, lang in enumerate(slices)}
     for row in kept:
-        gold = json.loads(row["target_text"])[0]
-        gold_arguments = canonical_json(gold["arguments"])
+        gold = _Gold(json.loads(row["target_text"])[0])
         user, system = _user_and_system(row)
         outcomes = []
         for arm in arm_names:
@@ -394,17 +408,17 @@ def examples_blob(
             if record is None:
                 outcomes.append([-1, -1, "", None, [], False, None, False, 0])
             else:
-                outcomes.append(_outcome(record, gold, gold_arguments, arm))
+                outcomes.append(_outcome(record, gold, arm))
         source = row.get("source_example_id")
         examples.append(
             [
                 row["example_id"],
-                list(slices).index(row["language"]),
-                tools(gold["name"]),
+                slice_index[row["language"]],
+                tools(gold.call["name"]),
                 position.get(source, -1) if source is not None else -1,
                 systems(system),
                 user,
-                gold,
+                gold.call,
                 outcomes,
             ]
         )
