@@ -112,6 +112,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     for line in render.gate_lines(outcome.verdict):
         print(line)
     print(f"re-derived reports and verdict written to {target}")
+    print(f"HTML report: {target / 'report.html'}")
     verdict = outcome.verdict["verdict"] if outcome.verdict else "pass"
     return 0 if verdict == "pass" else 1
 
@@ -204,6 +205,28 @@ def _add_import_parser(subparsers: argparse._SubParsersAction) -> None:
     bfcl.set_defaults(handler=cmd_import_bfcl)
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """``sommelier report RUN_DIR [--out FILE]``: render a stored run's HTML page."""
+    from pytest_sommelier.data.htmlreport import write_report
+
+    target = write_report(Path(args.run_dir), Path(args.out) if args.out else None)
+    print(f"wrote {target}")
+    return 0
+
+
+def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier report``."""
+    parser = subparsers.add_parser(
+        "report",
+        help="render the self-contained HTML report of a stored run",
+        description="Render a stored run's HTML page (no model, no network; the run's other "
+        "files are not touched). Written atomically to RUN_DIR/report.html unless --out.",
+    )
+    parser.add_argument("run_dir", help="a run directory (runs/<run_id>)")
+    parser.add_argument("--out", default=None, help="the HTML file to write")
+    parser.set_defaults(handler=cmd_report)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sommelier`` argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
@@ -214,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_rescore_parser(subparsers)
     _add_compare_parser(subparsers)
     _add_import_parser(subparsers)
+    _add_report_parser(subparsers)
     return parser
 
 

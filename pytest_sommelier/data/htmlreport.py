@@ -45,7 +45,7 @@ from pytest_sommelier.core.render import fmt, fmt_interval
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.errors import InputError
 
-REPORT_FILE = "report.html"
+REPORT_FILE = artifacts.REPORT_PAGE
 TEMPLATES = Path(__file__).with_name("templates")
 RAW_LIMIT = 4000
 """Raw outputs longer than this many characters are cut in the page (the stored file keeps

@@ -15,6 +15,7 @@ from typing import Any
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records, rescored
 from pytest_sommelier.core.reports import build_comparison_report
 from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.htmlreport import write_report
 from pytest_sommelier.data.split import FormattedSplit, load_split
 from pytest_sommelier.data.suite import (
     ArmConfig,
@@ -139,7 +140,8 @@ def stored_arm(
 
 
 def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOutcome]:
-    """Re-derive every report and the verdict of ``run_dir`` from stored ``raw_text``."""
+    """Re-derive every report and the verdict of ``run_dir`` from stored ``raw_text``, then
+    write the HTML page (``report.html``) beside them."""
     resolved, suite, split = load_run_inputs(run_dir)
     arms: dict[str, ArmRun] = {}
     for name in suite.arms:
@@ -169,6 +171,7 @@ def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOu
         split_path=suite.test_split,
         generations={name: arm.records for name, arm in arms.items()},
     )
+    write_report(target)
     return target, outcome
 
 

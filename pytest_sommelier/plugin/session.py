@@ -20,6 +20,7 @@ import pytest
 from pytest_sommelier.core import render
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.htmlreport import write_report
 from pytest_sommelier.data.split import FormattedSplit
 from pytest_sommelier.data.suite import Suite, suite_identity
 from pytest_sommelier.errors import InvariantError, SommelierError
@@ -41,6 +42,8 @@ class SuiteResult:
     outcome: RunOutcome | None = None
     error: str | None = None
     errored_items: list[str] = field(default_factory=list)
+    page: str | None = None  # the HTML report written after the verdict, or why it was not
+    page_written: bool = False
 
 
 def suite_nodeid(nodeid: str) -> str | None:
@@ -94,7 +97,10 @@ class SommelierSession:
             verdict = result.outcome.verdict if result.outcome else None
             if verdict is not None:
                 add_gate_cases(self.config, nodeid, verdict)
-            if result.error is not None or (verdict is not None and verdict["verdict"] != "pass"):
+            failed = result.error is not None or (
+                result.outcome is not None and not result.page_written
+            )
+            if failed or (verdict is not None and verdict["verdict"] != "pass"):
                 exit_override = int(pytest.ExitCode.TESTS_FAILED)
         return exit_override
 
@@ -128,6 +134,11 @@ class SommelierSession:
             result.outcome = outcome
         except SommelierError as error:
             result.error = str(error)
+            return result
+        try:  # the page comes last: a view of the run, written only beside its verdict
+            result.page, result.page_written = str(write_report(result.run_dir)), True
+        except SommelierError as error:
+            result.page = str(error)
         return result
 
 
@@ -192,3 +203,7 @@ class SommelierSession:
                 result.outcome, result.run_dir, len(result.errored_items), misses_wanted
             ):
                 terminalreporter.write_line(line, **markup)
+            if result.page_written:
+                terminalreporter.write_line(f"HTML report: {result.page}")
+            else:
+                terminalreporter.write_line(f"HTML report not written: {result.page}", red=True)
