@@ -228,7 +228,7 @@ def test_newer_fields_show_when_present(run: Path) -> None:
         report["metrics"]["acceptable_call_match"] = extra
         for block in report["slices"].values():
             block["metrics"]["acceptable_call_match"] = extra
-            block["miss_categories"] = {"wrong_value": 1}
+            block["future_counts"] = {"wrong_value": 1}
         write(path, report)
     comparison = read(run / "report/adapter-vs-base.json")
     comparison["deltas"]["acceptable_call_match"] = 0.25
@@ -245,7 +245,7 @@ def test_newer_fields_show_when_present(run: Path) -> None:
     assert header[-2] == "acceptable_call_match"  # after the five, before n
     assert 'data-metric="acceptable_call_match"' in page
     assert 'data-identical="adapter-vs-base">3<' in page
-    assert "en.miss_categories" in page and "wrong_value=1" in page
+    assert "en.future_counts" in page and "wrong_value=1" in page
     en3 = next(e for e in page_blob(page)["ex"] if e[0] == "en-3")
     assert en3[7][1][6] == "wrong_type"
 
@@ -292,3 +292,27 @@ def test_write_report_writes_the_rendered_page_atomically(run: Path, tmp_path: P
 def test_no_machine_path_reaches_the_page(run: Path) -> None:
     page = render_report(run)
     assert str(run) not in page and str(run.parent) not in page
+
+
+def test_a_run_with_no_arm_report_still_renders(run: Path) -> None:
+    """A session whose model never loaded writes a verdict but no arm report."""
+    shutil.rmtree(run / "eval")
+    shutil.rmtree(run / "report")
+    page = render_report(run)
+    assert 'data-verdict="fail"' in page
+    assert "arm &#39;adapter&#39; has no evaluation report" in page
+    assert [e[7] for e in page_blob(page)["ex"]] == [[]] * 7
+
+
+def test_misses_by_category_table(run: Path) -> None:
+    """The ``misses`` blocks (per arm, slice and overall) become one table."""
+    page = render_report(run)
+    rows = {(r[0], r[1]): r[2:] for r in table_rows(page, "misses")[1:]}
+    header = table_rows(page, "misses")[0]
+    report = read(run / "eval/adapter/evaluation_report.json")
+    for lang, block in [*report["slices"].items(), ("overall", report)]:
+        expected = block["misses"]
+        cells = dict(zip(header[2:], rows["adapter", lang], strict=True))
+        assert cells["misses"] == str(expected["misses"])
+        for name, count in expected["categories"].items():
+            assert cells[name] == str(count)

@@ -459,7 +459,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
-        undefined=jinja2.StrictUndefined,
+        undefined=jinja2.ChainableUndefined,  # a field an older or partial run lacks shows empty
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -468,6 +468,7 @@ def _environment() -> jinja2.Environment:
     env.filters["interval"] = lambda v: fmt_interval(v or None)
     env.filters["short"] = short
     env.filters["secs"] = seconds
+    env.filters["j"] = lambda v: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
     env.filters["threshold"] = threshold_text
     env.globals.update(identity_items=identity_items, metric_order=metric_order)
     return env
@@ -542,6 +543,22 @@ def _telemetry_rows(
     return rows
 
 
+def miss_table(arms: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Misses by category per arm and slice (``misses`` blocks of newer reports), or None."""
+    rows = []
+    for arm, (report, _, _) in arms.items():
+        blocks = [(lang, b.get("misses")) for lang, b in (report.get("slices") or {}).items()]
+        blocks.append(("overall", report.get("misses")))
+        for lang, block in blocks:
+            if isinstance(block, Mapping) and isinstance(block.get("categories"), Mapping):
+                rows.append({"arm": arm, "slice": lang, **block})
+    if not rows:
+        return None
+    columns = sorted({name for row in rows for name in row["categories"]})
+    extra = sorted({k for row in rows for k in row} - {"arm", "slice", "categories", "misses"})
+    return {"rows": rows, "columns": columns, "extra": extra}
+
+
 def build_context(run_dir: Path) -> dict[str, Any]:
     """Everything the template shows, read from ``run_dir`` (see the module docstring)."""
     run_dir = Path(run_dir)
@@ -589,6 +606,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "banners": _banners(verdict, arms, split_counts, comparisons),
         "notes": notes,
         "telemetry": _telemetry_rows(arms, comparisons),
+        "misses": miss_table(arms),
         "blob": blob_json(blob) if blob is not None else None,
         "examples_note": "; ".join(split_notes),
     }
