@@ -1,0 +1,171 @@
+"""A small OpenAI-compatible HTTP server for fault injection (standard library only).
+
+It serves ``GET /v1/models``, ``GET /version`` and ``POST /v1/completions``; a completion is a
+deterministic function of the model name and the prompt (token ids or text), so a test can
+tell which model answered which prompt. Faults are queued per completion request, in order:
+
+- ``"429"`` / ``"500"`` / ``"503"`` / ``"400"``: answer that status (429 with ``Retry-After: 0``);
+- ``"drop"``: close the connection without answering;
+- ``"slow:<seconds>"``: sleep, then answer normally;
+- ``"garbage"``: a 200 whose body is not JSON;
+- ``"wrong-model"``: a 200 that names another model;
+- ``"two-choices"``: a 200 with two choices;
+- ``"echo-auth"``: a 500 whose body repeats the request's Authorization header.
+
+``delay(body)`` (optional) returns seconds to wait before answering a request (used to make
+responses arrive out of order). Every request is recorded (path, headers, JSON body) and the
+order completions finished in is kept in ``finished``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def completion_text(model: str, prompt: Any) -> str:
+    """The server's deterministic answer to ``prompt`` under ``model``."""
+    if isinstance(prompt, list):
+        return f"{model}|ids|{len(prompt)}|{sum(prompt)}"
+    return f"{model}|text|{len(prompt)}|{prompt[-5:]}"
+
+
+class FaultServer:
+    """A threaded local server; ``url`` is its API root (``http://127.0.0.1:<port>/v1``)."""
+
+    def __init__(
+        self,
+        models: Sequence[str] = ("smol", "smol-lora"),
+        *,
+        version: str | None = "0.0-fault",
+        api_key: str | None = None,
+        faults: Sequence[str] = (),
+        delay: Callable[[dict[str, Any]], float] | None = None,
+        refuse_token_ids: bool = False,
+    ) -> None:
+        self.models = list(models)
+        self.version = version
+        self.api_key = api_key
+        self.faults = list(faults)
+        self.delay = delay
+        self.refuse_token_ids = refuse_token_ids
+        self.requests: list[tuple[str, dict[str, str], Any]] = []
+        self.finished: list[Any] = []
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FaultServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def completions(self) -> list[dict[str, Any]]:
+        """The JSON bodies of every completion request received, in arrival order."""
+        return [body for path, _, body in self.requests if path == "/v1/completions"]
+
+    def _next_fault(self) -> str | None:
+        with self.lock:
+            return self.faults.pop(0) if self.faults else None
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _authorized(self) -> bool:
+                if server.api_key is None:
+                    return True
+                if self.headers.get("Authorization") == f"Bearer {server.api_key}":
+                    return True
+                self._send(401, {"error": {"message": "bad key"}})
+                return False
+
+            def do_GET(self) -> None:
+                with server.lock:
+                    server.requests.append((self.path, dict(self.headers), None))
+                if self.path == "/version" and server.version is not None:
+                    self._send(200, {"version": server.version})
+                elif self.path == "/v1/models":
+                    if self._authorized():
+                        data = [{"id": name, "object": "model"} for name in server.models]
+                        self._send(200, {"object": "list", "data": data})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"null")
+                with server.lock:
+                    server.requests.append((self.path, dict(self.headers), body))
+                if self.path != "/v1/completions":
+                    self._send(404, {"error": {"message": "not found"}})
+                    return
+                if not self._authorized():
+                    return
+                fault = server._next_fault()
+                if server.delay is not None:
+                    time.sleep(server.delay(body))
+                if fault in ("429", "500", "503", "400"):
+                    headers = {"Retry-After": "0"} if fault == "429" else None
+                    self._send(int(fault), {"error": {"message": f"injected {fault}"}}, headers)
+                    return
+                if fault == "echo-auth":
+                    echo = str(self.headers.get("Authorization"))
+                    self._send(500, {"error": {"message": f"bad header {echo}"}})
+                    return
+                if fault == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if fault and fault.startswith("slow:"):
+                    time.sleep(float(fault.split(":", 1)[1]))
+                if fault == "garbage":
+                    self._send(200, b"<html>not json</html>")
+                    return
+                model = body.get("model")
+                if model not in server.models:
+                    self._send(404, {"error": {"message": f"model {model} does not exist"}})
+                    return
+                if server.refuse_token_ids and isinstance(body.get("prompt"), list):
+                    self._send(400, {"error": {"message": "prompt must be a string"}})
+                    return
+                text = completion_text(model, body["prompt"])
+                choice = {"index": 0, "text": text, "finish_reason": "stop"}
+                choices = [choice, {**choice, "index": 1}] if fault == "two-choices" else [choice]
+                answered = "someone-else" if fault == "wrong-model" else model
+                with server.lock:
+                    server.finished.append(body["prompt"])
+                self._send(
+                    200, {"object": "text_completion", "model": answered, "choices": choices}
+                )
+
+        return Handler
