@@ -13,8 +13,10 @@ tell which model answered which prompt. Faults are queued per completion request
 - ``"echo-auth"``: a 500 whose body repeats the request's Authorization header.
 
 ``delay(body)`` (optional) returns seconds to wait before answering a request (used to make
-responses arrive out of order). Every request is recorded (path, headers, JSON body) and the
-order completions finished in is kept in ``finished``.
+responses arrive out of order). With ``return_token_ids=True`` a request asking for them also
+gets ``token_ids`` (``completion_ids(prompt)``) in its choice, as vLLM answers. Every request
+is recorded (path, headers, JSON body) and the order completions finished in is kept in
+``finished``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ def completion_text(model: str, prompt: Any) -> str:
     return f"{model}|text|{len(prompt)}|{prompt[-5:]}"
 
 
+def completion_ids(prompt: list[int]) -> list[int]:
+    """The token ids the server returns with ``return_token_ids`` (vLLM's extension)."""
+    return list(reversed(prompt))[:4]
+
+
 class FaultServer:
     """A threaded local server; ``url`` is its API root (``http://127.0.0.1:<port>/v1``)."""
 
@@ -47,6 +54,7 @@ class FaultServer:
         faults: Sequence[str] = (),
         delay: Callable[[dict[str, Any]], float] | None = None,
         refuse_token_ids: bool = False,
+        return_token_ids: bool = False,
     ) -> None:
         self.models = list(models)
         self.version = version
@@ -54,6 +62,7 @@ class FaultServer:
         self.faults = list(faults)
         self.delay = delay
         self.refuse_token_ids = refuse_token_ids
+        self.return_token_ids = return_token_ids
         self.requests: list[tuple[str, dict[str, str], Any]] = []
         self.finished: list[Any] = []
         self.lock = threading.Lock()
@@ -160,6 +169,8 @@ class FaultServer:
                     return
                 text = completion_text(model, body["prompt"])
                 choice = {"index": 0, "text": text, "finish_reason": "stop"}
+                if server.return_token_ids and body.get("return_token_ids"):
+                    choice["token_ids"] = completion_ids(body["prompt"])
                 choices = [choice, {**choice, "index": 1}] if fault == "two-choices" else [choice]
                 answered = "someone-else" if fault == "wrong-model" else model
                 with server.lock:

@@ -21,7 +21,7 @@ from pytest_sommelier.errors import (
 from pytest_sommelier.inference import engines, openai_engine
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fault_server import FaultServer, completion_text
+from fault_server import FaultServer, completion_ids, completion_text
 
 DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 7, "batch_size": 4}
 PROMPTS = ["hello", "שלום עולם", '{"name": "f"}', "a" * 30, "x"]
@@ -85,6 +85,21 @@ def test_outputs_in_order_token_ids_and_explicit_greedy_params(suite_dir: Path) 
         assert body["max_tokens"] == 7 and body["stream"] is False and body["seed"] == 0
         assert isinstance(body["prompt"], list)
     assert {b["model"] for b in bodies} == {"smol", "smol-lora"}
+
+
+def test_returned_token_ids_are_decoded_locally(suite_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(suite_dir / "model"))
+    with FaultServer(return_token_ids=True) as server:
+        outputs = load(server, suite_dir)["adapter"].generate(list(PROMPTS), DECODING)
+    expected = [
+        tokenizer.decode(completion_ids(token_ids(suite_dir, p)), skip_special_tokens=True)
+        for p in PROMPTS
+    ]
+    assert outputs == expected
+    assert outputs != [completion_text("smol-lora", token_ids(suite_dir, p)) for p in PROMPTS]
+    assert all(body["return_token_ids"] is True for body in server.completions())
 
 
 def test_responses_out_of_order_are_stored_in_input_order(suite_dir: Path) -> None:

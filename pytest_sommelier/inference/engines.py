@@ -124,7 +124,7 @@ def adapter_refs(arms: Mapping[str, Any], suite_dir: Path) -> dict[str, AdapterR
         if arm.adapter is None:
             refs[key] = AdapterRef(key, None, None)
             continue
-        folder, identity = hf.adapter_location(arm, Path(suite_dir))
+        folder, identity = hf._adapter_location(arm, Path(suite_dir))
         refs[key] = AdapterRef(key, folder, {"name": key, **identity})
     return refs
 
@@ -229,5 +229,5 @@ def decode_new_tokens(tokenizer: Any, token_ids: Sequence[int]) -> str:
 
 def greedy_settings(decoding: Mapping[str, Any], arm: str) -> int:
     """``max_new_tokens`` of a greedy decoding dict (the transformers engine's own guard)."""
-    max_new_tokens, _ = hf.decoding_settings(dict(decoding), arm)
+    max_new_tokens, _ = hf._decoding_settings(dict(decoding), arm)
     return max_new_tokens

@@ -252,8 +252,11 @@ class OpenAIServer:
 
     # -- completions ----------------------------------------------------------------------------
 
-    def complete(self, served_name: str, prompt: list[int] | str, max_tokens: int) -> str:
-        """One greedy completion of ``prompt`` by ``served_name``; the text of its one choice."""
+    def complete(
+        self, served_name: str, prompt: list[int] | str, max_tokens: int
+    ) -> tuple[str, list[int] | None]:
+        """One greedy completion of ``prompt`` by ``served_name``: the text of its one choice and,
+        where the server returns them (vLLM's ``return_token_ids``), its new token ids."""
         body: dict[str, Any] = {
             "model": served_name,
             "prompt": prompt,
@@ -266,6 +269,8 @@ class OpenAIServer:
         }
         if isinstance(prompt, str):
             body["add_special_tokens"] = False  # vLLM/SGLang: the prompt is a rendered template
+        else:
+            body["return_token_ids"] = True  # vLLM: decode locally, by the transformers rule
         answer = self.request("POST", "completions", body)
         choices = answer.get("choices") if isinstance(answer, dict) else None
         if (
@@ -289,16 +294,20 @@ class OpenAIServer:
                 "a router or server substituted the model; fix its routing, nothing was scored",
                 where=self.base_url,
             )
-        return choices[0]["text"]
+        ids = choices[0].get("token_ids")
+        valid = isinstance(ids, list) and all(
+            isinstance(i, int) and not isinstance(i, bool) for i in ids
+        )
+        return choices[0]["text"], (ids if valid else None)
 
     def complete_all(
         self, served_name: str, prompts: Sequence[list[int] | str], max_tokens: int
-    ) -> list[str]:
+    ) -> list[tuple[str, list[int] | None]]:
         """Every prompt's completion, in input order, at most ``concurrency`` in flight; the
         first failure cancels what has not started and is raised (no partial list)."""
         if not prompts:
             return []
-        outputs: list[str | None] = [None] * len(prompts)
+        outputs: list[tuple[str, list[int] | None] | None] = [None] * len(prompts)
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(prompts)))) as pool:
             futures = {
                 pool.submit(self.complete, served_name, prompt, max_tokens): index
@@ -314,7 +323,7 @@ class OpenAIServer:
                     raise future.exception()  # type: ignore[misc]
             for future, index in futures.items():
                 outputs[index] = future.result()
-        return [text for text in outputs if text is not None]
+        return [output for output in outputs if output is not None]
 
 
 def _read_error_body(exc: urllib.error.HTTPError) -> str:
@@ -371,7 +380,11 @@ class OpenAIGenerator:
             payload: list[Any] = engines.prompt_token_ids(self.tokenizer(), prompts, self.name)
         else:
             payload = list(engines.check_prompts(prompts, self.name))
-        outputs = self.server.complete_all(self.served_name, payload, max_tokens)
+        answers = self.server.complete_all(self.served_name, payload, max_tokens)
+        outputs = [
+            text if ids is None else engines.decode_new_tokens(self.tokenizer(), ids)
+            for text, ids in answers
+        ]
         if len(outputs) != len(prompts):
             raise InvariantError(
                 "SOM-BACKEND-COUNT",
