@@ -227,6 +227,46 @@ def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=cmd_report)
 
 
+def cmd_parity(args: argparse.Namespace) -> int:
+    """``sommelier parity RUN_DIR --engine NAME``: regenerate a sample on another engine."""
+    from pytest_sommelier.data import artifacts
+    from pytest_sommelier.inference import parity
+
+    result = parity.run_parity(
+        Path(args.run_dir), Path(args.suite), args.engine, sample=args.sample, seed=args.seed
+    )
+    out = Path(args.out) if args.out else Path(args.run_dir) / "parity" / f"{args.engine}.json"
+    artifacts.atomic_write_json(out, result)
+    print(parity.render_parity(result))
+    print(f"parity report written to {out}")
+    if args.min_identical is not None:
+        parity.check_min_identical(result, args.min_identical)
+    return 0
+
+
+def _add_parity_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier parity``."""
+    from pytest_sommelier.core.types import ENGINE_NAMES
+
+    parser = subparsers.add_parser(
+        "parity",
+        help="regenerate a seeded sample of a stored run with another engine and compare",
+        description="Regenerate a seeded sample of a stored run on another engine and report, "
+        "per arm, byte-identical outputs, equal parse status and equal full-call outcome "
+        "(docs/engines.md). Exit 4 when --min-identical is not met.",
+    )
+    parser.add_argument("run_dir", help="a run directory (runs/<run_id>)")
+    parser.add_argument("--engine", required=True, choices=ENGINE_NAMES, help="engine to use")
+    parser.add_argument("--suite", required=True, help="the suite file the run was made with")
+    parser.add_argument("--sample", type=int, default=None, help="examples (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="sample seed (default 0)")
+    parser.add_argument("--out", default=None, help="default RUN_DIR/parity/<engine>.json")
+    parser.add_argument(
+        "--min-identical", type=float, default=None, help="fail below this identical fraction"
+    )
+    parser.set_defaults(handler=cmd_parity)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sommelier`` argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
@@ -238,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare_parser(subparsers)
     _add_import_parser(subparsers)
     _add_report_parser(subparsers)
+    _add_parity_parser(subparsers)
     return parser
 
 

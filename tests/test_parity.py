@@ -13,10 +13,9 @@ from plugin_helpers import read_jsonl, tiny_suite
 
 from pytest_sommelier.errors import EvaluationError, InputError
 from pytest_sommelier.inference import parity
-from pytest_sommelier.inference.engines import EngineConfig
 
 pytest_plugins = ["pytester"]
-TRANSFORMERS = EngineConfig(name="transformers")
+TRANSFORMERS = "transformers"
 
 
 @pytest.fixture
@@ -54,6 +53,28 @@ def test_a_different_output_is_listed(stored_run: tuple[Path, Path]) -> None:
     diff = row["differing"][0]
     assert diff["example_id"] == records[1]["example_id"]
     assert diff["stored_text"] == records[1]["raw_text"]
+
+
+def test_min_identical(stored_run: tuple[Path, Path]) -> None:
+    run, suite = stored_run
+    result = parity.run_parity(run, suite, TRANSFORMERS)
+    parity.check_min_identical(result, 1.0)
+    result["arms"]["adapter"]["identical_outputs"] = 1
+    with pytest.raises(EvaluationError, match="SOM-PARITY-BELOW"):
+        parity.check_min_identical(result, 0.9)
+
+
+def test_the_command_writes_the_report_and_exits_by_the_threshold(
+    stored_run: tuple[Path, Path],
+) -> None:
+    from pytest_sommelier.cli import main
+
+    run, suite = stored_run
+    argv = ["parity", str(run), "--engine", "transformers", "--suite", str(suite)]
+    assert main([*argv, "--min-identical", "1.0"]) == 0
+    written = json.loads((run / "parity" / "transformers.json").read_text(encoding="utf-8"))
+    assert written["arms"]["base"]["identical_outputs"] == 2
+    assert main([*argv, "--engine", "nonsense"]) == 2
 
 
 def test_a_sample_is_seeded_and_shared_by_the_arms(stored_run: tuple[Path, Path]) -> None:

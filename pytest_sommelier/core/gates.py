@@ -22,6 +22,9 @@ ARM_THRESHOLDS = ("min", "max")
 INTERVAL_THRESHOLDS = ("ci_lower_above", "ci_lower_at_least")
 DELTA_THRESHOLDS = ("delta_at_least",)
 ALL_THRESHOLDS = ARM_THRESHOLDS + INTERVAL_THRESHOLDS + DELTA_THRESHOLDS
+IDENTICAL_METRIC = "identical_outputs"
+"""A comparison gate on this metric reads the fraction of examples whose candidate output is
+byte-identical to the reference's, and takes ``max`` (require fewer identical outputs)."""
 
 
 class _Unavailable(Exception):
@@ -110,6 +113,15 @@ def _interval_observation(block: Mapping[str, Any], gate: GateConfig, deltas_key
     return observed
 
 
+def _identical_observation(block: Mapping[str, Any], subject: str) -> dict[str, float]:
+    """The fraction of compared examples with byte-identical outputs (``max`` applies)."""
+    same = _number(_lookup(block, ["identical_outputs"], f"comparison {subject!r}"), "identical")
+    total = _number(_lookup(block, ["compared_examples"], f"comparison {subject!r}"), "examples")
+    if total <= 0:
+        raise _Unavailable(f"comparison {subject!r} compared no examples")
+    return {"max": same / total}
+
+
 def _comparison_block(
     gate: GateConfig, report: Mapping[str, Any], subject: str
 ) -> Mapping[str, Any]:
@@ -150,6 +162,8 @@ def _observations(
         if subject not in comparison_reports:
             raise _Unavailable(_missing_reason("comparison", subject, errors))
         block = _comparison_block(gate, comparison_reports[subject], subject)
+        if gate.metric == IDENTICAL_METRIC:
+            return _identical_observation(block, subject)
         return _interval_observation(block, gate, "deltas", f"comparison {subject!r}")
     if gate.kind == "gap":
         if subject not in arm_reports:
@@ -161,7 +175,7 @@ def _observations(
 
 def _observed_value(gate: GateConfig, observations: Mapping[str, float]) -> float | None:
     """The single ``observed`` number reported: the value, else the lower bound, else delta."""
-    for key in ("min", "ci_lower_above", "delta_at_least"):
+    for key in ("min", "max", "ci_lower_above", "delta_at_least"):
         if key in observations:
             return observations[key]
     return None

@@ -19,6 +19,7 @@ from pytest_sommelier.core.metrics import (
 )
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.parse import STATUS_OK
+from pytest_sommelier.core.reports import adapter_had_no_effect
 
 SHORT = {
     "valid_json_rate": "valid_json",
@@ -130,8 +131,33 @@ def comparison_lines(
                 f"  McNemar exact (full_call): candidate-only {mcnemar['candidate_only']}, "
                 f"reference-only {mcnemar['reference_only']}, p = {mcnemar['p_value']:.4g}"
             )
+        if report.get("compared_examples"):
+            lines.append(
+                f"  identical outputs (byte for byte): {report['identical_outputs']} of "
+                f"{report['compared_examples']}"
+            )
     for name, message in errors.items():
         lines.append(f"{name}: REFUSED: {message}")
+    return lines
+
+
+def no_effect_lines(
+    comparison_reports: Mapping[str, dict], arm_reports: Mapping[str, dict]
+) -> list[str]:
+    """One prominent line per adapter-vs-base comparison whose outputs are (almost) all
+    byte-identical to the base's (``reports.adapter_had_no_effect``)."""
+    lines = []
+    for name, report in comparison_reports.items():
+        kinds = [
+            (arm_reports.get(report.get(side)) or {}).get("model_kind")
+            for side in ("candidate", "reference")
+        ]
+        if adapter_had_no_effect(report, *kinds):
+            lines.append(
+                f"adapter had no effect on {report['identical_outputs']} of "
+                f"{report['compared_examples']} outputs: was it loaded? ({name}: candidate "
+                "outputs byte-identical to the reference's)"
+            )
     return lines
 
 
@@ -375,6 +401,8 @@ def run_summary_lines(
     if comparisons:
         lines.append(("", {}))
         lines += [(line, {}) for line in comparisons]
+    no_effect = no_effect_lines(outcome.comparison_reports, outcome.arm_reports)
+    lines += [(line, {"yellow": True, "bold": True}) for line in no_effect]
     gaps = gap_lines(outcome.arm_reports)
     if gaps:
         lines.append(("", {}))

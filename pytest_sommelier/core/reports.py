@@ -50,6 +50,10 @@ MARGINAL_COHORT = "marginal_full_slices"
 SUCCESS_METRIC = "full_call_exact_match"
 TELEMETRY_MATCH_FIELDS = ("batch_size", "concurrency", "device", "device_count", "boundary")
 
+IDENTICAL_WARN_FRACTION = 0.9
+"""An adapter-vs-base comparison whose candidate outputs equal the reference's on every example,
+or on more than this fraction of them, is flagged in the terminal ("adapter had no effect")."""
+
 _MISSING = object()
 _SHORT = 40
 
@@ -612,6 +616,27 @@ def _interval_with_acceptable(
     )
 
 
+
+
+def identical_outputs(reference_records: Records, candidate_records: Records) -> int:
+    """How many paired examples have byte-identical ``raw_text`` (records already paired)."""
+    return sum(
+        ref.get("raw_text") == cand.get("raw_text")
+        for ref, cand in zip(reference_records, candidate_records, strict=True)
+    )
+
+
+def adapter_had_no_effect(
+    report: Mapping[str, Any], candidate_kind: str | None, reference_kind: str | None
+) -> bool:
+    """An adapter arm compared with a base arm whose outputs are identical on every example, or
+    on more than ``IDENTICAL_WARN_FRACTION`` of them (was the adapter loaded at all?)."""
+    n, same = report.get("compared_examples"), report.get("identical_outputs")
+    if candidate_kind != "adapter" or reference_kind != "base" or not n or same is None:
+        return False
+    return same == n or same / n > IDENTICAL_WARN_FRACTION
+
+
 def build_comparison_report(
     candidate_report: Mapping[str, Any],
     reference_report: Mapping[str, Any],
@@ -658,6 +683,8 @@ def build_comparison_report(
         "candidate": cand_arm,
         "reference": ref_arm,
         "shared": shared,
+        "identical_outputs": identical_outputs(ref_all, cand_all),
+        "compared_examples": len(cand_all),
         "deltas": metric_gaps(candidate_report["metrics"], reference_report["metrics"]),
         "ci95": interval(name, ref_all, cand_all),
         "mcnemar": mcnemar_exact(ref_all, cand_all),
@@ -668,6 +695,8 @@ def build_comparison_report(
                     reference_report["slices"][lang]["metrics"],
                 ),
                 "ci95": interval(f"{name}:{lang}", ref[lang], cand[lang]),
+                "identical_outputs": identical_outputs(ref[lang], cand[lang]),
+                "compared_examples": len(cand[lang]),
             }
             for lang in langs
         },

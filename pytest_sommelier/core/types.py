@@ -9,7 +9,8 @@ These are plain frozen dataclasses with no behaviour beyond derived names, so th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
@@ -22,6 +23,7 @@ class ModelConfig:
     revision: str | None
     dtype: str | None
     device: str | None
+    served_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,32 @@ class ArmConfig:
     name: str
     adapter: str | None
     adapter_revision: str | None
+    served_name: str | None = None
+
+
+ENGINE_NAMES: tuple[str, ...] = ("transformers", "vllm", "openai")
+PROMPT_FORMATS: tuple[str, ...] = ("token_ids", "text")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """``[engine]`` (every key optional; absent = transformers).
+
+    ``options`` go to ``vllm.LLM`` (the vllm engine refuses the keys it owns); the other fields
+    are the OpenAI-compatible client's, used only when ``name`` is ``openai``, so
+    ``--sommelier-engine`` can switch engines without editing the suite. ``prompt_format`` says
+    how prompts reach a server: ``token_ids`` (the tokens the transformers engine sees) or
+    ``text`` for servers that refuse token-id prompts.
+    """
+
+    name: str = "transformers"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = 16
+    request_timeout_s: float = 300.0
+    max_retries: int = 3
+    prompt_format: str = "token_ids"
 
 
 @dataclass(frozen=True)
@@ -88,6 +116,7 @@ class Suite:
     comparisons: tuple[ComparisonConfig, ...]
     statistics: StatisticsConfig
     gates: tuple[GateConfig, ...]
+    engine: EngineConfig = field(default_factory=EngineConfig)
 
     @property
     def reference_slice(self) -> str:

@@ -21,38 +21,19 @@ import functools
 import importlib.metadata
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.canonical import canonical_json_text
+from pytest_sommelier.core.types import ENGINE_NAMES as ENGINE_NAMES
+from pytest_sommelier.core.types import PROMPT_FORMATS as PROMPT_FORMATS
+from pytest_sommelier.core.types import EngineConfig as EngineConfig
 from pytest_sommelier.errors import EvaluationError, InputError
 from pytest_sommelier.inference import modelcache, modelref
 from pytest_sommelier.inference import transformers_engine as hf
 
-ENGINE_NAMES: tuple[str, ...] = ("transformers", "vllm", "openai")
 DEFAULT_ENGINE = "transformers"
-PROMPT_FORMATS: tuple[str, ...] = ("token_ids", "text")
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """The ``[engine]`` table (all optional; absent = transformers).
-
-    ``options`` is passed to ``vllm.LLM`` (keys the plugin owns are refused by the vllm engine);
-    the other fields are the OpenAI-compatible client's. ``prompt_format`` says how prompts
-    reach a server: ``token_ids`` (default: the same tokens the transformers engine sees) or
-    ``text`` for servers that refuse token-id prompts.
-    """
-
-    name: str = DEFAULT_ENGINE
-    options: Mapping[str, Any] = field(default_factory=dict)
-    base_url: str | None = None
-    api_key_env: str | None = None
-    concurrency: int = 16
-    request_timeout_s: float = 300.0
-    max_retries: int = 3
-    prompt_format: str = "token_ids"
 
 
 def package_version(module: str) -> tuple[str, str]:

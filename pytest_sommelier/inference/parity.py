@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,6 @@ from pytest_sommelier.data import artifacts, stored
 from pytest_sommelier.data.suite import load_suite
 from pytest_sommelier.errors import EvaluationError, InputError, InvariantError
 from pytest_sommelier.inference import select_engine
-from pytest_sommelier.inference.engines import EngineConfig
 
 PARITY_SCHEMA = "sommelier.parity.v1"
 FULL_CALL = METRIC_NAMES.index("full_call_exact_match")
@@ -53,7 +53,7 @@ def without(identity: Mapping[str, Any] | None, key: str) -> dict[str, Any] | No
     return None if identity is None else {k: v for k, v in identity.items() if k != key}
 
 
-def engine_name(identity: Mapping[str, Any] | None) -> str:
+def recorded_engine(identity: Mapping[str, Any] | None) -> str:
     """The engine an identity records; runs of 0.1 (no ``engine`` entry) ran on transformers."""
     engine = (identity or {}).get("engine")
     return str(engine.get("name")) if isinstance(engine, Mapping) else "transformers"
@@ -107,16 +107,18 @@ def _check_identity(arm: str, report: Mapping[str, Any], generator: Any) -> None
 def run_parity(
     run_dir: Path,
     suite_path: Path,
-    engine: EngineConfig,
+    engine_name: str,
     *,
     sample: int | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Regenerate the sampled examples of every stored arm with ``engine``; the parity report."""
+    """Regenerate the sampled examples of every stored arm on the engine named (configured by
+    the suite's ``[engine]`` table, its name replaced); the parity report."""
     run_dir = Path(run_dir)
     resolved, _, split = stored.load_run_inputs(run_dir)
     suite = load_suite(suite_path)
     _check_conditions(resolved, suite, run_dir)
+    engine = replace(suite.engine, name=engine_name)
     chosen = sample_ids([e.example_id for e in split.examples], sample, seed)
     generators = select_engine.load_generators(
         engine, suite.model, suite.arms, suite_dir=suite.path.parent
@@ -138,7 +140,7 @@ def run_parity(
         _check_identity(arm, report, generators[arm])
         by_id = {r["example_id"]: r for rows in records.values() for r in rows}
         arms[arm] = _arm_parity(arm, generators[arm], split, by_id, chosen, decoding, size)
-        arms[arm]["stored_engine"] = engine_name(report.get("model_identity"))
+        arms[arm]["stored_engine"] = recorded_engine(report.get("model_identity"))
     return {
         "schema_version": PARITY_SCHEMA,
         "run_id": run_id,
@@ -198,6 +200,19 @@ def _arm_parity(
                         }
                     )
     return {**counts, "differing": differing}
+
+
+def check_min_identical(result: Mapping[str, Any], fraction: float) -> None:
+    """EvaluationError naming the first arm whose identical fraction is below ``fraction``."""
+    for arm, row in result["arms"].items():
+        if row["examples"] and row["identical_outputs"] / row["examples"] < fraction:
+            raise EvaluationError(
+                "SOM-PARITY-BELOW",
+                f"arm {arm!r}: {row['identical_outputs']} of {row['examples']} outputs identical "
+                f"on {result['engine']}, below --min-identical {fraction:g}",
+                "see the differing examples above and in the parity report",
+                where=f"{arm}",
+            )
 
 
 def render_parity(result: Mapping[str, Any]) -> str:

@@ -1,21 +1,25 @@
 """The ``sommelier_model`` fixture: the extension point for the model backend.
 
-The default returns a callable ``sommelier_model(arm_name, *, suite=None)`` that loads the
-suite's base model once per process with transformers, attaches every adapter arm with peft,
-and returns that arm's generator. Override the fixture in a ``conftest.py`` to replace the
-backend for every arm (see docs/backend.md). Invariant kept: one load per suite per process,
-however many items ask.
+The default returns a callable ``sommelier_model(arm_name, *, suite=None)`` that returns the
+arm's generator from the suite's engine (``[engine] name``, overridden by
+``--sommelier-engine`` / ini ``sommelier_engine``; transformers when neither is set). Every
+engine computes identities without loading weights and loads the base (once per process) on the
+first generation the cache cannot answer. Override the fixture in a ``conftest.py`` to replace
+the backend for every arm (see docs/backend.md, docs/engines.md). Invariant kept: one set of
+generators per suite per process, however many items ask.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from pytest_sommelier.errors import EvaluationError
+from pytest_sommelier.plugin.settings import option
 
 
 def worker_index() -> int:
@@ -26,9 +30,10 @@ def worker_index() -> int:
 
 
 @pytest.fixture(scope="session")
-def sommelier_model() -> Callable[..., Any]:
-    """Return ``get(arm_name, *, suite)``: the arm's generator from the default backend."""
+def sommelier_model(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Return ``get(arm_name, *, suite)``: the arm's generator from the suite's engine."""
     loaded: dict[str, dict[str, Any]] = {}
+    chosen = option(request.config, "sommelier_engine") or None
 
     def get(arm_name: str, *, suite: Any = None) -> Any:
         if suite is None:
@@ -39,10 +44,15 @@ def sommelier_model() -> Callable[..., Any]:
             )
         key = str(suite.path)
         if key not in loaded:
-            from pytest_sommelier.inference.transformers_engine import load_generators
+            from pytest_sommelier.inference.select_engine import load_generators
 
+            engine = suite.engine if chosen is None else replace(suite.engine, name=chosen)
             loaded[key] = load_generators(
-                suite.model, suite.arms, suite_dir=suite.path.parent, worker_index=worker_index()
+                engine,
+                suite.model,
+                suite.arms,
+                suite_dir=suite.path.parent,
+                worker_index=worker_index(),
             )
         return loaded[key][arm_name]
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from pytest_sommelier.core.types import ENGINE_NAMES
+
 DEFAULT_MISSES = 10
 
 
@@ -30,6 +32,7 @@ class Settings:
     selfcheck: int = 0
     cache_dir: str | None = None
     no_cache: bool = False
+    engine: str | None = None
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -92,6 +95,13 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
         "do not read or write the generation cache",
         "bool",
     ),
+    (
+        "--sommelier-engine",
+        {"dest": "sommelier_engine", "metavar": "NAME", "default": None},
+        "engine for every suite: transformers, vllm or openai (overrides [engine] name; "
+        "docs/engines.md)",
+        "string",
+    ),
 ]
 
 
@@ -150,6 +160,12 @@ def build_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"SOM-OPTION-VALUE: {_flag('sommelier_gates')}: {gates!r} is not on or off"
         )
+    engine = _raw(config, "sommelier_engine")
+    if engine is not None and str(engine) not in ENGINE_NAMES:
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {_flag('sommelier_engine')}: {engine!r} is not one of "
+            f"{', '.join(ENGINE_NAMES)}"
+        )
     misses = _number(config, "sommelier_misses", int, positive=False)
     selfcheck = _number(config, "sommelier_selfcheck", int, positive=False)
     baseline = _raw(config, "sommelier_baseline") or []
@@ -165,6 +181,7 @@ def build_settings(config: pytest.Config) -> Settings:
         selfcheck=selfcheck or 0,
         cache_dir=None if cache_dir is None else str(cache_dir),
         no_cache=_bool(config, "sommelier_no_cache"),
+        engine=None if engine is None else str(engine),
     )
 
 
