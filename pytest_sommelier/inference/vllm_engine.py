@@ -208,6 +208,17 @@ class VllmEngine:
             ) from exc
         self.loads += 1
 
+    def close(self) -> None:
+        """Stop the engine core process (idempotent); the next ``generate`` builds it again."""
+        with self._lock:
+            llm, self.llm = self.llm, None
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            try:
+                core.shutdown()
+            except Exception:  # best effort at teardown: the process exits anyway
+                pass
+
     def generate(
         self, arm: str, lora: _Lora | None, prompts: list[str], max_new_tokens: int
     ) -> list[str]:
@@ -299,6 +310,10 @@ class VllmGenerator:
         )
         return {"device": kind, "device_count": count if kind == "cuda" else 1}
 
+    def close(self) -> None:
+        """Stop this process's engine for the base (every arm shares it)."""
+        self.engine.close()
+
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Greedy completions, one per prompt, in order; the list is one vLLM batch."""
         max_new_tokens = engines.greedy_settings(decoding, self.name)
@@ -310,7 +325,9 @@ _ENGINES: dict[str, VllmEngine] = {}
 
 
 def clear_cache() -> None:
-    """Forget this process's engines (tests)."""
+    """Close and forget this process's engines (tests, session end)."""
+    for engine in list(_ENGINES.values()):
+        engine.close()
     _ENGINES.clear()
 
 

@@ -12,7 +12,7 @@ generators per suite per process, however many items ask.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -30,8 +30,9 @@ def worker_index() -> int:
 
 
 @pytest.fixture(scope="session")
-def sommelier_model(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """Return ``get(arm_name, *, suite)``: the arm's generator from the suite's engine."""
+def sommelier_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+    """Yield ``get(arm_name, *, suite)``: the arm's generator from the suite's engine; at the
+    end of the session every generator with a ``close()`` (a vLLM engine) is closed."""
     loaded: dict[str, dict[str, Any]] = {}
     chosen = option(request.config, "sommelier_engine") or None
 
@@ -56,4 +57,9 @@ def sommelier_model(request: pytest.FixtureRequest) -> Callable[..., Any]:
             )
         return loaded[key][arm_name]
 
-    return get
+    yield get
+    for generators in loaded.values():
+        for generator in generators.values():
+            close = getattr(generator, "close", None)
+            if callable(close):
+                close()
