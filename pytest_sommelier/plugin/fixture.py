@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_sommelier.errors import EvaluationError
-from pytest_sommelier.plugin.settings import option
+from pytest_sommelier.plugin.settings import settings_of
 
 
 def worker_index() -> int:
@@ -34,7 +34,7 @@ def sommelier_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., An
     """Yield ``get(arm_name, *, suite)``: the arm's generator from the suite's engine; at the
     end of the session every generator with a ``close()`` (a vLLM engine) is closed."""
     loaded: dict[str, dict[str, Any]] = {}
-    chosen = option(request.config, "sommelier_engine") or None
+    chosen = settings_of(request.config).engine
 
     def get(arm_name: str, *, suite: Any = None) -> Any:
         if suite is None:
