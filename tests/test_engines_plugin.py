@@ -24,7 +24,11 @@ def openai_suite(
     pytester: pytest.Pytester, tiny: tuple[Path, Path], url: str, **engine: Any
 ) -> Path:
     """The tiny two-arm suite with an ``[engine]`` table for ``url`` and served names."""
-    suite = tiny_suite(pytester, tiny)
+    return add_openai_engine(tiny_suite(pytester, tiny), url, **engine)
+
+
+def add_openai_engine(suite: Path, url: str, **engine: Any) -> Path:
+    """Give an existing suite file an openai ``[engine]`` table and served names."""
     table = {"name": "openai", "base_url": url, "max_retries": 1, "concurrency": 2, **engine}
     text = suite.read_text(encoding="utf-8")
     text = text.replace(
@@ -119,10 +123,10 @@ def test_e04_the_api_key_never_reaches_output_or_artifacts(
 @pytest.mark.parametrize(
     ("engine", "code", "where"),
     [
-        ({"name": "tgi"}, "SOM-SUITE", "engine.name"),
-        ({"name": "openai", "concurrency": 0}, "SOM-SUITE", "concurrency"),
-        ({"name": "openai", "api_key_env": "sk-abc def"}, "SOM-SUITE", "api_key_env"),
-        ({"name": "openai", "colour": "red"}, "SOM-SUITE", "colour"),
+        ({"name": "tgi"}, "SOM-SUITE", "[engine]: key 'name'"),
+        ({"name": "openai", "concurrency": 0}, "SOM-SUITE", "[engine]: key 'concurrency'"),
+        ({"name": "openai", "api_key_env": "sk-abc def"}, "SOM-SUITE", "'api_key_env'"),
+        ({"name": "openai", "colour": "red"}, "SOM-SUITE", "'colour'"),
         ({"name": "vllm", "options": {"model": "x"}}, "SOM-VLLM-OPTION", "engine.options.model"),
         ({"name": "openai"}, "SOM-OPENAI-URL", "engine.base_url"),
     ],
@@ -164,13 +168,14 @@ def test_e07_arms_from_different_engines_are_not_compared(
     stored = pytester.path / "stored" / "base"
     stored_base.rename(stored)
     with FaultServer() as server:
-        openai_suite(pytester, tiny, server.url)
+        add_openai_engine(suite, server.url)
         result = pytester.runpytest_subprocess(
             "-m", "eval", "-p", "no:cacheprovider", "--sommelier-out", "out2",
             "--sommelier-baseline", f"base={stored}", str(suite.parent),
         )  # fmt: skip
     text = result.stdout.str()
-    assert result.ret != 0 and "REFUSED" in text and "model_identity.engine" in text
+    assert "adapter-vs-base: REFUSED: SOM-COMPARE-IDENTITY: model_identity.engine" in text
+    assert not (pytester.path / "out2" / "report" / "adapter-vs-base.json").exists()
 
 
 def test_e08_a_fully_cached_rerun_loads_no_model(

@@ -17,6 +17,7 @@ silently coerced or defaulted other than the documented defaults.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -29,10 +30,12 @@ from typing import Any
 import jsonschema
 
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_METRIC
+from pytest_sommelier.core.gates import IDENTICAL_METRIC
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.types import (
     ArmConfig,
     ComparisonConfig,
+    EngineConfig,
     GateConfig,
     ModelConfig,
     StatisticsConfig,
@@ -102,6 +105,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     gates = _gate_configs(data.get("gates", []), arms, comparisons, slices, label)
     statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
     test_split = _split_path(section["test_split"], folder, label)
+    engine = _engine_config(data.get("engine", {}), label)
     return Suite(
         path=suite_path.resolve(),
         name=section["name"],
@@ -117,6 +121,33 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             confidence_level=float(statistics["confidence_level"]),
         ),
         gates=gates,
+        engine=engine,
+    )
+
+
+def _engine_config(table: Mapping[str, Any], label: str) -> EngineConfig:
+    """``[engine]`` (structure checked by the schema); ``options`` must be JSON-safe, since
+    they are recorded in the arms' ``model_identity``."""
+    options = dict(table.get("options", {}))
+    try:
+        json.dumps(options, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            "SOM-SUITE-ENGINE-OPTIONS",
+            f"engine.options holds a value that is not JSON ({exc})",
+            "use strings, numbers, booleans, arrays and tables (no dates or times)",
+            where=f"{label}: [engine]",
+        ) from None
+    defaults = EngineConfig()
+    return EngineConfig(
+        name=table.get("name", defaults.name),
+        options=options,
+        base_url=table.get("base_url"),
+        api_key_env=table.get("api_key_env"),
+        concurrency=table.get("concurrency", defaults.concurrency),
+        request_timeout_s=float(table.get("request_timeout_s", defaults.request_timeout_s)),
+        max_retries=table.get("max_retries", defaults.max_retries),
+        prompt_format=table.get("prompt_format", defaults.prompt_format),
     )
 
 
@@ -559,7 +590,11 @@ def _model_config(table: dict[str, Any], folder: Path, label: str) -> ModelConfi
         where=f"{label}: [model]",
     )
     return ModelConfig(
-        base=base, revision=revision, dtype=table.get("dtype"), device=table.get("device")
+        base=base,
+        revision=revision,
+        dtype=table.get("dtype"),
+        device=table.get("device"),
+        served_name=table.get("served_name"),
     )
 
 
@@ -588,7 +623,12 @@ def _arm_configs(table: dict[str, Any], folder: Path, label: str) -> dict[str, A
                 adapter=True,
                 where=where,
             )
-        arms[name] = ArmConfig(name=name, adapter=adapter, adapter_revision=revision)
+        arms[name] = ArmConfig(
+            name=name,
+            adapter=adapter,
+            adapter_revision=revision,
+            served_name=arm.get("served_name"),
+        )
     return arms
 
 
@@ -693,7 +733,14 @@ def _gate_config(
     for key in ("arm", "candidate", "reference"):
         if key in entry:
             _require_arm(entry[key], arms, f"gates.{key}", where)
-    if entry["metric"] not in GATE_METRICS:
+    if entry["metric"] == IDENTICAL_METRIC and kind != "comparison":
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric {IDENTICAL_METRIC!r} is a comparison gate's metric",
+            "name candidate and reference (and max) instead of arm",
+            where=where,
+        )
+    if entry["metric"] not in (*GATE_METRICS, IDENTICAL_METRIC):
         raise InputError(
             "SOM-SUITE-UNKNOWN-METRIC",
             f"gates.metric names unknown metric {entry['metric']!r}",
@@ -761,7 +808,26 @@ def _gate_slice(entry: Mapping[str, Any], kind: str, slices: Sequence[str], wher
 
 
 def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
-    """Arm gates: ``min`` and/or ``max`` in [0, 1]; others: exactly one threshold in [-1, 1]."""
+    """Arm gates: ``min`` and/or ``max`` in [0, 1]; an ``identical_outputs`` comparison gate:
+    ``max`` in [0, 1]; others: exactly one threshold in [-1, 1]."""
+    if kind == "comparison" and entry.get("metric") == IDENTICAL_METRIC:
+        wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
+        if wrong or "max" not in entry:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"an {IDENTICAL_METRIC} gate takes max (the largest fraction of identical "
+                f"outputs allowed){f', not {wrong[0]!r}' if wrong else ''}",
+                "write e.g. max = 0.5",
+                where=where,
+            )
+        if not 0.0 <= entry["max"] <= 1.0:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.max = {entry['max']!r} is outside [0, 1]",
+                "the identical fraction is in [0, 1] (write 0.5, not 50)",
+                where=where,
+            )
+        return
     allowed, other = (
         (ARM_THRESHOLDS, COMPARISON_THRESHOLDS)
         if kind == "arm"
