@@ -80,3 +80,39 @@ def test_identical_gate_requires_fewer(same: int, passed: bool) -> None:
 def test_identical_gate_without_the_count_fails_with_a_reason() -> None:
     entry = gates.evaluate_gate(identical_gate(0.5), {}, {"adapter-vs-base": {}})
     assert entry["passed"] is False and "identical_outputs" in entry["reason"]
+
+
+APPLIED = {
+    "name": "adapter-applied",
+    "candidate": "adapter",
+    "reference": "base",
+    "metric": "identical_outputs",
+    "max": 0.5,
+}
+
+
+def test_the_gate_fails_a_run_whose_adapter_changed_nothing(pytester: pytest.Pytester) -> None:
+    write_scripted_suite(pytester, {}, gates=[APPLIED])
+    result = run(pytester)
+    assert result.ret == 1
+    verdict = read_json(pytester.path / "out" / "gate_verdict.json")
+    assert verdict["verdict"] == "fail"
+    assert verdict["gates"][0]["observed"] == 1.0
+    result.stdout.fnmatch_lines(["FAIL adapter-applied*"])
+
+
+@pytest.mark.parametrize(
+    ("gate", "message"),
+    [
+        ({**APPLIED, "max": 1.5}, "outside [0, 1]"),
+        ({**APPLIED, "delta_at_least": 0.1}, "takes max"),
+        ({"name": "g", "arm": "adapter", "metric": "identical_outputs", "max": 0.5}, "comparison"),
+    ],
+)
+def test_bad_identical_gates_are_one_line(
+    pytester: pytest.Pytester, gate: dict, message: str
+) -> None:
+    write_scripted_suite(pytester, {}, gates=[gate])
+    result = run(pytester)
+    assert result.ret != 0 and message in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
