@@ -314,3 +314,26 @@ def test_retry_outcome_follows_the_budget(suite_dir: Path, faults: list[str], re
                 generators["base"].generate(["hi"], DECODING)
             assert caught.value.code == "SOM-OPENAI-RETRIES"
     assert len(server.completions()) == min(len(faults), retries) + 1
+
+
+def test_a_gguf_base_is_tokenized_through_the_load_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tiny import make_tiny_gguf
+    from transformers import AutoTokenizer
+
+    monkeypatch.setenv("SOMMELIER_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "suite").mkdir()
+    make_tiny_gguf(tmp_path / "suite" / "tiny.gguf")
+    with FaultServer(models=["smol"]) as server:
+        config = engines.EngineConfig(name="openai", base_url=server.url)
+        generators = openai_engine.load_generators(
+            config, Model("tiny.gguf"), {"base": Arm("base")}, suite_dir=tmp_path / "suite"
+        )
+        assert not (tmp_path / "cache").exists()  # identity needs no conversion
+        outputs = generators["base"].generate(["hello"], DECODING)
+    assert generators["base"].model_identity["format"] == "gguf"
+    (folder,) = [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    ids = tokenizer("hello", add_special_tokens=False)["input_ids"]
+    assert outputs == [completion_text("smol", ids)]

@@ -29,6 +29,7 @@ from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.types import ENGINE_NAMES as ENGINE_NAMES
 from pytest_sommelier.core.types import PROMPT_FORMATS as PROMPT_FORMATS
 from pytest_sommelier.core.types import EngineConfig as EngineConfig
+from pytest_sommelier.data import digests
 from pytest_sommelier.errors import EvaluationError, InputError
 from pytest_sommelier.inference import modelcache, modelref
 from pytest_sommelier.inference import transformers_engine as hf
@@ -130,7 +131,7 @@ def local_model_folder(source: hf.BaseSource) -> str:
         path = Path(source.location)
         cached = modelcache.load_gguf(
             path,
-            modelref.file_sha256(path),
+            digests.sha256_path(path),
             None,
             use_cache=True,
             loader=lambda folder, dtype: (None, None),
