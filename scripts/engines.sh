@@ -75,7 +75,8 @@ EOF
     --host 127.0.0.1 --port "$PORT" > "$WORK/server.log" 2>&1 &
 SERVER=$!
 for _ in $(seq 1 180); do
-    curl -sf "http://127.0.0.1:$PORT/v1/models" > /dev/null && break
+    "$PY" -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$PORT/v1/models', timeout=2)" \
+        2> /dev/null && break
     kill -0 "$SERVER" 2>/dev/null || { tail -50 "$WORK/server.log"; exit 1; }
     sleep 2
 done
