@@ -4,16 +4,17 @@
 # --sommelier-engine vllm and --sommelier-engine openai (against a started api_server), each
 # run regenerated on the transformers engine with `sommelier parity` (>= 90% byte-identical).
 #
-#   bash scripts/engines.sh            # VENV (default .venv-engines), EXAMPLES (default 4 per slice)
+#   bash scripts/engines.sh    # env: VENV (default ~/.cache/pytest-sommelier/venv-engines), EXAMPLES (4 per slice)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-VENV=${VENV:-$ROOT/.venv-engines}
+VENV=${VENV:-$HOME/.cache/pytest-sommelier/venv-engines}   # outside the repo (ruff, git)
 EXAMPLES=${EXAMPLES:-4}
 PORT=${PORT:-8765}
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
 export SOMMELIER_CACHE_DIR=${SOMMELIER_CACHE_DIR:-$VENV/model-cache}   # its transformers differs
 
+mkdir -p "$(dirname "$VENV")"
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
