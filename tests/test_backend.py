@@ -180,8 +180,11 @@ def test_base_loaded_once_per_process(suite_dir: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", counting)
     first = two_arms(suite_dir)
     second = backend.load_generators(Model("m"), {"b": Arm("b")}, suite_dir=suite_dir)
-    assert len(calls) == 1
+    assert calls == []  # identities before load: nothing is loaded until a generation
+    assert first["base"].model_identity["engine"]["name"] == "transformers"
     assert first["base"].base is second["b"].base
+    first["adapter"].generate(PROMPTS[:1], DECODING)
+    assert len(calls) == 1
 
 
 def test_pickle_adapter_refused(suite_dir: Path, tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from pytest_sommelier.core.types import ENGINE_NAMES as ENGINE_NAMES
 from pytest_sommelier.core.types import PROMPT_FORMATS as PROMPT_FORMATS
 from pytest_sommelier.core.types import EngineConfig as EngineConfig
 from pytest_sommelier.data import digests
-from pytest_sommelier.errors import EvaluationError, InputError
+from pytest_sommelier.errors import EvaluationError
 from pytest_sommelier.inference import modelcache, modelref
 from pytest_sommelier.inference import transformers_engine as hf
 
@@ -77,16 +77,7 @@ class BaseRef:
 
 def base_ref(model: Any, suite_dir: Path) -> BaseRef:
     """Resolve ``[model]`` and compute its identity from references and digests only."""
-    source = hf.resolve_base(model, Path(suite_dir))
-    dtype = model.dtype or hf.DEFAULT_DTYPE
-    if dtype not in hf.DTYPES:
-        raise InputError(
-            "SOM-BACKEND-DTYPE",
-            f"model.dtype {dtype!r} is not supported",
-            f"use one of: {', '.join(hf.DTYPES)}",
-            where="model.dtype",
-        )
-    identity = hf.model_identity_for(source, model, None, Path(suite_dir), dtype)
+    source, identity, dtype = hf.base_identity(model, Path(suite_dir))
     return BaseRef(source, identity, dtype)
 
 
@@ -106,7 +97,7 @@ def adapter_refs(arms: Mapping[str, Any], suite_dir: Path) -> dict[str, AdapterR
         if arm.adapter is None:
             refs[key] = AdapterRef(key, None, None)
             continue
-        folder, identity = hf._adapter_location(arm, Path(suite_dir))
+        folder, identity = hf.adapter_location(arm, Path(suite_dir))
         refs[key] = AdapterRef(key, folder, {"name": key, **identity})
     return refs
 
@@ -211,5 +202,5 @@ def decode_new_tokens(tokenizer: Any, token_ids: Sequence[int]) -> str:
 
 def greedy_settings(decoding: Mapping[str, Any], arm: str) -> int:
     """``max_new_tokens`` of a greedy decoding dict (the transformers engine's own guard)."""
-    max_new_tokens, _ = hf._decoding_settings(dict(decoding), arm)
+    max_new_tokens, _ = hf.decoding_settings(dict(decoding), arm)
     return max_new_tokens

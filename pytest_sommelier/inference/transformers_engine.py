@@ -22,6 +22,7 @@ Invariants kept here:
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -165,10 +166,36 @@ def _require_safetensors(folder: Path, key: str, what: str) -> None:
     )
 
 
+def engine_fields() -> dict[str, Any]:
+    """The ``engine`` entry of this engine's ``model_identity`` (read without importing)."""
+    try:
+        version = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        version = "absent"
+    return {"name": "transformers", "package": "transformers", "version": version}
+
+
+def base_identity(model: ModelConfig, suite_dir: Path) -> tuple[BaseSource, dict[str, Any], str]:
+    """``(source, identity, dtype name)`` of ``[model]`` from references and digests only: no
+    weights read, no tokenizer loaded, torch not imported (every engine's base identity)."""
+    source = resolve_base(model, Path(suite_dir))
+    dtype_name = model.dtype or DEFAULT_DTYPE
+    if dtype_name not in DTYPES:
+        raise InputError(
+            "SOM-BACKEND-DTYPE",
+            f"model.dtype {dtype_name!r} is not supported",
+            f"use one of: {', '.join(DTYPES)}",
+            where="model.dtype",
+        )
+    return source, model_identity_for(source, model, None, Path(suite_dir), dtype_name), dtype_name
+
+
 def model_identity_for(
     source: BaseSource, model: ModelConfig, tokenizer: Any, suite_dir: Path, dtype_name: str
 ) -> dict[str, Any]:
-    """The JSON-safe identity of a base model and its tokenizer (no machine paths)."""
+    """The JSON-safe identity of a base model and its tokenizer (no machine paths). With
+    ``tokenizer`` None the tokenizer files are the fixed list of ``modelref.TOKENIZER_FILES``
+    (what every engine uses, so identities are known before anything loads)."""
     tokenizer_id, tokenizer_revision = modelref.tokenizer_identity(
         source.ref, source.revision, tokenizer, base_dir=suite_dir
     )
@@ -256,7 +283,7 @@ def load_base(model: ModelConfig, *, suite_dir: Path, worker_index: int = 0) -> 
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
-    identity = model_identity_for(source, model, tokenizer, suite_dir, dtype_name)
+    identity = model_identity_for(source, model, None, suite_dir, dtype_name)
     loaded = LoadedBase(weights, tokenizer, device, identity, status)
     _BASES[key] = loaded
     return loaded
@@ -265,7 +292,7 @@ def load_base(model: ModelConfig, *, suite_dir: Path, worker_index: int = 0) -> 
 # --------------------------------------------------------------------------- adapters
 
 
-def _adapter_location(arm: ArmConfig, suite_dir: Path) -> tuple[Path, dict[str, Any]]:
+def adapter_location(arm: ArmConfig, suite_dir: Path) -> tuple[Path, dict[str, Any]]:
     """Resolve an arm's adapter to a local folder and its identity (without the arm name)."""
     assert arm.adapter is not None
     where = f"arms.{arm.name}.adapter"
@@ -359,7 +386,7 @@ def _peft_name(arm: str, identity: dict[str, Any], base: LoadedBase) -> str:
 
 def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[str, dict]:
     """Attach an arm's adapter to ``base`` (once per identity); return (peft name, identity)."""
-    folder, identity = _adapter_location(arm, suite_dir)
+    folder, identity = adapter_location(arm, suite_dir)
     name = _peft_name(arm.name, identity, base)
     if name in base.adapters:
         return name, identity
@@ -392,7 +419,7 @@ def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[s
 # --------------------------------------------------------------------------- generation
 
 
-def _decoding_settings(decoding: dict[str, Any], arm: str) -> tuple[int, int]:
+def decoding_settings(decoding: dict[str, Any], arm: str) -> tuple[int, int]:
     """(max_new_tokens, batch_size) of a decoding dict, checked by the one decoding rule
     (``data.suite.validate_decoding``, which also validated the suite's ``[decoding]`` at load):
     a caller of the public ``generate`` gets the same refusal, never a sampled output."""
@@ -425,19 +452,57 @@ def _generation_config(model: Any, tokenizer: Any, max_new_tokens: int) -> Any:
 
 
 @dataclass
+class BaseHandle:
+    """A base to load on first use: its device is chosen (and checked) up front, the weights
+    only when a generation needs them (``load_base``, once per process)."""
+
+    model: ModelConfig
+    suite_dir: Path
+    worker_index: int
+    device: str
+    loaded: LoadedBase | None = None
+
+    def get(self) -> LoadedBase:
+        """The loaded base (loading it now if this is the first use)."""
+        if self.loaded is None:
+            self.loaded = load_base(
+                self.model, suite_dir=self.suite_dir, worker_index=self.worker_index
+            )
+        return self.loaded
+
+
+@dataclass
 class TransformersGenerator:
-    """The generator of one arm over a shared :class:`LoadedBase`."""
+    """The generator of one arm; identities are known at creation, the base is loaded (and the
+    arm's adapter attached) on first use of :attr:`base`."""
 
     name: str
     model_identity: dict[str, Any]
     adapter_identity: dict[str, Any] | None
-    base: LoadedBase
-    adapter_name: str | None
+    handle: BaseHandle
+    arm: ArmConfig | None = None
+    _peft_name: str | None = None
+
+    @property
+    def base(self) -> LoadedBase:
+        """This process's loaded base, with this arm's adapter attached."""
+        loaded = self.handle.get()
+        if self.arm is not None and self._peft_name is None:
+            self._peft_name, _ = attach_adapter(loaded, self.arm, self.handle.suite_dir)
+        return loaded
+
+    @property
+    def adapter_name(self) -> str | None:
+        """The peft name of this arm's adapter (attaching it), None for the base arm."""
+        if self.arm is None:
+            return None
+        _ = self.base
+        return self._peft_name
 
     @property
     def device(self) -> str:
         """The torch device the arm generates on (e.g. ``"cpu"``, ``"cuda:0"``)."""
-        return self.base.device
+        return self.handle.device
 
     def device_info(self) -> dict[str, Any]:
         """``{"device", "device_count"}`` of the device this generator runs on (telemetry)."""
@@ -463,9 +528,10 @@ class TransformersGenerator:
                 "pass prompts as list[str]",
                 where=f"arm {self.name}",
             )
-        max_new_tokens, batch_size = _decoding_settings(decoding, self.name)
+        max_new_tokens, batch_size = decoding_settings(decoding, self.name)
         if not prompts:
             return []
+        _ = self.base  # load on first use
         self._refuse_empty_prompts(prompts)
         config = _generation_config(self.base.model, self.base.tokenizer, max_new_tokens)
         outputs: list[str] = []
@@ -524,16 +590,20 @@ def load_generators(
     suite_dir: Path,
     worker_index: int = 0,
 ) -> dict[str, TransformersGenerator]:
-    """One generator per arm over this process's single loaded base (adapters attached by name)."""
-    base = load_base(model, suite_dir=Path(suite_dir), worker_index=worker_index)
+    """One generator per arm over this process's single base; identities come from references
+    and digests, the base is loaded (and adapters attached by name) on the first generation."""
+    suite_dir = Path(suite_dir)
+    _, identity, dtype_name = base_identity(model, suite_dir)
+    parse_dtype(dtype_name)
+    identity["engine"] = engine_fields()
+    handle = BaseHandle(model, suite_dir, worker_index, choose_device(model.device, worker_index))
     generators: dict[str, TransformersGenerator] = {}
     for key, arm in arms.items():
         if arm.adapter is None:
-            generators[key] = TransformersGenerator(key, dict(base.identity), None, base, None)
+            generators[key] = TransformersGenerator(key, dict(identity), None, handle)
             continue
-        peft_name, identity = attach_adapter(base, arm, Path(suite_dir))
-        adapter_identity = {"name": key, **identity}
+        _, adapter = adapter_location(arm, suite_dir)
         generators[key] = TransformersGenerator(
-            key, dict(base.identity), adapter_identity, base, peft_name
+            key, dict(identity), {"name": key, **adapter}, handle, arm
         )
     return generators
