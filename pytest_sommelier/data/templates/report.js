@@ -93,13 +93,16 @@
     $("ex-head").appendChild(tr);
   }
 
+  // a miss category that only repeats the parse status ("parse_no_json") is not shown twice
+  function shownMiss(o) { return o[MISS] && o[MISS] !== "parse_" + D.statuses[o[STATUS]]; }
+
   function outcomeCell(o) {
     var td = el("td", { className: "oc" });
     if (o[HIT] < 0) { td.textContent = "not scored"; td.className += " ns"; return td; }
     td.appendChild(el("span", { className: o[HIT] ? "hit" : "miss" }, o[HIT] ? "hit" : "miss"));
     var status = D.statuses[o[STATUS]];
     if (status !== "ok") { td.appendChild(el("span", { className: "st" }, status)); }
-    if (o[MISS]) { td.appendChild(el("span", { className: "mc" }, o[MISS])); }
+    if (shownMiss(o)) { td.appendChild(el("span", { className: "mc" }, o[MISS])); }
     return td;
   }
 
@@ -217,7 +220,7 @@
     }
     title.appendChild(el("span", { className: o[HIT] ? "hit" : "miss" }, o[HIT] ? "hit" : "miss"));
     title.appendChild(document.createTextNode(" · parse " + D.statuses[o[STATUS]] +
-      (o[CACHED] ? " · cached" : "") + (o[MISS] ? " · " + o[MISS] : "")));
+      (o[CACHED] ? " · cached" : "") + (shownMiss(o) ? " · " + o[MISS] : "")));
     box.appendChild(title);
     var raw = el("pre", { className: "raw", dir: "auto" }, o[RAW]);
     labelled(box, "raw output" + (o[RAWLEN] > o[RAW].length ? " (first " + o[RAW].length + " of " + o[RAWLEN] + " characters; the generations file has it whole)" : ""), raw);
