@@ -244,7 +244,7 @@ def test_newer_fields_show_when_present(run: Path) -> None:
     header = table_rows(page, "metrics")[0]
     assert header[-2] == "acceptable_call_match"  # after the five, before n
     assert 'data-metric="acceptable_call_match"' in page
-    assert 'data-identical="adapter-vs-base">3<' in page
+    assert 'data-identical="adapter-vs-base">3 of 7 byte for byte; en ' in page
     assert "en.future_counts" in page and "wrong_value=1" in page
     en3 = next(e for e in page_blob(page)["ex"] if e[0] == "en-3")
     assert en3[7][1][6] == "wrong_type"
@@ -316,3 +316,11 @@ def test_misses_by_category_table(run: Path) -> None:
         assert cells["misses"] == str(expected["misses"])
         for name, count in expected["categories"].items():
             assert cells[name] == str(count)
+
+
+def test_an_adapter_with_no_effect_gets_a_banner(run: Path) -> None:
+    report = read(run / "report/adapter-vs-base.json")
+    report["identical_outputs"] = report["compared_examples"] = 7
+    write(run / "report/adapter-vs-base.json", report)
+    page = render_report(run)
+    assert re.search(r'data-banner="noeffect">Adapter had no effect on 7 of 7 outputs', page)

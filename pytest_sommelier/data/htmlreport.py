@@ -41,7 +41,7 @@ import jinja2
 from pytest_sommelier.core.canonical import sha256_bytes
 from pytest_sommelier.core.metrics import METRIC_NAMES, canonical_json, flatten_arguments
 from pytest_sommelier.core.parse import STATUS_OK, STATUSES
-from pytest_sommelier.core.render import fmt, fmt_interval
+from pytest_sommelier.core.render import fmt, fmt_interval, no_effect_lines
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.errors import InputError
 
@@ -480,7 +480,8 @@ def _banners(
     split_counts: Mapping[str, int] | None,
     comparisons: Mapping[str, Mapping[str, Any]],
 ) -> list[dict[str, str]]:
-    """The banners at the top: incomplete, subset, cached, not cross-comparable."""
+    """The banners at the top: incomplete, subset, cached, an adapter with no effect, not
+    cross-comparable."""
     banners = []
     incomplete = [arm for arm, data in arms.items() if not data[0].get("complete", False)]
     if (verdict or {}).get("verdict") == "incomplete" or incomplete:
@@ -514,6 +515,9 @@ def _banners(
                 f"({', '.join(parts)}).",
             }
         )
+    reports = {arm: data[0] for arm, data in arms.items()}
+    for line in no_effect_lines(comparisons, reports):
+        banners.append({"kind": "noeffect", "text": line[0].upper() + line[1:] + "."})
     for name, report in comparisons.items():
         efficiency = report.get("efficiency")
         if efficiency and not efficiency.get("cross_comparable"):
