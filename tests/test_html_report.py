@@ -242,7 +242,8 @@ def test_newer_fields_show_when_present(run: Path) -> None:
     page = render_report(run)
     assert "name=vllm" in page
     header = table_rows(page, "metrics")[0]
-    assert header[-2] == "acceptable_call_match"  # after the five, before n
+    # after the five, before n, under the label the terminal and Markdown use
+    assert header[-2] == "acceptable-values match (BFCL rules)"
     assert 'data-metric="acceptable_call_match"' in page
     assert 'data-identical="adapter-vs-base">3 of 7 byte for byte; en ' in page
     assert "en.future_counts" in page and "wrong_value=1" in page

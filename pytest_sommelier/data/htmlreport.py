@@ -38,6 +38,8 @@ from typing import Any
 
 import jinja2
 
+from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
+from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_NAME
 from pytest_sommelier.core.canonical import sha256_bytes
 from pytest_sommelier.core.metrics import METRIC_NAMES, canonical_json, flatten_arguments
 from pytest_sommelier.core.parse import STATUS_OK, STATUSES
@@ -162,6 +164,16 @@ def metric_order(names: Iterable[str]) -> list[str]:
     """The five metrics in their fixed order, then any other metric (a newer one) by name."""
     known = list(METRIC_NAMES)
     return sorted(set(names), key=lambda n: (known.index(n) if n in known else len(known), n))
+
+
+#: how the page titles a metric that is not one of the five (the terminal and Markdown use the
+#: same label, from core.acceptable)
+METRIC_LABELS = {ACCEPTABLE_NAME: ACCEPTABLE_LABEL}
+
+
+def metric_label(name: str) -> str:
+    """The column title of a metric: its name, or the label it is reported under."""
+    return METRIC_LABELS.get(name, name)
 
 
 def short(value: Any) -> str:
@@ -470,6 +482,7 @@ def _environment() -> jinja2.Environment:
     env.filters["secs"] = seconds
     env.filters["j"] = lambda v: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
     env.filters["threshold"] = threshold_text
+    env.filters["metric_label"] = metric_label
     env.globals.update(identity_items=identity_items, metric_order=metric_order)
     return env
 
