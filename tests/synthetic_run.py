@@ -188,6 +188,7 @@ def write_synthetic_run(
                     "cached": False,
                     "seconds": 0.05,
                     "worker": "gw0",
+                    "processes": 1,
                     "device": {"device": "cpu", "device_count": 1},
                 }
                 for r in records

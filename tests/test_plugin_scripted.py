@@ -99,6 +99,9 @@ def test_full_run_writes_checked_artifacts(pytester: pytest.Pytester, xdist: boo
     assert (out / "report" / "adapter-vs-base.md").read_text().startswith("# adapter vs base")
     telemetry = read_json(out / "eval" / "adapter" / "inference_telemetry.json")
     assert telemetry["examples"] == 7 and telemetry["concurrency"] == (2 if xdist else 1)
+    # a property of the run, not of which worker happened to get an arm's batches
+    base_telemetry = read_json(out / "eval" / "base" / "inference_telemetry.json")
+    assert base_telemetry["concurrency"] == telemetry["concurrency"]
     result.stdout.fnmatch_lines(["*sommelier: factory*", "*verdict: PASS*"])
 
 

@@ -458,3 +458,14 @@ def test_efficiency_nulls(split, two_reports) -> None:
         "device_seconds_per_success": None,
         "device_count": None,
     }
+
+
+def test_concurrency_is_the_runs_process_count_not_the_workers_an_arm_got() -> None:
+    from pytest_sommelier.core.pipeline import concurrency_of
+
+    one_worker_took_all = [
+        {"language": "en", "cached": False, "seconds": 0.1, "worker": "gw1", "processes": 2,
+         "device": {"device": "cpu", "device_count": 1}, "selfcheck_differs": None}
+    ] * 3
+    assert concurrency_of(one_worker_took_all) == 2
+    assert concurrency_of([]) == 1

@@ -11,7 +11,7 @@ scored and nothing errored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,6 +194,16 @@ def rescored(records: list[dict], split: FormattedSplit) -> list[dict]:
     return out
 
 
+def concurrency_of(timings: Sequence[Timing]) -> int:
+    """The number of processes the run used (xdist workers; 1 serial).
+
+    Invariant: a property of the run, not of scheduling: two arms of one run get the same value
+    even when one worker happened to generate every batch of an arm (which made the arms look
+    not cross-comparable by chance in 0.1).
+    """
+    return max((t["processes"] for t in timings), default=1)
+
+
 def telemetry_for(arm: ArmRun, suite: Suite) -> dict:
     """inference_telemetry.json for one arm from its per-record timings."""
     if arm.stored_telemetry is not None:
@@ -220,7 +230,7 @@ def telemetry_for(arm: ArmRun, suite: Suite) -> dict:
         "arm": arm.name,
         "boundary": "generate_call",
         "batch_size": int(suite.decoding["batch_size"]),
-        "concurrency": len({t["worker"] for t in arm.timings}) or 1,
+        "concurrency": concurrency_of(arm.timings),
         "device": device,
         "device_count": device_count,
         "slices": slices,

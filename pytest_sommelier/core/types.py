@@ -196,6 +196,7 @@ class Timing(TypedDict):
     cached: bool
     seconds: float
     worker: str
+    processes: int
     device: DeviceInfo
     selfcheck_differs: bool | None
 
@@ -209,6 +210,7 @@ class WorkerPayload(TypedDict):
     adapter_identity: dict[str, Any] | None
     seconds: float
     worker: str
+    processes: int  # the session's number of worker processes (1 outside xdist)
     device: DeviceInfo
     hit: bool
     selfcheck_differs: bool | None

@@ -56,8 +56,15 @@ def runner_for(config: pytest.Config) -> Runner:
         from pytest_sommelier.plugin.runner import Runner
 
         settings = settings_of(config)
+        # the role comes from this session's config, never from an environment variable an
+        # outer xdist run may have left (a pytester session inside an xdist worker)
+        workerinput = getattr(config, "workerinput", None) or {}
         runner = Runner(
-            timeout=settings.timeout, selfcheck=settings.selfcheck, cache=generation_cache(config)
+            timeout=settings.timeout,
+            selfcheck=settings.selfcheck,
+            cache=generation_cache(config),
+            worker=str(workerinput.get("workerid", "main")),
+            processes=int(workerinput.get("workercount", 1)),
         )
         config.stash[RUNNER_KEY] = runner
     return runner

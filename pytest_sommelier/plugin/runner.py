@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -94,9 +93,17 @@ class Runner:
     """Per-process state: generators by arm, batch outcomes, warm-ups done."""
 
     def __init__(
-        self, *, timeout: float | None = None, selfcheck: int = 0, cache: Any = None
+        self,
+        *,
+        timeout: float | None = None,
+        selfcheck: int = 0,
+        cache: Any = None,
+        worker: str = "main",
+        processes: int = 1,
     ) -> None:
-        self.worker_id = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        self.worker_id = worker
+        # how many processes the run has, whatever share of an arm this one happens to get
+        self.processes = processes
         self._generators: dict[tuple[str, str], Generator] = {}
         self._batches: dict[BatchKey, BatchOutcome] = {}
         self._warmed: set[int] = set()
@@ -339,6 +346,7 @@ class Runner:
             "adapter_identity": generator.adapter_identity,
             "seconds": 0.0 if record["cached"] else outcome.seconds_per_example,
             "worker": self.worker_id,
+            "processes": self.processes,
             "device": device_of(generator),
             "hit": is_exact(record, example.gold_call),
             "selfcheck_differs": outcome.selfcheck.get(example.example_id),

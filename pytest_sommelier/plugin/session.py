@@ -174,6 +174,7 @@ class SommelierSession:
                         "cached": p["record"]["cached"],
                         "seconds": p["seconds"],
                         "worker": p["worker"],
+                        "processes": p["processes"],
                         "device": p["device"],
                         "selfcheck_differs": p.get("selfcheck_differs"),
                     }
