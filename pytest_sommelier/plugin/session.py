@@ -20,7 +20,6 @@ import pytest
 from pytest_sommelier.core import render
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.htmlreport import write_report
 from pytest_sommelier.data.split import FormattedSplit
 from pytest_sommelier.data.suite import Suite, suite_identity
 from pytest_sommelier.errors import InvariantError, SommelierError
@@ -135,6 +134,10 @@ class SommelierSession:
         except SommelierError as error:
             result.error = str(error)
             return result
+        # imported here, not at plugin load: Jinja2 and the template module cost every pytest
+        # run in the environment start-up time, and only a session finish with a suite needs them
+        from pytest_sommelier.data.htmlreport import write_report
+
         try:  # the page comes last: a view of the run, written only beside its verdict
             result.page, result.page_written = str(write_report(result.run_dir)), True
         except SommelierError as error:
