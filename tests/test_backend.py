@@ -6,13 +6,13 @@ import importlib
 import json
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from pytest_sommelier.core.types import ArmConfig, ModelConfig
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierEnvironmentError
 from pytest_sommelier.inference import transformers_engine as backend
 
@@ -33,19 +33,22 @@ PROMPTS = [
 DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 8, "batch_size": 1}
 
 
-@dataclass(frozen=True)
-class Model:
-    base: str
-    revision: str | None = None
-    dtype: str | None = None
-    device: str | None = None
+def model_config(
+    base: str,
+    *,
+    dtype: str | None = None,
+    device: str | None = None,
+    served_name: str | None = None,
+) -> ModelConfig:
+    """The suite's ``[model]`` record as the loader builds it (a local base needs no revision)."""
+    return ModelConfig(base, None, dtype, device, served_name)
 
 
-@dataclass(frozen=True)
-class Arm:
-    name: str
-    adapter: str | None = None
-    adapter_revision: str | None = None
+def arm_config(
+    name: str, adapter: str | None = None, *, served_name: str | None = None
+) -> ArmConfig:
+    """One ``[arms.NAME]`` record (a local adapter needs no revision)."""
+    return ArmConfig(name, adapter, None, served_name)
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +71,8 @@ def fresh_cache():
 
 def two_arms(suite_dir: Path, adapter: str = "ad") -> dict[str, Any]:
     """A base arm and an adapter arm over the tiny model."""
-    arms = {"base": Arm("base"), "adapter": Arm("adapter", adapter)}
-    return backend.load_generators(Model("m"), arms, suite_dir=suite_dir)
+    arms = {"base": arm_config("base"), "adapter": arm_config("adapter", adapter)}
+    return backend.load_generators(model_config("m"), arms, suite_dir=suite_dir)
 
 
 def plain_greedy(
@@ -179,7 +182,7 @@ def test_base_loaded_once_per_process(suite_dir: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", counting)
     first = two_arms(suite_dir)
-    second = backend.load_generators(Model("m"), {"b": Arm("b")}, suite_dir=suite_dir)
+    second = backend.load_generators(model_config("m"), {"b": arm_config("b")}, suite_dir=suite_dir)
     assert calls == []  # identities before load: nothing is loaded until a generation
     assert first["base"].model_identity["engine"]["name"] == "transformers"
     assert first["base"].base is second["b"].base
@@ -192,9 +195,9 @@ def test_pickle_adapter_refused(suite_dir: Path, tmp_path: Path) -> None:
     pickled.mkdir()
     shutil.copy(suite_dir / "ad" / "adapter_config.json", pickled)
     (pickled / "adapter_model.bin").write_bytes(b"not loaded")
-    arms = {"adapter": Arm("adapter", str(pickled))}
+    arms = {"adapter": arm_config("adapter", str(pickled))}
     with pytest.raises(InputError) as caught:
-        backend.load_generators(Model("m"), arms, suite_dir=suite_dir)
+        backend.load_generators(model_config("m"), arms, suite_dir=suite_dir)
     assert caught.value.code == "SOM-BACKEND-ADAPTER-PICKLE"
     assert "pickle" in str(caught.value)
     assert caught.value.where == "arms.adapter.adapter"
@@ -206,7 +209,9 @@ def test_pickle_base_refused(tmp_path: Path) -> None:
     (folder / "config.json").write_text("{}")
     (folder / "pytorch_model.bin").write_bytes(b"not loaded")
     with pytest.raises(InputError) as caught:
-        backend.load_generators(Model("old"), {"base": Arm("base")}, suite_dir=tmp_path)
+        backend.load_generators(
+            model_config("old"), {"base": arm_config("base")}, suite_dir=tmp_path
+        )
     assert caught.value.code == "SOM-BACKEND-NO-SAFETENSORS"
     assert "pytorch_model.bin" in str(caught.value)
 
@@ -272,26 +277,30 @@ def test_prompts_must_be_a_list_of_strings(suite_dir: Path) -> None:
 
 def test_hub_id_needs_revision(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
-        backend.load_generators(Model("org/model"), {"base": Arm("base")}, suite_dir=tmp_path)
+        backend.load_generators(
+            model_config("org/model"), {"base": arm_config("base")}, suite_dir=tmp_path
+        )
     assert caught.value.code == "SOM-SUITE-REVISION-MISSING"
 
 
 def test_hub_adapter_needs_revision(suite_dir: Path) -> None:
-    arms = {"adapter": Arm("adapter", "org/adapter")}
+    arms = {"adapter": arm_config("adapter", "org/adapter")}
     with pytest.raises(InputError) as caught:
-        backend.load_generators(Model("m"), arms, suite_dir=suite_dir)
+        backend.load_generators(model_config("m"), arms, suite_dir=suite_dir)
     assert caught.value.code == "SOM-SUITE-REVISION-MISSING"
 
 
 def test_unknown_dtype_refused(suite_dir: Path) -> None:
     with pytest.raises(InputError) as caught:
-        backend.load_generators(Model("m", dtype="float8"), {"b": Arm("b")}, suite_dir=suite_dir)
+        backend.load_generators(
+            model_config("m", dtype="float8"), {"b": arm_config("b")}, suite_dir=suite_dir
+        )
     assert caught.value.where == "model.dtype"
 
 
 def test_dtype_recorded_in_identity(suite_dir: Path) -> None:
     generator = backend.load_generators(
-        Model("m", dtype="bfloat16"), {"b": Arm("b")}, suite_dir=suite_dir
+        model_config("m", dtype="bfloat16"), {"b": arm_config("b")}, suite_dir=suite_dir
     )["b"]
     assert generator.model_identity["dtype"] == "bfloat16"
     assert next(generator.base.model.parameters()).dtype == torch.bfloat16
@@ -301,7 +310,9 @@ def test_dtype_recorded_in_identity(suite_dir: Path) -> None:
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_cuda_device_without_cuda_refused(suite_dir: Path) -> None:
     with pytest.raises(SommelierEnvironmentError) as caught:
-        backend.load_generators(Model("m", device="cuda"), {"b": Arm("b")}, suite_dir=suite_dir)
+        backend.load_generators(
+            model_config("m", device="cuda"), {"b": arm_config("b")}, suite_dir=suite_dir
+        )
     assert caught.value.where == "model.device"
 
 
@@ -339,8 +350,8 @@ def test_gguf_base_through_pkg_reference(tmp_path: Path, monkeypatch: pytest.Mon
     importlib.invalidate_caches()
     monkeypatch.setenv("SOMMELIER_CACHE_DIR", str(tmp_path / "cache"))
     ref = "pkg:tiny_sommelier_pkg/tiny.gguf"
-    arms = {"base": Arm("base")}
-    generator = backend.load_generators(Model(ref), arms, suite_dir=tmp_path)["base"]
+    arms = {"base": arm_config("base")}
+    generator = backend.load_generators(model_config(ref), arms, suite_dir=tmp_path)["base"]
     identity = generator.model_identity
     assert identity["base"] == ref
     assert identity["format"] == "gguf"
@@ -351,7 +362,7 @@ def test_gguf_base_through_pkg_reference(tmp_path: Path, monkeypatch: pytest.Mon
     first = generator.generate(PROMPTS, DECODING)
     assert len(first) == len(PROMPTS)
     backend._BASES.clear()
-    again = backend.load_generators(Model(ref), arms, suite_dir=tmp_path)["base"]
+    again = backend.load_generators(model_config(ref), arms, suite_dir=tmp_path)["base"]
     assert again.base.load_status == "hit"
     assert again.model_identity == identity
     assert again.generate(PROMPTS, DECODING) == first

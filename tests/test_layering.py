@@ -133,6 +133,27 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def engine_import_violations(root: Path, engines: set[str]) -> list[str]:
+    """One line per import of an engine module by any module of the package: engines are reached
+    only through the registry, by module path, so no engine imports another and no shared
+    module (the base, the caches, parity, the plugin) depends on one."""
+    files = sorted(root.rglob("*.py"))
+    modules = {module_name(root, path) for path in files}
+    return [
+        f"{path.relative_to(root.parent)}:{line}: imports the engine module {imported}"
+        for path in files
+        for line, imported in imports_of(root, path, modules)
+        if imported in engines
+    ]
+
+
+def registered_engine_modules() -> set[str]:
+    """The modules the engine registry names (``inference/select_engine.ENGINES``)."""
+    from pytest_sommelier.inference.select_engine import ENGINES
+
+    return {spec.partition(":")[0] for spec in ENGINES.values()}
+
+
 def test_package_layers_import_one_way_without_cycles() -> None:
     assert violations(ROOT) == []
 
@@ -193,3 +214,23 @@ def test_the_top_may_import_anything_and_layers_may_import_down(tmp_path: Path) 
         "errors.py": "import dataclasses\n",
     })
     assert violations(root) == []
+
+
+def test_no_module_imports_an_engine_module() -> None:
+    engines = registered_engine_modules()
+    assert len(engines) == 3
+    assert engine_import_violations(ROOT, engines) == []
+
+
+def test_an_engine_importing_another_engine_is_reported(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "inference/__init__.py": "",
+        "inference/base.py": "",
+        "inference/one_engine.py": "from pytest_sommelier.inference import base\n",
+        "inference/two_engine.py":
+            "def f():\n    from pytest_sommelier.inference import one_engine\n",
+    })
+    engines = {"pytest_sommelier.inference.one_engine", "pytest_sommelier.inference.two_engine"}
+    assert [line.split(": ", 1)[1] for line in engine_import_violations(root, engines)] == [
+        "imports the engine module pytest_sommelier.inference.one_engine"
+    ]

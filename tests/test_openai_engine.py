@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_sommelier.core.types import ArmConfig, ModelConfig
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -27,21 +27,22 @@ DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 7, "batch_
 PROMPTS = ["hello", "שלום עולם", '{"name": "f"}', "a" * 30, "x"]
 
 
-@dataclass(frozen=True)
-class Model:
-    base: str
-    revision: str | None = None
-    dtype: str | None = None
-    device: str | None = None
-    served_name: str | None = "smol"
+def model_config(
+    base: str,
+    *,
+    dtype: str | None = None,
+    device: str | None = None,
+    served_name: str | None = "smol",
+) -> ModelConfig:
+    """The suite's ``[model]`` record as the loader builds it (a local base needs no revision)."""
+    return ModelConfig(base, None, dtype, device, served_name)
 
 
-@dataclass(frozen=True)
-class Arm:
-    name: str
-    adapter: str | None = None
-    adapter_revision: str | None = None
-    served_name: str | None = None
+def arm_config(
+    name: str, adapter: str | None = None, *, served_name: str | None = None
+) -> ArmConfig:
+    """One ``[arms.NAME]`` record (a local adapter needs no revision)."""
+    return ArmConfig(name, adapter, None, served_name)
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +51,19 @@ def suite_dir(tiny: tuple[Path, Path]) -> Path:
     return tiny[0].parent
 
 
-def arms() -> dict[str, Arm]:
-    return {"base": Arm("base"), "adapter": Arm("adapter", "adapter", served_name="smol-lora")}
+def arms() -> dict[str, ArmConfig]:
+    return {
+        "base": arm_config("base"),
+        "adapter": arm_config("adapter", "adapter", served_name="smol-lora"),
+    }
 
 
 def load(server: FaultServer, suite_dir: Path, **engine: Any) -> dict[str, Any]:
     """Generators for both arms over ``server``, with instant backoff."""
     config = engines.EngineConfig(name="openai", base_url=server.url, **engine)
-    generators = openai_engine.load_generators(config, Model("model"), arms(), suite_dir=suite_dir)
+    generators = openai_engine.load_generators(
+        config, model_config("model"), arms(), suite_dir=suite_dir
+    )
     for generator in generators.values():
         generator.server.backoff_s = 0.0
     return generators
@@ -180,9 +186,9 @@ def test_a_missing_served_name_is_a_setup_error_naming_it(suite_dir: Path) -> No
 
 def test_a_missing_served_name_key_is_an_input_error(suite_dir: Path) -> None:
     config = engines.EngineConfig(name="openai", base_url="http://127.0.0.1:9/v1")
-    bad = {"base": Arm("base"), "adapter": Arm("adapter", "adapter")}
+    bad = {"base": arm_config("base"), "adapter": arm_config("adapter", "adapter")}
     with pytest.raises(InputError) as caught:
-        openai_engine.load_generators(config, Model("model"), bad, suite_dir=suite_dir)
+        openai_engine.load_generators(config, model_config("model"), bad, suite_dir=suite_dir)
     assert caught.value.code == "SOM-OPENAI-SERVED-NAME"
     assert "arms.adapter.served_name" in str(caught.value)
 
@@ -328,7 +334,10 @@ def test_a_gguf_base_is_tokenized_through_the_load_cache(
     with FaultServer(models=["smol"]) as server:
         config = engines.EngineConfig(name="openai", base_url=server.url)
         generators = openai_engine.load_generators(
-            config, Model("tiny.gguf"), {"base": Arm("base")}, suite_dir=tmp_path / "suite"
+            config,
+            model_config("tiny.gguf"),
+            {"base": arm_config("base")},
+            suite_dir=tmp_path / "suite",
         )
         assert not (tmp_path / "cache").exists()  # identity needs no conversion
         outputs = generators["base"].generate(["hello"], DECODING)

@@ -10,11 +10,11 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from pytest_sommelier.core.types import ArmConfig, ModelConfig
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.inference import engines, openai_engine, vllm_engine
 
@@ -24,24 +24,28 @@ DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 12, "batch
 PROMPTS = ["hello", "שלום עולם", '{"name": "get_weather", "arguments": {}}', "a" * 30, "xy"]
 
 
-@dataclass(frozen=True)
-class Model:
-    base: str
-    revision: str | None = None
-    dtype: str | None = "float32"
-    device: str | None = None
-    served_name: str | None = "tiny"
+def model_config(
+    base: str,
+    *,
+    dtype: str | None = "float32",
+    device: str | None = None,
+    served_name: str | None = "tiny",
+) -> ModelConfig:
+    """The suite's ``[model]`` record as the loader builds it (a local base needs no revision)."""
+    return ModelConfig(base, None, dtype, device, served_name)
 
 
-@dataclass(frozen=True)
-class Arm:
-    name: str
-    adapter: str | None = None
-    adapter_revision: str | None = None
-    served_name: str | None = None
+def arm_config(
+    name: str, adapter: str | None = None, *, served_name: str | None = None
+) -> ArmConfig:
+    """One ``[arms.NAME]`` record (a local adapter needs no revision)."""
+    return ArmConfig(name, adapter, None, served_name)
 
 
-ARMS = {"base": Arm("base"), "adapter": Arm("adapter", "adapter", served_name="tiny-lora")}
+ARMS = {
+    "base": arm_config("base"),
+    "adapter": arm_config("adapter", "adapter", served_name="tiny-lora"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +102,9 @@ def test_rank_is_read_from_the_adapter_config(tmp_path: Path) -> None:
 
 def test_identity_without_loading_anything(suite_dir: Path) -> None:
     config = engines.EngineConfig(name="vllm", options={"max_model_len": 256})
-    generators = vllm_engine.load_generators(config, Model("model"), ARMS, suite_dir=suite_dir)
+    generators = vllm_engine.load_generators(
+        config, model_config("model"), ARMS, suite_dir=suite_dir
+    )
     base, lora = generators["base"], generators["adapter"]
     assert base.engine is lora.engine and base.engine.llm is None and base.engine.loads == 0
     assert base.model_identity == lora.model_identity
@@ -116,8 +122,8 @@ def test_identity_differs_from_the_transformers_engine_only_by_the_engine(suite_
     from pytest_sommelier.inference import transformers_engine
 
     config = engines.EngineConfig(name="vllm")
-    ours = vllm_engine.load_generators(config, Model("model"), ARMS, suite_dir=suite_dir)
-    theirs = transformers_engine.load_generators(Model("model"), ARMS, suite_dir=suite_dir)
+    ours = vllm_engine.load_generators(config, model_config("model"), ARMS, suite_dir=suite_dir)
+    theirs = transformers_engine.load_generators(model_config("model"), ARMS, suite_dir=suite_dir)
     mine = dict(ours["adapter"].model_identity)
     assert mine.pop("engine")["name"] == "vllm"
     other = {k: v for k, v in theirs["adapter"].model_identity.items() if k != "engine"}
@@ -127,33 +133,37 @@ def test_identity_differs_from_the_transformers_engine_only_by_the_engine(suite_
 
 def test_one_engine_per_base_and_options_in_a_process(suite_dir: Path) -> None:
     config = engines.EngineConfig(name="vllm")
-    first = vllm_engine.load_generators(config, Model("model"), ARMS, suite_dir=suite_dir)
-    again = vllm_engine.load_generators(config, Model("model"), ARMS, suite_dir=suite_dir)
+    first = vllm_engine.load_generators(config, model_config("model"), ARMS, suite_dir=suite_dir)
+    again = vllm_engine.load_generators(config, model_config("model"), ARMS, suite_dir=suite_dir)
     assert first["adapter"].engine is again["adapter"].engine
     assert first["adapter"].lora == again["adapter"].lora
     other = engines.EngineConfig(name="vllm", options={"max_model_len": 128})
-    third = vllm_engine.load_generators(other, Model("model"), ARMS, suite_dir=suite_dir)
+    third = vllm_engine.load_generators(other, model_config("model"), ARMS, suite_dir=suite_dir)
     assert third["adapter"].engine is not first["adapter"].engine
 
 
 # --------------------------------------------------------------------------- real vLLM
 
 needs_vllm = pytest.mark.skipif(
-    not engines.vllm_importable(), reason="vllm does not import here (the engine job's env has it)"
+    not vllm_engine.vllm_importable(), reason="vllm does not import here (the engine job's env has it)"
 )
 
 
 def transformers_outputs(suite_dir: Path) -> dict[str, list[str]]:
     from pytest_sommelier.inference import transformers_engine
 
-    generators = transformers_engine.load_generators(Model("model"), ARMS, suite_dir=suite_dir)
+    generators = transformers_engine.load_generators(
+        model_config("model"), ARMS, suite_dir=suite_dir
+    )
     return {arm: generators[arm].generate(list(PROMPTS), DECODING) for arm in ARMS}
 
 
 @needs_vllm
 def test_vllm_in_process_matches_transformers_token_for_token(suite_dir: Path) -> None:
     config = engines.EngineConfig(name="vllm", options={"max_model_len": 256})
-    generators = vllm_engine.load_generators(config, Model("model"), ARMS, suite_dir=suite_dir)
+    generators = vllm_engine.load_generators(
+        config, model_config("model"), ARMS, suite_dir=suite_dir
+    )
     ours = {arm: generators[arm].generate(list(PROMPTS), DECODING) for arm in ARMS}
     assert generators["base"].engine.loads == 1
     reference = transformers_outputs(suite_dir)
@@ -193,7 +203,7 @@ def test_openai_engine_against_a_real_vllm_server(suite_dir: Path, tmp_path: Pat
                 time.sleep(2)
         config = engines.EngineConfig(name="openai", base_url=url, concurrency=4)
         generators = openai_engine.load_generators(
-            config, Model("model"), ARMS, suite_dir=suite_dir
+            config, model_config("model"), ARMS, suite_dir=suite_dir
         )
         engine = generators["base"].model_identity["engine"]
         assert engine["served_models"] == ["tiny", "tiny-lora"]

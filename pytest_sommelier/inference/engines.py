@@ -1,40 +1,50 @@
-"""What every engine shares: the ``[engine]`` record, the base and adapter identities computed
-without loading weights, and the prompt-to-token-ids rule.
+"""What every engine shares: where the base and the adapters are, their identities computed
+without loading weights, the decoding settings, the prompt checks, the token rules and the GGUF
+model folder. No engine module is imported here; every engine imports this one.
 
 Engines (``transformers``, ``vllm``, ``openai``) differ in where the weights live; they agree on
 what an arm *is*. The rules kept here, once, for all of them:
 
+- a base is a hub id pinned to a revision, a local folder with safetensors weights or a
+  ``.gguf`` file (:func:`resolve_base`); an adapter is a local folder or a pinned hub id holding
+  ``adapter_config.json`` and ``adapter_model.safetensors`` (:func:`adapter_location`); pickle
+  weights are refused and no adapter file may link outside its folder;
 - an identity is computed from references and content digests only (no weights are read, no
-  tokenizer is loaded), so a fully cached rerun needs no model; the engine (its name, the
-  package or server version, how prompts were handed over) is part of ``model_identity``, so
-  two arms that ran on different engines never compare;
-- a prompt is the stored ``prompt_text`` tokenized by the base's own tokenizer with
-  ``add_special_tokens=False`` (exactly what the transformers engine feeds ``generate``), and a
-  prompt that tokenizes to nothing is an error, never a guess;
-- a completion is decoded from its new token ids with ``skip_special_tokens=True`` (the
-  transformers engine's rule) wherever the engine hands back token ids.
+  tokenizer is loaded, torch is not imported), so a fully cached rerun needs no model; the
+  engine (its name, the package or server version, how prompts were handed over) is part of
+  ``model_identity``, so two arms that ran on different engines never compare;
+- decoding is the suite's one decoding rule (:func:`decoding_settings`): greedy, or refused;
+- prompts are a list of strings (:func:`check_prompts`); a prompt is the stored ``prompt_text``
+  tokenized by the base's own tokenizer with ``add_special_tokens=False``, and a prompt that
+  tokenizes to nothing is an error, never a guess (:func:`prompt_token_ids`);
+- a completion is decoded from its new token ids with ``skip_special_tokens=True``
+  (:func:`decode_token_rows`) wherever the engine has token ids.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.types import ENGINE_NAMES as ENGINE_NAMES
 from pytest_sommelier.core.types import PROMPT_FORMATS as PROMPT_FORMATS
+from pytest_sommelier.core.types import ArmConfig, ModelConfig
 from pytest_sommelier.core.types import EngineConfig as EngineConfig
-from pytest_sommelier.data import digests
-from pytest_sommelier.errors import EvaluationError
+from pytest_sommelier.data import digests, references
+from pytest_sommelier.data.suite import validate_decoding
+from pytest_sommelier.errors import EvaluationError, InputError, SommelierEnvironmentError
 from pytest_sommelier.inference import modelcache, modelref
-from pytest_sommelier.inference import transformers_engine as hf
 
 DEFAULT_ENGINE = "transformers"
+DTYPES = ("float32", "float16", "bfloat16")
+DEFAULT_DTYPE = "float32"
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 
 
 def package_version(module: str) -> tuple[str, str]:
@@ -48,58 +58,216 @@ def package_version(module: str) -> tuple[str, str]:
     return module, "absent"
 
 
-@functools.lru_cache(maxsize=1)
-def vllm_importable() -> bool:
-    """Whether ``import vllm`` works in this environment (a broken install is a False)."""
-    try:
-        import vllm  # noqa: F401
-    except Exception:
-        return False
-    return True
-
-
-# --------------------------------------------------------------------------- identities
-
-
 def canonical_identity(identity: Mapping[str, Any], drop: Sequence[str] = ()) -> str:
     """Canonical JSON of an identity without the keys in ``drop`` (a stable dict key)."""
     return canonical_json_text({k: v for k, v in identity.items() if k not in drop})
+
+
+# --------------------------------------------------------------------------- the base
+
+
+@dataclass(frozen=True)
+class BaseSource:
+    """A resolved base reference: its kind (hub, directory, gguf), where it is, how it is named."""
+
+    kind: str
+    ref: str
+    location: str
+    revision: str | None
+
+
+def resolve_base(model: ModelConfig, suite_dir: Path) -> BaseSource:
+    """Resolve ``model.base`` to a hub id, a local folder or a ``.gguf`` file."""
+    local = references.resolve_local_path(model.base, base_dir=suite_dir)
+    if local is None:
+        revision = references.require_revision(
+            model.base, model.revision, field="model.base", revision_field="model.revision"
+        )
+        return BaseSource("hub", model.base, model.base, revision)
+    if local.is_file():
+        references.check_local_kind(local, field="model.base", adapter=False, where="model.base")
+        return BaseSource("gguf", model.base, str(local.resolve()), None)
+    _require_safetensors(local, "model.base", "model")
+    return BaseSource("directory", model.base, str(local.resolve()), None)
+
+
+def _pickles(folder: Path) -> str:
+    """The first three pickle-based weight files of a folder, comma-separated ("" if none)."""
+    names = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    return ", ".join(names[:3])
+
+
+def _require_safetensors(folder: Path, key: str, what: str) -> None:
+    """Refuse a model folder without ``*.safetensors`` weights (pickle files are never loaded)."""
+    if any(folder.glob("*.safetensors")):
+        return
+    pickles = _pickles(folder)
+    found = f" (found pickle-based {pickles})" if pickles else ""
+    raise InputError(
+        "SOM-BACKEND-NO-SAFETENSORS",
+        f"{what} folder {folder.name!r} has no .safetensors weights{found}; "
+        "pickle-based checkpoints are refused",
+        "convert the checkpoint to safetensors (save_pretrained(..., safe_serialization=True))",
+        where=key,
+    )
+
+
+def dtype_name(model: ModelConfig) -> str:
+    """``model.dtype`` (default float32) when it is one of :data:`DTYPES`; InputError otherwise."""
+    name = model.dtype or DEFAULT_DTYPE
+    if name not in DTYPES:
+        raise InputError(
+            "SOM-BACKEND-DTYPE",
+            f"model.dtype {name!r} is not supported",
+            f"use one of: {', '.join(DTYPES)}",
+            where="model.dtype",
+        )
+    return name
+
+
+def model_identity_for(
+    source: BaseSource, tokenizer: Any, suite_dir: Path, dtype: str
+) -> dict[str, Any]:
+    """The JSON-safe identity of a base model and its tokenizer (no machine paths). With
+    ``tokenizer`` None the tokenizer files are the fixed list of ``modelref.TOKENIZER_FILES``
+    (what every engine uses, so identities are known before anything loads)."""
+    tokenizer_id, tokenizer_revision = modelref.tokenizer_identity(
+        source.ref, source.revision, tokenizer, base_dir=suite_dir
+    )
+    identity: dict[str, Any] = {"format": source.kind}
+    if source.kind == "hub":
+        identity.update(base=source.ref, revision=source.revision)
+    else:
+        path = Path(source.location)
+        label = "gguf:" if source.kind == "gguf" else "dir:"
+        digest = digests.sha256_path(path)
+        base = source.ref if references.is_pkg_ref(source.ref) else label + path.name
+        identity.update(base=base, sha256=digest)
+    identity.update(tokenizer_id=tokenizer_id, tokenizer_revision=tokenizer_revision, dtype=dtype)
+    return identity
 
 
 @dataclass(frozen=True)
 class BaseRef:
     """A resolved base and its identity (engine fields not yet added); nothing loaded."""
 
-    source: hf.BaseSource
+    source: BaseSource
     identity: dict[str, Any]
     dtype: str
 
 
-def base_ref(model: Any, suite_dir: Path) -> BaseRef:
-    """Resolve ``[model]`` and compute its identity from references and digests only."""
-    source, identity, dtype = hf.base_identity(model, Path(suite_dir))
-    return BaseRef(source, identity, dtype)
+def base_ref(model: ModelConfig, suite_dir: Path) -> BaseRef:
+    """Resolve ``[model]`` and compute its identity from references and digests only: no
+    weights read, no tokenizer loaded, torch not imported (every engine's base identity)."""
+    source = resolve_base(model, Path(suite_dir))
+    dtype = dtype_name(model)
+    return BaseRef(source, model_identity_for(source, None, Path(suite_dir), dtype), dtype)
+
+
+# --------------------------------------------------------------------------- adapters
 
 
 @dataclass(frozen=True)
 class AdapterRef:
-    """One adapter arm: where its files are and its identity (``None`` for the base arm)."""
+    """One arm: where its adapter files are and its identity (both ``None`` for the base arm)."""
 
     arm: str
     folder: Path | None
     identity: dict[str, Any] | None
 
 
-def adapter_refs(arms: Mapping[str, Any], suite_dir: Path) -> dict[str, AdapterRef]:
-    """Every arm's adapter folder and identity (the transformers engine's rules), in arm order."""
+def adapter_location(arm: ArmConfig, suite_dir: Path) -> tuple[Path, dict[str, Any]]:
+    """Resolve an arm's adapter to a local folder and its identity (without the arm name)."""
+    assert arm.adapter is not None
+    where = f"arms.{arm.name}.adapter"
+    local = references.resolve_local_path(arm.adapter, base_dir=suite_dir)
+    if local is None:
+        revision = references.require_revision(
+            arm.adapter,
+            arm.adapter_revision,
+            field=f"arms.{arm.name}.adapter",
+            revision_field=f"arms.{arm.name}.adapter_revision",
+            where=where,
+        )
+        folder = _download_adapter(arm.adapter, revision, where)
+        _check_adapter_folder(folder, where)
+        return folder, {"hub_id": arm.adapter, "revision": revision}
+    if not local.is_dir():
+        raise InputError(
+            "SOM-BACKEND-ADAPTER-NOT-DIR",
+            f"adapter {local.name!r} is not a folder",
+            "give a PEFT adapter folder (adapter_config.json + adapter_model.safetensors)",
+            where=where,
+        )
+    _check_adapter_folder(local, where)
+    _refuse_escaping_links(local, where)
+    return local, {"sha256": digests.sha256_path(local)}
+
+
+def adapter_refs(arms: Mapping[str, ArmConfig], suite_dir: Path) -> dict[str, AdapterRef]:
+    """Every arm's adapter folder and identity (``{"name": arm, ...}``), in arm order."""
     refs: dict[str, AdapterRef] = {}
     for key, arm in arms.items():
         if arm.adapter is None:
             refs[key] = AdapterRef(key, None, None)
             continue
-        folder, identity = hf.adapter_location(arm, Path(suite_dir))
+        folder, identity = adapter_location(arm, Path(suite_dir))
         refs[key] = AdapterRef(key, folder, {"name": key, **identity})
     return refs
+
+
+def _refuse_escaping_links(folder: Path, where: str) -> None:
+    """Refuse a local adapter folder whose adapter files resolve (through symlinks) to a place
+    outside the folder: what is loaded must be what the folder holds. Hub snapshots are not
+    checked here (their files are links into the hub cache by design)."""
+    root = folder.resolve()
+    for name in ADAPTER_FILES:
+        target = (folder / name).resolve()
+        if not target.is_relative_to(root):
+            raise InputError(
+                "SOM-BACKEND-ADAPTER-SYMLINK",
+                f"adapter folder {folder.name!r}: {name} is a symlink leading outside the folder",
+                "copy the adapter files into the adapter folder instead of linking to them",
+                where=where,
+            )
+
+
+def _check_adapter_folder(folder: Path, where: str) -> None:
+    """Refuse an adapter folder without adapter_model.safetensors (pickle adapters never load)."""
+    if not (folder / "adapter_model.safetensors").is_file():
+        pickles = _pickles(folder)
+        found = f"; found pickle-based {pickles}" if pickles else ""
+        raise InputError(
+            "SOM-BACKEND-ADAPTER-PICKLE",
+            f"adapter folder {folder.name!r} has no adapter_model.safetensors{found}; "
+            "pickle-based adapters are refused",
+            "re-save the adapter with save_pretrained(..., safe_serialization=True)",
+            where=where,
+        )
+    if not (folder / "adapter_config.json").is_file():
+        raise InputError(
+            "SOM-BACKEND-ADAPTER-CONFIG",
+            f"adapter folder {folder.name!r} has no adapter_config.json",
+            "give the folder written by PeftModel.save_pretrained",
+            where=where,
+        )
+
+
+def _download_adapter(hub_id: str, revision: str, where: str) -> Path:
+    """Fetch only an adapter's config and safetensors weights from the hub (or its cache)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(
+            snapshot_download(hub_id, revision=revision, allow_patterns=list(ADAPTER_FILES))
+        )
+    except Exception as exc:
+        raise SommelierEnvironmentError(
+            "SOM-BACKEND-ADAPTER-DOWNLOAD",
+            f"could not fetch adapter {hub_id!r} at revision {revision!r}: {type(exc).__name__}",
+            "make sure the hub is reachable or the adapter is in the local hub cache",
+            where=where,
+        ) from exc
 
 
 def adapter_rank(folder: Path) -> int:
@@ -115,7 +283,7 @@ def adapter_rank(folder: Path) -> int:
 # --------------------------------------------------------------------------- model folder
 
 
-def local_model_folder(source: hf.BaseSource) -> str:
+def local_model_folder(source: BaseSource) -> str:
     """What an engine that wants a folder loads: a local folder as is, a ``.gguf`` file through
     the safetensors load cache (built on first use, never loaded here), a hub id as the id."""
     if source.kind == "gguf":
@@ -132,14 +300,14 @@ def local_model_folder(source: hf.BaseSource) -> str:
     return source.location
 
 
-def load_engine_tokenizer(source: hf.BaseSource, suite_dir: Path) -> Any:
+def load_engine_tokenizer(source: BaseSource, suite_dir: Path) -> Any:
     """The tokenizer the transformers engine uses for this base (for a GGUF: the cache copy's)."""
     if source.kind == "gguf":
         return modelref.load_tokenizer(local_model_folder(source))
     return modelref.load_tokenizer(source.ref, revision=source.revision, base_dir=suite_dir)
 
 
-def eos_token_ids(source: hf.BaseSource, folder: str, tokenizer: Any) -> list[int]:
+def eos_token_ids(source: BaseSource, folder: str, tokenizer: Any) -> list[int]:
     """The ids generation stops at, by the transformers engine's rule: the model's generation
     config (``generation_config.json``, else derived from ``config.json``), else the
     tokenizer's end-of-sequence token."""
@@ -159,11 +327,35 @@ def eos_token_ids(source: hf.BaseSource, folder: str, tokenizer: Any) -> list[in
     return [int(eos)] if isinstance(eos, int) else [int(e) for e in eos]
 
 
+# --------------------------------------------------------------------------- decoding
+
+
+class DecodingSettings(NamedTuple):
+    """What an engine takes from a checked decoding dict."""
+
+    max_new_tokens: int
+    batch_size: int
+
+
+def decoding_settings(decoding: Mapping[str, Any], arm: str) -> DecodingSettings:
+    """The settings of a decoding dict checked by the one decoding rule
+    (``data.suite.validate_decoding``, which also validated the suite's ``[decoding]`` at load):
+    a caller of an engine's public ``generate`` gets the same refusal, never a sampled output."""
+    try:
+        checked = validate_decoding(decoding)
+    except EvaluationError as exc:
+        raise EvaluationError(
+            "SOM-BACKEND-DECODING", exc.message, exc.hint, where=f"arm {arm}"
+        ) from None
+    return DecodingSettings(checked["max_new_tokens"], checked["batch_size"])
+
+
 # --------------------------------------------------------------------------- prompts
 
 
-def check_prompts(prompts: Any, arm: str) -> list[str]:
-    """``prompts`` when it is a list of non-empty strings; an EvaluationError otherwise."""
+def check_prompts(prompts: object, arm: str) -> list[str]:
+    """``prompts`` when it is a list of non-empty strings; an EvaluationError otherwise (an
+    empty string has no tokens to continue: refused as :func:`prompt_token_ids` refuses it)."""
     if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
         raise EvaluationError(
             "SOM-BACKEND-PROMPTS",
@@ -176,6 +368,7 @@ def check_prompts(prompts: Any, arm: str) -> list[str]:
 
 
 def _refuse_empty(empty: list[int], arm: str) -> None:
+    """The one refusal of prompts with no tokens (by index)."""
     if empty:
         raise EvaluationError(
             "SOM-BACKEND-EMPTY-PROMPT",
@@ -185,22 +378,24 @@ def _refuse_empty(empty: list[int], arm: str) -> None:
         )
 
 
-def prompt_token_ids(tokenizer: Any, prompts: Sequence[str], arm: str) -> list[list[int]]:
-    """Token ids of each stored prompt, ``add_special_tokens=False``; an empty one is refused."""
-    check_prompts(prompts, arm)
-    if not prompts:
+def prompt_token_ids(tokenizer: Any, prompts: object, arm: str) -> list[list[int]]:
+    """Token ids of each stored prompt, ``add_special_tokens=False``; a prompt list that is not
+    ``list[str]``, or a prompt with no tokens, is refused."""
+    checked = check_prompts(prompts, arm)
+    if not checked:
         return []
-    ids = [list(map(int, row)) for row in tokenizer(prompts, add_special_tokens=False)["input_ids"]]
+    rows = tokenizer(checked, add_special_tokens=False)["input_ids"]
+    ids = [list(map(int, row)) for row in rows]
     _refuse_empty([index for index, row in enumerate(ids) if not row], arm)
     return ids
 
 
+def decode_token_rows(tokenizer: Any, rows: Any) -> list[str]:
+    """Each completion's text from its row of new token ids (a list of id lists or a 2-d
+    tensor), ``skip_special_tokens=True``: the one decoding rule of every engine."""
+    return [str(text) for text in tokenizer.batch_decode(rows, skip_special_tokens=True)]
+
+
 def decode_new_tokens(tokenizer: Any, token_ids: Sequence[int]) -> str:
-    """A completion's text from its new token ids (the transformers engine's decoding rule)."""
-    return str(tokenizer.decode(list(token_ids), skip_special_tokens=True))
-
-
-def greedy_settings(decoding: Mapping[str, Any], arm: str) -> int:
-    """``max_new_tokens`` of a greedy decoding dict (the transformers engine's own guard)."""
-    max_new_tokens, _ = hf.decoding_settings(dict(decoding), arm)
-    return max_new_tokens
+    """One completion's text from its new token ids (:func:`decode_token_rows`)."""
+    return decode_token_rows(tokenizer, [list(token_ids)])[0]

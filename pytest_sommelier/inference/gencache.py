@@ -37,6 +37,7 @@ from typing import Any
 from pytest_sommelier.core.canonical import canonical_json_text, sha256_text
 from pytest_sommelier.data.atomic import write_atomic
 from pytest_sommelier.errors import InvariantError
+from pytest_sommelier.inference.protocol import Generator, cache_identity_of
 
 CACHE_SCHEMA = "sommelier.generation_cache.v1"
 """Stored in every entry and in its key fields: a format change invalidates old entries."""
@@ -62,19 +63,15 @@ class CacheStats:
 def library_versions() -> dict[str, str]:
     """Versions of torch, transformers and peft, without importing them when not loaded.
 
-    When all three are already imported (the default backend has run), this is
-    ``backend.runtime_versions()`` (their ``__version__``); otherwise the installed
-    distributions' versions (``importlib.metadata``), ``"absent"`` for one not installed, so a
-    fake backend does not pay for importing transformers. Either way the value only ever changes
-    when a library does, which makes old entries miss, never hit wrongly.
+    When all three are already imported (the transformers engine has run), their own
+    ``__version__``; otherwise the installed distributions' versions (``importlib.metadata``),
+    ``"absent"`` for one not installed, so a fake backend does not pay for importing
+    transformers. Either way the value only ever changes when a library does, which makes old
+    entries miss, never hit wrongly.
     """
-    if all(name in sys.modules for name in LIBRARIES):
-        try:
-            from pytest_sommelier.inference.transformers_engine import runtime_versions
-
-            return runtime_versions()
-        except Exception:  # the backend cannot be imported: fall back to metadata
-            pass
+    imported = {name: getattr(sys.modules.get(name), "__version__", None) for name in LIBRARIES}
+    if all(version is not None for version in imported.values()):
+        return {name: str(version) for name, version in imported.items()}
     versions = {}
     for name in LIBRARIES:
         try:
@@ -145,7 +142,7 @@ class GenerationCache:
 
     def key_fields(
         self,
-        generator: Any,
+        generator: Generator,
         prompt_sha256: str,
         decoding: Mapping[str, Any],
         *,
@@ -162,7 +159,7 @@ class GenerationCache:
             "generator_class": generator_class(generator),
             "model_identity": generator.model_identity,
             "adapter_identity": generator.adapter_identity,
-            "cache_identity": getattr(generator, "cache_identity", None),
+            "cache_identity": cache_identity_of(generator),
             "prompt_sha256": prompt_sha256,
             "decoding": dict(decoding),
             "device": device_fields(generator),
@@ -178,7 +175,7 @@ class GenerationCache:
 
     def _locate(
         self,
-        generator: Any,
+        generator: Generator,
         prompt_sha256: str,
         decoding: Mapping[str, Any],
         batch_prompts: Sequence[str] | None,
@@ -204,7 +201,7 @@ class GenerationCache:
 
     def get(
         self,
-        generator: Any,
+        generator: Generator,
         prompt_sha256: str,
         decoding: Mapping[str, Any],
         *,
@@ -225,7 +222,7 @@ class GenerationCache:
 
     def put(
         self,
-        generator: Any,
+        generator: Generator,
         prompt_sha256: str,
         decoding: Mapping[str, Any],
         output: str,
@@ -302,4 +299,3 @@ class GenerationCache:
                 GenerationCacheWarning,
                 stacklevel=3,
             )
-

@@ -120,8 +120,7 @@ def tokenizer_identity(
     """
     local = resolve_local_path(ref, base_dir=base_dir)
     if local is None:
-        require_revision(ref, revision, field="tokenizer", revision_field="--revision")
-        return ref, revision
+        return ref, require_revision(ref, revision, field="tokenizer", revision_field="--revision")
     if local.is_file():
         digest = sha256_path(local)
         label = f"gguf:{local.name}"

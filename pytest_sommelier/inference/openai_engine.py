@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core.types import ArmConfig, DeviceInfo, EngineConfig, ModelConfig
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -369,13 +370,13 @@ class OpenAIGenerator:
     prompt_format: str
     tokenizer: Callable[[], Any]
 
-    def device_info(self) -> dict[str, Any]:
+    def device_info(self) -> DeviceInfo:
         """The device is the server's, unknown from here: recorded as ``server``."""
         return {"device": "server", "device_count": 1}
 
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Greedy completions, one per prompt, in input order (the whole list is one batch)."""
-        max_tokens = engines.greedy_settings(decoding, self.name)
+        max_tokens = engines.decoding_settings(decoding, self.name).max_new_tokens
         if self.prompt_format == "token_ids":
             payload: list[Any] = engines.prompt_token_ids(self.tokenizer(), prompts, self.name)
         else:
@@ -395,15 +396,15 @@ class OpenAIGenerator:
         return outputs
 
 
-def served_names(model: Any, arms: Mapping[str, Any]) -> dict[str, str]:
+def served_names(model: ModelConfig, arms: Mapping[str, ArmConfig]) -> dict[str, str]:
     """arm -> the name the server serves it under (adapter arms: their own; base arm: the
     base's); a missing one is an input error naming the key."""
     names: dict[str, str] = {}
     for key, arm in arms.items():
         if arm.adapter is None:
-            name, where = getattr(model, "served_name", None), "model.served_name"
+            name, where = model.served_name, "model.served_name"
         else:
-            name, where = getattr(arm, "served_name", None), f"arms.{key}.served_name"
+            name, where = arm.served_name, f"arms.{key}.served_name"
         if not name:
             raise InputError(
                 "SOM-OPENAI-SERVED-NAME",
@@ -417,9 +418,9 @@ def served_names(model: Any, arms: Mapping[str, Any]) -> dict[str, str]:
 
 
 def load_generators(
-    engine: engines.EngineConfig,
-    model: Any,
-    arms: Mapping[str, Any],
+    engine: EngineConfig,
+    model: ModelConfig,
+    arms: Mapping[str, ArmConfig],
     *,
     suite_dir: Path,
     worker_index: int = 0,
@@ -463,7 +464,7 @@ def load_generators(
             "name": ENGINE,
             "server_version": server.version(),
             "served_models": listed,
-            "base_served_name": getattr(model, "served_name", None),
+            "base_served_name": model.served_name,
             "prompt_input": engine.prompt_format,
         },
     }
@@ -493,5 +494,5 @@ def load_generators(
     return generators
 
 
-def _key(arms: Mapping[str, Any], arm: str) -> str:
+def _key(arms: Mapping[str, ArmConfig], arm: str) -> str:
     return "model.served_name" if arms[arm].adapter is None else f"arms.{arm}.served_name"

@@ -24,10 +24,12 @@ from typing import Any
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
 from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data import artifacts, stored
 from pytest_sommelier.data.suite import load_suite
 from pytest_sommelier.errors import EvaluationError, InputError, InvariantError
 from pytest_sommelier.inference import select_engine
+from pytest_sommelier.inference.protocol import Generator
 
 PARITY_SCHEMA = "sommelier.parity.v1"
 FULL_CALL = METRIC_NAMES.index("full_call_exact_match")
@@ -64,7 +66,7 @@ def _hit(record: Mapping[str, Any], gold_call: Any) -> bool:
     return components[FULL_CALL][0] == 1
 
 
-def _check_conditions(resolved: Mapping[str, Any], suite: Any, run_dir: Path) -> None:
+def _check_conditions(resolved: Mapping[str, Any], suite: Suite, run_dir: Path) -> None:
     """The live suite must describe the stored run's split and decoding."""
     from pytest_sommelier.data.digests import sha256_path
 
@@ -76,16 +78,17 @@ def _check_conditions(resolved: Mapping[str, Any], suite: Any, run_dir: Path) ->
             "give the suite file the run was made with",
             where="test_split",
         )
-    if dict(suite.decoding) != dict(resolved.get("decoding") or {}):
+    recorded_decoding = dict(resolved.get("decoding") or {})
+    if dict(suite.decoding) != recorded_decoding:
         raise InputError(
             "SOM-PARITY-SUITE",
-            f"the suite's [decoding] differs from the run's ({dict(resolved.get('decoding'))})",
+            f"the suite's [decoding] differs from the run's ({recorded_decoding})",
             "give the suite file the run was made with",
             where="decoding",
         )
 
 
-def _check_identity(arm: str, report: Mapping[str, Any], generator: Any) -> None:
+def _check_identity(arm: str, report: Mapping[str, Any], generator: Generator) -> None:
     """The regenerating arm must be the stored arm's model and adapter (engine aside)."""
     pairs = (
         ("model_identity", without(report.get("model_identity"), "engine"),
@@ -152,8 +155,8 @@ def run_parity(
 
 def _arm_parity(
     arm: str,
-    generator: Any,
-    split: Any,
+    generator: Generator,
+    split: FormattedSplit,
     by_id: Mapping[str, Mapping[str, Any]],
     chosen: set[str],
     decoding: dict[str, Any],

@@ -1,25 +1,111 @@
-"""The generator protocol: what an engine hands the runner for one arm.
+"""The generator protocol: what an engine hands the runner for one arm, and what an engine is.
 
-Every engine (transformers + peft, and any fake or other backend a ``conftest.py`` provides
-through the ``sommelier_model`` fixture) returns objects of this shape. The contract, kept by
-the runner's checks: ``generate`` returns exactly one completion per prompt, in order;
-``model_identity`` is JSON-safe and equal across compared arms; ``adapter_identity`` is a
-JSON-safe dict (content digest or pinned revision) or None for a base arm.
+Every engine (transformers + peft, vllm, openai, and any fake or other backend a ``conftest.py``
+provides through the ``sommelier_model`` fixture) returns objects of the :class:`Generator`
+shape. The contract, kept by the runner's checks: ``generate`` returns exactly one completion
+per prompt, in order; ``model_identity`` is JSON-safe and equal across compared arms;
+``adapter_identity`` is a JSON-safe dict (content digest or pinned revision) or None for a base
+arm.
+
+Three members are optional, so a user-written generator needs only the three above:
+``device_info()`` (telemetry and the generation cache's device fields), ``cache_identity``
+(anything else that can change an output, for the generation cache key) and ``close()``
+(called once at session end). Their typed shapes are :class:`ReportsDevice`,
+:class:`HasCacheIdentity` and :class:`Closable`; the code reads them only through
+:func:`device_info_of`, :func:`cache_identity_of` and :func:`close_generator`, the one place
+each optional member is looked up.
+
+An engine is a loader with the :class:`EngineLoader` signature, registered by module path in
+:mod:`pytest_sommelier.inference.select_engine` (see docs/engines.md, "Adding an engine").
+This module imports nothing at run time beyond :mod:`typing`: importing the protocol costs
+nothing.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pytest_sommelier.core.types import ArmConfig, DeviceInfo, EngineConfig, ModelConfig
 
 
 @runtime_checkable
 class Generator(Protocol):
-    """What the ``sommelier_model`` fixture hands out per arm (see DESIGN.md)."""
+    """What the ``sommelier_model`` fixture hands out per arm (the three required members)."""
 
-    name: str
     model_identity: dict[str, Any]
     adapter_identity: dict[str, Any] | None
 
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Exactly one completion per prompt, in order."""
         ...
+
+
+@runtime_checkable
+class ReportsDevice(Protocol):
+    """Optional: a generator that says where it runs."""
+
+    def device_info(self) -> DeviceInfo:
+        """``{"device": "cpu" | "cuda" | "server" | ..., "device_count": int}``."""
+        ...
+
+
+@runtime_checkable
+class HasCacheIdentity(Protocol):
+    """Optional: a generator with more output-changing facts than its identities."""
+
+    cache_identity: dict[str, Any] | None
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """Optional: a generator holding a resource to release at session end (a vLLM engine)."""
+
+    def close(self) -> None:
+        """Release the resource (idempotent)."""
+        ...
+
+
+class EngineLoader(Protocol):
+    """An engine: one generator per arm of one suite, nothing loaded before ``generate``.
+
+    Every engine's registered loader has exactly this signature (``worker_index`` is the xdist
+    worker's number, for engines that place a model on a device themselves).
+    """
+
+    def __call__(
+        self,
+        engine: EngineConfig,
+        model: ModelConfig,
+        arms: Mapping[str, ArmConfig],
+        *,
+        suite_dir: Path,
+        worker_index: int = 0,
+    ) -> Mapping[str, Generator]:
+        """arm name -> that arm's generator, in the order of ``arms``."""
+        ...
+
+
+def device_info_of(generator: object) -> DeviceInfo | None:
+    """The generator's ``device_info()``, or None when it has none (the one lookup of it)."""
+    info = getattr(generator, "device_info", None)
+    if not callable(info):
+        return None
+    result: DeviceInfo = info()
+    return result
+
+
+def cache_identity_of(generator: object) -> dict[str, Any] | None:
+    """The generator's ``cache_identity``, or None when it has none (the one lookup of it)."""
+    value: dict[str, Any] | None = getattr(generator, "cache_identity", None)
+    return value
+
+
+def close_generator(generator: object) -> None:
+    """Call the generator's ``close()`` when it has one (the one lookup of it)."""
+    close = getattr(generator, "close", None)
+    if callable(close):
+        close()

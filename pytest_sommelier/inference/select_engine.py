@@ -1,56 +1,60 @@
-"""Choosing an engine: ``[engine] name`` (or ``--sommelier-engine``) to that engine's generators.
+"""The engine registry: ``[engine] name`` (or ``--sommelier-engine``) to that engine's generators.
 
-Invariant kept: every engine is reached through this one function, with the same arguments, so
-the fixture and ``sommelier parity`` cannot disagree on what an engine name means; an unknown
-name is an input error listing the known ones.
+:data:`ENGINES` maps each engine name to its loader, written as ``"module:function"``; a
+loader is imported only when its engine is chosen, so importing this module imports no engine
+(no torch, no vllm). Adding an engine is one module with a loader of the
+:class:`~pytest_sommelier.inference.protocol.EngineLoader` signature and one line here (see
+docs/engines.md, "Adding an engine").
+
+Invariant kept: every engine is reached through :func:`load_generators`, with the same
+arguments, so the fixture and ``sommelier parity`` cannot disagree on what an engine name
+means; an unknown name is an input error listing the known ones.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_sommelier.errors import InputError
-from pytest_sommelier.inference.engines import ENGINE_NAMES, EngineConfig
+
+if TYPE_CHECKING:
+    from pytest_sommelier.core.types import ArmConfig, EngineConfig, ModelConfig
+    from pytest_sommelier.inference.protocol import EngineLoader, Generator
+
+ENGINES: dict[str, str] = {
+    "transformers": "pytest_sommelier.inference.transformers_engine:load_engine",
+    "vllm": "pytest_sommelier.inference.vllm_engine:load_generators",
+    "openai": "pytest_sommelier.inference.openai_engine:load_generators",
+}
+"""Engine name -> ``"module:function"`` of its loader (the names ``[engine] name`` accepts)."""
+
+
+def engine_loader(name: str) -> EngineLoader:
+    """The loader registered for ``name`` (its module imported now); InputError when unknown."""
+    spec = ENGINES.get(name)
+    if spec is None:
+        raise InputError(
+            "SOM-ENGINE-NAME",
+            f"engine {name!r} is not known",
+            f"use one of: {', '.join(ENGINES)}",
+            where="engine.name",
+        )
+    module, _, function = spec.partition(":")
+    loader: EngineLoader = getattr(importlib.import_module(module), function)
+    return loader
 
 
 def load_generators(
     engine: EngineConfig,
-    model: Any,
-    arms: Mapping[str, Any],
+    model: ModelConfig,
+    arms: Mapping[str, ArmConfig],
     *,
     suite_dir: Path,
     worker_index: int = 0,
-) -> dict[str, Any]:
+) -> dict[str, Generator]:
     """One generator per arm from the named engine (nothing is loaded before ``generate``)."""
-    if engine.name == "vllm":
-        from pytest_sommelier.inference import vllm_engine
-
-        return dict(
-            vllm_engine.load_generators(
-                engine, model, arms, suite_dir=suite_dir, worker_index=worker_index
-            )
-        )
-    if engine.name == "openai":
-        from pytest_sommelier.inference import openai_engine
-
-        return dict(
-            openai_engine.load_generators(
-                engine, model, arms, suite_dir=suite_dir, worker_index=worker_index
-            )
-        )
-    if engine.name == "transformers":
-        from pytest_sommelier.inference import transformers_engine
-
-        return dict(
-            transformers_engine.load_generators(
-                model, dict(arms), suite_dir=suite_dir, worker_index=worker_index
-            )
-        )
-    raise InputError(
-        "SOM-ENGINE-NAME",
-        f"engine {engine.name!r} is not known",
-        f"use one of: {', '.join(ENGINE_NAMES)}",
-        where="engine.name",
-    )
+    loader = engine_loader(engine.name)
+    return dict(loader(engine, model, arms, suite_dir=Path(suite_dir), worker_index=worker_index))

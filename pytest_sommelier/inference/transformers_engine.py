@@ -1,16 +1,18 @@
-"""The default model backend: one transformers base per process, peft adapters per arm.
+"""The default engine: one transformers base per process, peft adapters per arm.
 
-``load_generators(model, arms, suite_dir=..., worker_index=...)`` returns one generator per arm.
-The base model is loaded once per process (a module-level cache keyed by the resolved base
-reference, revision, dtype and device) from a hub id pinned to a revision, a local folder, a
-``.gguf`` file (through :mod:`pytest_sommelier.inference.modelcache`) or a ``pkg:`` reference. Every
-adapter arm is attached to that one model by name with peft; the base arm runs with adapters
-disabled.
+``load_generators(model, arms, suite_dir=..., worker_index=...)`` returns one generator per arm
+(``load_engine`` is the same with the registry's signature). The base model is loaded once per
+process (a module-level cache keyed by the resolved base reference, revision, dtype and device)
+from a hub id pinned to a revision, a local folder, a ``.gguf`` file (through
+:mod:`pytest_sommelier.inference.modelcache`) or a ``pkg:`` reference. Every adapter arm is
+attached to that one model by name with peft; the base arm runs with adapters disabled. Where
+the base and adapters are, their identities, the decoding settings and the prompt and decode
+rules are :mod:`pytest_sommelier.inference.engines`' (every engine's).
 
 Invariants kept here:
 
-- weights are read from safetensors only (an adapter or model folder without safetensors is
-  refused) and ``trust_remote_code`` is never enabled;
+- weights are read from safetensors only (``use_safetensors=True``; folders without them were
+  refused when resolved) and ``trust_remote_code`` is never enabled;
 - generation is greedy (``do_sample=False`` with a clean generation config, so nothing from a
   model's own ``generation_config.json`` such as a temperature or repetition penalty leaks in),
   batched with left padding and an attention mask, and ``generate`` returns exactly one string
@@ -25,25 +27,23 @@ import contextlib
 import importlib.metadata
 import re
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.core.types import ArmConfig, ModelConfig
-from pytest_sommelier.data import digests, references
-from pytest_sommelier.data.suite import validate_decoding
+from pytest_sommelier.core.types import ArmConfig, DeviceInfo, EngineConfig, ModelConfig
+from pytest_sommelier.data import digests
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
     InvariantError,
     SommelierEnvironmentError,
 )
-from pytest_sommelier.inference import modelcache, modelref
+from pytest_sommelier.inference import engines, gencache, modelcache, modelref
+from pytest_sommelier.inference.engines import BaseSource
 
-DTYPES = ("float32", "float16", "bfloat16")
-DEFAULT_DTYPE = "float32"
-ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+ENGINE = "transformers"
 
 
 # --------------------------------------------------------------------------- runtime facts
@@ -51,18 +51,14 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 
 def runtime_versions() -> dict[str, str]:
     """Versions of the libraries that can change an output (for the generation cache key)."""
-    import peft
-    import torch
-    import transformers
+    import peft  # noqa: F401  (imported so that their own __version__ is what is read)
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
 
-    return {
-        "torch": str(torch.__version__),
-        "transformers": str(transformers.__version__),
-        "peft": str(peft.__version__),
-    }
+    return gencache.library_versions()
 
 
-def device_info(device: str | None = None) -> dict[str, Any]:
+def device_info(device: str | None = None) -> DeviceInfo:
     """``{"device": "cpu"|"cuda"|..., "device_count": int}`` for telemetry.
 
     With ``device`` (a generator's ``device``, e.g. ``"cuda:1"``) the kind is that device's; else
@@ -102,68 +98,14 @@ def choose_device(configured: str | None, worker_index: int = 0) -> str:
     return "cpu"
 
 
-def parse_dtype(name: str | None) -> Any:
-    """The torch dtype named in ``model.dtype`` (default float32); InputError otherwise."""
+def parse_dtype(model: ModelConfig) -> Any:
+    """The torch dtype named in ``model.dtype`` (the one dtype rule: ``engines.dtype_name``)."""
     import torch
 
-    name = name or DEFAULT_DTYPE
-    if name not in DTYPES:
-        raise InputError(
-            "SOM-BACKEND-DTYPE",
-            f"model.dtype {name!r} is not supported",
-            f"use one of: {', '.join(DTYPES)}",
-            where="model.dtype",
-        )
-    return getattr(torch, name)
+    return getattr(torch, engines.dtype_name(model))
 
 
 # --------------------------------------------------------------------------- base models
-
-
-@dataclass(frozen=True)
-class BaseSource:
-    """A resolved base reference: its kind (hub, directory, gguf), where it is, how it is named."""
-
-    kind: str
-    ref: str
-    location: str
-    revision: str | None
-
-
-def resolve_base(model: ModelConfig, suite_dir: Path) -> BaseSource:
-    """Resolve ``model.base`` to a hub id, a local folder or a ``.gguf`` file."""
-    local = references.resolve_local_path(model.base, base_dir=suite_dir)
-    if local is None:
-        references.require_revision(
-            model.base, model.revision, field="model.base", revision_field="model.revision"
-        )
-        return BaseSource("hub", model.base, model.base, model.revision)
-    if local.is_file():
-        references.check_local_kind(local, field="model.base", adapter=False, where="model.base")
-        return BaseSource("gguf", model.base, str(local.resolve()), None)
-    _require_safetensors(local, "model.base", "model")
-    return BaseSource("directory", model.base, str(local.resolve()), None)
-
-
-def _pickles(folder: Path) -> str:
-    """The first three pickle-based weight files of a folder, comma-separated ("" if none)."""
-    names = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
-    return ", ".join(names[:3])
-
-
-def _require_safetensors(folder: Path, key: str, what: str) -> None:
-    """Refuse a model folder without ``*.safetensors`` weights (pickle files are never loaded)."""
-    if any(folder.glob("*.safetensors")):
-        return
-    pickles = _pickles(folder)
-    found = f" (found pickle-based {pickles})" if pickles else ""
-    raise InputError(
-        "SOM-BACKEND-NO-SAFETENSORS",
-        f"{what} folder {folder.name!r} has no .safetensors weights{found}; "
-        "pickle-based checkpoints are refused",
-        "convert the checkpoint to safetensors (save_pretrained(..., safe_serialization=True))",
-        where=key,
-    )
 
 
 def engine_fields() -> dict[str, Any]:
@@ -172,46 +114,7 @@ def engine_fields() -> dict[str, Any]:
         version = importlib.metadata.version("transformers")
     except importlib.metadata.PackageNotFoundError:
         version = "absent"
-    return {"name": "transformers", "package": "transformers", "version": version}
-
-
-def base_identity(model: ModelConfig, suite_dir: Path) -> tuple[BaseSource, dict[str, Any], str]:
-    """``(source, identity, dtype name)`` of ``[model]`` from references and digests only: no
-    weights read, no tokenizer loaded, torch not imported (every engine's base identity)."""
-    source = resolve_base(model, Path(suite_dir))
-    dtype_name = model.dtype or DEFAULT_DTYPE
-    if dtype_name not in DTYPES:
-        raise InputError(
-            "SOM-BACKEND-DTYPE",
-            f"model.dtype {dtype_name!r} is not supported",
-            f"use one of: {', '.join(DTYPES)}",
-            where="model.dtype",
-        )
-    return source, model_identity_for(source, model, None, Path(suite_dir), dtype_name), dtype_name
-
-
-def model_identity_for(
-    source: BaseSource, model: ModelConfig, tokenizer: Any, suite_dir: Path, dtype_name: str
-) -> dict[str, Any]:
-    """The JSON-safe identity of a base model and its tokenizer (no machine paths). With
-    ``tokenizer`` None the tokenizer files are the fixed list of ``modelref.TOKENIZER_FILES``
-    (what every engine uses, so identities are known before anything loads)."""
-    tokenizer_id, tokenizer_revision = modelref.tokenizer_identity(
-        source.ref, source.revision, tokenizer, base_dir=suite_dir
-    )
-    identity: dict[str, Any] = {"format": source.kind}
-    if source.kind == "hub":
-        identity.update(base=source.ref, revision=source.revision)
-    else:
-        path = Path(source.location)
-        label = "gguf:" if source.kind == "gguf" else "dir:"
-        digest = digests.sha256_path(path)
-        base = source.ref if references.is_pkg_ref(source.ref) else label + path.name
-        identity.update(base=base, sha256=digest)
-    identity.update(
-        tokenizer_id=tokenizer_id, tokenizer_revision=tokenizer_revision, dtype=dtype_name
-    )
-    return identity
+    return {"name": ENGINE, "package": "transformers", "version": version}
 
 
 @dataclass
@@ -269,9 +172,9 @@ def _load_model_and_tokenizer(
 
 def load_base(model: ModelConfig, *, suite_dir: Path, worker_index: int = 0) -> LoadedBase:
     """Return this process's loaded base for ``model``, loading it on first use."""
-    source = resolve_base(model, suite_dir)
-    dtype_name = model.dtype or DEFAULT_DTYPE
-    dtype = parse_dtype(dtype_name)
+    source = engines.resolve_base(model, suite_dir)
+    dtype_name = engines.dtype_name(model)
+    dtype = parse_dtype(model)
     device = choose_device(model.device, worker_index)
     key = (source.kind, source.location, source.revision, dtype_name, device)
     cached = _BASES.get(key)
@@ -283,95 +186,13 @@ def load_base(model: ModelConfig, *, suite_dir: Path, worker_index: int = 0) -> 
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
-    identity = model_identity_for(source, model, None, suite_dir, dtype_name)
+    identity = engines.model_identity_for(source, None, suite_dir, dtype_name)
     loaded = LoadedBase(weights, tokenizer, device, identity, status)
     _BASES[key] = loaded
     return loaded
 
 
 # --------------------------------------------------------------------------- adapters
-
-
-def adapter_location(arm: ArmConfig, suite_dir: Path) -> tuple[Path, dict[str, Any]]:
-    """Resolve an arm's adapter to a local folder and its identity (without the arm name)."""
-    assert arm.adapter is not None
-    where = f"arms.{arm.name}.adapter"
-    local = references.resolve_local_path(arm.adapter, base_dir=suite_dir)
-    if local is None:
-        references.require_revision(
-            arm.adapter,
-            arm.adapter_revision,
-            field=f"arms.{arm.name}.adapter",
-            revision_field=f"arms.{arm.name}.adapter_revision",
-            where=where,
-        )
-        folder = _download_adapter(arm.adapter, arm.adapter_revision, where)
-        _check_adapter_folder(folder, where)
-        return folder, {"hub_id": arm.adapter, "revision": arm.adapter_revision}
-    if not local.is_dir():
-        raise InputError(
-            "SOM-BACKEND-ADAPTER-NOT-DIR",
-            f"adapter {local.name!r} is not a folder",
-            "give a PEFT adapter folder (adapter_config.json + adapter_model.safetensors)",
-            where=where,
-        )
-    _check_adapter_folder(local, where)
-    _refuse_escaping_links(local, where)
-    return local, {"sha256": digests.sha256_path(local)}
-
-
-def _refuse_escaping_links(folder: Path, where: str) -> None:
-    """Refuse a local adapter folder whose adapter files resolve (through symlinks) to a place
-    outside the folder: what is loaded must be what the folder holds. Hub snapshots are not
-    checked here (their files are links into the hub cache by design)."""
-    root = folder.resolve()
-    for name in ADAPTER_FILES:
-        target = (folder / name).resolve()
-        if not target.is_relative_to(root):
-            raise InputError(
-                "SOM-BACKEND-ADAPTER-SYMLINK",
-                f"adapter folder {folder.name!r}: {name} is a symlink leading outside the folder",
-                "copy the adapter files into the adapter folder instead of linking to them",
-                where=where,
-            )
-
-
-def _check_adapter_folder(folder: Path, where: str) -> None:
-    """Refuse an adapter folder without adapter_model.safetensors (pickle adapters never load)."""
-    if not (folder / "adapter_model.safetensors").is_file():
-        pickles = _pickles(folder)
-        found = f"; found pickle-based {pickles}" if pickles else ""
-        raise InputError(
-            "SOM-BACKEND-ADAPTER-PICKLE",
-            f"adapter folder {folder.name!r} has no adapter_model.safetensors{found}; "
-            "pickle-based adapters are refused",
-            "re-save the adapter with save_pretrained(..., safe_serialization=True)",
-            where=where,
-        )
-    if not (folder / "adapter_config.json").is_file():
-        raise InputError(
-            "SOM-BACKEND-ADAPTER-CONFIG",
-            f"adapter folder {folder.name!r} has no adapter_config.json",
-            "give the folder written by PeftModel.save_pretrained",
-            where=where,
-        )
-
-
-def _download_adapter(hub_id: str, revision: str, where: str) -> Path:
-    """Fetch only an adapter's config and safetensors weights from the hub (or its cache)."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(
-            snapshot_download(hub_id, revision=revision, allow_patterns=list(ADAPTER_FILES))
-        )
-    except Exception as exc:
-        raise SommelierEnvironmentError(
-            "SOM-BACKEND-ADAPTER-DOWNLOAD",
-            f"could not fetch adapter {hub_id!r} at revision {revision!r}: {type(exc).__name__}",
-            "make sure the hub is reachable or the adapter is in the local hub cache",
-            where=where,
-        ) from exc
 
 
 def _peft_name(arm: str, identity: dict[str, Any], base: LoadedBase) -> str:
@@ -386,7 +207,7 @@ def _peft_name(arm: str, identity: dict[str, Any], base: LoadedBase) -> str:
 
 def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[str, dict]:
     """Attach an arm's adapter to ``base`` (once per identity); return (peft name, identity)."""
-    folder, identity = adapter_location(arm, suite_dir)
+    folder, identity = engines.adapter_location(arm, suite_dir)
     name = _peft_name(arm.name, identity, base)
     if name in base.adapters:
         return name, identity
@@ -417,19 +238,6 @@ def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[s
 
 
 # --------------------------------------------------------------------------- generation
-
-
-def decoding_settings(decoding: dict[str, Any], arm: str) -> tuple[int, int]:
-    """(max_new_tokens, batch_size) of a decoding dict, checked by the one decoding rule
-    (``data.suite.validate_decoding``, which also validated the suite's ``[decoding]`` at load):
-    a caller of the public ``generate`` gets the same refusal, never a sampled output."""
-    try:
-        checked = validate_decoding(decoding)
-    except EvaluationError as exc:
-        raise EvaluationError(
-            "SOM-BACKEND-DECODING", exc.message, exc.hint, where=f"arm {arm}"
-        ) from None
-    return checked["max_new_tokens"], checked["batch_size"]
 
 
 def _generation_config(model: Any, tokenizer: Any, max_new_tokens: int) -> Any:
@@ -504,7 +312,7 @@ class TransformersGenerator:
         """The torch device the arm generates on (e.g. ``"cpu"``, ``"cuda:0"``)."""
         return self.handle.device
 
-    def device_info(self) -> dict[str, Any]:
+    def device_info(self) -> DeviceInfo:
         """``{"device", "device_count"}`` of the device this generator runs on (telemetry)."""
         return device_info(self.device)
 
@@ -521,18 +329,11 @@ class TransformersGenerator:
         """Greedy completions, one per prompt in order, in batches of ``decoding["batch_size"]``."""
         import torch
 
-        if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
-            raise EvaluationError(
-                "SOM-BACKEND-PROMPTS",
-                "generate() takes a list of prompt strings",
-                "pass prompts as list[str]",
-                where=f"arm {self.name}",
-            )
-        max_new_tokens, batch_size = decoding_settings(decoding, self.name)
+        engines.check_prompts(prompts, self.name)
+        max_new_tokens, batch_size = engines.decoding_settings(decoding, self.name)
         if not prompts:
             return []
-        _ = self.base  # load on first use
-        self._refuse_empty_prompts(prompts)
+        engines.prompt_token_ids(self.base.tokenizer, prompts, self.name)  # loads on first use
         config = _generation_config(self.base.model, self.base.tokenizer, max_new_tokens)
         outputs: list[str] = []
         with torch.inference_mode(), self._adapter_context():
@@ -546,18 +347,6 @@ class TransformersGenerator:
                 where=f"arm {self.name}",
             )
         return outputs
-
-    def _refuse_empty_prompts(self, prompts: list[str]) -> None:
-        """A prompt that tokenizes to nothing has no context to continue: an error, not a guess."""
-        lengths = self.base.tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        empty = [index for index, ids in enumerate(lengths) if not ids]
-        if empty:
-            raise EvaluationError(
-                "SOM-BACKEND-EMPTY-PROMPT",
-                f"{len(empty)} prompt(s) tokenize to no tokens (first at index {empty[0]})",
-                "give every example a non-empty prompt_text",
-                where=f"arm {self.name}",
-            )
 
     def _generate_batch(self, batch: list[str], config: Any) -> list[str]:
         """One left-padded batch through ``model.generate``; decodes only the new tokens."""
@@ -580,12 +369,12 @@ class TransformersGenerator:
                 where=f"arm {self.name}",
             ) from exc
         new_tokens = generated[:, encoded["input_ids"].shape[1] :]
-        return list(tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+        return engines.decode_token_rows(tokenizer, new_tokens)
 
 
 def load_generators(
     model: ModelConfig,
-    arms: dict[str, ArmConfig],
+    arms: Mapping[str, ArmConfig],
     *,
     suite_dir: Path,
     worker_index: int = 0,
@@ -593,17 +382,27 @@ def load_generators(
     """One generator per arm over this process's single base; identities come from references
     and digests, the base is loaded (and adapters attached by name) on the first generation."""
     suite_dir = Path(suite_dir)
-    _, identity, dtype_name = base_identity(model, suite_dir)
-    parse_dtype(dtype_name)
-    identity["engine"] = engine_fields()
+    base = engines.base_ref(model, suite_dir)
+    parse_dtype(model)
+    identity = {**base.identity, "engine": engine_fields()}
     handle = BaseHandle(model, suite_dir, worker_index, choose_device(model.device, worker_index))
-    generators: dict[str, TransformersGenerator] = {}
-    for key, arm in arms.items():
-        if arm.adapter is None:
-            generators[key] = TransformersGenerator(key, dict(identity), None, handle)
-            continue
-        _, adapter = adapter_location(arm, suite_dir)
-        generators[key] = TransformersGenerator(
-            key, dict(identity), {"name": key, **adapter}, handle, arm
+    return {
+        key: TransformersGenerator(
+            key, dict(identity), ref.identity, handle, None if ref.folder is None else arms[key]
         )
-    return generators
+        for key, ref in engines.adapter_refs(arms, suite_dir).items()
+    }
+
+
+def load_engine(
+    engine: EngineConfig,
+    model: ModelConfig,
+    arms: Mapping[str, ArmConfig],
+    *,
+    suite_dir: Path,
+    worker_index: int = 0,
+) -> dict[str, TransformersGenerator]:
+    """The registered loader (:class:`~pytest_sommelier.inference.protocol.EngineLoader`):
+    :func:`load_generators`; this engine has no ``[engine]`` settings of its own."""
+    del engine
+    return load_generators(model, arms, suite_dir=suite_dir, worker_index=worker_index)

@@ -26,12 +26,14 @@ Invariants kept here:
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core.types import ArmConfig, DeviceInfo, EngineConfig, ModelConfig
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -67,7 +69,17 @@ OWNED_OPTIONS: dict[str, str] = {
 }
 
 
-def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+@functools.lru_cache(maxsize=1)
+def vllm_importable() -> bool:
+    """Whether ``import vllm`` works in this environment (a broken install is a False)."""
+    try:
+        import vllm  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def check_options(options: object) -> dict[str, Any]:
     """``[engine].options`` as a plain dict; a key the plugin owns is an InputError naming it."""
     if not isinstance(options, Mapping):
         raise InputError(
@@ -298,7 +310,7 @@ class VllmGenerator:
     engine: VllmEngine
     lora: _Lora | None
 
-    def device_info(self) -> dict[str, Any]:
+    def device_info(self) -> DeviceInfo:
         """``{"device", "device_count"}``: CUDA when torch sees it, else cpu; the count is the
         tensor x pipeline parallel size the engine spans."""
         import torch
@@ -316,7 +328,7 @@ class VllmGenerator:
 
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Greedy completions, one per prompt, in order; the list is one vLLM batch."""
-        max_new_tokens = engines.greedy_settings(decoding, self.name)
+        max_new_tokens = engines.decoding_settings(decoding, self.name).max_new_tokens
         engines.check_prompts(prompts, self.name)
         return self.engine.generate(self.name, self.lora, prompts, max_new_tokens)
 
@@ -332,9 +344,9 @@ def clear_cache() -> None:
 
 
 def load_generators(
-    engine: engines.EngineConfig,
-    model: Any,
-    arms: Mapping[str, Any],
+    engine: EngineConfig,
+    model: ModelConfig,
+    arms: Mapping[str, ArmConfig],
     *,
     suite_dir: Path,
     worker_index: int = 0,

@@ -58,8 +58,9 @@ def sommelier_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., An
         return loaded[key][arm_name]
 
     yield get
-    for generators in loaded.values():
-        for generator in generators.values():
-            close = getattr(generator, "close", None)
-            if callable(close):
-                close()
+    if loaded:
+        from pytest_sommelier.inference.protocol import close_generator
+
+        for generators in loaded.values():
+            for generator in generators.values():
+                close_generator(generator)
