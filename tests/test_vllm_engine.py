@@ -145,7 +145,8 @@ def test_one_engine_per_base_and_options_in_a_process(suite_dir: Path) -> None:
 # --------------------------------------------------------------------------- real vLLM
 
 needs_vllm = pytest.mark.skipif(
-    not vllm_engine.vllm_importable(), reason="vllm does not import here (the engine job's env has it)"
+    not vllm_engine.vllm_importable(),
+    reason="vllm does not import here (the engine job's env has it)",
 )
 
 

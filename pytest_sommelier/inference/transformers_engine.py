@@ -205,7 +205,7 @@ def _peft_name(arm: str, identity: dict[str, Any], base: LoadedBase) -> str:
     return name
 
 
-def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[str, dict]:
+def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[str, dict[str, Any]]:
     """Attach an arm's adapter to ``base`` (once per identity); return (peft name, identity)."""
     folder, identity = engines.adapter_location(arm, suite_dir)
     name = _peft_name(arm.name, identity, base)
