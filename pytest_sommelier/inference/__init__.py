@@ -1,3 +1,5 @@
-"""Engines: the generator protocol, model and tokenizer references, the transformers + peft engine,
-the model and generation caches. Imports ``data`` and ``core``; never pytest.
+"""Engines: the generator protocol, the base every engine shares (``engines``) and the registry
+that chooses one (``select_engine``), the transformers, vllm and openai engines, model and
+tokenizer references, the model and generation caches, parity. Imports ``data`` and ``core``;
+never pytest.
 """
