@@ -48,7 +48,7 @@ from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data import digests
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError, SommelierError
 from pytest_sommelier.inference import engines, modelcache, modelref, vllm_engine
-from pytest_sommelier.inference import transformers_engine as hf
+from pytest_sommelier.inference.transformers_engine import BaseSource
 
 PEFT_PREFIX = "base_model.model."
 LORA_PARTS = ("lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B")
@@ -154,8 +154,8 @@ class BaseTensors:
         return self.shapes.get(f"{module}.weight")
 
 
-def read_base(source: hf.BaseSource) -> BaseTensors:
-    """The tensor shapes of a resolved base (``transformers_engine.resolve_base``), headers only.
+def read_base(source: BaseSource) -> BaseTensors:
+    """The tensor shapes of a resolved base (``resolve_base``: the engines' rule), headers only.
 
     A folder (or a hub snapshot in the local cache) is read from its safetensors headers; a
     ``.gguf`` base from the model cache's converted copy when one is valid, else from the GGUF
@@ -283,7 +283,7 @@ def _memoized_name_maps() -> Iterator[None]:
         gguf.get_tensor_name_map = original
 
 
-def _hub_tensors(source: hf.BaseSource) -> BaseTensors:
+def _hub_tensors(source: BaseSource) -> BaseTensors:
     """Shapes of a hub base: its snapshot in the local hub cache when there, else the hub's
     header-only safetensors metadata (HTTP range requests, no weights)."""
     from huggingface_hub import snapshot_download
@@ -373,7 +373,7 @@ class _Tensor:
 
     name: str
     module: str | None
-    kind: str  # one of LORA_PARTS, "magnitude", "token_delta", "weight", "unknown"
+    kind: str  # LORA_PARTS, "lora_bias", "magnitude", "token_delta", "weight" or "unknown"
     shape: tuple[int, ...]
 
 
@@ -490,25 +490,29 @@ def _classify(name: str, shape: tuple[int, ...], base: BaseTensors) -> _Tensor:
     ``base_model.model.<module>.<part>[.<adapter name>][.weight]``: a LoRA part names its module
     directly; a DoRA magnitude or trainable-token delta too; any other tensor is a whole saved
     weight (``<module>[.base_layer].weight``) or maps to the longest module path the base has.
-    A name without the prefix, or whose module the base lacks, has ``module`` None.
+    A name without the prefix, or whose module the base lacks, has ``module`` None (its kind is
+    still read from its parts, so a renamed LoRA tensor counts as a LoRA tensor).
     """
-    if not name.startswith(PEFT_PREFIX):
-        return _Tensor(name, None, "unknown", shape)
-    parts = name[len(PEFT_PREFIX) :].split(".")
+    prefixed = name.startswith(PEFT_PREFIX)
+    parts = name.removeprefix(PEFT_PREFIX).split(".")
+
+    def found(module: str) -> str | None:
+        return module if prefixed and base.weight(module) is not None else None
+
     for index, part in enumerate(parts):
         kind = PART_KINDS.get(part)
         if kind is not None and index > 0:
             if kind in LORA_PARTS and parts[-1] == "bias":
                 kind = "lora_bias"
             module = ".".join(step for step in parts[:index] if step != "base_layer")
-            return _Tensor(name, module if base.weight(module) else None, kind, shape)
+            return _Tensor(name, found(module), kind, shape)
     if parts[-1] in ("weight", "bias"):
         module = ".".join(part for part in parts[:-1] if part != "base_layer")
-        if base.weight(module) is not None:
+        if found(module) is not None:
             return _Tensor(name, module, "weight", shape)
     for end in range(len(parts) - 1, 0, -1):
         module = ".".join(parts[:end])
-        if base.weight(module) is not None:
+        if found(module) is not None:
             return _Tensor(name, module, "unknown", shape)
     return _Tensor(name, None, "unknown", shape)
 
