@@ -289,13 +289,13 @@ def _hub_tensors(source: BaseSource) -> BaseTensors:
     from huggingface_hub import snapshot_download
 
     try:
-        folder = Path(
+        folder: Path | None = Path(
             snapshot_download(source.ref, revision=source.revision, local_files_only=True)
         )
-        if any(folder.glob("*.safetensors")):
-            return _folder_tensors(folder, "the hub cache's safetensors headers")
-    except Exception:  # not cached: ask the hub for the headers below
-        pass
+    except Exception:  # not in the local hub cache: ask the hub for the headers below
+        folder = None
+    if folder is not None and any(folder.glob("*.safetensors")):
+        return _folder_tensors(folder, "the hub cache's safetensors headers")
     try:
         from huggingface_hub import get_safetensors_metadata
 
