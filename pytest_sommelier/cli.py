@@ -267,6 +267,43 @@ def _add_parity_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=cmd_parity)
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """``sommelier check SUITE``: the adapter preflight of every adapter arm, nothing loaded."""
+    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.inference import preflight
+
+    suite = load_suite(args.suite)
+    result = preflight.preflight_suite(suite)
+    tied = " (LM head tied to the embedding)" if result.base.tied_head else ""
+    print(f"base: {result.base.read} tensors read from {result.base.source}{tied}")
+    if not result.arms:
+        print("no adapter arm: nothing to check")
+    for arm, outcome in result.arms.items():
+        if isinstance(outcome, SommelierError):
+            print(f"sommelier check: {outcome}", file=sys.stderr)
+            continue
+        print(f"{arm}: {outcome.line()}")
+        for warning in outcome.warnings:
+            print(f"{arm}: warning: {warning}")
+    error = result.first_error
+    return error.exit_code if error is not None else 0
+
+
+def _add_check_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier check``."""
+    parser = subparsers.add_parser(
+        "check",
+        help="check every adapter arm of a suite against its base before any weights load",
+        description="Read the adapters' configs and the safetensors headers of adapters and "
+        "base (no weights) and check that every adapter tensor maps onto a module of the base "
+        "with the right shapes and rank, and that the suite's engine can apply it "
+        "(docs/engines.md, 'Is my adapter applied?'). Exit 0 when every arm passes, else the "
+        "first error's exit status.",
+    )
+    parser.add_argument("suite", help="a suite file (sommelier.toml)")
+    parser.set_defaults(handler=cmd_check)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sommelier`` argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
@@ -279,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import_parser(subparsers)
     _add_report_parser(subparsers)
     _add_parity_parser(subparsers)
+    _add_check_parser(subparsers)
     return parser
 
 
