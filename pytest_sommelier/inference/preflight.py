@@ -47,8 +47,8 @@ from typing import Any
 from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data import digests
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError, SommelierError
-from pytest_sommelier.inference import engines, modelcache, modelref, vllm_engine
-from pytest_sommelier.inference.transformers_engine import BaseSource
+from pytest_sommelier.inference import engines, modelcache, modelref
+from pytest_sommelier.inference.engines import VLLM_LORA_RANKS, BaseSource
 
 PEFT_PREFIX = "base_model.model."
 LORA_PARTS = ("lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B")
@@ -697,12 +697,12 @@ def _check_vllm_limits(
     where: str,
 ) -> None:
     """What vLLM's LoRA path cannot apply: each an InputError naming the feature."""
-    limit = max_lora_rank if max_lora_rank is not None else vllm_engine.LORA_RANKS[-1]
+    limit = max_lora_rank if max_lora_rank is not None else VLLM_LORA_RANKS[-1]
     if rank > limit:
         raise InputError(
             "SOM-ADAPTER-VLLM-RANK",
             f"LoRA rank {rank} is above the vllm engine's max_lora_rank {limit} "
-            f"(vLLM supports {', '.join(map(str, vllm_engine.LORA_RANKS))})",
+            f"(vLLM supports {', '.join(map(str, VLLM_LORA_RANKS))})",
             "use the transformers engine for this adapter",
             where=where,
         )

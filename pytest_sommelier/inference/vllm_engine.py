@@ -44,7 +44,6 @@ from pytest_sommelier.inference import engines
 
 ENGINE = "vllm"
 GREEDY_SEED = 0
-LORA_RANKS: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 """The ranks ``max_lora_rank`` may take in vLLM 0.32 (``vllm.config.lora.MaxLoRARanks``)."""
 
 OWNED_OPTIONS: dict[str, str] = {
@@ -102,12 +101,13 @@ def check_options(options: object) -> dict[str, Any]:
 def lora_rank_for(ranks: list[int]) -> int:
     """The smallest rank vLLM accepts as ``max_lora_rank`` that holds every adapter's rank."""
     largest = max(ranks, default=1)
-    for rank in LORA_RANKS:
+    for rank in engines.VLLM_LORA_RANKS:
         if rank >= largest:
             return rank
     raise InputError(
         "SOM-VLLM-LORA-RANK",
-        f"an adapter has LoRA rank {largest}, above the largest vLLM supports ({LORA_RANKS[-1]})",
+        f"an adapter has LoRA rank {largest}, above the largest vLLM supports "
+        f"({engines.VLLM_LORA_RANKS[-1]})",
         "use the transformers engine for this adapter",
         where="arms",
     )
