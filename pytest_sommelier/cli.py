@@ -133,7 +133,8 @@ def _add_rescore_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _arm_folder(text: str) -> bool:
     """Whether a ``sommelier compare`` argument is a stored arm folder (``eval/<arm>``)."""
-    return (Path(text) / "evaluation_report.json").is_file()
+    path = Path(text)
+    return (path / "evaluation_report.json").is_file() or path.parent.name == "eval"
 
 
 def _fail_lines(results: list[dict[str, Any]]) -> list[str]:

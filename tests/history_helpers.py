@@ -74,3 +74,29 @@ def with_run_id(run_dir: Path, target: Path, run_id: str) -> Path:
     resolved["run_id"] = run_id
     path.write_text(json.dumps(resolved), encoding="utf-8")
     return target
+
+
+def subprocess_session(
+    folder: Path,
+    out: str,
+    adapter_outputs: dict[str, str] = V1,
+    *args: str,
+    **suite_overrides: Any,
+) -> Path:
+    """:func:`session` in a subprocess (for module-scoped fixtures): the suite in
+    ``folder/suite``, the run in ``folder/out``."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    write_scripted_suite(
+        SimpleNamespace(path=folder),  # type: ignore[arg-type]  # only .path is used
+        script(adapter_outputs),
+        **suite_overrides,
+    )
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    command += ["--sommelier-no-cache", str(folder / "suite"), "--sommelier-out", out, *args]
+    result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300)
+    run_dir = folder / out
+    assert (run_dir / "suite.resolved.json").is_file(), result.stdout + result.stderr
+    return run_dir

@@ -44,7 +44,7 @@ from pytest_sommelier.core.stats import (
 from pytest_sommelier.core.types import StatisticsConfig
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history import StoredRun
-from pytest_sommelier.data.history_record import identity_field
+from pytest_sommelier.data.history_record import config_difference
 from pytest_sommelier.data.stored import load_run_inputs, stored_arm
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
 
@@ -328,12 +328,15 @@ def compare_runs(
             try:
                 check_identity(cand_report, ref_report)
             except EvaluationError as error:
-                field = identity_field(error, ref_resolved, cand_resolved)
-                if field != error.where:
-                    raise EvaluationError(
-                        error.code, f"{error.message}; {field}", error.hint, where=error.where
-                    ) from None
-                raise
+                change = (
+                    config_difference(ref_resolved, cand_resolved)
+                    if error.where == "config_sha256"
+                    else None
+                )
+                if change is None:
+                    raise
+                message = f"{error.message} (what changed: {change})"
+                raise EvaluationError(error.code, message, error.hint, where=error.where) from None
             arms[name] = _pair_block(
                 name,
                 cand_report,

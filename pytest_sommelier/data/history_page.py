@@ -199,13 +199,16 @@ def _y(value: float) -> float:
 
 def chart(runs: Sequence[Mapping[str, Any]], arms: Sequence[str], metric: str, slice_: str) -> dict:
     """Geometry of one chart: per arm, a point per run with its interval, joined by lines
-    that break at every run not comparable with the previous one; the breaks, marked."""
+    that break where the identity gate refuses a run against the previous comparable one (an
+    incomplete run is drawn hollow and joined to nothing); the breaks, marked."""
     width = LEFT + RIGHT + STEP * max(len(runs), 1)
     xs = [round(LEFT + STEP * (i + 0.5), 2) for i in range(len(runs))]
     series = []
     for index, arm in enumerate(arms):
         points, segments, current = [], [], []
-        for x, run in zip(xs, runs, strict=True):
+        offset = (index - (len(arms) - 1) / 2) * 5.0  # arms side by side at each run
+        for base_x, run in zip(xs, runs, strict=True):
+            x = round(base_x + offset, 2)
             data = run["arms"].get(arm)
             value = (((data or {}).get("values") or {}).get(slice_) or {}).get(metric) or {}
             if data is None or value.get("value") is None:
@@ -214,8 +217,8 @@ def chart(runs: Sequence[Mapping[str, Any]], arms: Sequence[str], metric: str, s
                 current = []
                 continue
             mark = data["mark"]
-            if mark is not None and current:
-                segments.append(current)
+            if mark is not None and mark["kind"] != "incomplete" and current:
+                segments.append(current)  # an identity change breaks the line
                 current = []
             point = {
                 "x": x,
