@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ from pytest_sommelier.data.history_compare import (
     compare_runs,
     md_cell,
     refuse_borrowed,
+    refuse_borrowed_stand_in,
     write_compare,
 )
 from pytest_sommelier.data.history_gate import (
@@ -41,8 +43,9 @@ from pytest_sommelier.data.history_gate import (
     with_fail_results,
 )
 from pytest_sommelier.data.history_page import history_lines, history_runs, render_history
-from pytest_sommelier.data.history_record import git_state
-from pytest_sommelier.data.suite import GATE_METRICS, valid_name
+from pytest_sommelier.data.history_record import git_state, suite_run_dirs
+from pytest_sommelier.data.htmlreport import _environment
+from pytest_sommelier.data.suite import GATE_METRICS, load_suite, suite_identity, valid_name
 from pytest_sommelier.errors import EvaluationError, InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,6 +85,7 @@ def test_three_runs_stored_byte_for_byte_and_compared(pytester: pytest.Pytester,
 
     # compare the newest with `last` before it: resolve by number and by last
     assert resolve_stored(store, "last").number == 3
+    assert resolve_stored(store, str(stored[0].path)).number == 1
     report = compare_runs(stored[2], resolve_stored(store, "2"))
     adapter, base = report["arms"]["adapter"], report["arms"]["base"]
     assert adapter["deltas"]["full_call_exact_match"] == pytest.approx(-2 / 7)
@@ -186,6 +190,13 @@ def test_changed_decoding_is_refused_with_one_line(pytester: pytest.Pytester, ca
     lines = [line for line in capsys.readouterr().out.splitlines() if "REFUSED" in line]
     assert len(lines) == 2 and all("decoding.max_new_tokens" in line for line in lines)
     assert main(["compare", "2", "1", "--store", str(store), "--fail", "argument_f1:1"]) == 1
+    # the run page's section (data/templates/history_compare.html.j2) shows the refusals
+    section = (
+        _environment()
+        .get_template("history_compare.html.j2")
+        .render(compares=[report], metric_names=["full_call_exact_match"])
+    )
+    assert 'data-refused="adapter"' in section and "decoding.max_new_tokens: 64 -&gt; 9" in section
     # the history marks the run with the field that changed
     runs = history_runs(store)
     mark = runs[1]["arms"]["adapter"]["mark"]
@@ -361,6 +372,41 @@ def test_borrowed_evidence_is_refused(pytester: pytest.Pytester) -> None:
         compare_runs(other, resolve_stored(store, "1"))
     with pytest.raises(InputError, match="no comparable stored run of suite 'other'"):
         resolve_stored(store, "last", suite="other")
+    save_run(other.path, store)
+    assert resolve_stored(store, "last", suite="factory").number == 1
+    page = render_history(store)
+    assert page.count('<section class="suite"') == 2 and 'data-suite="other"' in page
+    assert all(a["mark"] is None for run in history_runs(store) for a in run["arms"].values())
+
+
+def test_a_stored_arm_folder_stands_in_only_for_its_own_adapter(pytester: pytest.Pytester) -> None:
+    run = session(pytester, "one", V1)
+    configured = suite_identity(load_suite(pytester.path / "suite" / "sommelier.toml"))
+    refuse_borrowed_stand_in(configured, "adapter", run / "eval" / "adapter")
+    refuse_borrowed_stand_in(configured, "base", run / "eval" / "base")
+    with pytest.raises(EvaluationError, match="has model_kind base"):
+        refuse_borrowed_stand_in(configured, "adapter", run / "eval" / "base")
+    (pytester.path / "suite" / "adapter" / "adapter_config.json").write_text('{"r": 8}')
+    retrained = suite_identity(load_suite(pytester.path / "suite" / "sommelier.toml"))
+    with pytest.raises(EvaluationError, match=r"SOM-HISTORY-BORROWED.*the configured adapter"):
+        refuse_borrowed_stand_in(retrained, "adapter", run / "eval" / "adapter")
+    loose = pytester.path / "loose" / "adapter"
+    shutil.copytree(run / "eval" / "adapter", loose)
+    with pytest.raises(EvaluationError, match="SOM-HISTORY-BORROWED"):
+        refuse_borrowed_stand_in(configured, "adapter", loose)
+
+
+def test_a_session_folder_of_several_suites_is_stored_suite_by_suite(
+    pytester: pytest.Pytester,
+) -> None:
+    run = session(pytester, "one", V1)
+    session_dir = pytester.path / "several"
+    with_run_id(run, session_dir / "a", "20260101T000000Z-00000a")
+    with_run_id(run, session_dir / "b", "20260101T000000Z-00000b")
+    with pytest.raises(InputError, match="several suites; store each: a, b"):
+        save_run(session_dir, store_of(pytester))
+    kept = [save_run(folder, store_of(pytester)) for folder in suite_run_dirs(session_dir)]
+    assert [k.number for k in kept] == [1, 2]
 
 
 def test_a_stored_arm_stands_in_only_for_the_same_adapter() -> None:

@@ -263,6 +263,7 @@ def save_run(
     keep_incomplete: bool = False,
     rootdir: Path | None = None,
     moment: datetime | None = None,
+    intervals: Mapping[str, Any] | None = None,
 ) -> StoredRun | None:
     """Copy one suite's run folder into the store as the next numbered run and index it.
 
@@ -271,6 +272,8 @@ def save_run(
     that stored run is returned and nothing is copied. ``rootdir`` is where git is asked for
     the commit, branch and dirty flag (default: the store's parent folder); outside a git work
     tree none are recorded. An incomplete run kept is marked ``comparable: false``.
+    ``intervals`` is ``history_record.value_intervals_of`` the run's scoring records when the
+    caller has them (the session); otherwise the run is re-scored from its files for them.
     """
     run_dir, store = Path(run_dir), Path(store)
     record = describe_run(run_dir)
@@ -289,7 +292,7 @@ def save_run(
     if already is not None:
         return already
     git = git_state(Path(rootdir) if rootdir is not None else store.resolve().parent, exclude=store)
-    intervals = value_intervals(run_dir)
+    intervals = dict(intervals) if intervals is not None else value_intervals(run_dir)
     read_index(store)  # refuse a damaged store before copying anything into it
     temporary = store / f".tmp-{secrets.token_hex(6)}"
     try:

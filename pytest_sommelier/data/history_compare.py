@@ -173,6 +173,33 @@ def refuse_borrowed(
         )
 
 
+def refuse_borrowed_stand_in(configured: Mapping[str, Any], name: str, arm_dir: Path) -> None:
+    """Refuse a stored arm folder (``runs/<id>/eval/<arm>``) standing in for arm ``name`` of
+    the configured suite (``configured`` is its ``suite_identity``, the shape of
+    ``suite.resolved.json``): the rule of :func:`refuse_borrowed` with ``stand_in``, for
+    ``--sommelier-baseline`` and ``stored = "last"`` gates. For a folder outside a run (no
+    ``suite.resolved.json`` two levels up) the adapter cannot be checked, so an adapter arm
+    is refused and a base arm judged by its report's kind."""
+    arm_dir = Path(arm_dir)
+    report_path = arm_dir / "evaluation_report.json"
+    report = artifacts.read_json(report_path) if report_path.is_file() else {}
+    report = report if isinstance(report, dict) else {}
+    resolved_path = arm_dir.resolve().parent.parent / artifacts.RESOLVED
+    stored_resolved = artifacts.read_json(resolved_path) if resolved_path.is_file() else {}
+    stored_resolved = stored_resolved if isinstance(stored_resolved, dict) else {}
+    stored_name = report.get("arm") if isinstance(report.get("arm"), str) else arm_dir.name
+    stored = arm_origin(stored_resolved, report, stored_name)
+    if not stored_resolved:
+        stored = {**stored, "suite": configured.get("name"), "adapter": None}
+    refuse_borrowed(
+        name,
+        arm_origin(configured, None, name),
+        stored,
+        stored_label=f"stored arm {arm_dir}",
+        stand_in=True,
+    )
+
+
 # --- re-deriving the arms ------------------------------------------------------------------
 
 
@@ -480,6 +507,7 @@ __all__ = [
     "md_cell",
     "paired_interval",
     "refuse_borrowed",
+    "refuse_borrowed_stand_in",
     "refuse_same_arm_folder",
     "refuse_same_run",
     "write_compare",

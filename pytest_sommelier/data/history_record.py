@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,36 +175,21 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def value_intervals(run_dir: Path) -> dict[str, Any]:
-    """Per arm, slice (and ``overall``) and metric: the value with its percentile-bootstrap
-    interval (the arm's value minus zero, through ``core.stats.paired_bootstrap_arrays``, seed
-    ``derive_seed(seed, "history:<arm>:<slice>")``), from the run's own records re-scored
-    against its own split. ``{"intervals": {}, "note": why}`` when the run cannot be re-scored.
-    """
-    try:
-        resolved, suite, split = load_run_inputs(run_dir)
-    except SommelierError as error:
-        return {"intervals": {}, "note": f"no intervals: {error.message}"}
-    statistics = suite.statistics
+def value_intervals_of(
+    scoring: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], statistics: Any
+) -> dict[str, Any]:
+    """Per arm, slice (and ``overall``) and metric of scoring records (arm -> slice -> records,
+    as ``RunOutcome.records``): the value with its percentile-bootstrap interval (the arm's
+    value minus zero, through ``core.stats.paired_bootstrap_arrays``, seed
+    ``derive_seed(seed, "history:<arm>:<slice>")``); ``statistics`` is the suite's."""
     out: dict[str, Any] = {}
-    for name in suite.arms:
-        arm_dir = run_dir / "eval" / name
-        if not (arm_dir / "evaluation_report.json").is_file():
-            continue
-        try:
-            arm = stored_arm(suite, split, arm_dir)
-        except SommelierError:
-            continue
-        scored = {
-            lang: rescored([dict(r) for r in rows], split) for lang, rows in arm.records.items()
-        }
-        blocks = [*scored.items(), ("overall", [r for rows in scored.values() for r in rows])]
+    for name, by_slice in scoring.items():
+        blocks = [*by_slice.items(), ("overall", [r for rows in by_slice.values() for r in rows])]
         out[name] = {}
         for label, records in blocks:
-            num, den = component_arrays(records)
-            zeros = np.zeros_like(num)
+            num, den = component_arrays(list(records))
             block = paired_bootstrap_arrays(
-                zeros,
+                np.zeros_like(num),
                 np.ones_like(den),
                 num,
                 den,
@@ -227,8 +212,30 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
             "resamples": statistics.resamples,
             "confidence_level": statistics.confidence_level,
         },
-        "run_id": resolved.get("run_id"),
     }
+
+
+def value_intervals(run_dir: Path) -> dict[str, Any]:
+    """:func:`value_intervals_of` the run's own records, re-scored against its own split (the
+    session, which has them scored already, passes them to ``save_run`` instead).
+    ``{"intervals": {}, "note": why}`` when the run cannot be re-scored."""
+    try:
+        _, suite, split = load_run_inputs(run_dir)
+    except SommelierError as error:
+        return {"intervals": {}, "note": f"no intervals: {error.message}"}
+    scoring: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for name in suite.arms:
+        arm_dir = run_dir / "eval" / name
+        if not (arm_dir / "evaluation_report.json").is_file():
+            continue
+        try:
+            arm = stored_arm(suite, split, arm_dir)
+        except SommelierError:
+            continue
+        scoring[name] = {
+            lang: rescored([dict(r) for r in rows], split) for lang, rows in arm.records.items()
+        }
+    return value_intervals_of(scoring, suite.statistics)
 
 
 CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split")
@@ -274,4 +281,5 @@ __all__ = [
     "run_identity",
     "suite_run_dirs",
     "value_intervals",
+    "value_intervals_of",
 ]
