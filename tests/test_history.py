@@ -312,6 +312,9 @@ def _damage(store: Path, kind: str) -> str:
         }
         (store / "index.json").write_text(json.dumps({**good, "runs": [entry]}))
         return "0001_unversioned_20260101T000000Z"
+    if kind == "no-index":
+        (store / "0001_unversioned_20260101T000000Z").mkdir()
+        return "index.json: missing"
     if kind == "foreign-file":
         (store / "notes.txt").write_text("mine")
         return "notes.txt"
@@ -322,7 +325,8 @@ def _damage(store: Path, kind: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "kind", ["bad-json", "schema", "entry", "missing-folder", "foreign-file", "foreign-folder"]
+    "kind",
+    ["bad-json", "schema", "entry", "missing-folder", "no-index", "foreign-file", "foreign-folder"],
 )
 def test_a_damaged_or_foreign_store_is_one_line_naming_the_file(
     tmp_path: Path, kind: str, capsys

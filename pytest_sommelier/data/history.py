@@ -137,6 +137,8 @@ def read_index(store: Path) -> list[dict[str, Any]]:
     check_store(store)
     path = store / INDEX
     if not path.exists():
+        if store.is_dir() and any(FOLDER.match(p.name) for p in store.iterdir()):
+            raise _bad_index(path, "missing, but the store holds stored run folders")
         return []
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -298,6 +300,7 @@ def save_run(
     try:
         store.mkdir(parents=True, exist_ok=True)
         shutil.copytree(run_dir, temporary, copy_function=shutil.copy2)
+        now = (moment or datetime.now(UTC)).astimezone(UTC)
         with store_lock(store):
             entries = read_index(store)
             twin = next((e for e in entries if e.get("run_id") == record["run_id"]), None)
@@ -306,10 +309,8 @@ def save_run(
             number = _next_number(store, entries)
             entry = {
                 "number": number,
-                "folder": folder_name(number, git, utc_stamp(moment)),
-                "saved_at": (moment or datetime.now(UTC))
-                .astimezone(UTC)
-                .strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "folder": folder_name(number, git, utc_stamp(now)),
+                "saved_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "git": git,
                 **record,
             }
