@@ -131,12 +131,39 @@ def _add_rescore_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=cmd_rescore)
 
 
+def _arm_folder(text: str) -> bool:
+    """Whether a ``sommelier compare`` argument is a stored arm folder (``eval/<arm>``)."""
+    path = Path(text)
+    return (path / "evaluation_report.json").is_file() or path.parent.name == "eval"
+
+
+def _fail_lines(results: list[dict[str, Any]]) -> list[str]:
+    """The ``--fail`` gates as gate lines (without the suite verdict line)."""
+    from pytest_sommelier.core import render
+
+    return render.gate_lines({"gates": results, "verdict": ""})[:-1]
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    """``sommelier compare A B``: compare two stored arms through the identity gate."""
+    """``sommelier compare A B``: two stored arm folders, or two runs (store numbers, ``last``
+    or run folders) arm by arm; ``--fail`` gates exit 1 on a regression."""
+    from pytest_sommelier.data.history_gate import parse_fail_specs
+
+    specs = parse_fail_specs(args.fail or [], option="--fail")
+    if _arm_folder(args.candidate) or _arm_folder(args.reference):
+        return _compare_arm_folders(args, specs)
+    return _compare_runs(args, specs)
+
+
+def _compare_arm_folders(args: argparse.Namespace, specs: list[Any]) -> int:
+    """Two stored arms through the identity gate (``data.stored.compare_arms``)."""
     from pytest_sommelier.core import render
     from pytest_sommelier.data import artifacts
+    from pytest_sommelier.data.history_compare import refuse_same_arm_folder
+    from pytest_sommelier.data.history_gate import evaluate_fail_specs
     from pytest_sommelier.data.stored import compare_arms
 
+    refuse_same_arm_folder(Path(args.candidate), Path(args.reference))
     report = compare_arms(Path(args.candidate), Path(args.reference))
     markdown = render.comparison_markdown(report)
     if args.out:
@@ -145,22 +172,101 @@ def cmd_compare(args: argparse.Namespace) -> int:
         artifacts.atomic_write_text(out / f"{report['name']}.md", markdown)
         print(f"wrote {out / report['name']}.json and .md")
     print(markdown, end="")
-    return 0
+    if not specs:
+        return 0
+    reference = str(report["reference"])
+    wrapped = {
+        "reference": {"name": reference, "label": reference},
+        "arms": {
+            report["candidate"]: {**report, "status": "compared", "reference_arm": reference}
+        },
+    }
+    results = evaluate_fail_specs(specs, wrapped)
+    for line in _fail_lines(results):
+        print(line)
+    return 0 if all(result["passed"] for result in results) else 1
+
+
+def _compare_runs(args: argparse.Namespace, specs: list[Any]) -> int:
+    """Two runs, arm by arm (``data.history_compare.compare_runs``)."""
+    from pytest_sommelier.data.history import resolve_stored
+    from pytest_sommelier.data.history_compare import compare_lines, compare_runs, write_compare
+    from pytest_sommelier.data.history_gate import evaluate_fail_specs
+
+    store = Path(args.store)
+    candidate = resolve_stored(store, args.candidate)
+    reference = resolve_stored(store, args.reference, suite=candidate.suite)
+    report = compare_runs(candidate, reference, flips=args.misses)
+    for line in compare_lines(report):
+        print(line)
+    if args.out:
+        json_path, md_path = write_compare(Path(args.out), report)
+        print(f"wrote {json_path} and {md_path.name}")
+    results = evaluate_fail_specs(specs, report)
+    for line in _fail_lines(results):
+        print(line)
+    if any(not result["passed"] for result in results):
+        return 1
+    return 0 if any(b["status"] == "compared" for b in report["arms"].values()) else 4
 
 
 def _add_compare_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``sommelier compare``."""
     parser = subparsers.add_parser(
         "compare",
-        help="compare two stored arms (candidate minus reference) through the identity gate",
+        help="compare two stored arms, or two runs arm by arm (candidate minus reference)",
         description="Compare two stored arm folders (runs/<id>/eval/<arm>), possibly from "
-        "different runs. Refused (exit 4, naming the field) unless both were measured under "
-        "the same conditions.",
+        "different runs, or two runs arm by arm: store numbers (0003), 'last' (the newest "
+        "comparable stored run of the candidate's suite) or run folders. Every pair goes "
+        "through the identity gate; a refused pair names the field. Exit 1 when a --fail "
+        "gate fails, 4 when nothing could be compared, 2 for a run compared with itself.",
     )
-    parser.add_argument("candidate", help="candidate arm folder (runs/<id>/eval/<arm>)")
-    parser.add_argument("reference", help="reference arm folder (runs/<id>/eval/<arm>)")
-    parser.add_argument("--out", default=None, help="folder for <name>.json and <name>.md")
+    parser.add_argument("candidate", help="candidate: arm folder, store number, last, or run")
+    parser.add_argument("reference", help="reference: arm folder, store number, last, or run")
+    parser.add_argument("--out", default=None, help="folder for the .json and .md reports")
+    parser.add_argument(
+        "--store", default=".sommelier", help="the run store (default .sommelier)"
+    )
+    parser.add_argument(
+        "--fail",
+        action="append",
+        metavar="METRIC[:SLICE]:MARGIN",
+        help="fail (exit 1) when candidate minus reference, paired by example, is below "
+        "-MARGIN (repeatable), e.g. full_call_exact_match:he:0.03",
+    )
+    parser.add_argument(
+        "--misses", type=int, default=10, help="flipped examples listed per arm (default 10)"
+    )
     parser.set_defaults(handler=cmd_compare)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """``sommelier history [STORE]``: the stored runs as a table, and ``history.html``."""
+    from pytest_sommelier.data.history import require_store
+    from pytest_sommelier.data.history_page import history_lines, history_runs, write_history
+
+    store = require_store(Path(args.store))
+    runs = history_runs(store)
+    for line in history_lines(runs):
+        print(line)
+    target = write_history(store, Path(args.out) if args.out else None, runs)
+    print(f"history page: {target}")
+    return 0
+
+
+def _add_history_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier history``."""
+    parser = subparsers.add_parser(
+        "history",
+        help="list the stored runs and write history.html",
+        description="Print the stored runs (number, commit, time, suite, verdict, each arm's "
+        "five metrics per slice) and write the self-contained history page: per metric and "
+        "slice, each arm's value over the runs with its interval, the runs not comparable "
+        "with the previous one marked with the identity field that changed.",
+    )
+    parser.add_argument("store", nargs="?", default=".sommelier", help="default .sommelier")
+    parser.add_argument("--out", default=None, help="the page (default STORE/history.html)")
+    parser.set_defaults(handler=cmd_history)
 
 
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
@@ -313,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format_parser(subparsers)
     _add_rescore_parser(subparsers)
     _add_compare_parser(subparsers)
+    _add_history_parser(subparsers)
     _add_import_parser(subparsers)
     _add_report_parser(subparsers)
     _add_parity_parser(subparsers)
