@@ -31,18 +31,29 @@ def format_split(
     policy: str | None = None,
     base_dir: Path | str | None = None,
     tokenizer: Any = None,
+    arguments_key: str = "arguments",
 ) -> list[dict[str, Any]]:
     """Load the tokenizer a reference names (unless given), derive its portable identity, and
     format ``prepared`` into ``out`` (``data.formatting.format_file``); returns the rows.
 
     The identity is always derived from the reference (content digest for local files), so it
     carries no machine path. This is where the inference layer (tokenizer loading) meets the
-    data layer (formatting), so that data never imports inference.
+    data layer (formatting), so that data never imports inference. A hub id without a revision
+    is refused before any hub access.
     """
     from pytest_sommelier.data.formatting import DEFAULT_POLICY, format_file
+    from pytest_sommelier.data.references import require_revision, resolve_local_path
     from pytest_sommelier.inference.modelref import load_tokenizer, tokenizer_identity
 
     if tokenizer is None:
+        if resolve_local_path(tokenizer_ref, base_dir=base_dir) is None:
+            require_revision(
+                tokenizer_ref,
+                revision,
+                field="--tokenizer",
+                revision_field="--revision",
+                where="--tokenizer",
+            )
         tokenizer = load_tokenizer(tokenizer_ref, revision=revision, base_dir=base_dir)
     tokenizer_id, tokenizer_revision = tokenizer_identity(
         tokenizer_ref, revision, tokenizer, base_dir=base_dir
@@ -55,6 +66,7 @@ def format_split(
         tokenizer_revision=tokenizer_revision,
         split=split,
         policy=policy or DEFAULT_POLICY,
+        arguments_key=arguments_key,
     )
 
 
@@ -67,6 +79,7 @@ def cmd_format(args: argparse.Namespace) -> int:
         revision=args.revision,
         split=args.split,
         policy=args.policy,
+        arguments_key=args.arguments_key,
     )
     languages = Counter(row["language"] for row in rows)
     summary = ", ".join(f"{language}: {count}" for language, count in languages.items())
@@ -76,6 +89,7 @@ def cmd_format(args: argparse.Namespace) -> int:
 
 def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``sommelier format``."""
+    from pytest_sommelier.core.parse import ARGUMENTS_KEYS
     from pytest_sommelier.data.formatting import DEFAULT_POLICY, POLICIES
 
     parser = subparsers.add_parser(
@@ -95,6 +109,13 @@ def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="formatted split to write (JSONL)")
     parser.add_argument(
         "--policy", default=DEFAULT_POLICY, choices=sorted(POLICIES), help="template policy"
+    )
+    parser.add_argument(
+        "--arguments-key",
+        default="arguments",
+        choices=ARGUMENTS_KEYS,
+        help="the key the template writes a call's arguments under, for the target check of "
+        "sommelier.native-tools.v1 (Llama 3.x: parameters; default arguments)",
     )
     parser.set_defaults(handler=cmd_format)
 
