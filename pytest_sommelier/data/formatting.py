@@ -47,7 +47,7 @@ from pytest_sommelier.data.native_policy import (
     render_native,
 )
 from pytest_sommelier.data.prepared_hints import neighbour_shape
-from pytest_sommelier.data.split import strict_json
+from pytest_sommelier.data.split import json_lines, strict_json
 from pytest_sommelier.errors import InputError
 
 SCHEMA_VERSION = "sommelier.formatted_example.v2"
@@ -327,7 +327,7 @@ def read_prepared(path: Path | str) -> list[PreparedExample]:
             "SOM-PREPARED-ENCODING", "file is not UTF-8", "save it as UTF-8", where=str(path)
         ) from exc
     examples = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         where = f"{path}:{number}"
         if not line.strip():
             raise InputError("SOM-PREPARED-BLANK-LINE", "blank line", "remove it", where=where)

@@ -223,6 +223,17 @@ def strict_json(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
 
 
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines text, split at ``\n`` only (a trailing ``\r`` kept, which JSON
+    reads as whitespace): ``str.splitlines`` would also split inside a string holding a raw
+    U+2028, U+0085 or form feed, which JSON allows unescaped. A final newline ends the last
+    line; it does not start an empty one."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """Object hook: a key repeated in one object is an error, not a silent overwrite."""
     result: dict[str, Any] = {}

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.data.split import strict_json
+from pytest_sommelier.data.split import json_lines, strict_json
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -81,7 +81,7 @@ def _json_rows(path: Path) -> Iterator[Row]:
                 raise _not_object(where, row)
             yield where, index, row
         return
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
