@@ -165,6 +165,14 @@ def test_templates_without_tool_support_are_refused(template: str, code: str, se
     assert info.value.code == code and seen in text and "'en-1'" in text and "\n" not in text
 
 
+def test_a_template_raising_on_the_prompt_is_one_line():
+    raising = "{{ raise_exception('system turns are not supported') }}" + HERMES
+    with pytest.raises(InputError) as info:
+        native(raising, example("Be terse."))
+    assert info.value.code == "SOM-FORMAT-TEMPLATE-RENDER"
+    assert "TemplateError: system turns are not supported" in str(info.value)
+
+
 def test_prefix_property_is_checked_under_the_native_policy():
     broken = HERMES.replace("{{ '<|im_start|>assistant\n' }}", "{{ '<|im_start|>assistant>' }}")
     assert broken != HERMES

@@ -139,6 +139,21 @@ def _render(tokenizer: Any, messages: list[dict[str, Any]], tools: Any, prompt: 
     )
 
 
+def _render_or_none(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: Any, prompt: bool
+) -> str | None:
+    """A comparison rendering; None when the template raises (then it compares unequal)."""
+    try:
+        return _render(tokenizer, messages, tools, prompt)
+    except Exception:
+        return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:160] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
 _TOOLS_IN_SYSTEM_HINT = "or format with --policy sommelier.tools-in-system.v1"
 
 
@@ -148,8 +163,17 @@ def render_native(
     """Render ``example`` under ``sommelier.native-tools.v1`` and check every invariant."""
     messages = native_messages(example)
     specs = tool_specs(example.tools)
-    prompt = _render(tokenizer, messages, specs, True)
-    if prompt == _render(tokenizer, messages, None, True):
+    try:
+        prompt = _render(tokenizer, messages, specs, True)
+    except Exception as exc:  # a template's raise_exception, or a type error inside it
+        raise _refuse(
+            example,
+            "SOM-FORMAT-TEMPLATE-RENDER",
+            f"the chat template raised rendering the prompt with tools=: {_first_line(exc)}",
+            f"use a chat template that renders [system?, user] with tools, "
+            f"{_TOOLS_IN_SYSTEM_HINT}",
+        ) from exc
+    if prompt == _render_or_none(tokenizer, messages, None, True):
         raise _refuse(
             example,
             "SOM-FORMAT-TEMPLATE-IGNORES-TOOLS",
@@ -163,12 +187,14 @@ def render_native(
         raise _refuse(
             example,
             "SOM-FORMAT-TEMPLATE-NO-TOOL-CALLS",
-            "the chat template raised rendering the gold call as assistant tool_calls: "
-            f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}",
+            f"the chat template raised rendering the gold call as assistant tool_calls: "
+            f"{_first_line(exc)}",
             f"the template has no tool-call support: use one that renders tool_calls, "
             f"{_TOOLS_IN_SYSTEM_HINT}",
         ) from exc
-    empty = _render(tokenizer, [*messages, {"role": "assistant", "content": ""}], specs, False)
+    empty = _render_or_none(
+        tokenizer, [*messages, {"role": "assistant", "content": ""}], specs, False
+    )
     if full == empty:
         raise _refuse(
             example,
