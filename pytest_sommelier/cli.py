@@ -31,18 +31,29 @@ def format_split(
     policy: str | None = None,
     base_dir: Path | str | None = None,
     tokenizer: Any = None,
+    arguments_key: str = "arguments",
 ) -> list[dict[str, Any]]:
     """Load the tokenizer a reference names (unless given), derive its portable identity, and
     format ``prepared`` into ``out`` (``data.formatting.format_file``); returns the rows.
 
     The identity is always derived from the reference (content digest for local files), so it
     carries no machine path. This is where the inference layer (tokenizer loading) meets the
-    data layer (formatting), so that data never imports inference.
+    data layer (formatting), so that data never imports inference. A hub id without a revision
+    is refused before any hub access.
     """
     from pytest_sommelier.data.formatting import DEFAULT_POLICY, format_file
+    from pytest_sommelier.data.references import require_revision, resolve_local_path
     from pytest_sommelier.inference.modelref import load_tokenizer, tokenizer_identity
 
     if tokenizer is None:
+        if resolve_local_path(tokenizer_ref, base_dir=base_dir) is None:
+            require_revision(
+                tokenizer_ref,
+                revision,
+                field="--tokenizer",
+                revision_field="--revision",
+                where="--tokenizer",
+            )
         tokenizer = load_tokenizer(tokenizer_ref, revision=revision, base_dir=base_dir)
     tokenizer_id, tokenizer_revision = tokenizer_identity(
         tokenizer_ref, revision, tokenizer, base_dir=base_dir
@@ -55,6 +66,7 @@ def format_split(
         tokenizer_revision=tokenizer_revision,
         split=split,
         policy=policy or DEFAULT_POLICY,
+        arguments_key=arguments_key,
     )
 
 
@@ -67,6 +79,7 @@ def cmd_format(args: argparse.Namespace) -> int:
         revision=args.revision,
         split=args.split,
         policy=args.policy,
+        arguments_key=args.arguments_key,
     )
     languages = Counter(row["language"] for row in rows)
     summary = ", ".join(f"{language}: {count}" for language, count in languages.items())
@@ -76,6 +89,7 @@ def cmd_format(args: argparse.Namespace) -> int:
 
 def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``sommelier format``."""
+    from pytest_sommelier.core.parse import ARGUMENTS_KEYS
     from pytest_sommelier.data.formatting import DEFAULT_POLICY, POLICIES
 
     parser = subparsers.add_parser(
@@ -95,6 +109,13 @@ def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="formatted split to write (JSONL)")
     parser.add_argument(
         "--policy", default=DEFAULT_POLICY, choices=sorted(POLICIES), help="template policy"
+    )
+    parser.add_argument(
+        "--arguments-key",
+        default="arguments",
+        choices=ARGUMENTS_KEYS,
+        help="the key the template writes a call's arguments under, for the target check of "
+        "sommelier.native-tools.v1 (Llama 3.x: parameters; default arguments)",
     )
     parser.set_defaults(handler=cmd_format)
 
@@ -272,24 +293,91 @@ def _add_history_parser(subparsers: argparse._SubParsersAction) -> None:
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
     """``sommelier import bfcl``: BFCL single-call categories -> prepared examples (atomic)."""
     from pytest_sommelier.data.bfcl import import_bfcl
+    from pytest_sommelier.data.importers.common import summary_lines
 
-    outcome = import_bfcl(args.category, args.source, args.out, sample=args.sample, seed=args.seed)
+    outcome = import_bfcl(
+        args.category,
+        args.source,
+        args.out,
+        sample=args.sample,
+        seed=args.seed,
+        policy=args.policy,
+    )
     for result in outcome.categories:
-        print(f"{result.category}: {len(result.rows)} converted, {len(result.skipped)} skipped")
-        for kind, items in (("skipped", result.skipped), ("note", result.notes)):
-            for item in items:
-                print(f"  {kind} {item.example_id} ({item.reason}): {item.detail} [{item.where}]")
+        lines = summary_lines(
+            result.category, len(result.rows), result.skipped, result.notes, limit=None
+        )
+        for line in lines:
+            print(line)
     print(f"wrote {outcome.written} prepared rows to {args.out}")
     return 0
 
 
+def cmd_import_file(args: argparse.Namespace) -> int:
+    """``sommelier import openai-chat|xlam|hermes``: a training-data file -> prepared examples."""
+    from pytest_sommelier.data.importers.common import ImportOptions, summary_lines
+    from pytest_sommelier.data.importers.driver import import_file
+
+    options = ImportOptions(
+        language=args.language,
+        language_field=args.language_field,
+        source_field=args.source_field,
+        id_field=args.id_field,
+        sample=args.sample,
+        seed=args.seed,
+    )
+    result = import_file(args.benchmark, args.input, args.out, options)
+    converted = result.read - len(result.skipped)
+    for line in summary_lines(result.label, converted, result.skipped):
+        print(line)
+    print(f"wrote {result.written} prepared rows to {args.out}")
+    return 0
+
+
+IMPORT_FORMATS: dict[str, str] = {
+    "openai-chat": "OpenAI / HF chat rows {messages, tools}: [system?, user, assistant with one "
+    "tool_calls entry]",
+    "xlam": "Salesforce xLAM / APIGen rows {query, tools, answers} (JSON strings); xLAM "
+    "parameter types become JSON Schema",
+    "hermes": "NousResearch hermes-function-calling rows {conversations}: <tools> in the "
+    "system turn, the answer inside <tool_call>",
+}
+
+
+def _add_import_file_parser(sources: argparse._SubParsersAction, name: str, text: str) -> None:
+    """Register ``sommelier import NAME INPUT``."""
+    parser = sources.add_parser(
+        name,
+        help=text,
+        description=f"Convert {text} to prepared examples (JSONL, a JSON array or Parquet in). "
+        "Rows the method cannot score are counted per reason and skipped; a malformed row "
+        "is one error line and nothing is written. See docs/format.md.",
+    )
+    parser.add_argument("input", help="the rows: .jsonl, .json (array or lines) or .parquet")
+    language = parser.add_mutually_exclusive_group()
+    language.add_argument("--language", default=None, help="every row's language (default en)")
+    language.add_argument("--language-field", default=None, help="the field with each row's")
+    parser.add_argument(
+        "--source-field", default=None, help="the field naming a translation's root row id"
+    )
+    parser.add_argument(
+        "--id-field", default=None, help="the field with each row's id (default FORMAT-N)"
+    )
+    parser.add_argument("--sample", type=int, default=None, help="a seeded sample of N rows")
+    parser.add_argument("--seed", type=int, default=13, help="seed of --sample (default 13)")
+    parser.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
+    parser.set_defaults(handler=cmd_import_file)
+
+
 def _add_import_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``sommelier import bfcl``."""
+    """Register ``sommelier import bfcl|openai-chat|xlam|hermes``."""
+    from pytest_sommelier.data.bfcl import POLICIES as BFCL_POLICIES
+
     parser = subparsers.add_parser(
         "import",
-        help="import a standard benchmark as prepared examples",
-        description="Import a standard benchmark's data as prepared examples for sommelier "
-        "format.",
+        help="import a standard benchmark or a training-data file as prepared examples",
+        description="Import a standard benchmark's data, or tool-calling rows in a format "
+        "people train on, as prepared examples for sommelier format.",
     )
     sources = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     bfcl = sources.add_parser(
@@ -307,8 +395,17 @@ def _add_import_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     bfcl.add_argument("--sample", type=int, default=None, help="a seeded sample of N rows")
     bfcl.add_argument("--seed", type=int, default=13, help="seed of --sample (default 13)")
+    bfcl.add_argument(
+        "--policy",
+        default=BFCL_POLICIES[0],
+        choices=BFCL_POLICIES,
+        help="the template policy the rows are for: sommelier.native-tools.v1 keeps questions "
+        "with a system turn (default: skip them)",
+    )
     bfcl.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
     bfcl.set_defaults(handler=cmd_import_bfcl)
+    for name, text in IMPORT_FORMATS.items():
+        _add_import_file_parser(sources, name, text)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -21,13 +21,13 @@ LAYERS = ("core", "data", "inference", "plugin")
 THIRD_PARTY: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "core": frozenset({"numpy"}),
-    "data": frozenset({"numpy", "jsonschema", "jinja2"}),
+    "data": frozenset({"numpy", "jsonschema", "jinja2", "pyarrow"}),
     "inference": frozenset(
-        {"numpy", "jsonschema", "jinja2", "torch", "transformers", "peft", "gguf",
+        {"numpy", "jsonschema", "jinja2", "pyarrow", "torch", "transformers", "peft", "gguf",
          "safetensors", "huggingface_hub", "vllm"}
     ),
     "plugin": frozenset(
-        {"numpy", "jsonschema", "jinja2", "torch", "transformers", "peft", "gguf",
+        {"numpy", "jsonschema", "jinja2", "pyarrow", "torch", "transformers", "peft", "gguf",
          "safetensors", "huggingface_hub", "vllm", "pytest", "_pytest", "xdist"}
     ),
 }

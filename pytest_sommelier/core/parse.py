@@ -27,6 +27,11 @@ checked on the decoded value, and only when the span holds more than MAX_DEPTH o
 Invariants kept: the function never raises for any ``str`` (a non-``str`` is a ``TypeError``);
 it runs in time linear in ``len(text)``; it returns a call (always the plain object form
 ``{"name": ..., "arguments": ...}``) exactly when the status is ``ok``.
+
+``arguments_key`` (one of :data:`ARGUMENTS_KEYS`, default ``"arguments"``) names the second key
+of rule 4: ``"parameters"`` accepts exactly ``{"name", "parameters"}`` (the call shape Llama 3.x
+templates write) with the same strictness, and the call is still returned as ``{"name",
+"arguments"}``. The key is part of the parser's identity (:func:`parser_identity`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ STATUS_NO_JSON = "no_json"
 STATUS_INVALID_JSON = "invalid_json"
 STATUS_INVALID_SHAPE = "invalid_shape"
 STATUSES: tuple[str, ...] = (STATUS_OK, STATUS_NO_JSON, STATUS_INVALID_JSON, STATUS_INVALID_SHAPE)
+
+DEFAULT_ARGUMENTS_KEY = "arguments"
+ARGUMENTS_KEYS: tuple[str, ...] = ("arguments", "parameters")
+"""The accepted names of a call's argument object: exactly one of them is read per run."""
 
 MAX_DEPTH = 256
 """Deepest bracket nesting accepted (the top level is 1); deeper spans are ``invalid_json``.
@@ -135,26 +144,42 @@ def _decode_first_span(text: str, start: int) -> tuple[Any, bool] | None:
     return value, repeated
 
 
-def _as_call(value: Any) -> dict[str, Any] | None:
+def parser_identity(arguments_key: str = DEFAULT_ARGUMENTS_KEY) -> dict[str, str]:
+    """The parser's identity: its version and the argument key it reads (ValueError if unknown)."""
+    return {"parser_version": PARSER_VERSION, "arguments_key": _checked_key(arguments_key)}
+
+
+def _checked_key(arguments_key: str) -> str:
+    """``arguments_key`` if it is one of ARGUMENTS_KEYS; ValueError otherwise."""
+    if arguments_key not in ARGUMENTS_KEYS:
+        raise ValueError(f"arguments_key must be one of {ARGUMENTS_KEYS}, got {arguments_key!r}")
+    return arguments_key
+
+
+def _as_call(value: Any, arguments_key: str = DEFAULT_ARGUMENTS_KEY) -> dict[str, Any] | None:
     """Return the plain call if ``value`` has exactly the accepted shape, else None."""
     if isinstance(value, list):
         if len(value) != 1:
             return None
         value = value[0]
-    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+    if not isinstance(value, dict) or set(value) != {"name", arguments_key}:
         return None
-    name, arguments = value["name"], value["arguments"]
+    name, arguments = value["name"], value[arguments_key]
     if not isinstance(name, str) or not name or not isinstance(arguments, dict):
         return None
     return {"name": name, "arguments": arguments}
 
 
-def parse_tool_call(text: str) -> tuple[dict[str, Any] | None, str]:
+def parse_tool_call(
+    text: str, *, arguments_key: str = DEFAULT_ARGUMENTS_KEY
+) -> tuple[dict[str, Any] | None, str]:
     """Parse one model output: ``(call, "ok")`` or ``(None, status)`` with a failure status.
 
-    Invariants: never raises for a ``str`` (TypeError otherwise); linear time; the call is
-    returned exactly when the status is ``ok``, always as ``{"name": str, "arguments": dict}``.
+    Invariants: never raises for a ``str`` (TypeError otherwise; ValueError for an
+    ``arguments_key`` outside ARGUMENTS_KEYS); linear time; the call is returned exactly when the
+    status is ``ok``, always as ``{"name": str, "arguments": dict}``.
     """
+    _checked_key(arguments_key)
     if not isinstance(text, str):
         raise TypeError(f"parse_tool_call expects str, got {type(text).__name__}")
     start = _first_opener(text)
@@ -166,7 +191,7 @@ def parse_tool_call(text: str) -> tuple[dict[str, Any] | None, str]:
     value, repeated = decoded
     if repeated:
         return None, STATUS_INVALID_SHAPE
-    call = _as_call(value)
+    call = _as_call(value, arguments_key)
     if call is None:
         return None, STATUS_INVALID_SHAPE
     return call, STATUS_OK

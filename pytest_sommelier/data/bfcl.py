@@ -18,19 +18,22 @@ Invariants kept:
   whose first acceptable value is ``""`` is left out; every acceptable list is kept in the
   row's ``acceptable_arguments`` (with BFCL's own parameter types, which its rules need);
 - a row whose gold call does not validate against its own converted schema, whose gold call
-  BFCL's rules (``core.acceptable``) would not accept, whose question has a system turn, or
+  BFCL's rules (``core.acceptable``) would not accept, whose question has a system turn (unless
+  imported for ``sommelier.native-tools.v1``, which keeps it as the row's ``system``), or
   whose possible answer names an undeclared parameter is reported and skipped, never coerced:
   every converted gold call validates and scores 1 on ``acceptable_call_match``;
 - bad input (a parallel or unknown category, a missing possible-answer row, an id mismatch, an
   unknown type name, a malformed line) is one InputError naming file, line and field, and
   nothing is written: the output is written atomically only after every category converted.
+
+Skip records, the gold check, sampling and writing are the importers' shared pieces
+(``data.importers.common``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import random
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,8 +43,13 @@ from typing import Any
 import jsonschema
 
 from pytest_sommelier.core.acceptable import call_acceptable
-from pytest_sommelier.data.atomic import write_atomic
+from pytest_sommelier.data.formatting import POLICY_TOOLS_IN_SYSTEM_V1
+from pytest_sommelier.data.importers import common
+from pytest_sommelier.data.importers.common import Skipped, gold_problem, prepared_line
+from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1
 from pytest_sommelier.errors import InputError
+
+__all__ = ["Skipped", "prepared_line"]  # shared with the other importers (data.importers)
 
 #: single-call categories and the programming language BFCL scores them in
 SINGLE_CALL_CATEGORIES: dict[str, str] = {
@@ -90,16 +98,6 @@ TYPE_MAP: dict[str, str | None] = {
 DATA_PREFIX = "bfcl_eval/data"
 LANGUAGE_TAG = "en"
 """BFCL's questions are English; every imported row is a root row of slice ``en``."""
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """One BFCL row left out, with where it is and why (reported, never silent)."""
-
-    example_id: str
-    where: str
-    reason: str
-    detail: str
 
 
 @dataclass
@@ -369,7 +367,8 @@ def _field_error(where: str, name: str, message: str) -> InputError:
 
 
 def _query(question: Any, where: str) -> tuple[str | None, str | None]:
-    """``(user text, skip reason)`` of a single-turn BFCL question (list of turns of messages)."""
+    """``(user text, skip reason)`` of a single-turn BFCL question (list of turns of messages);
+    a question with a system turn is skipped here (:func:`_system_query` reads it)."""
     if not isinstance(question, list) or len(question) != 1 or not isinstance(question[0], list):
         raise _field_error(where, "question", "must be one turn (a list holding one list)")
     messages = question[0]
@@ -381,6 +380,16 @@ def _query(question: Any, where: str) -> tuple[str | None, str | None]:
     if roles != ["user"]:
         raise _field_error(where, "question[0]", f"expected one user message, got {roles}")
     return messages[0]["content"], None
+
+
+def _system_query(question: Any, where: str) -> tuple[str | None, str | None]:
+    """``(system text, user text)`` of a ``[system, user]`` question, else ``(None, None)``."""
+    if not isinstance(question, list) or len(question) != 1 or not isinstance(question[0], list):
+        return None, None
+    messages = question[0]
+    if [m.get("role") if isinstance(m, dict) else None for m in messages] != ["system", "user"]:
+        return None, None
+    return messages[0]["content"], messages[1]["content"]
 
 
 def off_type_values(row: dict[str, Any], where: str) -> list[Skipped]:
@@ -416,10 +425,14 @@ def convert_row(
     language: str,
     q_where: str,
     a_where: str,
+    keep_system: bool = False,
 ) -> tuple[dict[str, Any] | None, Skipped | None]:
     """One BFCL question + possible answer -> ``(prepared row, None)`` or ``(None, Skipped)``.
 
-    Raises InputError (naming file:line and field) for malformed input and unknown type names.
+    With ``keep_system`` (import for ``sommelier.native-tools.v1``), a ``[system, user]``
+    question converts with its system turn in the row's ``system`` field instead of being
+    skipped. Raises InputError (naming file:line and field) for malformed input and unknown
+    type names.
     """
     example_id = question["id"]
     functions = question.get("function")
@@ -453,6 +466,10 @@ def convert_row(
     if name not in by_name:
         raise _field_error(a_where, "ground_truth[0]", f"names {name!r}, not an offered function")
     query, reason = _query(question.get("question"), q_where)
+    system = None
+    if reason == "system_message" and keep_system:
+        system, query = _system_query(question.get("question"), q_where)
+        reason = None if query is not None else reason
 
     def skip(why: str, detail: str) -> tuple[None, Skipped]:
         return None, Skipped(example_id, q_where, why, detail)
@@ -460,7 +477,8 @@ def convert_row(
     if reason is not None:
         return skip(
             reason,
-            "the question has a system turn; the tools-in-system policy writes its own system turn",
+            "the question has a system turn; the tools-in-system policy writes its own system "
+            f"turn (import with --policy {POLICY_NATIVE_TOOLS_V1} to keep it)",
         )
     parameters = by_name[name]["parameters"]
     properties = parameters.get("properties") or {}
@@ -489,13 +507,9 @@ def convert_row(
         jsonschema.Draft202012Validator.check_schema(tool_schema)
     except jsonschema.SchemaError as exc:
         return skip("invalid_schema", f"converted parameters are not JSON Schema: {exc.message}")
-    errors = sorted(
-        jsonschema.Draft202012Validator(tool_schema).iter_errors(arguments),
-        key=lambda error: list(error.absolute_path),
-    )
-    if errors:
-        path = "".join(f"[{part!r}]" for part in errors[0].absolute_path)
-        return skip("gold_invalid", f"gold arguments{path}: {errors[0].message[:160]}")
+    problem = gold_problem(tool_schema, arguments)
+    if problem is not None:
+        return skip("gold_invalid", problem)
     required = parameters.get("required") or []
     acceptable_record = {"language": language, "required": list(required), "arguments": record}
     if not call_acceptable({"name": name, "arguments": arguments}, name, acceptable_record):
@@ -508,6 +522,7 @@ def convert_row(
         "example_id": example_id,
         "language": LANGUAGE_TAG,
         "source_example_id": None,
+        **({"system": system} if system is not None else {}),
         "query": query,
         "tools": tools,
         "gold_call": {"name": name, "arguments": arguments},
@@ -516,8 +531,11 @@ def convert_row(
     return row, None
 
 
-def import_category(source: BfclSource, category: str) -> CategoryResult:
-    """Convert one category (questions paired with possible answers line by line, by id)."""
+def import_category(
+    source: BfclSource, category: str, *, keep_system: bool = False
+) -> CategoryResult:
+    """Convert one category (questions paired with possible answers line by line, by id);
+    ``keep_system`` as in :func:`convert_row`."""
     language = check_category(category)
     name = f"BFCL_v4_{category}.json"
     q_label, a_label = source.relative(name), source.relative(f"possible_answer/{name}")
@@ -545,7 +563,12 @@ def import_category(source: BfclSource, category: str) -> CategoryResult:
                 where=a_where,
             )
         row, skipped = convert_row(
-            question, answer, language=language, q_where=q_where, a_where=a_where
+            question,
+            answer,
+            language=language,
+            q_where=q_where,
+            a_where=a_where,
+            keep_system=keep_system,
         )
         if row is not None:
             result.rows.append(row)
@@ -564,25 +587,18 @@ def import_category(source: BfclSource, category: str) -> CategoryResult:
     return result
 
 
-def prepared_line(row: dict[str, Any]) -> str:
-    """One prepared JSONL line (UTF-8 text, key order as built)."""
-    return json.dumps(row, ensure_ascii=False, allow_nan=False)
-
-
 def sample_rows(rows: list[dict[str, Any]], sample: int | None, seed: int) -> list[dict[str, Any]]:
     """``sample`` rows drawn without replacement with ``random.Random(seed)``, in their original
-    order (all rows when ``sample`` is None or not smaller than their number)."""
-    if sample is None or sample >= len(rows):
-        return list(rows)
-    if sample <= 0:
+    order (all rows when ``sample`` is None or not smaller than their number): the importers'
+    one draw (``common.sample_rows``), under BFCL's own error code."""
+    if sample is not None and sample <= 0:
         raise InputError(
             "SOM-BFCL-SAMPLE",
             f"--sample {sample} is not positive",
             "give a positive number of rows",
             where="--sample",
         )
-    chosen = sorted(random.Random(seed).sample(range(len(rows)), sample))
-    return [rows[index] for index in chosen]
+    return common.sample_rows(rows, sample, seed)
 
 
 def import_bfcl(
@@ -592,9 +608,11 @@ def import_bfcl(
     *,
     sample: int | None = None,
     seed: int = 13,
+    policy: str | None = None,
 ) -> ImportOutcome:
     """Convert ``categories`` from ``source`` and write all rows to ``out`` atomically
-    (a seeded sample of ``sample`` of them when given: see :func:`sample_rows`).
+    (a seeded sample of ``sample`` of them when given: see :func:`sample_rows`). With
+    ``policy`` ``sommelier.native-tools.v1``, questions with a system turn convert too.
 
     Every category is checked (parallel ones refused) before any file is read; nothing is
     written unless every category converted. Ids stay unique across categories (BFCL's ids
@@ -606,12 +624,33 @@ def import_bfcl(
         )
     for category in categories:
         check_category(category)
+    keep_system = check_import_policy(policy) == POLICY_NATIVE_TOOLS_V1
     located = locate_source(source)
-    results = [import_category(located, category) for category in dict.fromkeys(categories)]
+    results = [
+        import_category(located, category, keep_system=keep_system)
+        for category in dict.fromkeys(categories)
+    ]
     rows = sample_rows([row for result in results for row in result.rows], sample, seed)
     if not rows:
         raise InputError(
             "SOM-BFCL-EMPTY", "no row converted", "see the skipped rows", where=located.label
         )
-    write_atomic(out, (prepared_line(row) + "\n" for row in rows))
+    common.write_prepared(out, rows)
     return ImportOutcome(results, len(rows))
+
+
+POLICIES = (POLICY_TOOLS_IN_SYSTEM_V1, POLICY_NATIVE_TOOLS_V1)
+"""The template policies an import can be made for (the first is the default)."""
+
+
+def check_import_policy(policy: str | None) -> str:
+    """The policy rows are imported for (default tools-in-system); InputError otherwise."""
+    policy = policy or POLICIES[0]
+    if policy not in POLICIES:
+        raise InputError(
+            "SOM-BFCL-POLICY",
+            f"unknown template policy {policy!r}",
+            f"use one of: {', '.join(POLICIES)}",
+            where="--policy",
+        )
+    return policy

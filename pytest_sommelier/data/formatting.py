@@ -19,6 +19,10 @@ Invariants kept:
   error), and the output file is written atomically: whole or not at all;
 - a translated row names a root row of the same file in ``source_example_id``, in another
   language, with byte-identical (canonical) tools and gold call.
+
+Under ``sommelier.native-tools.v1`` (``data.native_policy``) the chat template renders the tools
+and the gold call itself: ``target_text`` is its rendering of the assistant turn, which parser v1
+must read back as the gold call, and the row records the ``tools`` it was rendered with.
 """
 
 from __future__ import annotations
@@ -36,7 +40,14 @@ from pytest_sommelier.core.acceptable import acceptable_shape_error, call_accept
 from pytest_sommelier.core.canonical import canonical_json_text as canonical_json
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.data.atomic import write_atomic
-from pytest_sommelier.data.split import strict_json
+from pytest_sommelier.data.native_policy import (
+    POLICY_NATIVE_TOOLS_V1,
+    check_arguments_key,
+    native_messages,
+    render_native,
+)
+from pytest_sommelier.data.prepared_hints import neighbour_shape
+from pytest_sommelier.data.split import json_lines, strict_json
 from pytest_sommelier.errors import InputError
 
 SCHEMA_VERSION = "sommelier.formatted_example.v2"
@@ -91,11 +102,16 @@ class PreparedExample:
     gold_call: dict[str, Any]
     line: int
     acceptable_arguments: dict[str, Any] | None = None
+    system: str | None = None
 
 
 OPTIONAL_KEY = "acceptable_arguments"
-"""The one optional key of a prepared row and a formatted row: BFCL's acceptable values per
+"""The optional key of a prepared row and a formatted row: BFCL's acceptable values per
 argument (written by ``sommelier import bfcl``; see docs/metrics.md)."""
+SYSTEM_KEY = "system"
+"""Optional prepared key: the row's own system turn (used by the native policy only)."""
+TOOLS_KEY = "tools"
+"""Optional formatted key: the function specs a native-policy row was rendered with."""
 
 
 # ---------------------------------------------------------------- reading and validation
@@ -204,7 +220,10 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
         raise InputError(
             "SOM-PREPARED-JSON", "line is not a JSON object", "one object per line", where=where
         )
-    unknown = sorted(set(row) - set(PREPARED_KEYS) - {OPTIONAL_KEY})
+    shape = neighbour_shape(row, _LANGUAGE_RE)
+    if shape is not None:
+        raise _bad(where, *shape)
+    unknown = sorted(set(row) - set(PREPARED_KEYS) - {OPTIONAL_KEY, SYSTEM_KEY})
     if unknown:
         raise _bad(where, unknown[0], "unknown key", f"allowed keys: {', '.join(PREPARED_KEYS)}")
     missing = [key for key in PREPARED_KEYS if key not in row]
@@ -221,7 +240,10 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     tools = _check_tools(row["tools"], where)
     gold = _check_gold(row["gold_call"], tools, where)
     acceptable = _check_acceptable(row.get(OPTIONAL_KEY), gold, where)
-    return PreparedExample(example_id, language, source, query, tools, gold, line, acceptable)
+    system = _check_string(row, SYSTEM_KEY, None, where) if SYSTEM_KEY in row else None
+    return PreparedExample(
+        example_id, language, source, query, tools, gold, line, acceptable, system
+    )
 
 
 def _check_acceptable(value: Any, gold: dict[str, Any], where: str) -> dict[str, Any] | None:
@@ -305,7 +327,7 @@ def read_prepared(path: Path | str) -> list[PreparedExample]:
             "SOM-PREPARED-ENCODING", "file is not UTF-8", "save it as UTF-8", where=str(path)
         ) from exc
     examples = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         where = f"{path}:{number}"
         if not line.strip():
             raise InputError("SOM-PREPARED-BLANK-LINE", "blank line", "remove it", where=where)
@@ -320,14 +342,41 @@ def read_prepared(path: Path | str) -> list[PreparedExample]:
 
 
 def tools_in_system_v1(example: PreparedExample) -> list[dict[str, str]]:
-    """Policy ``sommelier.tools-in-system.v1``: [system (instruction + tools JSON), user query]."""
+    """Policy ``sommelier.tools-in-system.v1``: [system (instruction + tools JSON), user query].
+
+    A row with its own ``system`` turn is refused: this policy writes the system turn itself.
+    """
+    if example.system is not None:
+        raise InputError(
+            "SOM-FORMAT-SYSTEM",
+            f"example {example.example_id!r} has its own system turn (field 'system'), and "
+            f"policy {POLICY_TOOLS_IN_SYSTEM_V1} writes its own",
+            f"format it with --policy {POLICY_NATIVE_TOOLS_V1}, or drop the field",
+            where=f"example_id={example.example_id}",
+        )
     system = TOOLS_IN_SYSTEM_V1_INSTRUCTION + canonical_json(list(example.tools))
     return [{"role": "system", "content": system}, {"role": "user", "content": example.query}]
 
 
 POLICIES: dict[str, Callable[[PreparedExample], list[dict[str, str]]]] = {
     POLICY_TOOLS_IN_SYSTEM_V1: tools_in_system_v1,
+    POLICY_NATIVE_TOOLS_V1: native_messages,
 }
+
+
+def check_policy_key(policy: str, arguments_key: str) -> str:
+    """The arguments key for ``policy``: a key parser v1 knows, and ``arguments`` under
+    tools-in-system (whose instruction and target name ``arguments``); InputError otherwise."""
+    check_arguments_key(arguments_key)
+    if policy == POLICY_TOOLS_IN_SYSTEM_V1 and arguments_key != "arguments":
+        raise InputError(
+            "SOM-FORMAT-ARGUMENTS-KEY",
+            f"--arguments-key {arguments_key} with policy {policy}, whose instruction and "
+            "target name 'arguments'",
+            f"use it with --policy {POLICY_NATIVE_TOOLS_V1}",
+            where="--arguments-key",
+        )
+    return arguments_key
 
 
 def check_policy(policy: str) -> Callable[[PreparedExample], list[dict[str, str]]]:
@@ -367,12 +416,23 @@ def format_example(
     policy: str,
     tokenizer_id: str,
     tokenizer_revision: str,
+    arguments_key: str = "arguments",
 ) -> dict[str, Any]:
     """Render one prepared example into a ``sommelier.formatted_example.v2`` row.
 
     Refuses (InputError naming the example) when the prompt is not a prefix of the full text or
-    the assistant part does not contain the target text.
+    the assistant part does not contain the target text (the native policy's checks:
+    ``data.native_policy``).
     """
+    if policy == POLICY_NATIVE_TOOLS_V1:
+        return _native_row(
+            example,
+            tokenizer,
+            split=split,
+            tokenizer_id=tokenizer_id,
+            tokenizer_revision=tokenizer_revision,
+            arguments_key=arguments_key,
+        )
     messages = build_messages(example, policy)
     target = target_text(example.gold_call)
     prompt = _render(tokenizer, messages, generation_prompt=True)
@@ -417,6 +477,40 @@ def format_example(
     }
 
 
+def _native_row(
+    example: PreparedExample,
+    tokenizer: Any,
+    *,
+    split: str,
+    tokenizer_id: str,
+    tokenizer_revision: str,
+    arguments_key: str,
+) -> dict[str, Any]:
+    """One row under ``sommelier.native-tools.v1`` (rendered and checked by ``render_native``)."""
+    rendered = render_native(example, tokenizer, arguments_key=arguments_key)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "example_id": example.example_id,
+        "split": split,
+        "language": example.language,
+        "source_example_id": example.source_example_id,
+        "messages": rendered.messages,
+        "prompt_text": rendered.prompt_text,
+        "target_text": rendered.target_text,
+        "full_text": rendered.full_text,
+        "prompt_sha256": sha256_text(rendered.prompt_text),
+        "tokenizer_id": tokenizer_id,
+        "tokenizer_revision": tokenizer_revision,
+        "template_policy": POLICY_NATIVE_TOOLS_V1,
+        TOOLS_KEY: rendered.tools,
+        **(
+            {OPTIONAL_KEY: example.acceptable_arguments}
+            if example.acceptable_arguments is not None
+            else {}
+        ),
+    }
+
+
 def check_split_name(split: str) -> str:
     """Validate a split name (``test``, ``train``, ...); InputError naming --split."""
     if not _SPLIT_RE.match(split):
@@ -437,10 +531,12 @@ def format_examples(
     policy: str = DEFAULT_POLICY,
     tokenizer_id: str,
     tokenizer_revision: str,
+    arguments_key: str = "arguments",
 ) -> list[dict[str, Any]]:
     """Format every example (input order kept); InputError when the tokenizer has no template."""
     check_split_name(split)
     check_policy(policy)
+    check_policy_key(policy, arguments_key)
     if not getattr(tokenizer, "chat_template", None):
         raise InputError(
             "SOM-FORMAT-NO-CHAT-TEMPLATE",
@@ -456,6 +552,7 @@ def format_examples(
             policy=policy,
             tokenizer_id=tokenizer_id,
             tokenizer_revision=tokenizer_revision,
+            arguments_key=arguments_key,
         )
         for example in examples
     ]
@@ -465,8 +562,9 @@ def format_examples(
 
 
 def formatted_line(row: dict[str, Any]) -> str:
-    """One JSONL line for a formatted row: UTF-8 text, field order of the v2 schema."""
-    keys = (*FORMATTED_KEYS, OPTIONAL_KEY) if OPTIONAL_KEY in row else FORMATTED_KEYS
+    """One JSONL line for a formatted row: UTF-8 text, field order of the v2 schema (the
+    optional ``tools`` then ``acceptable_arguments`` last, when present)."""
+    keys = (*FORMATTED_KEYS, *(key for key in (TOOLS_KEY, OPTIONAL_KEY) if key in row))
     return json.dumps({key: row[key] for key in keys}, ensure_ascii=False, allow_nan=False)
 
 
@@ -485,6 +583,7 @@ def format_file(
     tokenizer_revision: str,
     split: str,
     policy: str = DEFAULT_POLICY,
+    arguments_key: str = "arguments",
 ) -> list[dict[str, Any]]:
     """Read, validate, format and atomically write a split; returns the formatted rows.
 
@@ -494,6 +593,7 @@ def format_file(
     """
     check_split_name(split)
     check_policy(policy)
+    check_policy_key(policy, arguments_key)
     examples = read_prepared(prepared)
     rows = format_examples(
         examples,
@@ -502,6 +602,7 @@ def format_file(
         policy=policy,
         tokenizer_id=tokenizer_id,
         tokenizer_revision=tokenizer_revision,
+        arguments_key=arguments_key,
     )
     write_jsonl_atomic(out, rows)
     return rows

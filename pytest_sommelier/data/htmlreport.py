@@ -45,6 +45,7 @@ from pytest_sommelier.core.metrics import METRIC_NAMES, canonical_json, flatten_
 from pytest_sommelier.core.parse import STATUS_OK, STATUSES
 from pytest_sommelier.core.render import fmt, fmt_interval, no_effect_lines
 from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.split import row_gold_call
 from pytest_sommelier.errors import InputError
 
 REPORT_FILE = artifacts.REPORT_PAGE
@@ -412,7 +413,7 @@ def examples_blob(
     examples = []
     slice_index = {lang: i for i, lang in enumerate(slices)}
     for row in kept:
-        gold = _Gold(json.loads(row["target_text"])[0])
+        gold = _Gold(row_gold_call(row))
         user, system = _user_and_system(row)
         outcomes = []
         for arm in arm_names:

@@ -14,6 +14,10 @@ Invariants kept by a returned ``FormattedSplit``:
   file order; rows of other languages are left out of ``examples`` and ``slices``;
 - ``pairs[target]`` lists ``(root_id, target_id)`` in target-slice file order, each root a
   row of the reference slice (``slices[0]``) and used at most once per target slice.
+
+A row of template policy ``sommelier.native-tools.v1`` holds the template's rendering of the
+assistant turn in ``target_text``; its gold call is what parser v1 reads there with the given
+``arguments_key`` (:func:`row_gold_call`), status ``ok`` or the row is refused.
 """
 
 from __future__ import annotations
@@ -31,14 +35,18 @@ import jsonschema
 from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_text
 from pytest_sommelier.core.types import Example, FormattedSplit
+from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1, read_gold_call
 from pytest_sommelier.errors import InputError, InvariantError
 
 SCHEMA_VERSION = "sommelier.formatted_example.v2"
 EXAMPLE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "formatted_example.v2.schema.json"
 
 
-def load_split(path: str | os.PathLike[str], slices: Sequence[str]) -> FormattedSplit:
-    """Read and validate the split at ``path`` for the configured ``slices`` (root first)."""
+def load_split(
+    path: str | os.PathLike[str], slices: Sequence[str], *, arguments_key: str = "arguments"
+) -> FormattedSplit:
+    """Read and validate the split at ``path`` for the configured ``slices`` (root first);
+    ``arguments_key`` is the key parser v1 reads native-policy targets with."""
     label = str(path)
     slice_names = _check_slice_names(slices)
     digest = hashlib.sha256()
@@ -47,7 +55,7 @@ def load_split(path: str | os.PathLike[str], slices: Sequence[str]) -> Formatted
     split_value: tuple[str, int] | None = None
     for line, record in _records(Path(path), label, digest):
         where = f"{label}:{line}"
-        example = _example(record, line, where)
+        example = _example(record, line, where, arguments_key)
         first = lines_by_id.setdefault(example.example_id, line)
         if first != line:
             raise InputError(
@@ -215,6 +223,17 @@ def strict_json(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
 
 
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines text, split at ``\n`` only (a trailing ``\r`` kept, which JSON
+    reads as whitespace): ``str.splitlines`` would also split inside a string holding a raw
+    U+2028, U+0085 or form feed, which JSON allows unescaped. A final newline ends the last
+    line; it does not start an empty one."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """Object hook: a key repeated in one object is an error, not a silent overwrite."""
     result: dict[str, Any] = {}
@@ -304,7 +323,9 @@ def _schema_error(error: jsonschema.ValidationError, where: str) -> InputError:
 # --------------------------------------------------------------------------- rows
 
 
-def _example(record: dict[str, Any], line: int, where: str) -> Example:
+def _example(
+    record: dict[str, Any], line: int, where: str, arguments_key: str = "arguments"
+) -> Example:
     """An ``Example`` from a schema-valid record, after the digest and gold-call checks."""
     if sha256_text(record["prompt_text"]) != record["prompt_sha256"]:
         raise InvariantError(
@@ -319,7 +340,7 @@ def _example(record: dict[str, Any], line: int, where: str) -> Example:
         source_example_id=record["source_example_id"],
         prompt_text=record["prompt_text"],
         prompt_sha256=record["prompt_sha256"],
-        gold_call=_gold_call(record["target_text"], record["example_id"], where),
+        gold_call=row_gold_call(record, where, arguments_key),
         line=line,
         acceptable_arguments=_acceptable(record, where),
     )
@@ -339,6 +360,27 @@ def _acceptable(record: dict[str, Any], where: str) -> dict[str, Any] | None:
             where=where,
         )
     return value
+
+
+def row_gold_call(
+    record: dict[str, Any], where: str = "", arguments_key: str = "arguments"
+) -> dict[str, Any]:
+    """The gold call of a schema-valid formatted row, by its template policy: parser v1 over a
+    native-policy ``target_text`` (``data.native_policy.read_gold_call``), else the one-call
+    JSON array of tools-in-system; InputError naming the row otherwise."""
+    if record.get("template_policy") != POLICY_NATIVE_TOOLS_V1:
+        return _gold_call(record["target_text"], record["example_id"], where)
+    call, status = read_gold_call(record["target_text"], arguments_key)
+    if call is None:
+        raise InputError(
+            "SOM-SPLIT-GOLD-CALL",
+            f"example {record['example_id']!r}: field 'target_text' reads as {status} under "
+            f"parser v1 with arguments_key {arguments_key!r}",
+            "read it with the arguments key it was formatted with (sommelier format "
+            "--arguments-key), or re-run sommelier format",
+            where=where or None,
+        )
+    return call
 
 
 def _gold_call(target_text: str, example_id: str, where: str) -> dict[str, Any]:

@@ -1,0 +1,243 @@
+"""Template policy ``sommelier.native-tools.v1``: the chat template's own tool calling.
+
+An adapter fine-tuned with ``tokenizer.apply_chat_template(..., tools=...)`` (TRL's
+``SFTTrainer`` and most recipes) learned the template's own tool block and its own tool-call
+wrapper. This policy renders a prepared example the same way:
+
+- ``messages`` = ``[system?, user]`` (the prepared ``system`` field, when given, then the query);
+- the tools go to the template as ``tools=``, in the function-spec shape HF templates take:
+  ``{"type": "function", "function": {"name", "description"?, "parameters"}}`` (:func:`tool_specs`);
+- the gold call is one assistant message ``{"role": "assistant", "tool_calls": [{"type":
+  "function", "function": {"name", "arguments": {...}}}]}`` (the shape HF templates render);
+- ``prompt_text`` renders the messages with the generation prompt, ``full_text`` the messages
+  and the assistant turn; ``target_text`` is ``full_text`` after ``prompt_text``, trailing
+  whitespace removed: the assistant part up to and including the template's end of turn
+  (e.g. ``<tool_call>\\n{...}\\n</tool_call><|im_end|>``).
+
+Invariants kept by a returned :class:`NativeRendering` (each broken one is an InputError naming
+the example and what was seen):
+
+- the template renders ``tools=`` (with and without them the prompt differs);
+- the template renders ``tool_calls`` (it neither raises nor renders the same text as an empty
+  assistant turn);
+- ``prompt_text`` is a prefix of ``full_text``;
+- parser v1, run over ``target_text`` with the given ``arguments_key``, returns status ``ok``
+  and exactly the gold call (canonical JSON equal), so every row the split holds is scorable.
+
+This module never imports ``formatting`` or ``split`` (both import it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pytest_sommelier.core.canonical import canonical_json_text
+from pytest_sommelier.core.parse import (
+    ARGUMENTS_KEYS,
+    DEFAULT_ARGUMENTS_KEY,
+    PARSER_VERSION,
+    STATUS_OK,
+    parse_tool_call,
+)
+from pytest_sommelier.errors import InputError
+
+POLICY_NATIVE_TOOLS_V1 = "sommelier.native-tools.v1"
+
+_EXCERPT = 80
+
+
+class NativeExample(Protocol):
+    """What the policy reads of a prepared example (``formatting.PreparedExample`` has it)."""
+
+    example_id: str
+    query: str
+    tools: tuple[dict[str, Any], ...]
+    gold_call: dict[str, Any]
+    system: str | None
+
+
+@dataclass(frozen=True)
+class NativeRendering:
+    """One example rendered under the policy (the module docstring lists what holds)."""
+
+    messages: list[dict[str, str]]
+    tools: list[dict[str, Any]]
+    prompt_text: str
+    full_text: str
+    target_text: str
+
+
+def tool_specs(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Prepared tools -> HF function specs ``{"type": "function", "function": {...}}`` (order and
+    keys kept; ``description`` only when the tool has one)."""
+    specs = []
+    for tool in tools:
+        function: dict[str, Any] = {"name": tool["name"]}
+        if "description" in tool:
+            function["description"] = tool["description"]
+        function["parameters"] = tool["parameters"]
+        specs.append({"type": "function", "function": function})
+    return specs
+
+
+def native_messages(example: NativeExample) -> list[dict[str, str]]:
+    """The prompt messages: ``[system?, user]``."""
+    system = getattr(example, "system", None)
+    head = [{"role": "system", "content": system}] if system is not None else []
+    return [*head, {"role": "user", "content": example.query}]
+
+
+def gold_message(gold_call: dict[str, Any]) -> dict[str, Any]:
+    """The gold call as the assistant message HF templates render (no ``content`` key)."""
+    function = {"name": gold_call["name"], "arguments": gold_call["arguments"]}
+    return {"role": "assistant", "tool_calls": [{"type": "function", "function": function}]}
+
+
+def native_target_text(prompt_text: str, full_text: str) -> str:
+    """The assistant part: ``full_text`` after ``prompt_text``, trailing whitespace removed."""
+    return full_text[len(prompt_text) :].rstrip()
+
+
+def check_arguments_key(arguments_key: str) -> str:
+    """``arguments_key`` if parser v1 knows it; InputError naming --arguments-key otherwise."""
+    if arguments_key not in ARGUMENTS_KEYS:
+        raise InputError(
+            "SOM-FORMAT-ARGUMENTS-KEY",
+            f"unknown arguments key {arguments_key!r}",
+            f"use one of: {', '.join(ARGUMENTS_KEYS)}",
+            where="--arguments-key",
+        )
+    return arguments_key
+
+
+def read_gold_call(
+    target_text: str, arguments_key: str = DEFAULT_ARGUMENTS_KEY
+) -> tuple[dict[str, Any] | None, str]:
+    """The gold call of a native row: parser v1 over ``target_text`` (the one reading rule for
+    format-time checks and split loading); ``(call, "ok")`` or ``(None, status)``."""
+    return parse_tool_call(target_text, arguments_key=arguments_key)
+
+
+def _excerpt(text: str) -> str:
+    return repr(text if len(text) <= _EXCERPT else text[: _EXCERPT - 3] + "...")
+
+
+def _refuse(example: NativeExample, code: str, seen: str, hint: str) -> InputError:
+    return InputError(
+        code,
+        f"example {example.example_id!r}: {seen}",
+        hint,
+        where=f"example_id={example.example_id}",
+    )
+
+
+def _render(tokenizer: Any, messages: list[dict[str, Any]], tools: Any, prompt: bool) -> str:
+    return tokenizer.apply_chat_template(
+        messages, tools=tools, tokenize=False, add_generation_prompt=prompt
+    )
+
+
+def _render_or_none(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: Any, prompt: bool
+) -> str | None:
+    """A comparison rendering; None when the template raises (then it compares unequal)."""
+    try:
+        return _render(tokenizer, messages, tools, prompt)
+    except Exception:
+        return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:160] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
+_TOOLS_IN_SYSTEM_HINT = "or format with --policy sommelier.tools-in-system.v1"
+
+
+def render_native(
+    example: NativeExample, tokenizer: Any, *, arguments_key: str = DEFAULT_ARGUMENTS_KEY
+) -> NativeRendering:
+    """Render ``example`` under ``sommelier.native-tools.v1`` and check every invariant."""
+    messages = native_messages(example)
+    specs = tool_specs(example.tools)
+    try:
+        prompt = _render(tokenizer, messages, specs, True)
+    except Exception as exc:  # a template's raise_exception, or a type error inside it
+        raise _refuse(
+            example,
+            "SOM-FORMAT-TEMPLATE-RENDER",
+            f"the chat template raised rendering the prompt with tools=: {_first_line(exc)}",
+            f"use a chat template that renders [system?, user] with tools, "
+            f"{_TOOLS_IN_SYSTEM_HINT}",
+        ) from exc
+    if prompt == _render_or_none(tokenizer, messages, None, True):
+        raise _refuse(
+            example,
+            "SOM-FORMAT-TEMPLATE-IGNORES-TOOLS",
+            "the chat template renders the same prompt with and without tools=, so the model "
+            "would never see the tools",
+            f"use a tokenizer whose chat template renders tools, {_TOOLS_IN_SYSTEM_HINT}",
+        )
+    try:
+        full = _render(tokenizer, [*messages, gold_message(example.gold_call)], specs, False)
+    except Exception as exc:  # a template's raise_exception, or a type error inside it
+        raise _refuse(
+            example,
+            "SOM-FORMAT-TEMPLATE-NO-TOOL-CALLS",
+            f"the chat template raised rendering the gold call as assistant tool_calls: "
+            f"{_first_line(exc)}",
+            f"the template has no tool-call support: use one that renders tool_calls, "
+            f"{_TOOLS_IN_SYSTEM_HINT}",
+        ) from exc
+    empty = _render_or_none(
+        tokenizer, [*messages, {"role": "assistant", "content": ""}], specs, False
+    )
+    if full == empty:
+        raise _refuse(
+            example,
+            "SOM-FORMAT-TEMPLATE-NO-TOOL-CALLS",
+            "the chat template drops the assistant's tool_calls (it renders the same text as "
+            "an empty assistant turn)",
+            f"the template has no tool-call support: use one that renders tool_calls, "
+            f"{_TOOLS_IN_SYSTEM_HINT}",
+        )
+    if not full.startswith(prompt):
+        raise _refuse(
+            example,
+            "SOM-FORMAT-TEMPLATE-PREFIX",
+            "the chat template's prompt_text is not a prefix of its full_text, so a generated "
+            "continuation could never reproduce the target",
+            "use a tokenizer whose chat template renders the generation prompt as a prefix of "
+            "the conversation with the assistant turn",
+        )
+    target = native_target_text(prompt, full)
+    _check_target(example, target, arguments_key)
+    return NativeRendering(messages, specs, prompt, full, target)
+
+
+def _check_target(example: NativeExample, target: str, arguments_key: str) -> None:
+    """Parser v1 over ``target`` must give ``ok`` and exactly the gold call."""
+    call, status = read_gold_call(target, arguments_key)
+    gold = {"name": example.gold_call["name"], "arguments": example.gold_call["arguments"]}
+    if status == STATUS_OK and canonical_json_text(call) == canonical_json_text(gold):
+        return
+    parser = f"parser {PARSER_VERSION} (arguments_key {arguments_key!r})"
+    if status == STATUS_OK:
+        seen = (
+            f"{parser} reads the template's target_text {_excerpt(target)} as "
+            f"{canonical_json_text(call)[:120]}, not the gold call"
+        )
+        hint = "use a chat template that writes the call's JSON verbatim"
+    else:
+        seen = f"{parser} reads the template's target_text {_excerpt(target)} as {status}"
+        hint = (
+            "parser v1 reads the first JSON value of an output and cannot score this "
+            f"template's tool-call wrapper: {_TOOLS_IN_SYSTEM_HINT[3:]}"
+        )
+    for other in ARGUMENTS_KEYS:
+        if other != arguments_key and read_gold_call(target, other)[1] == STATUS_OK:
+            hint = f"the template writes {other!r}: format with --arguments-key {other}"
+    raise _refuse(example, "SOM-FORMAT-TEMPLATE-UNPARSEABLE", seen, hint)
