@@ -9,15 +9,18 @@ it receives the pair resamples' column sums and a ``resample`` function for othe
 
 What ``auto`` chooses (docs/statistics.md shows the coverage benchmark behind it):
 
-- the four rate metrics: Tango's asymptotic score interval on the discordance table
+- the four rate metrics: the Bonett-Price adjusted Wald interval on the discordance table
   (:mod:`pytest_sommelier.core.proportions`); with clusters, the same interval on the counts
   divided by the design effect of the paired difference (Rao & Scott 1992; Obuchowski 1998);
-- ``argument_f1`` (a ratio of sums): the BCa bootstrap (:mod:`pytest_sommelier.core.ratio_bootstrap`)
-  over the same pair resamples as the seed's ``ci95`` block, or over resampled clusters.
+- ``argument_f1`` (a ratio of sums): the jackknife-t interval
+  (:mod:`pytest_sommelier.core.ratio_intervals`), leaving out one pair, or one cluster, at a
+  time; it draws no resamples (the BCa and studentized bootstraps covered less at 30 pairs).
 
 Invariants kept: every interval records its ``method``, its discordant counts, its design
 effect and a two-sided ``p_value`` from the same method (``p <= 1 - confidence_level`` exactly
-when the interval excludes 0, up to the bootstrap's resolution); a rate metric's ``auto``
+when the interval excludes 0, up to the bootstrap's resolution); every interval contains its
+point estimate (Bonett-Price, centred on the adjusted difference, could exclude it only below
+about 84% confidence: the bound is then moved to the estimate); a rate metric's ``auto``
 interval is never zero-width when there are pairs; an ``argument_f1`` interval is zero-width
 only when ``degenerate`` is true.
 """
@@ -44,8 +47,9 @@ RATE_METHODS: dict[str, str] = {
     "bonett_price": "bonett_price_adjusted_wald",
     "newcombe": "newcombe_hybrid_score",
 }
-AUTO_RATE_METHOD = "tango"
-"""The rate-metric interval ``auto`` uses (chosen by benchmarks/bench_coverage.py)."""
+AUTO_RATE_METHOD = "bonett_price"
+"""The rate-metric interval ``auto`` uses: the only one of the three that covered >= 0.93 in
+every cell of benchmarks/bench_coverage.py (docs/statistics.md has the table)."""
 
 JACKKNIFE_PAIRS = "jackknife_t_paired"
 JACKKNIFE_CLUSTERS = "jackknife_t_cluster"
@@ -112,6 +116,7 @@ def rate_interval(
     index: np.ndarray,
     confidence_level: float,
     method: str = AUTO_RATE_METHOD,
+    null: float = 0.0,
 ) -> dict[str, Any]:
     """One rate metric's paired interval from its unit rows (0/1 over 1).
 
@@ -120,8 +125,11 @@ def rate_interval(
     """
     ref, cand = rows[:, 0] > 0, rows[:, 2] > 0
     pairs = rows.shape[0]
-    cells = np.array([np.count_nonzero(ref & cand), np.count_nonzero(cand & ~ref),
-                      np.count_nonzero(ref & ~cand), np.count_nonzero(~ref & ~cand)], float)  # fmt: skip
+    cells = np.array(
+        [np.count_nonzero(ref & cand), np.count_nonzero(cand & ~ref),
+         np.count_nonzero(ref & ~cand), np.count_nonzero(~ref & ~cand)],
+        dtype=np.float64,
+    )  # fmt: skip
     deff = 1.0
     if is_clustered(index):
         difference = cand.astype(np.float64) - ref.astype(np.float64)
@@ -130,21 +138,22 @@ def rate_interval(
     n = pairs / deff
     if method == "tango":
         lower, upper = proportions.tango_interval(b, c, n, confidence_level)
-        p_value = proportions.tango_p_value(b, c, n)
+        p_value = proportions.tango_p_value(b, c, n, null)
     elif method == "bonett_price":
         lower, upper = proportions.bonett_price_interval(b, c, n, confidence_level)
-        p_value = proportions.bonett_price_p_value(b, c, n)
+        p_value = proportions.bonett_price_p_value(b, c, n, null)
     elif method == "newcombe":
         lower, upper = proportions.newcombe_interval(both, b, c, neither, confidence_level)
-        p_value = proportions.newcombe_p_value(both, b, c, neither)
+        p_value = proportions.newcombe_p_value(both, b, c, neither, null)
     else:
         raise InputError("SOM-STATS-PARAMETER", f"unknown rate interval method {method!r}",
                          f"use one of {', '.join(RATE_METHODS)}")  # fmt: skip
     name = RATE_METHODS[method] + (CLUSTERED_SUFFIX if is_clustered(index) else "")
+    estimate = float((cells[1] - cells[2]) / pairs)
     return {
-        "estimate": float((cells[1] - cells[2]) / pairs),
-        "lower": float(lower),
-        "upper": float(upper),
+        "estimate": estimate,
+        "lower": min(float(lower), estimate),
+        "upper": max(float(upper), estimate),
         "method": name,
         "discordant": {"candidate_only": int(cells[1]), "reference_only": int(cells[2])},
         "degenerate": False,
@@ -166,6 +175,7 @@ def ratio_interval(
     pair_replicates: np.ndarray | None,
     resample: Resample,
     percentile: Percentile,
+    null: float = 0.0,
 ) -> dict[str, Any]:
     """``argument_f1``'s jackknife-t interval over pairs or clusters.
 
@@ -175,7 +185,7 @@ def ratio_interval(
     """
     clustered = is_clustered(index)
     units = cluster_sums(rows, index) if clustered else rows
-    jackknife = ratio_intervals.jackknife_t_interval(units, confidence_level)
+    jackknife = ratio_intervals.jackknife_t_interval(units, confidence_level, null=null)
     deff = 1.0
     if clustered:
         deff = design_effect(ratio_intervals.linearized_residuals(rows), index)
@@ -198,7 +208,7 @@ def ratio_interval(
             lower=float(min(lower[0], entry["estimate"])),
             upper=float(max(upper[0], entry["estimate"])),
             method=PERCENTILE_CLUSTERS if clustered else PERCENTILE_PAIRS,
-            p_value=ratio_intervals.percentile_p_value(replicates),
+            p_value=ratio_intervals.percentile_p_value(replicates, null),
         )
     return entry
 
@@ -223,6 +233,7 @@ def paired_interval_block(
     pair_sums: np.ndarray | None,
     resample: Resample,
     percentile: Percentile,
+    null: float = 0.0,
 ) -> dict[str, Any]:
     """The interval block of candidate minus reference for every metric.
 
@@ -230,8 +241,10 @@ def paired_interval_block(
     column sums of the stacked pair rows over the seed's resamples (required when
     :func:`pair_sums_needed`, used when given); ``resample(rows)`` returns such sums for other
     unit rows (clusters), drawn the same way; ``percentile`` is the seed's percentile rule.
-    Returns ``{confidence_level, interval, pairs, clusters, clustered, intervals: {metric:
-    {estimate, lower, upper, method, discordant, degenerate, design_effect, p_value}}}``.
+    ``p_value`` is each method's two-sided test of ``difference == null`` (a gate's margin;
+    0 by default). Returns ``{confidence_level, interval, pairs, clusters, clustered, null,
+    intervals: {metric: {estimate, lower, upper, method, discordant, degenerate, design_effect,
+    p_value}}}``.
     """
     check_interval(interval)
     matrices = [np.asarray(m, dtype=np.float64) for m in (ref_num, ref_den, cand_num, cand_den)]
@@ -243,13 +256,14 @@ def paired_interval_block(
         "pairs": pairs,
         "clusters": cluster_count(index),
         "clustered": clustered,
+        "null": float(null),
     }
     if pair_sums_needed(interval, index) and pair_sums is None:
         raise InvariantError("SOM-STATS-SHAPE", "pair resample sums are missing",
                              "pass the seed's resampled sums of the stacked pair rows")  # fmt: skip
     if interval == "bootstrap":
         block["intervals"] = _bootstrap_intervals(
-            matrices, metric_names, index, confidence_level, pair_sums, resample, percentile
+            matrices, metric_names, index, confidence_level, pair_sums, resample, percentile, null
         )
         return block
     entries: dict[str, Any] = {}
@@ -257,7 +271,8 @@ def paired_interval_block(
         rows = _unit_rows(matrices, column)
         if name in RATIO_OF_SUMS:
             if not pairs:
-                entries[name] = _empty_interval(JACKKNIFE_CLUSTERS if clustered else JACKKNIFE_PAIRS)
+                method = JACKKNIFE_CLUSTERS if clustered else JACKKNIFE_PAIRS
+                entries[name] = _empty_interval(method)
                 continue
             replicates = None
             if pair_sums is not None and not clustered:
@@ -265,13 +280,15 @@ def paired_interval_block(
                     pair_sums[:, _metric_columns(metrics, column)]
                 )
             entries[name] = ratio_interval(
-                rows, index, confidence_level, replicates, resample, percentile
+                rows, index, confidence_level, replicates, resample, percentile, null
             )
         else:
             _check_rate(name, rows)
             method = RATE_METHODS[AUTO_RATE_METHOD] + (CLUSTERED_SUFFIX if clustered else "")
             entries[name] = (
-                rate_interval(rows, index, confidence_level) if pairs else _empty_interval(method)
+                rate_interval(rows, index, confidence_level, null=null)
+                if pairs
+                else _empty_interval(method)
             )
     block["intervals"] = entries
     return block
@@ -285,6 +302,7 @@ def _bootstrap_intervals(
     pair_sums: np.ndarray | None,
     resample: Resample,
     percentile: Percentile,
+    null: float = 0.0,
 ) -> dict[str, Any]:
     """``interval = "bootstrap"``: the seed's percentile interval for every metric, over pairs
     (the very bounds of the ``ci95`` block) or over whole clusters."""
@@ -315,6 +333,6 @@ def _bootstrap_intervals(
             "discordant": discordant_counts(rows),
             "degenerate": ratio_intervals.is_degenerate(differences[:, column], estimate),
             "design_effect": float(design_effect(residuals, index)) if clustered else 1.0,
-            "p_value": ratio_intervals.percentile_p_value(differences[:, column]),
+            "p_value": ratio_intervals.percentile_p_value(differences[:, column], null),
         }
     return entries

@@ -94,18 +94,22 @@ def tango_interval(
     return _scalar_or_array(bounds[0]), _scalar_or_array(bounds[1])
 
 
-def tango_p_value(candidate_only: Any, reference_only: Any, pairs: Any) -> Any:
-    """Two-sided p-value of Tango's score test of no difference: ``(b - c) / sqrt(b + c)``.
+def tango_p_value(
+    candidate_only: Any, reference_only: Any, pairs: Any, null: float = 0.0
+) -> Any:
+    """Two-sided p-value of Tango's score test of ``difference == null``: ``P(|Z| >= |T(null)|)``.
 
-    At ``delta = 0`` the constrained estimate is ``(b + c) / 2n``, so this is the asymptotic
-    McNemar test; it rejects at level alpha exactly when the interval excludes 0. 1.0 with no
-    discordant pair.
+    At ``null = 0`` the constrained estimate is ``(b + c) / 2n`` and ``T = (b - c) / sqrt(b +
+    c)``: the asymptotic McNemar test (1.0 with no discordant pair). It is at most alpha exactly
+    when the ``1 - alpha`` interval excludes ``null``. At a boundary null (+-1) with a different
+    estimate it is 0.
     """
-    b, c, _ = _arrays(candidate_only, reference_only, pairs)
-    discordant = b + c
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(discordant > 0, (b - c) / np.sqrt(np.where(discordant > 0, discordant, 1)), 0)
-    return two_sided_normal_p(z)
+    b, c, n = _arrays(candidate_only, reference_only, pairs)
+    estimate = (b - c) / n
+    t = _tango_statistic(np.full_like(b, float(null)), b, c, n)
+    same = np.isclose(estimate, null, rtol=0.0, atol=1e-15)
+    t = np.where(same, 0.0, np.where(np.isnan(t), np.inf, t))
+    return _scalar_or_array(np.asarray(two_sided_normal_p(t)))
 
 
 # --- Bonett-Price adjusted Wald -------------------------------------------------------------
@@ -136,12 +140,15 @@ def bonett_price_interval(
     return _scalar_or_array(lower), _scalar_or_array(upper)
 
 
-def bonett_price_p_value(candidate_only: Any, reference_only: Any, pairs: Any) -> Any:
-    """Two-sided Wald p-value of the adjusted difference: rejects exactly when the interval
-    at that level excludes 0."""
+def bonett_price_p_value(
+    candidate_only: Any, reference_only: Any, pairs: Any, null: float = 0.0
+) -> Any:
+    """Two-sided Wald p-value of ``difference == null`` with the adjusted difference and its
+    standard error: at most alpha exactly when the (untruncated) ``1 - alpha`` interval excludes
+    ``null``."""
     b, c, n = _arrays(candidate_only, reference_only, pairs)
     centre, se = _bonett_price_centre(b, c, n)
-    return two_sided_normal_p(centre / se)
+    return two_sided_normal_p((centre - null) / se)
 
 
 # --- Newcombe's hybrid score (method 10) ----------------------------------------------------
@@ -204,21 +211,26 @@ def newcombe_interval(
     return _scalar_or_array(lower), _scalar_or_array(upper)
 
 
-def newcombe_p_value(both: Any, candidate_only: Any, reference_only: Any, neither: Any) -> Any:
-    """The p-value that inverts Newcombe's interval: ``P(|Z| >= z*)`` where ``z*`` is the
-    critical value at which the bound on the estimate's far side from 0 reaches 0.
+def newcombe_p_value(
+    both: Any, candidate_only: Any, reference_only: Any, neither: Any, null: float = 0.0
+) -> Any:
+    """The p-value that inverts Newcombe's interval at ``null``: ``P(|Z| >= z*)`` where ``z*``
+    is the critical value at which the bound between the estimate and ``null`` reaches it.
 
-    So ``p <= alpha`` exactly when the ``1 - alpha`` interval excludes 0 (bisection on z in
-    ``[0, 40]``, 64 halvings); 1.0 when the estimate is 0, 0.0 when even ``z = 40`` excludes 0.
+    So ``p <= alpha`` exactly when the ``1 - alpha`` interval excludes ``null`` (bisection on z
+    in ``[0, 40]``, 64 halvings); 1.0 when the estimate equals ``null``, 0.0 when even ``z = 40``
+    excludes it.
     """
     both_, b, c, neither_ = _arrays(both, candidate_only, reference_only, neither)
-    sign = np.sign(b - c)
+    estimate = (b - c) / (both_ + b + c + neither_)
+    sign = np.where(np.isclose(estimate, null, rtol=0.0, atol=1e-15), 0.0,
+                    np.sign(estimate - null))  # fmt: skip
     inner = np.zeros_like(b)
     outer = np.full_like(b, _P_VALUE_Z_MAX)
 
     def excludes(z: np.ndarray) -> np.ndarray:
         lower, upper = _newcombe_bounds(both_, b, c, neither_, z)
-        return np.where(sign > 0, lower > 0, upper < 0)
+        return np.where(sign > 0, lower > null, upper < null)
 
     never = excludes(outer)
     for _ in range(_BISECTIONS):

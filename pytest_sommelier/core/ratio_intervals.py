@@ -50,7 +50,7 @@ def ratio_difference(sums: Any) -> np.ndarray:
     """``cand_num / cand_den - ref_num / ref_den`` over the last axis (length 4); 0 for a side
     whose denominator is 0."""
     matrix = np.asarray(sums, dtype=np.float64)
-    out = np.zeros(matrix.shape[:-1] + (2,))
+    out = np.zeros((*matrix.shape[:-1], 2))
     num = matrix[..., [0, 2]]
     den = matrix[..., [1, 3]]
     np.divide(num, den, out=out, where=den > 0)
@@ -129,12 +129,15 @@ def jackknife_standard_error(rows: Any, weights: Any = None) -> float:
     return math.sqrt(max((units - 1.0) / units * float(w @ (d * d)), 0.0))
 
 
-def jackknife_t_interval(rows: Any, confidence_level: float, weights: Any = None) -> dict[str, Any]:
+def jackknife_t_interval(
+    rows: Any, confidence_level: float, weights: Any = None, null: float = 0.0
+) -> dict[str, Any]:
     """The jackknife-t interval ``estimate +- t_{K-1, 1-alpha/2} se_jack``, clipped to [-1, 1].
 
     Returns ``{estimate, lower, upper, degenerate, standard_error, df, p_value, defined}``;
-    ``p_value`` is the two-sided t test of 0 with the same standard error and degrees of
-    freedom (it is at most ``1 - confidence_level`` exactly when the interval excludes 0).
+    ``p_value`` is the two-sided t test of ``difference == null`` with the same standard error
+    and degrees of freedom (at most ``1 - confidence_level`` exactly when the interval excludes
+    ``null``).
     When the statistic is constant (:func:`is_constant`) the interval is ``[estimate,
     estimate]`` and degenerate. ``defined`` is False when the jackknife cannot give an interval
     although the statistic is not constant (a zero jackknife spread from a few units): the
@@ -145,11 +148,13 @@ def jackknife_t_interval(rows: Any, confidence_level: float, weights: Any = None
     present = w > 0
     estimate = float(ratio_difference(w @ matrix))
     units = float(w.sum())
-    result: dict[str, Any] = {"estimate": estimate, "lower": estimate, "upper": estimate,
-                              "degenerate": False, "standard_error": 0.0,
-                              "df": max(units - 1.0, 0.0), "p_value": None, "defined": True}  # fmt: skip
+    result: dict[str, Any] = {
+        "estimate": estimate, "lower": estimate, "upper": estimate, "degenerate": False,
+        "standard_error": 0.0, "df": max(units - 1.0, 0.0), "p_value": None, "defined": True,
+    }  # fmt: skip
     if is_constant(matrix[present]):
-        result.update(degenerate=True, p_value=1.0 if abs(estimate) <= _TOLERANCE else 0.0)
+        result.update(degenerate=True,
+                      p_value=1.0 if abs(estimate - null) <= _TOLERANCE else 0.0)  # fmt: skip
         return result
     se = jackknife_standard_error(matrix, weights)
     if se <= _TOLERANCE * max(1.0, abs(estimate)) or units < 2:
@@ -160,7 +165,7 @@ def jackknife_t_interval(rows: Any, confidence_level: float, weights: Any = None
         lower=max(-1.0, min(estimate, estimate - t * se)),
         upper=min(1.0, max(estimate, estimate + t * se)),
         standard_error=se,
-        p_value=two_sided_t_p(estimate / se, units - 1.0),
+        p_value=two_sided_t_p((estimate - null) / se, units - 1.0),
     )
     return result
 
@@ -234,17 +239,19 @@ def bca_interval(
             "degenerate": False, "z0": z0, "acceleration": a}  # fmt: skip
 
 
-def bca_p_value(replicates: Any, estimate: float, z0: float, a: float) -> float:
-    """The two-sided p-value that inverts the BCa interval at 0.
+def bca_p_value(
+    replicates: Any, estimate: float, z0: float, a: float, null: float = 0.0
+) -> float:
+    """The two-sided p-value that inverts the BCa interval at ``null``.
 
-    With ``w = Phi^-1(share of replicates below 0)`` the BCa bound reaches 0 at the critical
-    value ``z_c = (w - z0) / (1 + a (w - z0)) - z0``; ``p = 2 min(Phi(z_c), 1 - Phi(z_c))``. A
-    degenerate replicate set gives 1.0 when the estimate is 0, else 0.0.
+    With ``w = Phi^-1(share of replicates below null)`` the BCa bound reaches ``null`` at the
+    critical value ``z_c = (w - z0) / (1 + a (w - z0)) - z0``; ``p = 2 min(Phi(z_c), 1 -
+    Phi(z_c))``. A degenerate replicate set gives 1.0 when the estimate is ``null``, else 0.0.
     """
     values = np.asarray(replicates, dtype=np.float64)
     if is_degenerate(values, estimate):
-        return 1.0 if abs(estimate) <= _TOLERANCE else 0.0
-    w = normal_inverse_cdf(_proportion_below(values, 0.0)) - z0
+        return 1.0 if abs(estimate - null) <= _TOLERANCE else 0.0
+    w = normal_inverse_cdf(_proportion_below(values, null)) - z0
     denominator = 1.0 + a * w
     if denominator <= 0:
         return 0.0
@@ -253,14 +260,14 @@ def bca_p_value(replicates: Any, estimate: float, z0: float, a: float) -> float:
     return min(1.0, 2.0 * min(tail, 1.0 - tail))
 
 
-def percentile_p_value(replicates: Any) -> float:
-    """Two-sided p-value that inverts the percentile interval at 0:
-    ``2 min(share below 0, share above 0)`` with ties at 0 counted half, at most 1."""
+def percentile_p_value(replicates: Any, null: float = 0.0) -> float:
+    """Two-sided p-value that inverts the percentile interval at ``null``:
+    ``2 min(share below null, share above null)`` with ties counted half, at most 1."""
     values = np.asarray(replicates, dtype=np.float64)
     if values.size == 0:
         return 1.0
-    zero = _close(values, 0.0)
-    below = (np.count_nonzero((values < 0) & ~zero) + 0.5 * np.count_nonzero(zero)) / values.size
+    zero = _close(values, null)
+    below = (np.count_nonzero((values < null) & ~zero) + 0.5 * np.count_nonzero(zero)) / values.size
     return float(min(1.0, 2.0 * min(below, 1.0 - below)))
 
 

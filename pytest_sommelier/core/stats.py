@@ -352,11 +352,13 @@ def paired_intervals_arrays(
     interval: str = "auto",
     include_bootstrap: bool = False,
     metric_names: Sequence[str] | None = None,
+    null: float = 0.0,
 ) -> dict[str, Any]:
     """Per-metric paired intervals of candidate minus reference over component arrays.
 
     Rows are pairs as in :func:`paired_bootstrap_arrays`; ``clusters`` is None (each pair its
-    own cluster) or one cluster id per row. Returns ``intervals.paired_interval_block``'s block
+    own cluster) or one cluster id per row; each ``p_value`` tests ``difference == null``.
+    Returns ``intervals.paired_interval_block``'s block
     plus ``seed`` and ``resamples``; with ``include_bootstrap`` also ``bootstrap``: exactly the
     :func:`paired_bootstrap_arrays` block (the ``ci95`` block), from one draw shared with
     ``interval="bootstrap"``; ``auto`` itself draws no resamples (closed forms and the jackknife),
@@ -367,8 +369,8 @@ def paired_intervals_arrays(
     from pytest_sommelier.core.clusters import cluster_index
     from pytest_sommelier.core.intervals import (
         check_interval,
-        paired_interval_block,
         pair_sums_needed,
+        paired_interval_block,
     )
 
     _check_parameters(seed, resamples, confidence_level)
@@ -394,6 +396,7 @@ def paired_intervals_arrays(
     block = paired_interval_block(
         *matrices, metric_names=names, index=index, confidence_level=confidence_level,
         interval=interval, pair_sums=pair_sums, resample=draw, percentile=percentile_interval,
+        null=null,
     )  # fmt: skip
     block["seed"] = seed
     block["resamples"] = resamples
@@ -425,15 +428,17 @@ def paired_intervals(
     clusters: Sequence[Any] | None = None,
     interval: str = "auto",
     include_bootstrap: bool = False,
+    null: float = 0.0,
 ) -> dict[str, Any]:
     """Per-metric paired intervals of candidate minus reference over scoring records.
 
     The records must be the same unique example ids in the same order (else
-    ``InvariantError``). ``interval="auto"``: Tango's score interval for the rate metrics and
-    the jackknife-t interval for ``argument_f1``; ``"bootstrap"``: the seed's percentile bootstrap for
-    every metric. With ``clusters`` (one id per record) both resample or variance-adjust whole
-    clusters. Returns ``{confidence_level, interval, pairs, clusters, clustered, seed,
-    resamples, intervals: {metric: {estimate, lower, upper, method, discordant:
+    ``InvariantError``). ``interval="auto"``: the Bonett-Price adjusted Wald interval for the
+    rate metrics and the jackknife-t interval for ``argument_f1``; ``"bootstrap"``: the seed's
+    percentile bootstrap for every metric. With ``clusters`` (one id per record) both resample
+    or variance-adjust whole clusters. ``p_value`` is each method's two-sided test of
+    ``difference == null``. Returns ``{confidence_level, interval, pairs, clusters, clustered,
+    null, seed, resamples, intervals: {metric: {estimate, lower, upper, method, discordant:
     {candidate_only, reference_only}, degenerate, design_effect, p_value}}}`` (see
     :func:`paired_intervals_arrays`, docs/statistics.md).
     """
@@ -445,5 +450,5 @@ def paired_intervals(
     return paired_intervals_arrays(
         ref_num, ref_den, cand_num, cand_den, seed=seed, resamples=resamples,
         confidence_level=confidence_level, clusters=clusters, interval=interval,
-        include_bootstrap=include_bootstrap,
+        include_bootstrap=include_bootstrap, null=null,
     )  # fmt: skip
