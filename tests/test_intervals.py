@@ -42,11 +42,13 @@ from pytest_sommelier.core.intervals import (
     AUTO_RATE_METHOD,
     JACKKNIFE_CLUSTERS,
     JACKKNIFE_PAIRS,
+    PERCENTILE_PAIRS,
     RATE_METHODS,
     discordant_counts,
 )
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
 from pytest_sommelier.core.stats import (
+    BOOTSTRAP_METHOD,
     mcnemar_p_value,
     paired_bootstrap,
     paired_intervals,
@@ -563,7 +565,7 @@ def test_include_bootstrap_is_exactly_the_seed_block_and_bootstrap_reuses_it() -
     boot = paired_intervals(ref, cand, seed=77, resamples=500, interval="bootstrap")
     for name in METRIC_NAMES:
         entry = boot["intervals"][name]
-        assert entry["method"] == "paired_bootstrap_percentile"
+        assert entry["method"] == PERCENTILE_PAIRS == BOOTSTRAP_METHOD
         assert (entry["lower"], entry["upper"]) == (
             seed_block["intervals"][name]["lower"], seed_block["intervals"][name]["upper"])
 
@@ -590,7 +592,7 @@ def test_the_null_moves_every_p_value_consistently() -> None:
 
 def test_refusals_name_the_problem() -> None:
     ref, cand = random_pair(5, 1)
-    with pytest.raises(InputError, match="statistics.interval"):
+    with pytest.raises(InputError, match=r"statistics\.interval"):
         paired_intervals(ref, cand, seed=1, interval="bca")
     with pytest.raises(InvariantError, match="SOM-STATS-PAIRING"):
         paired_intervals(ref, cand[:4], seed=1)
@@ -630,7 +632,7 @@ def test_holm_is_between_the_raw_p_and_bonferroni_and_keeps_the_order(p_values, 
             continue
         assert raw - 1e-15 <= h <= b + 1e-15 and h <= 1.0
     known = [(raw, h) for raw, h in zip(p_values, holm, strict=True) if raw is not None]
-    for (raw1, h1), (raw2, h2) in zip(sorted(known), sorted(known)[1:], strict=False):
+    for (_, h1), (_, h2) in zip(sorted(known), sorted(known)[1:], strict=False):
         assert h1 <= h2 + 1e-15
     rejected = multiplicity.holm_rejections(p_values, alpha)
     bonf_rejected = [b is not None and b <= alpha for b in bonferroni]

@@ -17,12 +17,13 @@ What ``auto`` chooses (docs/statistics.md shows the coverage benchmark behind it
   time; it draws no resamples (the BCa and studentized bootstraps covered less at 30 pairs).
 
 Invariants kept: every interval records its ``method``, its discordant counts, its design
-effect and a two-sided ``p_value`` from the same method (``p <= 1 - confidence_level`` exactly
-when the interval excludes 0, up to the bootstrap's resolution); every interval contains its
-point estimate (Bonett-Price, centred on the adjusted difference, could exclude it only below
-about 84% confidence: the bound is then moved to the estimate); a rate metric's ``auto``
-interval is never zero-width when there are pairs; an ``argument_f1`` interval is zero-width
-only when ``degenerate`` is true.
+effect and a two-sided ``p_value`` of ``difference == null`` from the same method
+(``p <= 1 - confidence_level`` exactly when the interval excludes the null, up to a
+bootstrap's resolution, and for Bonett-Price at confidence levels of 0.85 and above); every
+interval contains its point estimate (Bonett-Price, centred on the adjusted difference, could
+exclude it only below about 84% confidence: the bound is then moved to the estimate); a rate
+metric's ``auto`` interval is never zero-width when there are pairs; an ``argument_f1``
+interval is zero-width only when ``degenerate`` is true.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ every cell of benchmarks/bench_coverage.py (docs/statistics.md has the table).""
 
 JACKKNIFE_PAIRS = "jackknife_t_paired"
 JACKKNIFE_CLUSTERS = "jackknife_t_cluster"
-PERCENTILE_PAIRS = "paired_bootstrap_percentile"
+PERCENTILE_PAIRS = "paired_bootstrap_percentile"  # == stats.BOOTSTRAP_METHOD (a test keeps it)
 PERCENTILE_CLUSTERS = "cluster_bootstrap_percentile"
 CLUSTERED_SUFFIX = "_cluster_adjusted"
 
