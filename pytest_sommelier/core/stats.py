@@ -312,3 +312,143 @@ def mcnemar_exact(
         "p_value": mcnemar_p_value(candidate_only, reference_only),
         "method": MCNEMAR_METHOD,
     }
+
+
+# --- Paired intervals per metric (``interval = "auto"`` or the seed's bootstrap) ------------
+# The methods live in core/intervals.py, core/proportions.py, core/ratio_bootstrap.py and
+# core/clusters.py; these entry points validate, draw the seed's resamples and delegate.
+
+
+def resampled_sums(rows: Any, *, seed: int, resamples: int) -> np.ndarray:
+    """Column sums of ``rows`` over ``resamples`` bootstrap resamples of its rows, drawn exactly
+    as :func:`paired_bootstrap_arrays` draws pairs: a ``(resamples, columns)`` float64 matrix.
+
+    Invariant: for the stacked ``[ref_num | ref_den | cand_num | cand_den]`` pair rows these
+    are the very sums behind the seed's percentile interval with the same seed, so an interval
+    built on them reuses the ``ci95`` block's draws; for cluster rows they resample clusters.
+    """
+    matrix = np.asarray(rows, dtype=np.float64)
+    units = matrix.shape[0]
+    rng = np.random.default_rng(seed)
+    return np.concatenate(
+        [
+            resample_counts(chunk, units).astype(np.float64) @ matrix
+            for chunk in _index_chunks(rng, units, resamples)
+        ],
+        axis=0,
+    )
+
+
+def paired_intervals_arrays(
+    ref_num: Any,
+    ref_den: Any,
+    cand_num: Any,
+    cand_den: Any,
+    *,
+    seed: int,
+    resamples: int = 2000,
+    confidence_level: float = 0.95,
+    clusters: Sequence[Any] | None = None,
+    interval: str = "auto",
+    include_bootstrap: bool = False,
+    metric_names: Sequence[str] | None = None,
+    null: float = 0.0,
+) -> dict[str, Any]:
+    """Per-metric paired intervals of candidate minus reference over component arrays.
+
+    Rows are pairs as in :func:`paired_bootstrap_arrays`; ``clusters`` is None (each pair its
+    own cluster) or one cluster id per row; each ``p_value`` tests ``difference == null``.
+    Returns ``intervals.paired_interval_block``'s block
+    plus ``seed`` and ``resamples``; with ``include_bootstrap`` also ``bootstrap``: exactly the
+    :func:`paired_bootstrap_arrays` block (the ``ci95`` block), from one draw shared with
+    ``interval="bootstrap"``; ``auto`` itself draws no resamples (closed forms and the jackknife),
+    so ``auto`` plus the ``ci95`` block costs about one bootstrap.
+    """
+    from functools import partial
+
+    from pytest_sommelier.core.clusters import cluster_index
+    from pytest_sommelier.core.intervals import (
+        check_interval,
+        pair_sums_needed,
+        paired_interval_block,
+    )
+
+    _check_parameters(seed, resamples, confidence_level)
+    check_interval(interval)
+    names = tuple(metric_names) if metric_names is not None else _metric_names()
+    rn = _as_component_matrix("ref_num", ref_num, None)
+    matrices = [rn] + [
+        _as_component_matrix(label, array, rn.shape)
+        for label, array in (("ref_den", ref_den), ("cand_num", cand_num), ("cand_den", cand_den))
+    ]
+    if rn.shape[1] != len(names):
+        raise InvariantError(
+            "SOM-STATS-SHAPE",
+            f"component arrays have {rn.shape[1]} metric columns but {len(names)} metric names",
+            "pass one column per metric, in METRIC_NAMES order",
+        )
+    pairs = rn.shape[0]
+    index = cluster_index(clusters, pairs)
+    draw = partial(resampled_sums, seed=seed, resamples=resamples)
+    pair_sums = None
+    if pairs and (include_bootstrap or pair_sums_needed(interval, index)):
+        pair_sums = draw(np.concatenate(matrices, axis=1))
+    block = paired_interval_block(
+        *matrices, metric_names=names, index=index, confidence_level=confidence_level,
+        interval=interval, pair_sums=pair_sums, resample=draw, percentile=percentile_interval,
+        null=null,
+    )  # fmt: skip
+    block["seed"] = seed
+    block["resamples"] = resamples
+    if include_bootstrap:
+        bootstrap: dict[str, Any] = {"method": BOOTSTRAP_METHOD, "seed": seed,
+                                     "confidence_level": float(confidence_level),
+                                     "resamples": resamples, "pairs": pairs}  # fmt: skip
+        if pair_sums is None:
+            bootstrap["intervals"] = {name: {"lower": None, "upper": None} for name in names}
+        else:
+            lower, upper = percentile_interval(
+                _differences_from_sums(pair_sums, len(names)), confidence_level
+            )
+            bootstrap["intervals"] = {
+                name: {"lower": float(lower[j]), "upper": float(upper[j])}
+                for j, name in enumerate(names)
+            }
+        block["bootstrap"] = bootstrap
+    return block
+
+
+def paired_intervals(
+    reference_records: Sequence[dict[str, Any]],
+    candidate_records: Sequence[dict[str, Any]],
+    *,
+    seed: int,
+    resamples: int = 2000,
+    confidence_level: float = 0.95,
+    clusters: Sequence[Any] | None = None,
+    interval: str = "auto",
+    include_bootstrap: bool = False,
+    null: float = 0.0,
+) -> dict[str, Any]:
+    """Per-metric paired intervals of candidate minus reference over scoring records.
+
+    The records must be the same unique example ids in the same order (else
+    ``InvariantError``). ``interval="auto"``: the Bonett-Price adjusted Wald interval for the
+    rate metrics and the jackknife-t interval for ``argument_f1``; ``"bootstrap"``: the seed's
+    percentile bootstrap for every metric. With ``clusters`` (one id per record) both resample
+    or variance-adjust whole clusters. ``p_value`` is each method's two-sided test of
+    ``difference == null``. Returns ``{confidence_level, interval, pairs, clusters, clustered,
+    null, seed, resamples, intervals: {metric: {estimate, lower, upper, method, discordant:
+    {candidate_only, reference_only}, degenerate, design_effect, p_value}}}`` (see
+    :func:`paired_intervals_arrays`, docs/statistics.md).
+    """
+    from pytest_sommelier.core.metrics import component_arrays
+
+    check_paired_records(reference_records, candidate_records)
+    ref_num, ref_den = component_arrays(list(reference_records))
+    cand_num, cand_den = component_arrays(list(candidate_records))
+    return paired_intervals_arrays(
+        ref_num, ref_den, cand_num, cand_den, seed=seed, resamples=resamples,
+        confidence_level=confidence_level, clusters=clusters, interval=interval,
+        include_bootstrap=include_bootstrap, null=null,
+    )  # fmt: skip

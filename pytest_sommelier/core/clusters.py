@@ -1,0 +1,110 @@
+"""Clusters of paired examples: cluster ids to indices, cluster sums and the design effect.
+
+Pure functions (numpy and the standard library only). A *cluster* is a set of examples whose
+outcomes are not independent evidence (a root example and its translations, BFCL rows sharing
+one function document, the turns of one conversation). Intervals that pool clustered examples
+either resample whole clusters or inflate the variance of an unclustered interval by the
+*design effect*: the cluster-robust (sandwich) variance of the statistic divided by its
+independent-examples variance, both computed from the same per-example linearised residuals
+(Rao & Scott 1992; for paired proportions this is the variance of Obuchowski 1998).
+
+Invariants kept:
+
+- ``cluster_index`` numbers clusters ``0..K-1`` in order of first appearance, so the same ids
+  in the same order always give the same index (and the same bootstrap draws).
+- Without clusters (``None``) every example is its own cluster and the design effect is
+  exactly 1.0.
+- A design effect is never below 1: clustering is never allowed to *narrow* an interval; when
+  the data carry no information on the within-cluster correlation it is the mean cluster size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+from pytest_sommelier.errors import InvariantError
+
+
+def cluster_index(clusters: Sequence[Hashable | None] | None, pairs: int) -> np.ndarray:
+    """Return each pair's cluster number (int64, shape ``(pairs,)``), numbered by first use.
+
+    ``clusters`` is None (every pair its own cluster) or one id per pair, aligned with the
+    records; an id of None makes that pair a cluster of its own. A sequence of another length
+    raises ``InvariantError`` (``SOM-STATS-SHAPE``).
+    """
+    if clusters is None:
+        return np.arange(pairs, dtype=np.int64)
+    ids = list(clusters)
+    if len(ids) != pairs:
+        raise InvariantError(
+            "SOM-STATS-SHAPE",
+            f"clusters has {len(ids)} ids for {pairs} paired records",
+            "pass one cluster id per record, aligned with the records (None: its own cluster)",
+        )
+    numbers: dict[Hashable, int] = {}
+    index = np.empty(pairs, dtype=np.int64)
+    for position, key in enumerate(ids):
+        if key is None:
+            key = ("<own cluster>", position)
+        index[position] = numbers.setdefault(key, len(numbers))
+    return index
+
+
+def cluster_count(index: np.ndarray) -> int:
+    """The number of clusters ``K`` of a ``cluster_index`` result (0 for no pairs)."""
+    return int(index.max()) + 1 if index.size else 0
+
+
+def cluster_sums(rows: np.ndarray, index: np.ndarray, count: int | None = None) -> np.ndarray:
+    """Sum the rows of ``rows`` (``(n, c)``) within clusters: a ``(K, c)`` float64 matrix.
+
+    Invariant: ``cluster_sums(rows, index).sum(axis=0) == rows.sum(axis=0)`` (exactly, for
+    integer-valued rows below 2**53); row ``k`` is cluster ``k``.
+    """
+    k = cluster_count(index) if count is None else count
+    matrix = np.asarray(rows, dtype=np.float64)
+    if matrix.ndim == 1:
+        return np.bincount(index, weights=matrix, minlength=k)
+    out = np.zeros((k, matrix.shape[1]))
+    for j in range(matrix.shape[1]):
+        out[:, j] = np.bincount(index, weights=matrix[:, j], minlength=k)
+    return out
+
+
+def design_effect_from_moments(
+    example_square_sum: float, examples: float, cluster_square_sum: float, clusters: float
+) -> float:
+    """Design effect from sums of squared residuals: per example and per cluster (summed).
+
+    ``deff = [K/(K-1) * sum_k R_k^2] / [n/(n-1) * sum_i r_i^2]`` where ``r_i`` are the
+    per-example residuals and ``R_k`` their cluster sums; clamped below at 1.0. When the data
+    cannot show how the clusters correlate, the worst case for clusters of mean size is used,
+    ``n / K`` (all members of a cluster alike): when every residual is 0 (for a rate: no
+    discordant pair) and when there is a single cluster (then ``n``: one observation). It is
+    1.0 with fewer than two examples, and always 1.0 when every cluster is a single example.
+    """
+    if examples < 2 or clusters >= examples:
+        return 1.0
+    if example_square_sum <= 0.0 or clusters < 2:
+        return examples / max(clusters, 1.0)
+    clustered = clusters / (clusters - 1.0) * cluster_square_sum
+    independent = examples / (examples - 1.0) * example_square_sum
+    return max(1.0, clustered / independent)
+
+
+def design_effect(residuals: np.ndarray, index: np.ndarray) -> float:
+    """Design effect of a statistic whose per-example linearised residuals are ``residuals``.
+
+    ``index`` is a ``cluster_index`` result. With every example its own cluster the result is
+    exactly 1.0. See :func:`design_effect_from_moments` for the formula and its clamps.
+    """
+    values = np.asarray(residuals, dtype=np.float64)
+    k = cluster_count(index)
+    if k == values.size:
+        return 1.0
+    grouped = np.bincount(index, weights=values, minlength=k)
+    return design_effect_from_moments(
+        float(values @ values), float(values.size), float(grouped @ grouped), float(k)
+    )

@@ -1,0 +1,339 @@
+"""Paired intervals for every metric: the method ``interval = "auto"`` chooses, or the seed's
+percentile bootstrap (``"bootstrap"``), over pairs or over clusters of pairs.
+
+Pure functions (numpy and the standard library). The public entry points are
+``stats.paired_intervals`` (records) and ``stats.paired_intervals_arrays`` (component arrays);
+they validate, draw the bootstrap resamples when needed (the seed's draw lives in
+``core.stats``) and call :func:`paired_interval_block` here, which never draws anything itself:
+it receives the pair resamples' column sums and a ``resample`` function for other unit rows.
+
+What ``auto`` chooses (docs/statistics.md shows the coverage benchmark behind it):
+
+- the four rate metrics: the Bonett-Price adjusted Wald interval on the discordance table
+  (:mod:`pytest_sommelier.core.proportions`); with clusters, the same interval on the counts
+  divided by the design effect of the paired difference (Rao & Scott 1992; Obuchowski 1998);
+- ``argument_f1`` (a ratio of sums): the jackknife-t interval
+  (:mod:`pytest_sommelier.core.ratio_intervals`), leaving out one pair, or one cluster, at a
+  time; it draws no resamples (the BCa and studentized bootstraps covered less at 30 pairs).
+
+Invariants kept: every interval records its ``method``, its discordant counts, its design
+effect and a two-sided ``p_value`` of ``difference == null`` from the same method
+(``p <= 1 - confidence_level`` exactly when the interval excludes the null, up to a
+bootstrap's resolution, and for Bonett-Price at confidence levels of 0.85 and above); every
+interval contains its point estimate (Bonett-Price, centred on the adjusted difference, could
+exclude it only below about 84% confidence: the bound is then moved to the estimate); a rate
+metric's ``auto`` interval is never zero-width when there are pairs; an ``argument_f1``
+interval is zero-width only when ``degenerate`` is true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pytest_sommelier.core import proportions, ratio_intervals
+from pytest_sommelier.core.clusters import cluster_count, cluster_sums, design_effect
+from pytest_sommelier.errors import InputError, InvariantError
+
+INTERVALS: tuple[str, ...] = ("auto", "bootstrap")
+"""The accepted values of ``interval`` (``[statistics] interval``)."""
+
+RATIO_OF_SUMS = frozenset({"argument_f1"})
+"""Metrics that are a ratio of sums (every other metric is a rate: per-example 0/1 over 1)."""
+
+RATE_METHODS: dict[str, str] = {
+    "tango": "tango_asymptotic_score",
+    "bonett_price": "bonett_price_adjusted_wald",
+    "newcombe": "newcombe_hybrid_score",
+}
+AUTO_RATE_METHOD = "bonett_price"
+"""The rate-metric interval ``auto`` uses: the only one of the three that covered >= 0.93 in
+every cell of benchmarks/bench_coverage.py (docs/statistics.md has the table)."""
+
+JACKKNIFE_PAIRS = "jackknife_t_paired"
+JACKKNIFE_CLUSTERS = "jackknife_t_cluster"
+PERCENTILE_PAIRS = "paired_bootstrap_percentile"  # == stats.BOOTSTRAP_METHOD (a test keeps it)
+PERCENTILE_CLUSTERS = "cluster_bootstrap_percentile"
+CLUSTERED_SUFFIX = "_cluster_adjusted"
+
+Resample = Callable[[np.ndarray], np.ndarray]
+Percentile = Callable[[np.ndarray, float], tuple[np.ndarray, np.ndarray]]
+
+
+def check_interval(interval: str) -> None:
+    """Refuse an ``interval`` outside :data:`INTERVALS` (``InputError`` naming the setting)."""
+    if interval not in INTERVALS:
+        raise InputError(
+            "SOM-STATS-PARAMETER",
+            f"interval must be one of {', '.join(INTERVALS)}, got {interval!r}",
+            'set [statistics] interval to "auto" (the default) or "bootstrap"',
+            where="statistics.interval",
+        )
+
+
+def is_clustered(index: np.ndarray) -> bool:
+    """True when some cluster holds more than one pair (fewer clusters than pairs)."""
+    return cluster_count(index) < index.size
+
+
+def _unit_rows(matrices: Sequence[np.ndarray], column: int) -> np.ndarray:
+    """The ``(n, 4)`` unit rows ``[ref_num, ref_den, cand_num, cand_den]`` of one metric."""
+    return np.stack([m[:, column] for m in matrices], axis=1)
+
+
+def _metric_columns(metrics: int, column: int) -> list[int]:
+    """Positions of one metric's four columns in the stacked ``[rn | rd | cn | cd]`` layout."""
+    return [column + k * metrics for k in range(4)]
+
+
+def discordant_counts(rows: np.ndarray) -> dict[str, int]:
+    """Pairs where the candidate's per-example ratio beats the reference's, and the reverse.
+
+    Ratios are compared exactly by cross-multiplying the integer components (a 0 denominator
+    counts as ratio 0); for a rate metric these are McNemar's b and c.
+    """
+    rn, rd, cn, cd = (rows[:, k] for k in range(4))
+    cand = np.where(cd > 0, cn, 0) * np.where(rd > 0, rd, 1)
+    ref = np.where(rd > 0, rn, 0) * np.where(cd > 0, cd, 1)
+    return {"candidate_only": int(np.count_nonzero(cand > ref)),
+            "reference_only": int(np.count_nonzero(ref > cand))}  # fmt: skip
+
+
+def _check_rate(name: str, rows: np.ndarray) -> None:
+    """A rate metric's components are 0/1 over 1 on both sides, else ``InvariantError``."""
+    numerators, denominators = rows[:, [0, 2]], rows[:, [1, 3]]
+    if np.any(denominators != 1) or np.any((numerators != 0) & (numerators != 1)):
+        raise InvariantError(
+            "SOM-STATS-SHAPE",
+            f"metric {name} is a rate but its components are not 0/1 over 1",
+            "pass metrics.component_arrays output (argument_f1 is the only ratio of sums)",
+        )
+
+
+def rate_interval(
+    rows: np.ndarray,
+    index: np.ndarray,
+    confidence_level: float,
+    method: str = AUTO_RATE_METHOD,
+    null: float = 0.0,
+) -> dict[str, Any]:
+    """One rate metric's paired interval from its unit rows (0/1 over 1).
+
+    With clusters the counts are divided by the design effect of the per-pair difference
+    ``cand - ref`` before the method is applied (the method name gains ``_cluster_adjusted``).
+    """
+    ref, cand = rows[:, 0] > 0, rows[:, 2] > 0
+    pairs = rows.shape[0]
+    cells = np.array(
+        [np.count_nonzero(ref & cand), np.count_nonzero(cand & ~ref),
+         np.count_nonzero(ref & ~cand), np.count_nonzero(~ref & ~cand)],
+        dtype=np.float64,
+    )  # fmt: skip
+    deff = 1.0
+    if is_clustered(index):
+        difference = cand.astype(np.float64) - ref.astype(np.float64)
+        deff = design_effect(difference - difference.mean(), index)
+    both, b, c, neither = cells / deff
+    n = pairs / deff
+    if method == "tango":
+        lower, upper = proportions.tango_interval(b, c, n, confidence_level)
+        p_value = proportions.tango_p_value(b, c, n, null)
+    elif method == "bonett_price":
+        lower, upper = proportions.bonett_price_interval(b, c, n, confidence_level)
+        p_value = proportions.bonett_price_p_value(b, c, n, null)
+    elif method == "newcombe":
+        lower, upper = proportions.newcombe_interval(both, b, c, neither, confidence_level)
+        p_value = proportions.newcombe_p_value(both, b, c, neither, null)
+    else:
+        raise InputError("SOM-STATS-PARAMETER", f"unknown rate interval method {method!r}",
+                         f"use one of {', '.join(RATE_METHODS)}")  # fmt: skip
+    name = RATE_METHODS[method] + (CLUSTERED_SUFFIX if is_clustered(index) else "")
+    estimate = float((cells[1] - cells[2]) / pairs)
+    return {
+        "estimate": estimate,
+        "lower": min(float(lower), estimate),
+        "upper": max(float(upper), estimate),
+        "method": name,
+        "discordant": {"candidate_only": int(cells[1]), "reference_only": int(cells[2])},
+        "degenerate": False,
+        "design_effect": float(deff),
+        "p_value": float(p_value),
+    }
+
+
+def pair_sums_needed(interval: str, index: np.ndarray) -> bool:
+    """Whether :func:`paired_interval_block` needs the pair resamples' sums: only for the
+    seed's percentile bootstrap over pairs (``auto`` draws none)."""
+    return interval == "bootstrap" and not is_clustered(index) and index.size > 0
+
+
+def ratio_interval(
+    rows: np.ndarray,
+    index: np.ndarray,
+    confidence_level: float,
+    pair_replicates: np.ndarray | None,
+    resample: Resample,
+    percentile: Percentile,
+    null: float = 0.0,
+) -> dict[str, Any]:
+    """``argument_f1``'s jackknife-t interval over pairs or clusters.
+
+    Where the jackknife is undefined although the statistic varies (a zero jackknife spread
+    from very few units) the seed's percentile bootstrap over the same units is used instead
+    (``pair_replicates`` when given, else drawn with ``resample``), and its method recorded.
+    """
+    clustered = is_clustered(index)
+    units = cluster_sums(rows, index) if clustered else rows
+    jackknife = ratio_intervals.jackknife_t_interval(units, confidence_level, null=null)
+    deff = 1.0
+    if clustered:
+        deff = design_effect(ratio_intervals.linearized_residuals(rows), index)
+    entry = {
+        "estimate": jackknife["estimate"],
+        "lower": float(jackknife["lower"]),
+        "upper": float(jackknife["upper"]),
+        "method": JACKKNIFE_CLUSTERS if clustered else JACKKNIFE_PAIRS,
+        "discordant": discordant_counts(rows),
+        "degenerate": bool(jackknife["degenerate"]),
+        "design_effect": float(deff),
+        "p_value": jackknife["p_value"],
+    }
+    if not jackknife["defined"]:
+        replicates = pair_replicates
+        if clustered or replicates is None:
+            replicates = ratio_intervals.ratio_difference(resample(units))
+        lower, upper = percentile(replicates[:, None], confidence_level)
+        entry.update(
+            lower=float(min(lower[0], entry["estimate"])),
+            upper=float(max(upper[0], entry["estimate"])),
+            method=PERCENTILE_CLUSTERS if clustered else PERCENTILE_PAIRS,
+            p_value=ratio_intervals.percentile_p_value(replicates, null),
+        )
+    return entry
+
+
+def _empty_interval(method: str) -> dict[str, Any]:
+    """The entry of a metric with no pairs: every number null."""
+    return {"estimate": None, "lower": None, "upper": None, "method": method,
+            "discordant": {"candidate_only": 0, "reference_only": 0}, "degenerate": False,
+            "design_effect": None, "p_value": None}  # fmt: skip
+
+
+def paired_interval_block(
+    ref_num: np.ndarray,
+    ref_den: np.ndarray,
+    cand_num: np.ndarray,
+    cand_den: np.ndarray,
+    *,
+    metric_names: Sequence[str],
+    index: np.ndarray,
+    confidence_level: float,
+    interval: str,
+    pair_sums: np.ndarray | None,
+    resample: Resample,
+    percentile: Percentile,
+    null: float = 0.0,
+) -> dict[str, Any]:
+    """The interval block of candidate minus reference for every metric.
+
+    ``index`` is ``clusters.cluster_index`` of the pairs; ``pair_sums`` the ``(R, 4 * metrics)``
+    column sums of the stacked pair rows over the seed's resamples (required when
+    :func:`pair_sums_needed`, used when given); ``resample(rows)`` returns such sums for other
+    unit rows (clusters), drawn the same way; ``percentile`` is the seed's percentile rule.
+    ``p_value`` is each method's two-sided test of ``difference == null`` (a gate's margin;
+    0 by default). Returns ``{confidence_level, interval, pairs, clusters, clustered, null,
+    intervals: {metric: {estimate, lower, upper, method, discordant, degenerate, design_effect,
+    p_value}}}``.
+    """
+    check_interval(interval)
+    matrices = [np.asarray(m, dtype=np.float64) for m in (ref_num, ref_den, cand_num, cand_den)]
+    pairs, metrics = matrices[0].shape
+    clustered = is_clustered(index)
+    block: dict[str, Any] = {
+        "confidence_level": float(confidence_level),
+        "interval": interval,
+        "pairs": pairs,
+        "clusters": cluster_count(index),
+        "clustered": clustered,
+        "null": float(null),
+    }
+    if pair_sums_needed(interval, index) and pair_sums is None:
+        raise InvariantError("SOM-STATS-SHAPE", "pair resample sums are missing",
+                             "pass the seed's resampled sums of the stacked pair rows")  # fmt: skip
+    if interval == "bootstrap":
+        block["intervals"] = _bootstrap_intervals(
+            matrices, metric_names, index, confidence_level, pair_sums, resample, percentile, null
+        )
+        return block
+    entries: dict[str, Any] = {}
+    for column, name in enumerate(metric_names):
+        rows = _unit_rows(matrices, column)
+        if name in RATIO_OF_SUMS:
+            if not pairs:
+                method = JACKKNIFE_CLUSTERS if clustered else JACKKNIFE_PAIRS
+                entries[name] = _empty_interval(method)
+                continue
+            replicates = None
+            if pair_sums is not None and not clustered:
+                replicates = ratio_intervals.ratio_difference(
+                    pair_sums[:, _metric_columns(metrics, column)]
+                )
+            entries[name] = ratio_interval(
+                rows, index, confidence_level, replicates, resample, percentile, null
+            )
+        else:
+            _check_rate(name, rows)
+            method = RATE_METHODS[AUTO_RATE_METHOD] + (CLUSTERED_SUFFIX if clustered else "")
+            entries[name] = (
+                rate_interval(rows, index, confidence_level, null=null)
+                if pairs
+                else _empty_interval(method)
+            )
+    block["intervals"] = entries
+    return block
+
+
+def _bootstrap_intervals(
+    matrices: list[np.ndarray],
+    metric_names: Sequence[str],
+    index: np.ndarray,
+    confidence_level: float,
+    pair_sums: np.ndarray | None,
+    resample: Resample,
+    percentile: Percentile,
+    null: float = 0.0,
+) -> dict[str, Any]:
+    """``interval = "bootstrap"``: the seed's percentile interval for every metric, over pairs
+    (the very bounds of the ``ci95`` block) or over whole clusters."""
+    pairs, metrics = matrices[0].shape
+    clustered = is_clustered(index)
+    method = PERCENTILE_CLUSTERS if clustered else PERCENTILE_PAIRS
+    if not pairs:
+        return {name: _empty_interval(method) for name in metric_names}
+    stacked = np.concatenate(matrices, axis=1)
+    units = cluster_sums(stacked, index) if clustered else stacked
+    sums = resample(units) if clustered else pair_sums
+    assert sums is not None
+    differences = np.stack(
+        [ratio_intervals.ratio_difference(sums[:, _metric_columns(metrics, j)])
+         for j in range(metrics)], axis=1)  # fmt: skip
+    lower, upper = percentile(differences, confidence_level)
+    entries: dict[str, Any] = {}
+    for column, name in enumerate(metric_names):
+        rows = _unit_rows(matrices, column)
+        unit_rows = units[:, _metric_columns(metrics, column)]
+        residuals = ratio_intervals.linearized_residuals(rows)
+        estimate = float(ratio_intervals.ratio_difference(unit_rows.sum(axis=0)))
+        entries[name] = {
+            "estimate": estimate,
+            "lower": float(lower[column]),
+            "upper": float(upper[column]),
+            "method": method,
+            "discordant": discordant_counts(rows),
+            "degenerate": ratio_intervals.is_degenerate(differences[:, column], estimate),
+            "design_effect": float(design_effect(residuals, index)) if clustered else 1.0,
+            "p_value": ratio_intervals.percentile_p_value(differences[:, column], null),
+        }
+    return entries

@@ -1,0 +1,192 @@
+"""Power for a paired difference of proportions: what a run can detect, and what it would take.
+
+Connor (1987), "Sample size for testing differences in proportions for the paired-sample
+design", Biometrics 43:207-211: to detect a difference ``delta = p10 - p01`` with a two-sided
+level-alpha test and power ``1 - beta`` when the discordant proportion is ``psi = p10 + p01``,
+
+    n = [z_{alpha/2} sqrt(psi) + z_beta sqrt(psi - delta^2)]^2 / delta^2   pairs.
+
+Clustered pairs carry less information: the pairs needed are multiplied by the design effect
+(:mod:`pytest_sommelier.core.clusters`), and a run of ``n`` pairs counts as ``n / deff``.
+
+Pure functions (standard library only). Invariants kept: ``minimum_detectable_effect`` and
+``required_pairs`` invert each other (``required_pairs(minimum_detectable_effect(n)) <= n``, and
+one pair fewer would not do); the minimum detectable effect falls as pairs grow and rises with
+the power asked for; ``None`` means "not detectable", never a number that cannot happen.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Any
+
+from pytest_sommelier.errors import InputError
+
+DEFAULT_POWER = 0.8
+
+
+def _check(confidence_level: float, power: float, design_effect: float) -> None:
+    """Refuse levels outside (0, 1) and a design effect below 1, naming the setting."""
+    for name, value in (("confidence_level", confidence_level), ("power", power)):
+        if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
+            raise InputError(
+                "SOM-STATS-PARAMETER",
+                f"{name} must lie strictly between 0 and 1, got {value!r}",
+                f"pass a {name} such as 0.95 or 0.8",
+                where=f"statistics.{name}",
+            )
+    if not (isinstance(design_effect, (int, float)) and design_effect >= 1.0):
+        raise InputError(
+            "SOM-STATS-PARAMETER",
+            f"design_effect must be >= 1, got {design_effect!r}",
+            "pass the design effect a clustered interval reports (1.0 without clusters)",
+        )
+
+
+def _critical_values(confidence_level: float, power: float) -> tuple[float, float]:
+    """``(z_{alpha/2}, z_beta)`` for a two-sided test at ``1 - confidence_level``."""
+    normal = NormalDist()
+    return normal.inv_cdf(1.0 - (1.0 - confidence_level) / 2.0), normal.inv_cdf(power)
+
+
+def connor_pairs(
+    effect: float, discordant_proportion: float, *, confidence_level: float = 0.95,
+    power: float = DEFAULT_POWER,
+) -> float:  # fmt: skip
+    """Connor's formula as a real number of independent pairs (not rounded up).
+
+    Needs ``0 < |effect| <= discordant_proportion <= 1`` (a paired difference can never exceed
+    the discordant proportion), else ``InputError``.
+    """
+    _check(confidence_level, power, 1.0)
+    delta, psi = abs(effect), discordant_proportion
+    if not (0.0 < delta <= psi <= 1.0):
+        raise InputError(
+            "SOM-STATS-PARAMETER",
+            f"an effect of {effect!r} is impossible with discordant proportion {psi!r}",
+            "the effect must be non-zero and at most the discordant proportion (p10 + p01)",
+        )
+    z_alpha, z_beta = _critical_values(confidence_level, power)
+    return (z_alpha * math.sqrt(psi) + z_beta * math.sqrt(psi - delta * delta)) ** 2 / delta**2
+
+
+def required_pairs(
+    effect: float, discordant_proportion: float, *, confidence_level: float = 0.95,
+    power: float = DEFAULT_POWER, design_effect: float = 1.0,
+) -> int | None:  # fmt: skip
+    """Pairs needed to detect ``effect``: ``ceil(deff * connor_pairs(...))``; None when the
+    effect exceeds the discordant proportion (no number of pairs shows it at that discordance)
+    or either is 0."""
+    _check(confidence_level, power, design_effect)
+    delta, psi = abs(effect), discordant_proportion
+    if not (0.0 < delta <= psi <= 1.0):
+        return None
+    pairs = design_effect * connor_pairs(
+        delta, psi, confidence_level=confidence_level, power=power
+    )
+    return math.ceil(pairs - 1e-9 * pairs)
+
+
+def minimum_detectable_effect(
+    pairs: float, discordant_proportion: float, *, confidence_level: float = 0.95,
+    power: float = DEFAULT_POWER, design_effect: float = 1.0,
+) -> float | None:  # fmt: skip
+    """The smallest ``|delta|`` that ``pairs`` pairs detect with the given power.
+
+    With ``s = sqrt(pairs / deff)`` Connor's equation ``s delta = z_a sqrt(psi) + z_b sqrt(psi -
+    delta^2)`` has the closed-form root
+    ``delta = sqrt(psi) (s z_a + z_b sqrt(s^2 - z_a^2 + z_b^2)) / (s^2 + z_b^2)``.
+    None when ``s <= z_a`` (too few pairs for any difference) or ``psi`` is 0. The result can
+    exceed ``psi``: then no difference is detectable at this discordance (see
+    :func:`power_summary`'s ``attainable``).
+    """
+    _check(confidence_level, power, design_effect)
+    psi = discordant_proportion
+    if pairs <= 0 or not (0.0 < psi <= 1.0):
+        return None
+    z_alpha, z_beta = _critical_values(confidence_level, power)
+    s2 = pairs / design_effect
+    s = math.sqrt(s2)
+    if s <= z_alpha:
+        return None
+    root = math.sqrt(max(s2 - z_alpha * z_alpha + z_beta * z_beta, 0.0))
+    return math.sqrt(psi) * (s * z_alpha + z_beta * root) / (s2 + z_beta * z_beta)
+
+
+def observed_discordance(
+    candidate_only: int, reference_only: int, pairs: int
+) -> tuple[float, bool]:
+    """The discordant proportion ``(b + c) / n`` of a run, floored at one pair: with no discordant
+    pair the smallest discordance the run could have shown, ``1 / n``, is used instead (and the
+    second value is True)."""
+    discordant = candidate_only + reference_only
+    if discordant > 0:
+        return discordant / pairs, False
+    return 1.0 / pairs, True
+
+
+def power_summary(
+    candidate_only: int, reference_only: int, pairs: int, *, clusters: int | None = None,
+    design_effect: float = 1.0, confidence_level: float = 0.95, power: float = DEFAULT_POWER,
+) -> dict[str, Any]:  # fmt: skip
+    """What one comparison can detect, from its discordance table.
+
+    Returns ``{power, confidence_level, pairs, clusters, design_effect, effective_pairs,
+    discordant_proportion, discordance_floored, minimum_detectable_effect, attainable}``;
+    ``attainable`` is False when the minimum detectable effect is None or exceeds the
+    discordant proportion. With no pairs every number is None.
+    """
+    _check(confidence_level, power, design_effect)
+    summary: dict[str, Any] = {
+        "power": float(power), "confidence_level": float(confidence_level), "pairs": pairs,
+        "clusters": pairs if clusters is None else clusters,
+        "design_effect": float(design_effect),
+    }  # fmt: skip
+    if pairs <= 0:
+        summary.update(effective_pairs=None, discordant_proportion=None, discordance_floored=False,
+                       minimum_detectable_effect=None, attainable=False)  # fmt: skip
+        return summary
+    psi, floored = observed_discordance(candidate_only, reference_only, pairs)
+    mde = minimum_detectable_effect(
+        pairs, psi, confidence_level=confidence_level, power=power, design_effect=design_effect
+    )
+    summary.update(
+        effective_pairs=pairs / design_effect,
+        discordant_proportion=psi,
+        discordance_floored=floored,
+        minimum_detectable_effect=mde,
+        attainable=mde is not None and mde <= psi,
+    )
+    return summary
+
+
+def plan(
+    effect: float, candidate_only: int, reference_only: int, pairs: int, *,
+    clusters: int | None = None, design_effect: float = 1.0, confidence_level: float = 0.95,
+    power: float = DEFAULT_POWER,
+) -> dict[str, Any]:  # fmt: skip
+    """Pairs (and clusters) a run needs to detect ``effect``, from a pilot's discordance table.
+
+    Returns ``{effect, power, confidence_level, discordant_proportion, discordance_floored,
+    design_effect, pairs_needed, clusters_needed, pilot_pairs, pilot_clusters}``;
+    ``clusters_needed`` divides by the pilot's mean cluster size (pairs per cluster);
+    ``pairs_needed`` is None when the effect exceeds the pilot's discordant proportion.
+    """
+    _check(confidence_level, power, design_effect)
+    if pairs <= 0:
+        raise InputError("SOM-STATS-PARAMETER", "a plan needs a pilot with at least one pair",
+                         "run the pilot on some examples first")  # fmt: skip
+    psi, floored = observed_discordance(candidate_only, reference_only, pairs)
+    needed = required_pairs(effect, psi, confidence_level=confidence_level, power=power,
+                            design_effect=design_effect)  # fmt: skip
+    cluster_count = pairs if clusters is None else clusters
+    per_cluster = pairs / cluster_count
+    return {
+        "effect": abs(float(effect)), "power": float(power),
+        "confidence_level": float(confidence_level), "discordant_proportion": psi,
+        "discordance_floored": floored, "design_effect": float(design_effect),
+        "pairs_needed": needed,
+        "clusters_needed": None if needed is None else math.ceil(needed / per_cluster - 1e-9),
+        "pilot_pairs": pairs, "pilot_clusters": cluster_count,
+    }  # fmt: skip

@@ -1,0 +1,106 @@
+"""Tests for pytest_sommelier.core.power: Connor's (1987) paired sample size and its inverse."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from pytest_sommelier.core import power
+from pytest_sommelier.errors import InputError
+
+Z_975 = 1.959964  # z_{0.025}, two-sided 5%
+Z_80 = 0.841621  # z_{0.20}, power 0.8
+Z_90 = 1.281552  # z_{0.10}, power 0.9
+
+
+def test_connor_by_hand_psi_02_delta_01_power_80() -> None:
+    # n = [1.959964 * sqrt(0.2) + 0.841621 * sqrt(0.2 - 0.01)]^2 / 0.01
+    #   = [0.876522 + 0.366854]^2 / 0.01 = 1.243376^2 / 0.01 = 154.60
+    by_hand = (Z_975 * math.sqrt(0.2) + Z_80 * math.sqrt(0.19)) ** 2 / 0.01
+    assert by_hand == pytest.approx(154.60, abs=0.01)
+    assert power.connor_pairs(0.1, 0.2) == pytest.approx(by_hand, rel=1e-5)
+    assert power.required_pairs(0.1, 0.2) == 155
+    assert power.required_pairs(-0.1, 0.2) == 155  # the sign of the effect does not matter
+
+
+def test_connor_by_hand_psi_03_delta_01_power_90() -> None:
+    # [1.959964 * 0.547723 + 1.281552 * 0.538516]^2 / 0.01 = [1.073517 + 0.690137]^2 / 0.01
+    by_hand = (Z_975 * math.sqrt(0.3) + Z_90 * math.sqrt(0.29)) ** 2 / 0.01
+    assert by_hand == pytest.approx(311.05, abs=0.01)
+    assert power.connor_pairs(0.1, 0.3, power=0.9) == pytest.approx(by_hand, rel=1e-5)
+    assert power.required_pairs(0.1, 0.3, power=0.9) == 312
+
+
+def test_the_design_effect_multiplies_the_pairs_needed() -> None:
+    assert power.required_pairs(0.1, 0.2, design_effect=1.5) == math.ceil(1.5 * 154.599)
+    plan = power.plan(0.1, 15, 5, 100, clusters=50, design_effect=1.5)
+    assert plan["discordant_proportion"] == 0.2
+    assert plan["pairs_needed"] == 232 and plan["clusters_needed"] == 116
+    assert plan["pilot_pairs"] == 100 and plan["pilot_clusters"] == 50
+
+
+def test_minimum_detectable_effect_inverts_connor_by_hand() -> None:
+    mde = power.minimum_detectable_effect(154.599, 0.2)
+    assert mde == pytest.approx(0.1, abs=1e-5)
+    # the same run with clusters (deff 2) counts as half the pairs
+    clustered = power.minimum_detectable_effect(2 * 154.599, 0.2, design_effect=2.0)
+    assert clustered == pytest.approx(mde, rel=1e-12)
+
+
+@given(st.floats(5, 100_000), st.floats(0.01, 1.0), st.floats(1.0, 3.0),
+       st.sampled_from([0.8, 0.9, 0.95, 0.99]), st.sampled_from([0.5, 0.8, 0.9]))  # fmt: skip
+def test_required_pairs_and_minimum_detectable_effect_are_inverse(n, psi, deff, level, pw):
+    mde = power.minimum_detectable_effect(n, psi, confidence_level=level, power=pw,
+                                          design_effect=deff)  # fmt: skip
+    assume(mde is not None and mde <= psi)
+    exact = deff * power.connor_pairs(mde, psi, confidence_level=level, power=pw)
+    assert exact == pytest.approx(n, rel=1e-9)
+    needed = power.required_pairs(mde, psi, confidence_level=level, power=pw, design_effect=deff)
+    assert needed == math.ceil(n * (1 - 1e-9))
+
+
+@given(st.integers(10, 50_000), st.floats(0.02, 1.0))
+def test_more_pairs_detect_smaller_effects_and_more_power_needs_larger_ones(n, psi) -> None:
+    small, large = (power.minimum_detectable_effect(k, psi) for k in (n, n + 1))
+    assert small is not None and large is not None and large < small
+    assert power.minimum_detectable_effect(n, psi, power=0.9) > small
+
+
+def test_what_cannot_be_detected_is_none() -> None:
+    assert power.minimum_detectable_effect(3, 0.5) is None  # sqrt(3) < 1.96: no test can reject
+    assert power.minimum_detectable_effect(0, 0.5) is None
+    assert power.required_pairs(0.3, 0.2) is None  # a difference above the discordance
+    assert power.required_pairs(0.0, 0.2) is None
+    with pytest.raises(InputError, match="impossible"):
+        power.connor_pairs(0.3, 0.2)
+    with pytest.raises(InputError, match="power"):
+        power.required_pairs(0.1, 0.2, power=1.0)
+    with pytest.raises(InputError, match="design_effect"):
+        power.minimum_detectable_effect(100, 0.2, design_effect=0.5)
+
+
+def test_power_summary_from_a_discordance_table() -> None:
+    summary = power.power_summary(10, 4, 84)
+    psi = 14 / 84
+    assert summary["discordant_proportion"] == psi and summary["discordance_floored"] is False
+    s = math.sqrt(84)
+    by_hand = math.sqrt(psi) * (s * Z_975 + Z_80 * math.sqrt(84 - Z_975**2 + Z_80**2)) / (
+        84 + Z_80**2)
+    assert summary["minimum_detectable_effect"] == pytest.approx(by_hand, rel=1e-5)
+    assert summary["attainable"] is (by_hand <= psi)
+    assert summary["effective_pairs"] == 84 and summary["clusters"] == 84
+
+
+def test_no_discordant_pair_is_floored_at_one_and_clusters_count() -> None:
+    summary = power.power_summary(0, 0, 36, clusters=18, design_effect=2.0)
+    assert summary["discordance_floored"] is True
+    assert summary["discordant_proportion"] == 1 / 36
+    assert summary["effective_pairs"] == 18
+    assert summary["minimum_detectable_effect"] == pytest.approx(
+        power.minimum_detectable_effect(18, 1 / 36), rel=1e-12)
+    assert summary["attainable"] is False  # 1 discordant pair in 36 cannot show a real effect
+    empty = power.power_summary(0, 0, 0)
+    assert empty["minimum_detectable_effect"] is None and empty["attainable"] is False
