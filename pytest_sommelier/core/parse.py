@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, NamedTuple
+
+from pytest_sommelier.core.types import Call
 
 PARSER_VERSION = "sommelier.parser.v1"
 
@@ -135,21 +137,42 @@ def _decode_first_span(text: str, start: int) -> tuple[Any, bool] | None:
     return value, repeated
 
 
-def _as_call(value: Any) -> dict[str, Any] | None:
-    """Return the plain call if ``value`` has exactly the accepted shape, else None."""
+class CallShapeError(NamedTuple):
+    """Why a value is not a call: ``field`` is ``""`` (the value itself), ``"name"`` or
+    ``"arguments"``; ``problem`` is a phrase that follows the field's name (``is not ...``)."""
+
+    field: str
+    problem: str
+
+
+def call_shape_error(value: object) -> CallShapeError | None:
+    """The one call-shape rule (rule 4): None when ``value`` is exactly ``{"name": <non-empty
+    string>, "arguments": <object>}`` (no other key), else the first thing wrong with it.
+
+    Every reader of a call applies it: the parser (model outputs), the split loader (gold calls
+    in ``target_text``), ``sommelier format`` (prepared gold calls) and the metrics (records).
+    """
+    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+        return CallShapeError("", 'is not {"name", "arguments"} (exactly these two keys)')
+    if not isinstance(value["name"], str) or not value["name"]:
+        return CallShapeError("name", "is not a non-empty string")
+    if not isinstance(value["arguments"], dict):
+        return CallShapeError("arguments", "is not an object")
+    return None
+
+
+def _as_call(value: Any) -> Call | None:
+    """Return the plain call if ``value`` is a call or a one-element array holding one."""
     if isinstance(value, list):
         if len(value) != 1:
             return None
         value = value[0]
-    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+    if call_shape_error(value) is not None:
         return None
-    name, arguments = value["name"], value["arguments"]
-    if not isinstance(name, str) or not name or not isinstance(arguments, dict):
-        return None
-    return {"name": name, "arguments": arguments}
+    return {"name": value["name"], "arguments": value["arguments"]}
 
 
-def parse_tool_call(text: str) -> tuple[dict[str, Any] | None, str]:
+def parse_tool_call(text: str) -> tuple[Call | None, str]:
     """Parse one model output: ``(call, "ok")`` or ``(None, status)`` with a failure status.
 
     Invariants: never raises for a ``str`` (TypeError otherwise); linear time; the call is

@@ -41,6 +41,7 @@ import jsonschema
 
 from pytest_sommelier.core.acceptable import call_acceptable
 from pytest_sommelier.data.atomic import write_atomic
+from pytest_sommelier.data.schema import arguments_error, parameters_error
 from pytest_sommelier.errors import InputError
 
 #: single-call categories and the programming language BFCL scores them in
@@ -485,17 +486,12 @@ def convert_row(
         if present:
             arguments[argument] = gold_value(chosen, bfcl_type, items_type)
     tool_schema = next(tool["parameters"] for tool in tools if tool["name"] == name)
-    try:
-        jsonschema.Draft202012Validator.check_schema(tool_schema)
-    except jsonschema.SchemaError as exc:
-        return skip("invalid_schema", f"converted parameters are not JSON Schema: {exc.message}")
-    errors = sorted(
-        jsonschema.Draft202012Validator(tool_schema).iter_errors(arguments),
-        key=lambda error: list(error.absolute_path),
-    )
-    if errors:
-        path = "".join(f"[{part!r}]" for part in errors[0].absolute_path)
-        return skip("gold_invalid", f"gold arguments{path}: {errors[0].message[:160]}")
+    problem = parameters_error(tool_schema)
+    if problem is not None:
+        return skip("invalid_schema", f"converted parameters are not JSON Schema: {problem}")
+    wrong = arguments_error(tool_schema, arguments)
+    if wrong is not None:
+        return skip("gold_invalid", f"gold arguments{wrong[0]}: {wrong[1][:160]}")
     required = parameters.get("required") or []
     acceptable_record = {"language": language, "required": list(required), "arguments": record}
     if not call_acceptable({"name": name, "arguments": arguments}, name, acceptable_record):
