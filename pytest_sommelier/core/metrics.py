@@ -149,7 +149,7 @@ class CallMatch(NamedTuple):
         return self.name and self.arguments
 
 
-def call_match(parsed_call: Mapping[str, Any] | None, gold_call: Mapping[str, Any]) -> CallMatch:
+def call_match(parsed_call: Call | None, gold_call: Call) -> CallMatch:
     """Compare a parsed call (None: the output did not parse) with the gold call.
 
     Invariant: ``full_call`` is exactly the ``full_call_exact_match`` component of
@@ -166,6 +166,9 @@ def call_match(parsed_call: Mapping[str, Any] | None, gold_call: Mapping[str, An
 def full_call_hit(record: Mapping[str, Any], gold_call: Mapping[str, Any] | None) -> bool:
     """Whether ``record`` (parse status and parsed call) is a full-call exact match of
     ``gold_call``: the one record-level hit test (runner, misses, drilldown, parity).
+
+    Takes any mapping: this is where an unchecked record (a stored line, a fresh parse) is
+    checked, like :func:`example_components`.
 
     The record and the gold call are checked as the metrics check them (``InvariantError`` for
     a self-contradicting record or a gold call that is not a call, None included), and the

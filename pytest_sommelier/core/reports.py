@@ -410,7 +410,7 @@ def _field(report: Mapping[str, Any], *path: str) -> Any:
     return value
 
 
-def _identity_fields(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
     """The identity fields of a report, in the order the gate checks them.
 
     Per-slice fields follow the report's own ``slice_order``; after the slice-set check both
@@ -458,7 +458,7 @@ def _first_difference(path: str, left: Any, right: Any) -> tuple[str, Any, Any] 
 
 
 def _refuse_identity(
-    candidate: Mapping[str, Any], reference: Mapping[str, Any], diff: tuple[str, Any, Any]
+    candidate: EvaluationReport, reference: EvaluationReport, diff: tuple[str, Any, Any]
 ) -> EvaluationError:
     """The identity-gate refusal naming the field and both (shortened) values."""
     path, cand_value, ref_value = diff
