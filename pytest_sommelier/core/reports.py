@@ -139,6 +139,11 @@ def _miss_block(
     return per_slice, overall
 
 
+def _unknown_slice(records_by_slice: Mapping[str, object], slices: Sequence[str]) -> str | None:
+    """The first (sorted) slice records were given for that is not in ``slices``, or None."""
+    return min(set(records_by_slice) - set(slices), default=None)
+
+
 def _slice_examples(split: FormattedSplit, lang: str) -> tuple[Example, ...]:
     """The split's examples of one configured slice (an unknown slice is an invariant error)."""
     if lang not in split.slices:
@@ -331,11 +336,11 @@ def build_evaluation_report(
     once, in ``order_records``): they are then not checked again.
     """
     slices = tuple(slices)
-    unknown = sorted(set(records_by_slice) - set(slices))
-    if unknown:
+    unknown = _unknown_slice(records_by_slice, slices)
+    if unknown is not None:
         raise InvariantError(
             "SOM-REPORT-UNKNOWN-SLICE",
-            f"records given for slice {unknown[0]!r}, which is not configured",
+            f"records given for slice {unknown!r}, which is not configured",
             "pass records only for the suite's configured slices",
         )
     scored = {
@@ -520,11 +525,11 @@ def _checked_arm_records(
     report's ``prompt_set_sha256`` (so ids, prompts and order all match the report).
     """
     arm = report.get("arm")
-    unknown = sorted(set(records_by_slice) - set(langs))
-    if unknown:
+    unknown = _unknown_slice(records_by_slice, langs)
+    if unknown is not None:
         raise InvariantError(
             "SOM-COMPARE-RECORDS",
-            f"records of arm {arm!r} given for slice {unknown[0]!r}, which is not compared",
+            f"records of arm {arm!r} given for slice {unknown!r}, which is not compared",
             "pass records only for the reports' slices",
         )
     checked: dict[str, list[ScoringRecord]] = {}

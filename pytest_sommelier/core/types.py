@@ -321,20 +321,26 @@ class MarginalGap(TypedDict):
     gaps: Deltas
 
 
-class EvaluationReport(TypedDict):
+class Conditions(TypedDict):
+    """The evaluation conditions an arm report records and a comparison's ``shared`` block
+    holds once both arms agree on them (the identity gate, ``reports.check_identity``)."""
+
+    model_identity: dict[str, Any] | None
+    config_sha256: str
+    split: str
+    test_split_sha256: str
+    parser_version: str
+    decoding: dict[str, Any]
+
+
+class EvaluationReport(Conditions):
     """``eval/<arm>/evaluation_report.json``: one arm's report (core.reports)."""
 
     schema_version: str
     run_id: str
     arm: str
     model_kind: str
-    model_identity: dict[str, Any] | None
     adapter_identity: dict[str, Any] | None
-    config_sha256: str
-    split: str
-    test_split_sha256: str
-    parser_version: str
-    decoding: dict[str, Any]
     slice_order: list[str]
     slices: dict[str, SliceBlock]
     paired_slices: dict[str, PairedSlice]
@@ -371,15 +377,9 @@ class Telemetry(TypedDict):
     determinism_selfcheck: dict[str, Any]
 
 
-class SharedBlock(TypedDict):
+class SharedBlock(Conditions):
     """``shared`` of a comparison report: what the identity gate found both arms agree on."""
 
-    model_identity: dict[str, Any] | None
-    config_sha256: str
-    split: str
-    test_split_sha256: str
-    parser_version: str
-    decoding: dict[str, Any]
     slices: list[str]
     prompt_set_sha256: dict[str, str]
     pair_set_sha256: dict[str, str]

@@ -35,6 +35,7 @@ from pytest_sommelier.core.gates import (
     IDENTICAL_METRIC,
 )
 from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.misses import json_kind
 from pytest_sommelier.core.types import (
     ArmConfig,
     ComparisonConfig,
@@ -331,21 +332,22 @@ def _toml_type_name(expected: Any) -> str:
     return names.get(str(expected), str(expected))
 
 
+_TOML_KINDS = {
+    "boolean": "a boolean",
+    "integer": "an integer",
+    "number": "a float",
+    "string": "a string",
+    "array": "an array",
+    "object": "a table",
+}
+
+
 def _toml_value_type(value: Any) -> str:
-    """Human (TOML) name of a parsed value's type."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return f"a {type(value).__name__}"
+    """Human (TOML) name of a parsed value's type (``core.misses.json_kind``, in TOML words;
+    a date or time, which JSON lacks, by its Python name)."""
+    if not isinstance(value, (bool, int, float, str, list, dict)):
+        return f"a {type(value).__name__}"
+    return _TOML_KINDS[json_kind(value)]
 
 
 def _short(message: str, limit: int = 160) -> str:
