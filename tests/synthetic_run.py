@@ -202,6 +202,5 @@ def write_synthetic_run(
         outcome,
         resolved={**identity, "run_id": run_id},
         split_path=suite.test_split,
-        generations={name: arm.records for name, arm in arm_runs.items()},
     )
     return run_dir

@@ -283,3 +283,21 @@ def test_inconsistent_records_are_invariant_errors(mutation: dict[str, Any], cod
         compute_metrics([bad])
     assert info.value.code == code
     assert "he-0042" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("mutation", "where"),
+    [
+        ({"gold_call": {"name": "", "arguments": {}}}, "gold_call.name"),
+        ({"parsed_call": {"name": "", "arguments": {}}}, "parsed_call.name"),
+        ({"parsed_call": {"name": "f", "arguments": {}, "id": 1}}, "parsed_call is not"),
+        ({"gold_call": {"name": "f", "arguments": {}, "extra": None}}, "gold_call is not"),
+    ],
+)
+def test_metrics_refuse_every_call_the_parser_refuses(mutation: dict[str, Any], where: str) -> None:
+    """One call-shape rule (core.parse.call_shape_error): no empty name, no extra key."""
+    bad = {**record('{"name": "f", "arguments": {}}', gold("f", {}), "he-0042"), **mutation}
+    with pytest.raises(InvariantError) as info:
+        compute_metrics([bad])
+    assert info.value.code == "SOM-METRIC-BAD-CALL"
+    assert where in str(info.value)

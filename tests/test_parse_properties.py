@@ -16,6 +16,7 @@ from pytest_sommelier.core.parse import (
     STATUS_NO_JSON,
     STATUS_OK,
     STATUSES,
+    call_shape_error,
     parse_tool_call,
 )
 
@@ -255,3 +256,23 @@ NEAR_CALLS = st.builds(
 @example('[{"name": "f", "arguments": {}}, ]')
 def test_agrees_with_a_naive_reference_scanner(text: str) -> None:
     assert parse_tool_call(text) == _reference(text)
+
+
+CALL_LIKE = st.dictionaries(
+    st.sampled_from(["name", "arguments", "id", "type"]),
+    st.one_of(
+        st.text(max_size=3), st.dictionaries(st.text(max_size=3), SCALARS, max_size=2), SCALARS
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(CALL_LIKE)
+def test_the_parser_accepts_exactly_what_the_call_shape_rule_accepts(value: dict) -> None:
+    """``call_shape_error`` is the parser's rule 4: the split loader, ``sommelier format`` and
+    the metrics use it too, so no reader accepts a call the parser would refuse."""
+    _, status = parse_tool_call(json.dumps(value))
+    assert (status == STATUS_OK) == (call_shape_error(value) is None)
+    _, status = parse_tool_call(json.dumps([value]))
+    assert (status == STATUS_OK) == (call_shape_error(value) is None)

@@ -9,18 +9,11 @@ from pathlib import Path
 import pytest
 from suite_factory import FAKE_REVISION, write_suite
 
+from pytest_sommelier.core.decoding import DEFAULT_DECODING, validate_decoding
+from pytest_sommelier.core.types import ArmConfig, ComparisonConfig, GateConfig, StatisticsConfig
 from pytest_sommelier.data.digests import sha256_file, sha256_tree
-from pytest_sommelier.data.suite import (
-    DEFAULT_DECODING,
-    ArmConfig,
-    ComparisonConfig,
-    GateConfig,
-    StatisticsConfig,
-    load_suite,
-    reference_kind,
-    suite_identity,
-    validate_decoding,
-)
+from pytest_sommelier.data.references import reference_kind
+from pytest_sommelier.data.suite import load_suite, suite_identity
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 

@@ -38,7 +38,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from pytest_sommelier.core.types import MetricValue, ScoringRecord
 from pytest_sommelier.errors import InvariantError
 
 METRIC_NAME = "acceptable_call_match"
@@ -98,12 +100,13 @@ def _type_check(value: Any, values: Any, expected: type, nested: type | None) ->
     """``(valid, is_variable)``: BFCL's type_checker (nested types one level deep)."""
     answer_type = _first_type(values)
     is_variable = answer_type is not None and answer_type is not expected
+    elements: Any = value  # a list when ``nested`` is set (the declared type is an array)
     if type(value) is expected:
         if nested is None:
             return True, is_variable
         for item in values:
             if isinstance(item, list) and not all(
-                _type_check(element, item, nested, None)[0] for element in value
+                _type_check(element, item, nested, None)[0] for element in elements
             ):
                 continue
             return True, is_variable
@@ -235,10 +238,11 @@ def check_acceptable(acceptable: Any, where: str) -> Mapping[str, Any]:
             "re-create the prepared file with sommelier import bfcl",
             where=where,
         )
-    return acceptable
+    checked: Mapping[str, Any] = acceptable
+    return checked
 
 
-def acceptable_component(record: Mapping[str, Any]) -> tuple[int, int]:
+def acceptable_component(record: ScoringRecord) -> tuple[int, int]:
     """``(numerator, denominator)`` of ``acceptable_call_match`` for one record.
 
     ``(0, 0)`` when the record carries no ``acceptable_arguments`` (it is not counted);
@@ -256,12 +260,12 @@ def acceptable_component(record: Mapping[str, Any]) -> tuple[int, int]:
     return int(call_acceptable(parsed, record["gold_call"]["name"], acceptable)), 1
 
 
-def carries_acceptable(records: Iterable[Mapping[str, Any]]) -> bool:
+def carries_acceptable(records: Iterable[ScoringRecord]) -> bool:
     """True when any record carries ``acceptable_arguments`` (the metric is then reported)."""
     return any(record.get("acceptable_arguments") is not None for record in records)
 
 
-def acceptable_metric(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def acceptable_metric(records: Iterable[ScoringRecord]) -> MetricValue:
     """``{value, numerator, denominator}`` of ``acceptable_call_match`` over ``records``:
     the sums of :func:`acceptable_component` (value None when the denominator is 0)."""
     numerator = denominator = 0
@@ -276,7 +280,9 @@ def acceptable_metric(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def acceptable_arrays(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+def acceptable_arrays(
+    records: Sequence[ScoringRecord],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Numerators and denominators as two int64 arrays of shape ``(len(records), 1)``: the
     column the paired bootstrap appends after the five."""
     rows = [acceptable_component(record) for record in records]

@@ -12,16 +12,61 @@ Invariants kept:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
-from pytest_sommelier.core.types import GateConfig
+from pytest_sommelier.core.types import (
+    ComparisonReport,
+    EvaluationReport,
+    GateConfig,
+    GateResult,
+    Verdict,
+    VerdictName,
+)
 
 VERDICT_SCHEMA = "sommelier.gate_verdict.v1"
-ARM_THRESHOLDS = ("min", "max")
-INTERVAL_THRESHOLDS = ("ci_lower_above", "ci_lower_at_least")
-DELTA_THRESHOLDS = ("delta_at_least",)
-ALL_THRESHOLDS = ARM_THRESHOLDS + INTERVAL_THRESHOLDS + DELTA_THRESHOLDS
+
+
+class Threshold(NamedTuple):
+    """One threshold key: what it reads, how the observation must compare with it, and the
+    signs its reason text uses when it holds and when it does not."""
+
+    reads: str  # "value" (arm gates), "interval" (the lower bound) or "delta" (the difference)
+    holds: Callable[[float, float], bool]
+    ok_sign: str
+    bad_sign: str
+
+
+THRESHOLDS: dict[str, Threshold] = {
+    "min": Threshold("value", operator.ge, ">=", "<"),
+    "max": Threshold("value", operator.le, "<=", ">"),
+    "ci_lower_above": Threshold("interval", operator.gt, ">", "<="),
+    "ci_lower_at_least": Threshold("interval", operator.ge, ">=", "<"),
+    "delta_at_least": Threshold("delta", operator.ge, ">=", "<"),
+}
+"""The one table of threshold keys (``[[gates]]`` keys, ``GateConfig`` fields, verdict
+``threshold`` keys), in the order they are reported."""
+
+
+def _keys(reads: str) -> tuple[str, ...]:
+    return tuple(key for key, rule in THRESHOLDS.items() if rule.reads == reads)
+
+
+ARM_THRESHOLDS = _keys("value")
+INTERVAL_THRESHOLDS = _keys("interval")
+DELTA_THRESHOLDS = _keys("delta")
+COMPARISON_THRESHOLDS = INTERVAL_THRESHOLDS + DELTA_THRESHOLDS
+"""The keys a comparison or gap gate takes (exactly one of them)."""
+ALL_THRESHOLDS = tuple(THRESHOLDS)
+
+
+def threshold_text(threshold: Mapping[str, float] | None) -> str:
+    """A verdict entry's thresholds as one phrase, ``max 0.9, min 0.1`` (keys sorted): how the
+    terminal, the HTML page and the JUnit cases show them."""
+    return ", ".join(f"{key} {value}" for key, value in sorted((threshold or {}).items()))
+
+
 IDENTICAL_METRIC = "identical_outputs"
 """A comparison gate on this metric reads the fraction of examples whose candidate output is
 byte-identical to the reference's, and takes ``max`` (require fewer identical outputs)."""
@@ -59,15 +104,9 @@ def _number(value: Any, label: str) -> float:
 
 def _check(value: float, key: str, threshold: float) -> tuple[bool, str]:
     """Apply one threshold; return (holds, a one-phrase description)."""
-    rules = {
-        "min": (value >= threshold, ">=", "<"),
-        "max": (value <= threshold, "<=", ">"),
-        "ci_lower_above": (value > threshold, ">", "<="),
-        "ci_lower_at_least": (value >= threshold, ">=", "<"),
-        "delta_at_least": (value >= threshold, ">=", "<"),
-    }
-    holds, ok_sign, bad_sign = rules[key]
-    return holds, f"{value!r} {ok_sign if holds else bad_sign} {threshold!r} ({key})"
+    rule = THRESHOLDS[key]
+    holds = rule.holds(value, threshold)
+    return holds, f"{value!r} {rule.ok_sign if holds else rule.bad_sign} {threshold!r} ({key})"
 
 
 def _apply(observations: Mapping[str, float], thresholds: Mapping[str, float]) -> tuple[bool, str]:
@@ -84,7 +123,7 @@ def _apply(observations: Mapping[str, float], thresholds: Mapping[str, float]) -
     return True, "; ".join(text for _, text in outcomes)
 
 
-def _arm_observation(gate: GateConfig, report: Mapping[str, Any]) -> dict[str, float]:
+def _arm_observation(gate: GateConfig, report: EvaluationReport) -> dict[str, float]:
     """Observed value of an arm gate: the metric at ``overall`` or at one slice."""
     if gate.slice == "overall":
         metric = _lookup(report, ["metrics", gate.metric], f"arm {gate.arm!r}")
@@ -93,10 +132,12 @@ def _arm_observation(gate: GateConfig, report: Mapping[str, Any]) -> dict[str, f
             report, ["slices", gate.slice, "metrics", gate.metric], f"arm {gate.arm!r}"
         )
     value = _number(_lookup(metric, ["value"], "the metric"), f"{gate.metric} of {gate.slice}")
-    return {"min": value, "max": value}
+    return dict.fromkeys(ARM_THRESHOLDS, value)
 
 
-def _interval_observation(block: Mapping[str, Any], gate: GateConfig, deltas_key: str, what: str):
+def _interval_observation(
+    block: Mapping[str, Any], gate: GateConfig, deltas_key: str, what: str
+) -> dict[str, float]:
     """Observed lower bound and point difference of a comparison or gap block.
 
     Only the numbers a threshold needs are required (a delta gate ignores a null interval).
@@ -104,9 +145,9 @@ def _interval_observation(block: Mapping[str, Any], gate: GateConfig, deltas_key
     thresholds = _thresholds(gate)
     observed: dict[str, float] = {}
     if any(key in thresholds for key in INTERVAL_THRESHOLDS):
-        lower = _lookup(block, ["ci95", "intervals", gate.metric, "lower"], what)
-        lower = _number(lower, f"the interval's lower bound for {gate.metric}")
-        observed.update({key: lower for key in INTERVAL_THRESHOLDS})
+        found = _lookup(block, ["ci95", "intervals", gate.metric, "lower"], what)
+        lower = _number(found, f"the interval's lower bound for {gate.metric}")
+        observed.update(dict.fromkeys(INTERVAL_THRESHOLDS, lower))
     if "delta_at_least" in thresholds:
         delta = _lookup(block, [deltas_key, gate.metric], what)
         observed["delta_at_least"] = _number(delta, f"the point difference of {gate.metric}")
@@ -123,12 +164,13 @@ def _identical_observation(block: Mapping[str, Any], subject: str) -> dict[str, 
 
 
 def _comparison_block(
-    gate: GateConfig, report: Mapping[str, Any], subject: str
+    gate: GateConfig, report: ComparisonReport, subject: str
 ) -> Mapping[str, Any]:
     """The overall comparison block, or one slice's ``{deltas, ci95}`` block."""
     if gate.slice == "overall":
         return report
-    return _lookup(report, ["slices", gate.slice], f"comparison {subject!r}")
+    block: Mapping[str, Any] = _lookup(report, ["slices", gate.slice], f"comparison {subject!r}")
+    return block
 
 
 def _subject(gate: GateConfig) -> str:
@@ -149,8 +191,8 @@ def _missing_reason(kind: str, subject: str, errors: Mapping[str, str]) -> str:
 def _observations(
     gate: GateConfig,
     subject: str,
-    arm_reports: Mapping[str, Mapping[str, Any]],
-    comparison_reports: Mapping[str, Mapping[str, Any]],
+    arm_reports: Mapping[str, EvaluationReport],
+    comparison_reports: Mapping[str, ComparisonReport],
     errors: Mapping[str, str],
 ) -> dict[str, float]:
     """Everything the gate's thresholds compare against (``_Unavailable`` when missing)."""
@@ -183,32 +225,35 @@ def _observed_value(gate: GateConfig, observations: Mapping[str, float]) -> floa
 
 def evaluate_gate(
     gate: GateConfig,
-    arm_reports: Mapping[str, Mapping[str, Any]],
-    comparison_reports: Mapping[str, Mapping[str, Any]],
+    arm_reports: Mapping[str, EvaluationReport],
+    comparison_reports: Mapping[str, ComparisonReport],
     errors: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> GateResult:
     """One gate's verdict entry: ``{name, kind, metric, slice, passed, observed, threshold,
     subject, reason}``. A gap gate's ``slice`` is its gap language."""
     subject = _subject(gate)
     thresholds = _thresholds(gate)
-    entry: dict[str, Any] = {
+    try:
+        observations = _observations(gate, subject, arm_reports, comparison_reports, errors or {})
+    except _Unavailable as missing:
+        passed, observed, reason = False, None, str(missing)
+    else:
+        passed, reason = _apply(observations, thresholds)
+        observed = _observed_value(gate, observations)
+    return {
         "name": gate.name,
         "kind": gate.kind,
         "metric": gate.metric,
         "slice": gate.gap if gate.kind == "gap" else gate.slice,
         "threshold": thresholds,
         "subject": subject,
+        "passed": passed,
+        "observed": observed,
+        "reason": reason,
     }
-    try:
-        observations = _observations(gate, subject, arm_reports, comparison_reports, errors or {})
-    except _Unavailable as missing:
-        return {**entry, "passed": False, "observed": None, "reason": str(missing)}
-    passed, reason = _apply(observations, thresholds)
-    observed = _observed_value(gate, observations)
-    return {**entry, "passed": passed, "observed": observed, "reason": reason}
 
 
-def verdict_of(complete: bool, results: Sequence[Mapping[str, Any]]) -> str:
+def verdict_of(complete: bool, results: Sequence[GateResult]) -> VerdictName:
     """``incomplete`` unless complete; then ``fail`` if any gate failed, else ``pass``."""
     if not complete:
         return "incomplete"
@@ -217,13 +262,13 @@ def verdict_of(complete: bool, results: Sequence[Mapping[str, Any]]) -> str:
 
 def evaluate_gates(
     gates: Sequence[GateConfig],
-    arm_reports: Mapping[str, Mapping[str, Any]],
-    comparison_reports: Mapping[str, Mapping[str, Any]],
+    arm_reports: Mapping[str, EvaluationReport],
+    comparison_reports: Mapping[str, ComparisonReport],
     *,
     complete: bool,
     run_id: str,
     errors: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> Verdict:
     """The ``gate_verdict.json`` dict: every gate evaluated in configured order, and the verdict.
 
     ``errors`` maps an arm or comparison name to why it has no report (e.g. the identity

@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_sommelier.core.canonical import canonical_json_text
-from pytest_sommelier.core.parse import STATUS_OK, STATUSES
+from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
+from pytest_sommelier.core.types import Call, Metrics, ScoringRecord
 from pytest_sommelier.errors import InvariantError
 
 METRIC_NAMES: tuple[str, ...] = (
@@ -36,6 +38,9 @@ METRIC_NAMES: tuple[str, ...] = (
     "argument_f1",
     "full_call_exact_match",
 )
+
+FULL_CALL = METRIC_NAMES.index("full_call_exact_match")
+"""The column of ``full_call_exact_match`` in components and arrays."""
 
 ROOT_PATH = "<root>"
 """The path of the single pair that empty arguments flatten to (``("<root>", "{}")``)."""
@@ -94,6 +99,24 @@ def flatten_arguments(arguments: dict[str, Any]) -> list[tuple[str, str]]:
     return pairs
 
 
+def pair_differences(
+    gold_pairs: Mapping[str, str], predicted_pairs: Mapping[str, str]
+) -> list[tuple[str, str | None, str | None]]:
+    """``(path, gold value or None, predicted value or None)`` for each path whose flattened
+    pair differs (missing, extra, or another value), sorted by path.
+
+    Takes ``dict(flatten_arguments(...))`` of both sides. The one argument-diff rule: the
+    terminal drilldown and the HTML page both show it. Invariant: empty exactly when the two
+    argument objects match exactly.
+    """
+    paths = gold_pairs.keys() | predicted_pairs.keys()
+    return [
+        (path, gold_pairs.get(path), predicted_pairs.get(path))
+        for path in sorted(paths)
+        if gold_pairs.get(path) != predicted_pairs.get(path)
+    ]
+
+
 def argument_diff_paths(
     gold_arguments: dict[str, Any], predicted_arguments: dict[str, Any] | None
 ) -> list[str]:
@@ -104,8 +127,54 @@ def argument_diff_paths(
     """
     gold = dict(flatten_arguments(gold_arguments))
     predicted = {} if predicted_arguments is None else dict(flatten_arguments(predicted_arguments))
-    paths = gold.keys() | predicted.keys()
-    return sorted(p for p in paths if gold.get(p) != predicted.get(p))
+    return [path for path, _, _ in pair_differences(gold, predicted)]
+
+
+def metric_order(names: Iterable[str]) -> list[str]:
+    """Metric names once each: the five in METRIC_NAMES order, then any other (a sixth or a
+    newer metric) sorted by name. The one ordering of reports, identity checks and pages."""
+    known = list(METRIC_NAMES)
+    return sorted(set(names), key=lambda n: (known.index(n) if n in known else len(known), n))
+
+
+class CallMatch(NamedTuple):
+    """How a parsed call agrees with the gold call: the name, the arguments (canonical JSON)."""
+
+    name: bool
+    arguments: bool
+
+    @property
+    def full_call(self) -> bool:
+        """The full-call hit rule: name and arguments both exactly the gold's."""
+        return self.name and self.arguments
+
+
+def call_match(parsed_call: Call | None, gold_call: Call) -> CallMatch:
+    """Compare a parsed call (None: the output did not parse) with the gold call.
+
+    Invariant: ``full_call`` is exactly the ``full_call_exact_match`` component of
+    :func:`example_components` (which is computed from this function).
+    """
+    if parsed_call is None:
+        return CallMatch(False, False)
+    return CallMatch(
+        parsed_call["name"] == gold_call["name"],
+        canonical_json(parsed_call["arguments"]) == canonical_json(gold_call["arguments"]),
+    )
+
+
+def full_call_hit(record: Mapping[str, Any], gold_call: Mapping[str, Any] | None) -> bool:
+    """Whether ``record`` (parse status and parsed call) is a full-call exact match of
+    ``gold_call``: the one record-level hit test (runner, misses, drilldown, parity).
+
+    Takes any mapping: this is where an unchecked record (a stored line, a fresh parse) is
+    checked, like :func:`example_components`.
+
+    The record and the gold call are checked as the metrics check them (``InvariantError`` for
+    a self-contradicting record or a gold call that is not a call, None included), and the
+    answer is ``full_call_exact_match``'s component, memoised with it.
+    """
+    return example_components({**record, "gold_call": gold_call})[FULL_CALL][0] == 1
 
 
 def _example_id(record: Mapping[str, Any]) -> str:
@@ -113,27 +182,23 @@ def _example_id(record: Mapping[str, Any]) -> str:
     return str(record.get("example_id", "<unknown>"))
 
 
-def _check_call(record: Mapping[str, Any], field: str) -> dict[str, Any]:
-    """Return ``record[field]`` after checking it is a call: str name, dict arguments."""
+def _check_call(record: Mapping[str, Any], field: str) -> Call:
+    """Return ``record[field]`` after checking it is a call (``core.parse.call_shape_error``)."""
     call = record.get(field)
-    if (
-        not isinstance(call, dict)
-        or not isinstance(call.get("name"), str)
-        or not isinstance(call.get("arguments"), dict)
-    ):
+    problem = call_shape_error(call)
+    if problem is not None:
+        path = f"{field}.{problem.field}" if problem.field else field
         raise InvariantError(
             "SOM-METRIC-BAD-CALL",
-            f"{field} is not a call with a string name and an object of arguments",
+            f"{path} {problem.problem}",
             "gold calls come from target_text and parsed calls from the parser; "
             "re-derive the record instead of editing it",
             where=f"example {_example_id(record)}",
         )
-    return call
+    return cast(Call, call)
 
 
-def _checked_calls(
-    record: Mapping[str, Any],
-) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _checked_calls(record: Mapping[str, Any]) -> tuple[Call | None, Call]:
     """Return ``(parsed_call or None, gold_call)`` after the record's consistency checks.
 
     Invariant: a known status; a parsed call exactly when the status is ``ok``; both calls
@@ -196,18 +261,19 @@ def _example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
         return ((0, 1), (0, 1), (0, 1), (0, len(gold_pairs)), (0, 1))
     predicted_pairs = flatten_arguments(parsed["arguments"])
     matched = len(set(gold_pairs) & set(predicted_pairs))
-    name_ok = int(parsed["name"] == gold["name"])
-    args_ok = int(canonical_json(parsed["arguments"]) == canonical_json(gold["arguments"]))
+    match = call_match(parsed, gold)
     return (
         (1, 1),
-        (name_ok, 1),
-        (args_ok, 1),
+        (int(match.name), 1),
+        (int(match.arguments), 1),
         (2 * matched, len(predicted_pairs) + len(gold_pairs)),
-        (name_ok & args_ok, 1),
+        (int(match.full_call), 1),
     )
 
 
-def component_arrays(records: Iterable[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+def component_arrays(
+    records: Iterable[ScoringRecord],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Numerators and denominators as two int64 arrays of shape ``(len(records), 5)``.
 
     Invariant: row ``i`` holds ``example_components(records[i])`` in METRIC_NAMES order (this is
@@ -218,21 +284,23 @@ def component_arrays(records: Iterable[Mapping[str, Any]]) -> tuple[np.ndarray, 
     return components[:, :, 0].copy(), components[:, :, 1].copy()
 
 
-def metric_values(numerators: np.ndarray, denominators: np.ndarray) -> dict[str, dict[str, Any]]:
+def metric_values(
+    numerators: npt.NDArray[np.int64], denominators: npt.NDArray[np.int64]
+) -> Metrics:
     """Metrics from summed components: ``{name: {value, numerator, denominator}}``.
 
     Takes length-5 totals in METRIC_NAMES order. Invariant: ``value`` is
     ``numerator / denominator`` as a float, or None exactly when the denominator is 0; numbers
     are plain ints and floats (JSON-safe).
     """
-    result: dict[str, dict[str, Any]] = {}
+    result: Metrics = {}
     for name, numerator, denominator in zip(METRIC_NAMES, numerators, denominators, strict=True):
         num, den = int(numerator), int(denominator)
         result[name] = {"value": num / den if den else None, "numerator": num, "denominator": den}
     return result
 
 
-def compute_metrics(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def compute_metrics(records: Iterable[ScoringRecord]) -> Metrics:
     """The five metrics over all records, each ``{value, numerator, denominator}``.
 
     Invariant: every record counts in every denominator (parse failures score 0); the result

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Final, NotRequired, TypedDict
 
-from pytest_sommelier.core.metrics import example_components
+from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.types import MissCounts, ScoringRecord
 
 MISS_CATEGORIES: tuple[str, ...] = (
     "parse_no_json",
@@ -41,7 +42,14 @@ MISS_CATEGORIES: tuple[str, ...] = (
     "wrong_type",
     "wrong_value",
 )
-LANGUAGE_FLAG = "value_language_mismatch"
+LANGUAGE_FLAG: Final = "value_language_mismatch"
+
+
+class MissFields(TypedDict):
+    """What a generation record learns when it is scored (``miss_fields``)."""
+
+    miss_category: str | None
+    value_language_mismatch: NotRequired[bool]  # translated examples only
 
 
 def json_kind(value: Any) -> str:
@@ -62,7 +70,7 @@ def json_kind(value: Any) -> str:
     return "object"
 
 
-def _aligned(gold: Any, predicted: Any) -> Iterable[tuple[Any, Any]]:
+def _aligned(gold: Any, predicted: Any) -> Iterator[tuple[Any, Any]]:
     """Pairs of values at the same path in both (objects by shared key, arrays by shared
     index), the pair itself first. Iterative, so depth never recurses."""
     pending = [(gold, predicted)]
@@ -79,13 +87,12 @@ def _type_differs(gold: dict[str, Any], predicted: dict[str, Any]) -> bool:
     return any(json_kind(g) != json_kind(p) for g, p in _aligned(gold, predicted))
 
 
-def miss_category(record: Mapping[str, Any]) -> str | None:
+def miss_category(record: ScoringRecord) -> str | None:
     """The primary miss category of one record, or None when it is a full-call exact match.
 
     The record is checked as the metrics check it (InvariantError for a self-contradicting one).
     """
-    components = example_components(record)
-    if components[-1][0] == 1:
+    if full_call_hit(record, record.get("gold_call")):
         return None
     parsed = record.get("parsed_call")
     if parsed is None:
@@ -118,7 +125,7 @@ def script_of(text: str) -> str | None:
     return min(script for script, count in counts.items() if count == best)
 
 
-def value_language_mismatch(record: Mapping[str, Any]) -> bool:
+def value_language_mismatch(record: ScoringRecord) -> bool:
     """True when some string value of the parsed call is in another script than the gold
     string at the same path (both having letters). False for parse failures and hits."""
     parsed = record.get("parsed_call")
@@ -132,17 +139,17 @@ def value_language_mismatch(record: Mapping[str, Any]) -> bool:
     return False
 
 
-def miss_fields(record: Mapping[str, Any], *, translated: bool) -> dict[str, Any]:
+def miss_fields(record: ScoringRecord, *, translated: bool) -> MissFields:
     """The fields a generation record carries: ``miss_category`` (None for a hit) and, for a
-    translated example's miss, ``value_language_mismatch``."""
+    translated example, ``value_language_mismatch`` (false for a hit)."""
     category = miss_category(record)
-    fields: dict[str, Any] = {"miss_category": category}
+    fields: MissFields = {"miss_category": category}
     if translated:
         fields[LANGUAGE_FLAG] = category is not None and value_language_mismatch(record)
     return fields
 
 
-def miss_counts(records: Iterable[Mapping[str, Any]], *, translated: bool) -> dict[str, Any]:
+def miss_counts(records: Iterable[ScoringRecord], *, translated: bool) -> MissCounts:
     """``{misses, categories: {category: count, every category listed}, value_language_mismatch
     (translated slices only)}``. Invariant: ``sum(categories.values()) == misses``."""
     categories = dict.fromkeys(MISS_CATEGORIES, 0)
@@ -155,7 +162,7 @@ def miss_counts(records: Iterable[Mapping[str, Any]], *, translated: bool) -> di
         misses += 1
         categories[fields["miss_category"]] += 1
         flagged += int(fields.get(LANGUAGE_FLAG, False))
-    result: dict[str, Any] = {"misses": misses, "categories": categories}
+    result: MissCounts = {"misses": misses, "categories": categories}
     if translated:
         result[LANGUAGE_FLAG] = flagged
     return result

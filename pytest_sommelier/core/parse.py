@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, NamedTuple
+
+from pytest_sommelier.core.types import Call
 
 PARSER_VERSION = "sommelier.parser.v1"
 
@@ -156,23 +158,48 @@ def _checked_key(arguments_key: str) -> str:
     return arguments_key
 
 
-def _as_call(value: Any, arguments_key: str = DEFAULT_ARGUMENTS_KEY) -> dict[str, Any] | None:
-    """Return the plain call if ``value`` has exactly the accepted shape, else None."""
+class CallShapeError(NamedTuple):
+    """Why a value is not a call: ``field`` is ``""`` (the value itself), ``"name"`` or the
+    arguments key; ``problem`` is a phrase that follows the field's name (``is not ...``)."""
+
+    field: str
+    problem: str
+
+
+def call_shape_error(
+    value: object, arguments_key: str = DEFAULT_ARGUMENTS_KEY
+) -> CallShapeError | None:
+    """The one call-shape rule (rule 4): None when ``value`` is exactly ``{"name": <non-empty
+    string>, <arguments_key>: <object>}`` (no other key), else the first thing wrong with it.
+
+    Every reader of a call applies it: the parser (model outputs, with the suite's
+    ``arguments_key``), the split loader (gold calls in ``target_text``), ``sommelier format``
+    (prepared gold calls) and the metrics (records, always ``arguments``).
+    """
+    if not isinstance(value, dict) or set(value) != {"name", arguments_key}:
+        return CallShapeError("", f'is not {{"name", "{arguments_key}"}} (exactly these two keys)')
+    if not isinstance(value["name"], str) or not value["name"]:
+        return CallShapeError("name", "is not a non-empty string")
+    if not isinstance(value[arguments_key], dict):
+        return CallShapeError(arguments_key, "is not an object")
+    return None
+
+
+def _as_call(value: Any, arguments_key: str = DEFAULT_ARGUMENTS_KEY) -> Call | None:
+    """Return the plain call (always ``{"name", "arguments"}``) if ``value`` is a call under
+    ``arguments_key`` or a one-element array holding one."""
     if isinstance(value, list):
         if len(value) != 1:
             return None
         value = value[0]
-    if not isinstance(value, dict) or set(value) != {"name", arguments_key}:
+    if call_shape_error(value, arguments_key) is not None:
         return None
-    name, arguments = value["name"], value[arguments_key]
-    if not isinstance(name, str) or not name or not isinstance(arguments, dict):
-        return None
-    return {"name": name, "arguments": arguments}
+    return {"name": value["name"], "arguments": value[arguments_key]}
 
 
 def parse_tool_call(
     text: str, *, arguments_key: str = DEFAULT_ARGUMENTS_KEY
-) -> tuple[dict[str, Any] | None, str]:
+) -> tuple[Call | None, str]:
     """Parse one model output: ``(call, "ok")`` or ``(None, status)`` with a failure status.
 
     Invariants: never raises for a ``str`` (TypeError otherwise; ValueError for an

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pytest_sommelier.core.canonical import sha256_json, sha256_text
 from pytest_sommelier.core.gates import evaluate_gates
-from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
+from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, miss_fields
 from pytest_sommelier.core.parse import PARSER_VERSION, parse_tool_call
 from pytest_sommelier.core.reports import (
@@ -27,16 +27,23 @@ from pytest_sommelier.core.reports import (
 )
 from pytest_sommelier.core.types import (
     ComparisonConfig,
+    ComparisonReport,
+    EvaluationReport,
     Example,
     FormattedSplit,
     GenerationRecord,
     ScoringRecord,
     Suite,
+    Telemetry,
+    TelemetrySlice,
     Timing,
+    Verdict,
 )
 from pytest_sommelier.errors import EvaluationError, InvariantError
 
-FULL_CALL = METRIC_NAMES.index("full_call_exact_match")
+Generations = dict[str, list[GenerationRecord]]
+"""One arm's generation records per slice, in split order."""
+
 STORED_CONDITIONS = (
     "run_id",
     "config_sha256",
@@ -54,27 +61,30 @@ class ArmRun:
 
     name: str
     model_kind: str
-    model_identity: dict
-    adapter_identity: dict | None
-    records: dict[str, list[GenerationRecord]]  # slice -> generation records in split order
+    model_identity: dict[str, Any] | None
+    adapter_identity: dict[str, Any] | None
+    records: Generations  # slice -> generation records in split order
     timings: list[Timing] = field(default_factory=list)  # one per generated record
-    stored_report: dict | None = None  # a baseline arm's report from an earlier run
-    stored_telemetry: dict | None = None
+    stored_report: EvaluationReport | None = None  # a baseline arm's report from an earlier run
+    stored_telemetry: Telemetry | None = None
 
 
 @dataclass
 class RunOutcome:
-    """The derived artifacts of one run of one suite."""
+    """The derived artifacts of one run of one suite: what ``data.artifacts.write_outcome``
+    writes (``generations`` are the arms' generation records with their miss fields, as
+    ``generations.<slice>.jsonl`` holds them) and what the terminal summary shows."""
 
     run_id: str
     complete: bool
-    arm_reports: dict[str, dict]
-    telemetry: dict[str, dict]
-    comparison_reports: dict[str, dict]
+    arm_reports: dict[str, EvaluationReport]
+    telemetry: dict[str, Telemetry]
+    comparison_reports: dict[str, ComparisonReport]
     comparison_errors: dict[str, str]
-    verdict: dict | None
+    verdict: Verdict | None
     records: dict[str, dict[str, list[ScoringRecord]]]  # arm -> slice -> scoring records
     missing: dict[str, int]  # arm -> examples not scored
+    generations: dict[str, Generations] = field(default_factory=dict)  # arm -> slice -> records
 
 
 def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any]) -> str:
@@ -104,7 +114,7 @@ def order_records(
     records: Iterable[Mapping[str, Any]],
     *,
     decoding: Mapping[str, Any] | None = None,
-) -> dict[str, list[dict]]:
+) -> Generations:
     """Check each generation record against the split and return them per slice in split
     order (``reports.order_slice_records`` per slice). Raises InvariantError, naming the arm,
     on a record of an unconfigured slice, an unknown example, a prompt digest mismatch, a
@@ -123,8 +133,10 @@ def order_records(
             )
         grouped[language].append(record)
     try:
-        return {
-            language: order_slice_records(split, language, rows, expected)
+        return {  # checked: from here on they are generation records
+            language: cast(
+                list[GenerationRecord], order_slice_records(split, language, rows, expected)
+            )
             for language, rows in grouped.items()
         }
     except InvariantError as error:
@@ -160,38 +172,39 @@ def generation_record(
     }
 
 
-def is_exact(record: GenerationRecord, gold_call: Mapping[str, Any]) -> bool:
-    """Whether the record's call is the gold call exactly (``full_call_exact_match`` = 1)."""
-    return example_components({**record, "gold_call": gold_call})[FULL_CALL][0] == 1
+def rescored(
+    records: Sequence[GenerationRecord], split: FormattedSplit
+) -> tuple[list[GenerationRecord], list[ScoringRecord]]:
+    """``(generation records, scoring records)`` of ``records``, new dicts; the records given
+    are left as they are.
 
-
-def rescored(records: list[dict], split: FormattedSplit) -> list[dict]:
-    """Scoring records: the parse re-derived from ``raw_text`` plus the example's gold call
-    (and its ``acceptable_arguments`` when it has them).
-
-    Each generation record given also gets its ``miss_category`` (and, in a non-reference
-    slice, ``value_language_mismatch``): the one place a record learns its category, so the
-    written ``generations.<slice>.jsonl`` and the drilldown agree (core.misses)."""
+    A scoring record is the record with its parse re-derived from ``raw_text``, the example's
+    gold call (and its ``acceptable_arguments`` when it has them). Both get the record's
+    ``miss_category`` (and, in a non-reference slice, ``value_language_mismatch``; a stale flag
+    is dropped): the one place a record learns its category, so the written
+    ``generations.<slice>.jsonl`` (the generation records returned here) and the drilldown
+    agree (core.misses)."""
     by_id = {example.example_id: example for example in split.examples}
     reference = next(iter(split.slices), None)
-    out = []
+    generations: list[GenerationRecord] = []
+    scoring_records: list[ScoringRecord] = []
     for record in records:
         example = by_id[record["example_id"]]
         parsed_call, status = parse_tool_call(record["raw_text"])
-        scoring = {
-            **record,
-            "parsed_call": parsed_call,
-            "parse_status": status,
-            "gold_call": example.gold_call,
-        }
+        kept: GenerationRecord = {**record}
+        kept.pop(LANGUAGE_FLAG, None)
+        reparsed = {"parsed_call": parsed_call, "parse_status": status}
+        scoring = cast(ScoringRecord, {**kept, **reparsed, "gold_call": example.gold_call})
         if example.acceptable_arguments is not None:
             scoring["acceptable_arguments"] = example.acceptable_arguments
         fields = miss_fields(scoring, translated=example.language != reference)
-        record.pop(LANGUAGE_FLAG, None)
-        record.update(fields)
-        scoring.update(fields)
-        out.append(scoring)
-    return out
+        for target in (kept, scoring):
+            target["miss_category"] = fields["miss_category"]
+            if LANGUAGE_FLAG in fields:
+                target[LANGUAGE_FLAG] = fields[LANGUAGE_FLAG]
+        generations.append(kept)
+        scoring_records.append(scoring)
+    return generations, scoring_records
 
 
 def concurrency_of(timings: Sequence[Timing]) -> int:
@@ -204,11 +217,11 @@ def concurrency_of(timings: Sequence[Timing]) -> int:
     return max((t["processes"] for t in timings), default=1)
 
 
-def telemetry_for(arm: ArmRun, suite: Suite) -> dict:
+def telemetry_for(arm: ArmRun, suite: Suite) -> Telemetry:
     """inference_telemetry.json for one arm from its per-record timings."""
     if arm.stored_telemetry is not None:
         return arm.stored_telemetry
-    slices: dict[str, dict] = {}
+    slices: dict[str, TelemetrySlice] = {}
     for language in suite.slices:
         rows = [t for t in arm.timings if t["language"] == language]
         timed = [t for t in rows if not t["cached"]]
@@ -264,10 +277,11 @@ def comparisons_to_run(suite: Suite) -> list[ComparisonConfig]:
 class ArmReports:
     """Every arm's scoring records, report, telemetry and count of unscored examples."""
 
-    scoring: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
-    reports: dict[str, dict] = field(default_factory=dict)
-    telemetry: dict[str, dict] = field(default_factory=dict)
+    scoring: dict[str, dict[str, list[ScoringRecord]]] = field(default_factory=dict)
+    reports: dict[str, EvaluationReport] = field(default_factory=dict)
+    telemetry: dict[str, Telemetry] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)
+    generations: dict[str, Generations] = field(default_factory=dict)
 
 
 def build_arm_reports(
@@ -278,7 +292,9 @@ def build_arm_reports(
     keeps the conditions of its stored report so the identity gate judges them."""
     built = ArmReports()
     for name, arm in arms.items():
-        ordered = {language: rescored(records, split) for language, records in arm.records.items()}
+        both = {language: rescored(records, split) for language, records in arm.records.items()}
+        built.generations[name] = {language: pair[0] for language, pair in both.items()}
+        ordered = {language: pair[1] for language, pair in both.items()}
         built.scoring[name] = ordered
         built.missing[name] = sum(
             len(split.slices[language]) - len(ordered.get(language, []))
@@ -305,7 +321,8 @@ def build_arm_reports(
             ordered=True,
         )
         if stored is not None:
-            report.update({key: stored[key] for key in STORED_CONDITIONS if key in stored})
+            conditions = {key: value for key, value in stored.items() if key in STORED_CONDITIONS}
+            report = cast(EvaluationReport, {**report, **conditions})
         built.reports[name] = report
         built.telemetry[name] = telemetry_for(arm, suite)
     return built
@@ -313,10 +330,10 @@ def build_arm_reports(
 
 def build_comparisons(
     suite: Suite, arms: ArmReports
-) -> tuple[dict[str, dict], dict[str, str]]:
+) -> tuple[dict[str, ComparisonReport], dict[str, str]]:
     """Every comparison to run (``comparisons_to_run``): its report, or why it was refused
     (an arm not run, or the identity gate's one-line error)."""
-    reports: dict[str, dict] = {}
+    reports: dict[str, ComparisonReport] = {}
     errors: dict[str, str] = {}
     for comparison in comparisons_to_run(suite):
         name = comparison.name
@@ -388,6 +405,7 @@ def evaluate_run(
         verdict=verdict,
         records=built.scoring,
         missing=built.missing,
+        generations=built.generations,
     )
 
 
@@ -402,7 +420,6 @@ __all__ = [
     "config_sha256",
     "evaluate_run",
     "generation_record",
-    "is_exact",
     "order_records",
     "rescored",
     "telemetry_for",

@@ -7,19 +7,29 @@ matched-pair language gaps are never shown in the same table as marginal full-sl
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from os import PathLike
 from typing import Any
 
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
+from pytest_sommelier.core.gates import threshold_text
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     argument_diff_paths,
     canonical_json,
-    example_components,
+    full_call_hit,
 )
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.parse import STATUS_OK
+from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.reports import adapter_had_no_effect
+from pytest_sommelier.core.types import (
+    Call,
+    ComparisonReport,
+    EvaluationReport,
+    GenerationRecord,
+    Verdict,
+)
 
 SHORT = {
     "valid_json_rate": "valid_json",
@@ -38,22 +48,24 @@ def fmt(value: float | None, signed: bool = False) -> str:
 
 
 def fmt_interval(interval: Mapping[str, Any] | None) -> str:
+    """An interval ``[lower, upper]`` with signed three-decimal bounds; ``n/a`` for none."""
     if not interval:
         return "n/a"
     return f"[{fmt(interval.get('lower'), True)}, {fmt(interval.get('upper'), True)}]"
 
 
 def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
-    rows = list(rows)
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
+    """Left-aligned columns as wide as their widest cell, two spaces apart."""
+    table = list(rows)
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *table, strict=True)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
     out = [line.rstrip()]
-    for row in rows:
+    for row in table:
         out.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     return out
 
 
-def metrics_lines(arm_reports: Mapping[str, dict]) -> list[str]:
+def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
     """One row per arm and slice (and overall): the five metrics and the example count."""
     header = ["arm", "slice", *[SHORT[m] for m in METRIC_NAMES], "n"]
     rows = []
@@ -66,7 +78,7 @@ def metrics_lines(arm_reports: Mapping[str, dict]) -> list[str]:
     return _table(header, rows)
 
 
-def acceptable_lines(arm_reports: Mapping[str, dict]) -> list[str]:
+def acceptable_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
     """``acceptable_call_match`` per arm and slice, apart from the five (none when no arm
     reports it): value and numerator/denominator."""
     rows = []
@@ -86,7 +98,7 @@ def acceptable_lines(arm_reports: Mapping[str, dict]) -> list[str]:
     ]
 
 
-def miss_category_lines(arm_reports: Mapping[str, dict]) -> list[str]:
+def miss_category_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
     """The misses of each arm and slice by category (core.misses), nonzero categories only."""
     rows = []
     for arm, report in arm_reports.items():
@@ -107,7 +119,7 @@ def miss_category_lines(arm_reports: Mapping[str, dict]) -> list[str]:
 
 
 def comparison_lines(
-    comparison_reports: Mapping[str, dict], errors: Mapping[str, str]
+    comparison_reports: Mapping[str, ComparisonReport], errors: Mapping[str, str]
 ) -> list[str]:
     """Deltas with paired-bootstrap intervals, overall and per slice, for each comparison."""
     lines: list[str] = []
@@ -142,16 +154,15 @@ def comparison_lines(
 
 
 def no_effect_lines(
-    comparison_reports: Mapping[str, dict], arm_reports: Mapping[str, dict]
+    comparison_reports: Mapping[str, ComparisonReport],
+    arm_reports: Mapping[str, EvaluationReport],
 ) -> list[str]:
     """One prominent line per adapter-vs-base comparison whose outputs are (almost) all
     byte-identical to the base's (``reports.adapter_had_no_effect``)."""
     lines = []
     for name, report in comparison_reports.items():
-        kinds = [
-            (arm_reports.get(report.get(side)) or {}).get("model_kind")
-            for side in ("candidate", "reference")
-        ]
+        sides = (arm_reports.get(report["candidate"]), arm_reports.get(report["reference"]))
+        kinds = [arm["model_kind"] if arm else None for arm in sides]
         if adapter_had_no_effect(report, *kinds):
             lines.append(
                 f"adapter had no effect on {report['identical_outputs']} of "
@@ -161,14 +172,17 @@ def no_effect_lines(
     return lines
 
 
-def _delta_cell(report: Mapping[str, Any], lang: str | None, metric: str) -> str:
-    block = report if lang is None else report["slices"][lang]
+def _delta_cell(report: ComparisonReport, lang: str | None, metric: str) -> str:
+    """A delta with its interval, overall (``lang`` None) or in one slice."""
+    block: Mapping[str, Any] = report if lang is None else report["slices"][lang]
     delta = block["deltas"].get(metric)
     interval = block["ci95"]["intervals"].get(metric)
     return f"{fmt(delta, True)} {fmt_interval(interval)}"
 
 
-def gap_lines(arm_reports: Mapping[str, dict], metric: str = "full_call_exact_match") -> list[str]:
+def gap_lines(
+    arm_reports: Mapping[str, EvaluationReport], metric: str = "full_call_exact_match"
+) -> list[str]:
     """Matched-pair language gaps (target - reference) with intervals, one row per arm/slice."""
     rows = []
     for arm, report in arm_reports.items():
@@ -188,14 +202,14 @@ def gap_lines(arm_reports: Mapping[str, dict], metric: str = "full_call_exact_ma
     return _table(["arm", "gap", "pairs", "coverage", SHORT[metric], "interval"], rows)
 
 
-def gate_lines(verdict: Mapping[str, Any] | None) -> list[str]:
+def gate_lines(verdict: Verdict | None) -> list[str]:
     """Each gate with its observed value and threshold, then the verdict."""
     if verdict is None:
         return ["gates: off (--sommelier-gates=off)"]
     lines = []
     for gate in verdict["gates"]:
         status = "PASS" if gate["passed"] else "FAIL"
-        threshold = ", ".join(f"{k} {v}" for k, v in sorted(gate["threshold"].items()))
+        threshold = threshold_text(gate["threshold"])
         where = f"{gate.get('subject', '')} {gate['metric']} [{gate['slice']}]".strip()
         line = f"{status} {gate['name']}: {where} observed {fmt(gate['observed'])} ({threshold})"
         if not gate["passed"] and gate.get("reason"):
@@ -205,7 +219,7 @@ def gate_lines(verdict: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
-def describe_miss(record: Mapping[str, Any], gold_call: Mapping[str, Any]) -> str:
+def describe_miss(record: GenerationRecord, gold_call: Call) -> str:
     """A few lines explaining a miss: the gold call, the parsed call (or the raw text when it
     did not parse), and the argument paths that differ."""
     lines = [f"{record['arm']}::{record['language']}::{record['example_id']}"]
@@ -213,8 +227,8 @@ def describe_miss(record: Mapping[str, Any], gold_call: Mapping[str, Any]) -> st
         flag = " (value_language_mismatch)" if record.get(LANGUAGE_FLAG) else ""
         lines.append(f"  category: {record['miss_category']}{flag}")
     lines.append(f"  gold:   {canonical_json(gold_call)}")
-    if record["parse_status"] == STATUS_OK:
-        parsed = record["parsed_call"]
+    parsed = record["parsed_call"]
+    if record["parse_status"] == STATUS_OK and parsed is not None:
         lines.append(f"  parsed: {canonical_json(parsed)}")
         if parsed["name"] != gold_call["name"]:
             lines.append(f"  name differs: {parsed['name']!r} != {gold_call['name']!r}")
@@ -232,12 +246,13 @@ def describe_miss(record: Mapping[str, Any], gold_call: Mapping[str, Any]) -> st
 
 
 def _md_table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
+    """A Markdown table."""
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out.extend("| " + " | ".join(row) + " |" for row in rows)
     return out
 
 
-def _acceptable_markdown(report: Mapping[str, Any]) -> list[str]:
+def _acceptable_markdown(report: ComparisonReport) -> list[str]:
     """The sixth metric's deltas and intervals, apart from the five (none when absent)."""
     if ACCEPTABLE not in report["deltas"]:
         return []
@@ -254,12 +269,18 @@ def _acceptable_markdown(report: Mapping[str, Any]) -> list[str]:
             fmt(block["deltas"].get(ACCEPTABLE), True),
             fmt_interval(block["ci95"]["intervals"].get(ACCEPTABLE)),
         ]
-        for lang, block in [(None, report), *report.get("slices", {}).items()]
+        for lang, block in _comparison_blocks(report)
     ]
     return lines + _md_table(["slice", "delta", "interval"], rows)
 
 
-def _misses_markdown(report: Mapping[str, Any]) -> list[str]:
+def _comparison_blocks(report: ComparisonReport) -> list[tuple[str | None, Mapping[str, Any]]]:
+    """``(None, the overall block)``, then ``(lang, slice block)`` per slice: each has
+    ``deltas`` and ``ci95``."""
+    return [(None, report), *report.get("slices", {}).items()]
+
+
+def _misses_markdown(report: ComparisonReport) -> list[str]:
     """Misses by category per arm and slice (the comparison report's ``misses`` block)."""
     misses = report.get("misses")
     if not misses:
@@ -267,6 +288,8 @@ def _misses_markdown(report: Mapping[str, Any]) -> list[str]:
     rows = []
     for arm, block in misses.items():
         for name, counts in [*block["slices"].items(), ("overall", block["overall"])]:
+            if counts is None:
+                continue
             cells = [f"{k} {v}" for k, v in counts["categories"].items() if v]
             if counts.get(LANGUAGE_FLAG):
                 cells.append(f"({LANGUAGE_FLAG} {counts[LANGUAGE_FLAG]})")
@@ -275,7 +298,7 @@ def _misses_markdown(report: Mapping[str, Any]) -> list[str]:
     return ["", "## Misses by category", "", *table]
 
 
-def comparison_markdown(report: Mapping[str, Any]) -> str:
+def comparison_markdown(report: ComparisonReport) -> str:
     """The Markdown twin of a comparison report; matched-pair and marginal gaps in separate
     tables, the marginal one labelled descriptive."""
     ci = report["ci95"]
@@ -290,7 +313,7 @@ def comparison_markdown(report: Mapping[str, Any]) -> str:
     ]
     header = ["slice", "metric", "delta", "interval"]
     rows = []
-    for lang, block in [(None, report), *report.get("slices", {}).items()]:
+    for lang, block in _comparison_blocks(report):
         for metric in METRIC_NAMES:
             rows.append(
                 [
@@ -378,7 +401,7 @@ Line = tuple[str, dict[str, bool]]
 
 
 def run_summary_lines(
-    outcome: Any, run_dir: Any, errored_items: int, misses_wanted: int
+    outcome: RunOutcome, run_dir: str | PathLike[str] | None, errored_items: int, misses_wanted: int
 ) -> list[Line]:
     """Every line of one suite's terminal summary after its run was evaluated (a
     ``pipeline.RunOutcome``): run folder, completeness, metrics, comparisons, language gaps,
@@ -427,10 +450,9 @@ def run_summary_lines(
     return lines
 
 
-def miss_lines(outcome: Any, wanted: int) -> list[str]:
+def miss_lines(outcome: RunOutcome, wanted: int) -> list[str]:
     """The miss drilldown: adapter arms first (a drilldown is usually about what the candidate
     got wrong), then the first ``wanted`` non-exact records, each with gold, parse and paths."""
-    full = METRIC_NAMES.index("full_call_exact_match")
     arms = sorted(
         outcome.records,
         key=lambda arm: outcome.arm_reports[arm].get("model_kind") != "adapter",
@@ -440,7 +462,7 @@ def miss_lines(outcome: Any, wanted: int) -> list[str]:
         for arm in arms
         for records in outcome.records[arm].values()
         for record in records
-        if example_components(record)[full][0] == 0
+        if not full_call_hit(record, record["gold_call"])
     ]
     if not misses or wanted <= 0:
         return []

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -32,7 +32,12 @@ from pytest_sommelier.core.acceptable import (
     acceptable_metric,
     carries_acceptable,
 )
-from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays, compute_metrics
+from pytest_sommelier.core.metrics import (
+    METRIC_NAMES,
+    component_arrays,
+    compute_metrics,
+    metric_order,
+)
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, MISS_CATEGORIES, miss_counts
 from pytest_sommelier.core.stats import (
     check_paired_records,
@@ -41,7 +46,26 @@ from pytest_sommelier.core.stats import (
     paired_bootstrap,
     paired_bootstrap_arrays,
 )
-from pytest_sommelier.core.types import Example, FormattedSplit, StatisticsConfig
+from pytest_sommelier.core.types import (
+    ArmEfficiency,
+    ComparisonReport,
+    Deltas,
+    Efficiency,
+    EvaluationReport,
+    Example,
+    FormattedSplit,
+    IntervalBlock,
+    MarginalGap,
+    Metrics,
+    MetricValue,
+    MissCounts,
+    PairedSlice,
+    ScoringRecord,
+    SharedBlock,
+    SliceBlock,
+    StatisticsConfig,
+    Telemetry,
+)
 from pytest_sommelier.errors import EvaluationError, InvariantError
 
 EVALUATION_SCHEMA = "sommelier.evaluation_report.v1"
@@ -57,13 +81,14 @@ or on more than this fraction of them, is flagged in the terminal ("adapter had 
 _MISSING = object()
 _SHORT = 40
 
-Records = Sequence[Mapping[str, Any]]
+Records = Sequence[ScoringRecord]
+Row = TypeVar("Row", bound=Mapping[str, Any])
 
 
 # --- helpers -------------------------------------------------------------------------------
 
 
-def metric_difference(target: Mapping[str, Any], reference: Mapping[str, Any]) -> float | None:
+def metric_difference(target: MetricValue, reference: MetricValue) -> float | None:
     """``target - reference`` for two ``{value, numerator, denominator}`` metric values.
 
     Exact rational difference rounded once to float; None when either denominator is 0.
@@ -76,16 +101,14 @@ def metric_difference(target: Mapping[str, Any], reference: Mapping[str, Any]) -
     return float(exact)
 
 
-def metric_gaps(
-    target: Mapping[str, Mapping[str, Any]], reference: Mapping[str, Mapping[str, Any]]
-) -> dict[str, float | None]:
+def metric_gaps(target: Metrics, reference: Metrics) -> Deltas:
     """Per-metric ``target - reference`` over two ``<metrics>`` blocks, in METRIC_NAMES order,
     then ``acceptable_call_match`` when both blocks have it."""
     names = [*METRIC_NAMES, *[n for n in (ACCEPTABLE,) if n in target and n in reference]]
     return {name: metric_difference(target[name], reference[name]) for name in names}
 
 
-def _metrics(records: Records, acceptable: bool) -> dict[str, Any]:
+def _metrics(records: Records, acceptable: bool) -> Metrics:
     """The five metrics, plus ``acceptable_call_match`` (apart, after them) when the arm's
     examples carry acceptable values (core.acceptable)."""
     metrics = compute_metrics(records)
@@ -94,13 +117,15 @@ def _metrics(records: Records, acceptable: bool) -> dict[str, Any]:
     return metrics
 
 
-def _miss_block(scored: Mapping[str, Records], slices: Sequence[str]) -> dict[str, Any]:
+def _miss_block(
+    scored: Mapping[str, Records], slices: Sequence[str]
+) -> tuple[dict[str, MissCounts], MissCounts]:
     """``misses`` per slice (core.misses; the reference slice is not translated) and overall:
     the slices' counts summed. Invariant: category counts sum to the misses."""
     per_slice = {
         lang: miss_counts(scored[lang], translated=index > 0) for index, lang in enumerate(slices)
     }
-    overall: dict[str, Any] = {
+    overall: MissCounts = {
         "misses": sum(block["misses"] for block in per_slice.values()),
         "categories": {
             name: sum(block["categories"][name] for block in per_slice.values())
@@ -108,8 +133,15 @@ def _miss_block(scored: Mapping[str, Records], slices: Sequence[str]) -> dict[st
         },
     }
     if len(slices) > 1:
-        overall[LANGUAGE_FLAG] = sum(block[LANGUAGE_FLAG] for block in list(per_slice.values())[1:])
-    return {"slices": per_slice, "overall": overall}
+        overall[LANGUAGE_FLAG] = sum(
+            block.get(LANGUAGE_FLAG, 0) for block in list(per_slice.values())[1:]
+        )
+    return per_slice, overall
+
+
+def _unknown_slice(records_by_slice: Mapping[str, object], slices: Sequence[str]) -> str | None:
+    """The first (sorted) slice records were given for that is not in ``slices``, or None."""
+    return min(set(records_by_slice) - set(slices), default=None)
 
 
 def _slice_examples(split: FormattedSplit, lang: str) -> tuple[Example, ...]:
@@ -126,9 +158,9 @@ def _slice_examples(split: FormattedSplit, lang: str) -> tuple[Example, ...]:
 def order_slice_records(
     split: FormattedSplit,
     lang: str,
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[Row],
     decoding: Mapping[str, Any],
-) -> list[dict[str, Any]]:
+) -> list[Row]:
     """Check one slice's scoring records against the split and return them in split order.
 
     Each record must name an example of slice ``lang`` once (an ``example_id`` that is not a
@@ -138,7 +170,7 @@ def order_slice_records(
     """
     examples = _slice_examples(split, lang)
     position = {example.example_id: i for i, example in enumerate(examples)}
-    placed: dict[int, dict[str, Any]] = {}
+    placed: dict[int, Row] = {}
     for record in records:
         example_id = record.get("example_id")
         where = f"slice {lang}, example {example_id}"
@@ -158,7 +190,7 @@ def order_slice_records(
                 where=where,
             )
         _check_record_fields(record, examples[index], lang, decoding, where)
-        placed[index] = dict(record)
+        placed[index] = cast(Row, dict(record))
     return [placed[i] for i in sorted(placed)]
 
 
@@ -196,7 +228,7 @@ def _same(left: Any, right: Any) -> bool:
     try:
         return canonical.canonical_json_text(left) == canonical.canonical_json_text(right)
     except (TypeError, ValueError):
-        return left == right
+        return bool(left == right)
 
 
 def _short(value: Any) -> str:
@@ -215,9 +247,9 @@ def _paired_slice(
     arm: str,
     reference_slice: str,
     lang: str,
-    scored: Mapping[str, list[dict[str, Any]]],
+    scored: Mapping[str, Records],
     statistics: StatisticsConfig,
-) -> dict[str, Any]:
+) -> PairedSlice:
     """The matched-cohort block of one target slice (``paired_slices.<lang>``).
 
     The cohort is ``split.pairs[lang]`` restricted to pairs whose root and target were both
@@ -262,8 +294,8 @@ def _paired_slice(
 
 
 def _marginal_gap(
-    reference_slice: str, lang: str, slice_blocks: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Any]:
+    reference_slice: str, lang: str, slice_blocks: Mapping[str, SliceBlock]
+) -> MarginalGap:
     """The descriptive full-slice gap of one target slice (``language_gaps.<lang>``)."""
     return {
         "cohort": MARGINAL_COHORT,
@@ -281,19 +313,19 @@ def build_evaluation_report(
     run_id: str,
     arm: str,
     model_kind: str,
-    model_identity: Any,
-    adapter_identity: Any,
+    model_identity: dict[str, Any] | None,
+    adapter_identity: dict[str, Any] | None,
     config_sha256: str,
     split: FormattedSplit,
     slices: Sequence[str],
     parser_version: str,
     decoding: Mapping[str, Any],
-    records_by_slice: Mapping[str, Iterable[Mapping[str, Any]]],
+    records_by_slice: Mapping[str, Iterable[ScoringRecord]],
     statistics: StatisticsConfig,
     generation_artifacts: Mapping[str, str],
     complete: bool,
     ordered: bool = False,
-) -> dict[str, Any]:
+) -> EvaluationReport:
     """Build one arm's ``evaluation_report.json`` dict from its scoring records.
 
     ``slices`` is the configured order (the first is the reference language); records are
@@ -304,11 +336,11 @@ def build_evaluation_report(
     once, in ``order_records``): they are then not checked again.
     """
     slices = tuple(slices)
-    unknown = sorted(set(records_by_slice) - set(slices))
-    if unknown:
+    unknown = _unknown_slice(records_by_slice, slices)
+    if unknown is not None:
         raise InvariantError(
             "SOM-REPORT-UNKNOWN-SLICE",
-            f"records given for slice {unknown[0]!r}, which is not configured",
+            f"records given for slice {unknown!r}, which is not configured",
             "pass records only for the suite's configured slices",
         )
     scored = {
@@ -318,11 +350,11 @@ def build_evaluation_report(
         for lang in slices
     }
     acceptable = carries_acceptable(r for lang in slices for r in scored[lang])
-    misses = _miss_block(scored, slices)
-    slice_blocks = {
+    slice_misses, overall_misses = _miss_block(scored, slices)
+    slice_blocks: dict[str, SliceBlock] = {
         lang: {
             "metrics": _metrics(scored[lang], acceptable),
-            "misses": misses["slices"][lang],
+            "misses": slice_misses[lang],
             "examples": len(scored[lang]),
             "prompt_set_sha256": canonical.prompt_set_sha256(scored[lang]),
             "generation_artifact": _artifact(generation_artifacts, lang),
@@ -353,7 +385,7 @@ def build_evaluation_report(
             lang: _marginal_gap(reference_slice, lang, slice_blocks) for lang in targets
         },
         "metrics": _metrics([r for lang in slices for r in scored[lang]], acceptable),
-        "misses": misses["overall"],
+        "misses": overall_misses,
         "complete": bool(complete) and all_scored,
     }
 
@@ -383,13 +415,7 @@ def _field(report: Mapping[str, Any], *path: str) -> Any:
     return value
 
 
-def _ordered_metric_names(names: Iterable[str]) -> list[str]:
-    """Metric names in METRIC_NAMES order, unknown names after them sorted."""
-    known = list(METRIC_NAMES)
-    return sorted(names, key=lambda n: (known.index(n) if n in known else len(known), n))
-
-
-def _identity_fields(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
     """The identity fields of a report, in the order the gate checks them.
 
     Per-slice fields follow the report's own ``slice_order``; after the slice-set check both
@@ -416,7 +442,7 @@ def _identity_fields(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
     ]
     fields.append(("parser_version", _field(report, "parser_version")))
     fields.append(("decoding", _field(report, "decoding")))
-    names = _ordered_metric_names(metrics) if isinstance(metrics, Mapping) else _MISSING
+    names = metric_order(metrics) if isinstance(metrics, Mapping) else _MISSING
     fields.append(("metric_names", names))
     return fields
 
@@ -437,7 +463,7 @@ def _first_difference(path: str, left: Any, right: Any) -> tuple[str, Any, Any] 
 
 
 def _refuse_identity(
-    candidate: Mapping[str, Any], reference: Mapping[str, Any], diff: tuple[str, Any, Any]
+    candidate: EvaluationReport, reference: EvaluationReport, diff: tuple[str, Any, Any]
 ) -> EvaluationError:
     """The identity-gate refusal naming the field and both (shortened) values."""
     path, cand_value, ref_value = diff
@@ -453,8 +479,8 @@ def _refuse_identity(
 
 
 def check_identity(
-    candidate_report: Mapping[str, Any], reference_report: Mapping[str, Any]
-) -> dict[str, Any]:
+    candidate_report: EvaluationReport, reference_report: EvaluationReport
+) -> SharedBlock:
     """The identity gate: return the ``shared`` block both reports agree on, or refuse.
 
     Fields are checked in this order and the FIRST disagreement (or absence) raises
@@ -491,22 +517,22 @@ def check_identity(
 
 
 def _checked_arm_records(
-    report: Mapping[str, Any], records_by_slice: Mapping[str, Records], langs: Sequence[str]
-) -> dict[str, list[Mapping[str, Any]]]:
+    report: EvaluationReport, records_by_slice: Mapping[str, Records], langs: Sequence[str]
+) -> dict[str, list[ScoringRecord]]:
     """An arm's records per slice, checked to be exactly the examples its report scored.
 
     The ordered ``[example_id, prompt_sha256]`` digest of each slice's records must equal the
     report's ``prompt_set_sha256`` (so ids, prompts and order all match the report).
     """
     arm = report.get("arm")
-    unknown = sorted(set(records_by_slice) - set(langs))
-    if unknown:
+    unknown = _unknown_slice(records_by_slice, langs)
+    if unknown is not None:
         raise InvariantError(
             "SOM-COMPARE-RECORDS",
-            f"records of arm {arm!r} given for slice {unknown[0]!r}, which is not compared",
+            f"records of arm {arm!r} given for slice {unknown!r}, which is not compared",
             "pass records only for the reports' slices",
         )
-    checked = {}
+    checked: dict[str, list[ScoringRecord]] = {}
     for lang in langs:
         records = list(records_by_slice.get(lang, ()))
         if canonical.prompt_set_sha256(records) != report["slices"][lang]["prompt_set_sha256"]:
@@ -521,7 +547,7 @@ def _checked_arm_records(
     return checked
 
 
-def _arm_efficiency(report: Mapping[str, Any], telemetry: Mapping[str, Any] | None) -> dict:
+def _arm_efficiency(report: EvaluationReport, telemetry: Telemetry | None) -> ArmEfficiency:
     """``{seconds_per_example, device_seconds_per_success, device_count}`` of one arm.
 
     ``device_seconds_per_success`` is ``total_seconds * device_count / successes`` and is
@@ -549,7 +575,7 @@ def _arm_efficiency(report: Mapping[str, Any], telemetry: Mapping[str, Any] | No
 
 
 def _comparability(
-    arms: Sequence[tuple[str, Mapping[str, Any]]], telemetry: Mapping[str, Mapping[str, Any]]
+    arms: Sequence[tuple[str, EvaluationReport]], telemetry: Mapping[str, Telemetry]
 ) -> list[str]:
     """Why two arms' timings are not comparable (empty list: they are)."""
     reasons = [f"no telemetry for arm {arm!r}" for arm, _ in arms if arm not in telemetry]
@@ -570,10 +596,10 @@ def _comparability(
 
 
 def efficiency_block(
-    candidate_report: Mapping[str, Any],
-    reference_report: Mapping[str, Any],
-    telemetry: Mapping[str, Mapping[str, Any]] | None,
-) -> dict[str, Any]:
+    candidate_report: EvaluationReport,
+    reference_report: EvaluationReport,
+    telemetry: Mapping[str, Telemetry] | None,
+) -> Efficiency:
     """The comparison's ``efficiency`` block: per-arm figures plus cross-comparability.
 
     ``cross_comparable`` is True only when both arms have telemetry, none of their examples
@@ -585,9 +611,7 @@ def efficiency_block(
         (candidate_report["arm"], candidate_report),
         (reference_report["arm"], reference_report),
     ]
-    block: dict[str, Any] = {
-        arm: _arm_efficiency(report, telemetry.get(arm)) for arm, report in arms
-    }
+    block: Efficiency = {arm: _arm_efficiency(report, telemetry.get(arm)) for arm, report in arms}
     reasons = _comparability(arms, telemetry)
     block["cross_comparable"] = not reasons
     block["reason"] = "; ".join(reasons) or (
@@ -598,7 +622,7 @@ def efficiency_block(
 
 def _interval_with_acceptable(
     ref_records: Records, cand_records: Records, label: str, statistics: StatisticsConfig
-) -> dict[str, Any]:
+) -> IntervalBlock:
     """``paired_bootstrap`` with ``acceptable_call_match`` as a sixth column (same seed, so the
     same resampled pairs, and the five intervals are those ``paired_bootstrap`` gives)."""
     check_paired_records(ref_records, cand_records)
@@ -627,7 +651,7 @@ def identical_outputs(reference_records: Records, candidate_records: Records) ->
 
 
 def adapter_had_no_effect(
-    report: Mapping[str, Any], candidate_kind: str | None, reference_kind: str | None
+    report: ComparisonReport, candidate_kind: str | None, reference_kind: str | None
 ) -> bool:
     """An adapter arm compared with a base arm whose outputs are identical on every example, or
     on more than ``IDENTICAL_WARN_FRACTION`` of them (was the adapter loaded at all?)."""
@@ -638,14 +662,14 @@ def adapter_had_no_effect(
 
 
 def build_comparison_report(
-    candidate_report: Mapping[str, Any],
-    reference_report: Mapping[str, Any],
+    candidate_report: EvaluationReport,
+    reference_report: EvaluationReport,
     candidate_records_by_slice: Mapping[str, Records],
     reference_records_by_slice: Mapping[str, Records],
     statistics: StatisticsConfig,
     *,
-    telemetry: Mapping[str, Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
+    telemetry: Mapping[str, Telemetry] | None = None,
+) -> ComparisonReport:
     """Build ``report/<candidate>-vs-<reference>.json`` (candidate minus reference).
 
     Runs :func:`check_identity` first (refusal: ``EvaluationError``), then checks each arm's
@@ -666,7 +690,7 @@ def build_comparison_report(
 
     acceptable = ACCEPTABLE in candidate_report["metrics"]
 
-    def interval(label: str, ref_records: Records, cand_records: Records) -> dict[str, Any]:
+    def interval(label: str, ref_records: Records, cand_records: Records) -> IntervalBlock:
         if acceptable:  # one more column; the resampled pairs (and five intervals) are the same
             return _interval_with_acceptable(ref_records, cand_records, label, statistics)
         return paired_bootstrap(

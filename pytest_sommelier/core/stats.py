@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from pytest_sommelier.core.types import IntervalBlock, McNemar, ScoringRecord
 from pytest_sommelier.errors import InputError, InvariantError
 
 BOOTSTRAP_METHOD = "paired_bootstrap_percentile"
@@ -76,7 +78,9 @@ def _check_parameters(seed: int, resamples: int, confidence_level: float) -> Non
         )
 
 
-def _as_component_matrix(name: str, array: Any, shape: tuple[int, int] | None) -> np.ndarray:
+def _as_component_matrix(
+    name: str, array: npt.ArrayLike, shape: tuple[int, int] | None
+) -> npt.NDArray[np.float64]:
     """Return ``array`` as a float64 matrix of non-negative integers, checking its shape.
 
     Float64 holds every integer below 2**53 exactly, so sums of counts x components stay exact.
@@ -92,7 +96,9 @@ def _as_component_matrix(name: str, array: Any, shape: tuple[int, int] | None) -
     return matrix.astype(np.float64, copy=False)
 
 
-def _index_chunks(rng: np.random.Generator, pairs: int, resamples: int):
+def _index_chunks(
+    rng: np.random.Generator, pairs: int, resamples: int
+) -> Iterator[npt.NDArray[np.int64]]:
     """Yield consecutive row blocks of the resample index matrix (deterministic chunking)."""
     rows_per_chunk = max(1, _CELLS_PER_CHUNK // max(pairs, 1))
     done = 0
@@ -102,7 +108,7 @@ def _index_chunks(rng: np.random.Generator, pairs: int, resamples: int):
         done += rows
 
 
-def resample_counts(indices: np.ndarray, pairs: int) -> np.ndarray:
+def resample_counts(indices: npt.NDArray[np.int64], pairs: int) -> npt.NDArray[np.int64]:
     """Turn an index matrix ``(R, n)`` into a count matrix ``(R, n)``: how often each pair is drawn.
 
     Invariant: every row of the result sums to ``n`` and ``counts @ X == X[indices].sum(axis=1)``.
@@ -113,14 +119,18 @@ def resample_counts(indices: np.ndarray, pairs: int) -> np.ndarray:
     return np.bincount(flat, minlength=rows * pairs).reshape(rows, pairs)
 
 
-def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+def _ratio(
+    numerator: npt.NDArray[np.float64], denominator: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
     """Elementwise ``numerator / denominator``, with 0 where the denominator is 0."""
     out = np.zeros_like(numerator, dtype=np.float64)
     np.divide(numerator, denominator, out=out, where=denominator > 0)
     return out
 
 
-def _differences_from_sums(sums: np.ndarray, metrics: int) -> np.ndarray:
+def _differences_from_sums(
+    sums: npt.NDArray[np.float64], metrics: int
+) -> npt.NDArray[np.float64]:
     """Candidate-minus-reference values from ``(R, 4 * metrics)`` resampled sums laid out as
     [ref_num | ref_den | cand_num | cand_den]; a side whose summed denominator is 0 is 0."""
     ref_values = _ratio(sums[:, :metrics], sums[:, metrics : 2 * metrics])
@@ -129,8 +139,8 @@ def _differences_from_sums(sums: np.ndarray, metrics: int) -> np.ndarray:
 
 
 def percentile_interval(
-    differences: np.ndarray, confidence_level: float
-) -> tuple[np.ndarray, np.ndarray]:
+    differences: npt.NDArray[np.float64], confidence_level: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Return per-column (lower, upper) percentile bounds at ``confidence_level``.
 
     Quantiles ``(1 - cl) / 2`` and ``1 - (1 - cl) / 2`` with numpy's default linear
@@ -142,16 +152,16 @@ def percentile_interval(
 
 
 def paired_bootstrap_arrays(
-    ref_num: Any,
-    ref_den: Any,
-    cand_num: Any,
-    cand_den: Any,
+    ref_num: npt.ArrayLike,
+    ref_den: npt.ArrayLike,
+    cand_num: npt.ArrayLike,
+    cand_den: npt.ArrayLike,
     *,
     seed: int,
     resamples: int = 2000,
     confidence_level: float = 0.95,
     metric_names: Sequence[str] | None = None,
-) -> dict[str, Any]:
+) -> IntervalBlock:
     """Paired percentile bootstrap over per-example component arrays (rows are pairs).
 
     Row ``i`` of the four ``(n, metrics)`` integer arrays is pair ``i`` (the reference and the
@@ -173,15 +183,15 @@ def paired_bootstrap_arrays(
             "pass one column per metric, in METRIC_NAMES order",
         )
     pairs = shape[0]
-    block: dict[str, Any] = {
+    block: IntervalBlock = {
         "method": BOOTSTRAP_METHOD,
         "seed": seed,
         "confidence_level": float(confidence_level),
         "resamples": resamples,
         "pairs": pairs,
+        "intervals": {name: {"lower": None, "upper": None} for name in names},
     }
     if pairs == 0:
-        block["intervals"] = {name: {"lower": None, "upper": None} for name in names}
         return block
     rng = np.random.default_rng(seed)
     stacked = np.concatenate([rn, rd, cn, cd], axis=1)
@@ -201,8 +211,8 @@ def paired_bootstrap_arrays(
 
 
 def check_paired_records(
-    reference_records: Sequence[dict[str, Any]],
-    candidate_records: Sequence[dict[str, Any]],
+    reference_records: Sequence[ScoringRecord],
+    candidate_records: Sequence[ScoringRecord],
     *,
     where: str | None = None,
 ) -> None:
@@ -219,7 +229,7 @@ def check_paired_records(
             "score both arms on the same examples (a -k subset must select both arms)",
             where=where,
         )
-    seen: set[str] = set()
+    seen: set[str | None] = set()
     for position, (ref, cand) in enumerate(zip(reference_records, candidate_records, strict=True)):
         ref_id, cand_id = ref.get("example_id"), cand.get("example_id")
         if ref_id != cand_id:
@@ -241,13 +251,13 @@ def check_paired_records(
 
 
 def paired_bootstrap(
-    reference_records: Sequence[dict[str, Any]],
-    candidate_records: Sequence[dict[str, Any]],
+    reference_records: Sequence[ScoringRecord],
+    candidate_records: Sequence[ScoringRecord],
     *,
     seed: int,
     resamples: int = 2000,
     confidence_level: float = 0.95,
-) -> dict[str, Any]:
+) -> IntervalBlock:
     """Paired percentile bootstrap of candidate minus reference over scoring records.
 
     The records must be the same unique example ids in the same order (else
@@ -283,7 +293,9 @@ def mcnemar_p_value(candidate_only: int, reference_only: int) -> float:
     return min(1.0, (2 * tail) / (1 << discordant))
 
 
-def mcnemar_counts(reference_correct: Any, candidate_correct: Any) -> tuple[int, int]:
+def mcnemar_counts(
+    reference_correct: npt.ArrayLike, candidate_correct: npt.ArrayLike
+) -> tuple[int, int]:
     """Return ``(candidate_only, reference_only)`` discordant counts from two 0/1 vectors."""
     ref = np.asarray(reference_correct) > 0
     cand = np.asarray(candidate_correct) > 0
@@ -291,8 +303,8 @@ def mcnemar_counts(reference_correct: Any, candidate_correct: Any) -> tuple[int,
 
 
 def mcnemar_exact(
-    reference_records: Sequence[dict[str, Any]], candidate_records: Sequence[dict[str, Any]]
-) -> dict[str, Any]:
+    reference_records: Sequence[ScoringRecord], candidate_records: Sequence[ScoringRecord]
+) -> McNemar:
     """McNemar's exact test on ``full_call_exact_match`` between two paired record lists.
 
     Returns ``{metric, candidate_only, reference_only, p_value, method}``; the records must be

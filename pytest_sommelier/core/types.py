@@ -1,5 +1,6 @@
 """Typed records shared by every layer: the loaded suite, the formatted split and its examples,
-the generation and scoring records, timings, worker payloads and batch keys.
+the generation and scoring records, timings, worker payloads, batch keys, and every report a
+run writes (arm report, telemetry, comparison report, gate result, verdict).
 
 These are plain frozen dataclasses with no behaviour beyond derived names, so the pure core
 (pipeline, reports, gates) can take them without importing the loaders in
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ class Suite:
     test_split: Path
     slices: tuple[str, ...]
     model: ModelConfig
-    decoding: dict
+    decoding: Decoding
     arms: dict[str, ArmConfig]
     comparisons: tuple[ComparisonConfig, ...]
     statistics: StatisticsConfig
@@ -133,9 +134,9 @@ class Example:
     source_example_id: str | None
     prompt_text: str
     prompt_sha256: str
-    gold_call: dict
+    gold_call: Call
     line: int
-    acceptable_arguments: dict | None = None  # BFCL's acceptable values (core.acceptable)
+    acceptable_arguments: dict[str, Any] | None = None  # BFCL's acceptable values (core.acceptable)
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,36 @@ class FormattedSplit:
 # --------------------------------------------------------------------------- records
 # JSON records are TypedDicts: they are written to and read from JSON artifacts as they are, and
 # travel between xdist processes as report attributes, so they stay plain dicts at run time.
+# Each is the one definition of its artifact (docs/artifacts.md); the builders in core return
+# these types and every reader in core, data and plugin takes them.
+
+ModelKind = Literal["base", "adapter"]
+VerdictName = Literal["pass", "fail", "incomplete"]
+
+
+def model_kind_of(adapter: object) -> ModelKind:
+    """The one model-kind rule: ``"base"`` when an arm has no adapter (None), else ``"adapter"``.
+
+    ``adapter`` is whatever names the adapter where the caller stands: a suite's
+    ``ArmConfig.adapter`` or a generator's ``adapter_identity``.
+    """
+    return "base" if adapter is None else "adapter"
+
+
+class Call(TypedDict):
+    """One tool call, as the parser returns it and as a gold call is stored (core.parse)."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+class Decoding(TypedDict):
+    """The validated decoding settings (core.decoding.validate_decoding fills the defaults)."""
+
+    temperature: float
+    do_sample: bool
+    max_new_tokens: int
+    batch_size: int
 
 
 class GenerationRecord(TypedDict):
@@ -163,11 +194,11 @@ class GenerationRecord(TypedDict):
 
     example_id: str
     arm: str
-    model_kind: str  # "base" | "adapter"
+    model_kind: str  # ModelKind: "base" | "adapter" (a stored record is not trusted to be one)
     language: str
     prompt_sha256: str
     raw_text: str
-    parsed_call: dict[str, Any] | None
+    parsed_call: Call | None
     parse_status: str
     decoding: dict[str, Any]
     cached: NotRequired[bool]
@@ -178,7 +209,7 @@ class GenerationRecord(TypedDict):
 class ScoringRecord(GenerationRecord):
     """A generation record plus the gold call of its example: what metrics and stats take."""
 
-    gold_call: dict[str, Any]
+    gold_call: Call
     acceptable_arguments: NotRequired[dict[str, Any] | None]
 
 
@@ -198,7 +229,7 @@ class Timing(TypedDict):
     worker: str
     processes: int
     device: DeviceInfo
-    selfcheck_differs: bool | None
+    selfcheck_differs: NotRequired[bool | None]
 
 
 class WorkerPayload(TypedDict):
@@ -214,6 +245,229 @@ class WorkerPayload(TypedDict):
     device: DeviceInfo
     hit: bool
     selfcheck_differs: bool | None
+
+
+# --------------------------------------------------------------------------- reports
+# The report blocks of docs/artifacts.md, innermost first. A metrics block maps metric names (the
+# five of metrics.METRIC_NAMES, then acceptable_call_match when present) to a MetricValue.
+
+
+class MetricValue(TypedDict):
+    """One metric: ``value`` is ``numerator / denominator``, None exactly when it is 0."""
+
+    value: float | None
+    numerator: int
+    denominator: int
+
+
+Metrics = dict[str, MetricValue]
+Deltas = dict[str, float | None]  # metric -> candidate - reference (or target - reference)
+
+
+class Interval(TypedDict):
+    lower: float | None
+    upper: float | None
+
+
+class IntervalBlock(TypedDict):
+    """A ``ci95`` block: the return value of ``core.stats.paired_bootstrap``."""
+
+    method: str
+    seed: int
+    confidence_level: float
+    resamples: int
+    pairs: int
+    intervals: dict[str, Interval]
+
+
+class MissCounts(TypedDict):
+    """A ``misses`` block (core.misses): the category counts sum to ``misses``."""
+
+    misses: int
+    categories: dict[str, int]
+    value_language_mismatch: NotRequired[int]  # translated slices (and overall with some)
+
+
+class SliceBlock(TypedDict):
+    """``slices.<lang>`` of an evaluation report."""
+
+    metrics: Metrics
+    misses: MissCounts
+    examples: int
+    prompt_set_sha256: str
+    generation_artifact: str
+
+
+class PairedSlice(TypedDict):
+    """``paired_slices.<lang>``: the matched-pair language gap of one target slice."""
+
+    reference_slice: str
+    pairs: int
+    coverage: float | None
+    pair_set_sha256: str
+    reference_metrics: Metrics
+    target_metrics: Metrics
+    gaps: Deltas
+    ci95: IntervalBlock
+
+
+class MarginalGap(TypedDict):
+    """``language_gaps.<lang>``: the descriptive full-slice gap (no interval)."""
+
+    cohort: str
+    reference_slice: str
+    reference_examples: int
+    target_examples: int
+    gaps: Deltas
+
+
+class Conditions(TypedDict):
+    """The evaluation conditions an arm report records and a comparison's ``shared`` block
+    holds once both arms agree on them (the identity gate, ``reports.check_identity``)."""
+
+    model_identity: dict[str, Any] | None
+    config_sha256: str
+    split: str
+    test_split_sha256: str
+    parser_version: str
+    decoding: dict[str, Any]
+
+
+class EvaluationReport(Conditions):
+    """``eval/<arm>/evaluation_report.json``: one arm's report (core.reports)."""
+
+    schema_version: str
+    run_id: str
+    arm: str
+    model_kind: str
+    adapter_identity: dict[str, Any] | None
+    slice_order: list[str]
+    slices: dict[str, SliceBlock]
+    paired_slices: dict[str, PairedSlice]
+    language_gaps: dict[str, MarginalGap]
+    metrics: Metrics
+    misses: MissCounts
+    complete: bool
+
+
+class TelemetrySlice(TypedDict):
+    seconds: float
+    examples: int
+    timed_examples: int
+    cached_examples: int
+
+
+class Telemetry(TypedDict):
+    """``eval/<arm>/inference_telemetry.json`` (core.pipeline.telemetry_for)."""
+
+    schema_version: str
+    arm: str
+    boundary: str
+    batch_size: int
+    concurrency: int
+    device: str
+    device_count: int
+    slices: dict[str, TelemetrySlice]
+    total_seconds: float
+    examples: int
+    timed_examples: int
+    cached_examples: int
+    seconds_per_example: float | None
+    warmup: dict[str, Any]
+    determinism_selfcheck: dict[str, Any]
+
+
+class SharedBlock(Conditions):
+    """``shared`` of a comparison report: what the identity gate found both arms agree on."""
+
+    slices: list[str]
+    prompt_set_sha256: dict[str, str]
+    pair_set_sha256: dict[str, str]
+    metric_names: list[str]
+
+
+class McNemar(TypedDict):
+    metric: str
+    candidate_only: int
+    reference_only: int
+    p_value: float
+    method: str
+
+
+class ComparisonSlice(TypedDict):
+    """``slices.<lang>`` of a comparison report."""
+
+    deltas: Deltas
+    ci95: IntervalBlock
+    identical_outputs: int
+    compared_examples: int
+
+
+class ArmEfficiency(TypedDict):
+    seconds_per_example: float | None
+    device_seconds_per_success: float | None
+    device_count: int | None
+
+
+class MarginalGaps(TypedDict):
+    """``language_gaps`` of a comparison report: both arms' descriptive gaps."""
+
+    cohort: str
+    arms: dict[str, dict[str, MarginalGap]]
+
+
+class ArmMisses(TypedDict):
+    slices: dict[str, MissCounts | None]
+    overall: MissCounts | None
+
+
+Efficiency = dict[str, Any]
+"""``efficiency``: ``{<arm>: ArmEfficiency, "cross_comparable": bool, "reason": str}`` (arm names
+and two fixed keys side by side, so not a TypedDict; ``reports.efficiency_block`` builds it)."""
+
+
+class ComparisonReport(TypedDict):
+    """``report/<candidate>-vs-<reference>.json``: candidate minus reference (core.reports)."""
+
+    schema_version: str
+    name: str
+    candidate: str
+    reference: str
+    shared: SharedBlock
+    identical_outputs: int
+    compared_examples: int
+    deltas: Deltas
+    ci95: IntervalBlock
+    mcnemar: McNemar
+    slices: dict[str, ComparisonSlice]
+    paired_language_gaps: dict[str, dict[str, PairedSlice]]
+    language_gaps: MarginalGaps
+    efficiency: Efficiency
+    misses: dict[str, ArmMisses]
+
+
+class GateResult(TypedDict):
+    """One entry of ``gate_verdict.json``'s ``gates`` (core.gates.evaluate_gate)."""
+
+    name: str
+    kind: str
+    metric: str
+    slice: str | None
+    threshold: dict[str, float]
+    subject: str
+    passed: bool
+    observed: float | None
+    reason: str
+
+
+class Verdict(TypedDict):
+    """``gate_verdict.json`` (core.gates.evaluate_gates)."""
+
+    schema_version: str
+    run_id: str
+    verdict: VerdictName
+    complete: bool
+    gates: list[GateResult]
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,30 @@ import secrets
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from pytest_sommelier.core.types import (
+    ComparisonReport,
+    EvaluationReport,
+    GenerationRecord,
+    Telemetry,
+    Verdict,
+)
 from pytest_sommelier.data.atomic import CannotCreateError, write_atomic
 from pytest_sommelier.data.suite import valid_name
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
+
+if TYPE_CHECKING:
+    from pytest_sommelier.core.pipeline import RunOutcome
 
 SPLIT_COPY = "inputs/test_split.jsonl"
 RESOLVED = "suite.resolved.json"
 VERDICT = "gate_verdict.json"
 REPORT_PAGE = "report.html"
+
+StoredArm = tuple[EvaluationReport, Telemetry | None, dict[str, list[GenerationRecord]]]
+"""A stored arm folder as :func:`read_arm` returns it: (report, telemetry or None, records per
+slice)."""
 
 
 def new_run_id() -> str:
@@ -59,7 +73,7 @@ def atomic_write_json(path: Path, value: Any) -> None:
     atomic_write_text(path, dumps(value))
 
 
-def jsonl(records: list[dict]) -> str:
+def jsonl(records: list[GenerationRecord]) -> str:
     """One compact JSON object per line, sorted keys, in the given order."""
     return "".join(
         json.dumps(r, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n" for r in records
@@ -69,14 +83,14 @@ def jsonl(records: list[dict]) -> str:
 def write_run(
     run_dir: Path,
     *,
-    resolved: dict,
+    resolved: dict[str, Any],
     split_path: Path,
-    generations: dict[str, dict[str, list[dict]]],
-    telemetry: dict[str, dict],
-    arm_reports: dict[str, dict],
-    comparison_reports: dict[str, dict],
+    generations: dict[str, dict[str, list[GenerationRecord]]],
+    telemetry: dict[str, Telemetry],
+    arm_reports: dict[str, EvaluationReport],
+    comparison_reports: dict[str, ComparisonReport],
     comparison_markdown: dict[str, str],
-    verdict: dict | None,
+    verdict: Verdict | None,
 ) -> None:
     """Write a whole run directory in dependency order, verdict last."""
     atomic_write_json(run_dir / RESOLVED, resolved)
@@ -89,32 +103,27 @@ def write_run(
                 run_dir / "eval" / arm / f"generations.{language}.jsonl", jsonl(records)
             )
         atomic_write_json(run_dir / "eval" / arm / "inference_telemetry.json", telemetry[arm])
-    for arm, report in arm_reports.items():
-        atomic_write_json(run_dir / "eval" / arm / "evaluation_report.json", report)
-    for name, report in comparison_reports.items():
-        atomic_write_json(run_dir / "report" / f"{name}.json", report)
+    for arm, arm_report in arm_reports.items():
+        atomic_write_json(run_dir / "eval" / arm / "evaluation_report.json", arm_report)
+    for name, comparison in comparison_reports.items():
+        atomic_write_json(run_dir / "report" / f"{name}.json", comparison)
         atomic_write_text(run_dir / "report" / f"{name}.md", comparison_markdown[name])
     if verdict is not None:
         atomic_write_json(run_dir / VERDICT, verdict)
 
 
 def write_outcome(
-    run_dir: Path,
-    outcome: Any,
-    *,
-    resolved: dict,
-    split_path: Path,
-    generations: dict[str, dict[str, list[dict]]],
+    run_dir: Path, outcome: RunOutcome, *, resolved: dict[str, Any], split_path: Path
 ) -> None:
-    """Write a :class:`pipeline.RunOutcome` (reports rendered to Markdown too) with
-    :func:`write_run`."""
+    """Write a :class:`pipeline.RunOutcome` with :func:`write_run`: its generation records
+    (with their miss fields) and reports, the comparison reports rendered to Markdown too."""
     from pytest_sommelier.core.render import comparison_markdown
 
     write_run(
         run_dir,
         resolved=resolved,
         split_path=split_path,
-        generations=generations,
+        generations=outcome.generations,
         telemetry=outcome.telemetry,
         arm_reports=outcome.arm_reports,
         comparison_reports=outcome.comparison_reports,
@@ -161,7 +170,19 @@ def read_json(path: Path) -> Any:
         ) from None
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def read_resolved(run_dir: Path) -> dict[str, Any]:
+    """A run's ``suite.resolved.json``; an InputError when it is not a JSON object."""
+    resolved = read_json(run_dir / RESOLVED)
+    if not isinstance(resolved, dict):
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{run_dir / RESOLVED}: not a JSON object",
+            "point at a run folder written by pytest-sommelier",
+        )
+    return resolved
+
+
+def read_jsonl(path: Path) -> list[GenerationRecord]:
     """Read a generations file; each broken line is an InputError naming ``file:line``."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -171,7 +192,7 @@ def read_jsonl(path: Path) -> list[dict]:
             f"{path}: not found",
             "the arm folder is missing a generations file",
         ) from None
-    records = []
+    records: list[GenerationRecord] = []
     for number, line in enumerate(lines, start=1):
         try:
             record = json.loads(line)
@@ -209,13 +230,17 @@ def read_jsonl(path: Path) -> list[dict]:
                 f"{path}:{number}: a string is not valid Unicode text (lone surrogate)",
                 "the generations file was edited; regenerate this arm",
             ) from None
-        records.append(record)
+        records.append(cast(GenerationRecord, record))
     return records
 
 
-def read_arm(arm_dir: Path) -> tuple[dict, dict | None, dict[str, list[dict]]]:
+def read_arm(arm_dir: Path) -> StoredArm:
     """A stored arm folder ``eval/<arm>/``: (evaluation report, telemetry or None, records per
-    slice as listed by the report's ``generation_artifact`` fields)."""
+    slice as listed by the report's ``generation_artifact`` fields).
+
+    The report is checked to name its arm and slices; the records carry the fields
+    :func:`read_jsonl` checks (``core.pipeline.order_records`` checks the rest against the
+    split before anything is scored)."""
     if not arm_dir.is_dir():
         raise InputError(
             "SOM-STORED-MISSING",
@@ -243,4 +268,4 @@ def read_arm(arm_dir: Path) -> tuple[dict, dict | None, dict[str, list[dict]]]:
         language: read_jsonl(arm_dir / f"generations.{language}.jsonl")
         for language in report["slices"]
     }
-    return report, telemetry, records
+    return cast(EvaluationReport, report), telemetry, records

@@ -47,6 +47,7 @@ from pytest_sommelier.data.formatting import POLICY_TOOLS_IN_SYSTEM_V1
 from pytest_sommelier.data.importers import common
 from pytest_sommelier.data.importers.common import Skipped, gold_problem, prepared_line
 from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1
+from pytest_sommelier.data.schema import parameters_error
 from pytest_sommelier.errors import InputError
 
 __all__ = ["Skipped", "prepared_line"]  # shared with the other importers (data.importers)
@@ -503,10 +504,9 @@ def convert_row(
         if present:
             arguments[argument] = gold_value(chosen, bfcl_type, items_type)
     tool_schema = next(tool["parameters"] for tool in tools if tool["name"] == name)
-    try:
-        jsonschema.Draft202012Validator.check_schema(tool_schema)
-    except jsonschema.SchemaError as exc:
-        return skip("invalid_schema", f"converted parameters are not JSON Schema: {exc.message}")
+    problem = parameters_error(tool_schema)
+    if problem is not None:
+        return skip("invalid_schema", f"converted parameters are not JSON Schema: {problem}")
     problem = gold_problem(tool_schema, arguments)
     if problem is not None:
         return skip("gold_invalid", problem)

@@ -32,13 +32,13 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import Any, cast
 
 from pytest_sommelier.core.acceptable import acceptable_shape_error, call_acceptable
 from pytest_sommelier.core.canonical import canonical_json_text as canonical_json
 from pytest_sommelier.core.canonical import sha256_text
+from pytest_sommelier.core.parse import call_shape_error
+from pytest_sommelier.core.types import Call
 from pytest_sommelier.data.atomic import write_atomic
 from pytest_sommelier.data.native_policy import (
     POLICY_NATIVE_TOOLS_V1,
@@ -47,10 +47,10 @@ from pytest_sommelier.data.native_policy import (
     render_native,
 )
 from pytest_sommelier.data.prepared_hints import neighbour_shape
+from pytest_sommelier.data.schema import SCHEMA_VERSION, arguments_error, parameters_error
 from pytest_sommelier.data.split import json_lines, strict_json
 from pytest_sommelier.errors import InputError
 
-SCHEMA_VERSION = "sommelier.formatted_example.v2"
 POLICY_TOOLS_IN_SYSTEM_V1 = "sommelier.tools-in-system.v1"
 DEFAULT_POLICY = POLICY_TOOLS_IN_SYSTEM_V1
 
@@ -99,7 +99,7 @@ class PreparedExample:
     source_example_id: str | None
     query: str
     tools: tuple[dict[str, Any], ...]
-    gold_call: dict[str, Any]
+    gold_call: Call
     line: int
     acceptable_arguments: dict[str, Any] | None = None
     system: str | None = None
@@ -156,12 +156,9 @@ def _check_tool(tool: Any, index: int, where: str) -> dict[str, Any]:
             "must be a JSON Schema object with type 'object'",
             'write {"type": "object", "properties": {...}}',
         )
-    try:
-        jsonschema.Draft202012Validator.check_schema(parameters)
-    except jsonschema.SchemaError as exc:
-        raise _bad(
-            where, f"{field}.parameters", f"is not a valid JSON Schema: {exc.message}", "fix it"
-        ) from exc
+    problem = parameters_error(parameters)
+    if problem is not None:
+        raise _bad(where, f"{field}.parameters", f"is not a valid JSON Schema: {problem}", "fix it")
     return tool
 
 
@@ -177,31 +174,35 @@ def _check_tools(value: Any, where: str) -> tuple[dict[str, Any], ...]:
     return tools
 
 
-def _check_gold(value: Any, tools: Sequence[dict[str, Any]], where: str) -> dict[str, Any]:
-    """Validate the gold call: exactly ``{name, arguments}``, an offered tool, schema-valid."""
-    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
-        raise _bad(where, "gold_call", "must be exactly {name, arguments}", "one call, no extras")
-    name, arguments = value["name"], value["arguments"]
-    if not isinstance(name, str) or not name:
-        raise _bad(where, "gold_call.name", "must be a non-empty string", "name the tool")
-    if not isinstance(arguments, dict):
-        raise _bad(where, "gold_call.arguments", "must be an object", "use {} for no arguments")
+_GOLD_HINTS = {
+    "": "one call, no extras",
+    "name": "name the tool",
+    "arguments": "use {} for no arguments",
+}
+
+
+def _check_gold(value: Any, tools: Sequence[dict[str, Any]], where: str) -> Call:
+    """Validate the gold call: a call (``core.parse.call_shape_error``), of an offered tool,
+    whose arguments match the tool's parameters."""
+    shape = call_shape_error(value)
+    if shape is not None:
+        field = f"gold_call.{shape.field}" if shape.field else "gold_call"
+        raise _bad(where, field, shape.problem, _GOLD_HINTS[shape.field])
+    call = cast(Call, value)
     by_name = {tool["name"]: tool for tool in tools}
-    if name not in by_name:
-        raise _bad(where, "gold_call.name", f"{name!r} is not among the offered tools", "add it")
-    errors = sorted(
-        jsonschema.Draft202012Validator(by_name[name]["parameters"]).iter_errors(arguments),
-        key=lambda error: list(error.absolute_path),
-    )
-    if errors:
-        path = "".join(f"[{part!r}]" for part in errors[0].absolute_path)
+    if call["name"] not in by_name:
+        raise _bad(
+            where, "gold_call.name", f"{call['name']!r} is not among the offered tools", "add it"
+        )
+    wrong = arguments_error(by_name[call["name"]]["parameters"], call["arguments"])
+    if wrong is not None:
         raise _bad(
             where,
-            f"gold_call.arguments{path}",
-            f"does not match the tool's parameters: {errors[0].message[:160]}",
+            f"gold_call.arguments{wrong[0]}",
+            f"does not match the tool's parameters: {wrong[1][:160]}",
             "fix the gold call or the tool schema",
         )
-    return value
+    return call
 
 
 def _check_string(row: dict[str, Any], field: str, pattern: re.Pattern[str] | None, where: str):
@@ -246,7 +247,7 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     )
 
 
-def _check_acceptable(value: Any, gold: dict[str, Any], where: str) -> dict[str, Any] | None:
+def _check_acceptable(value: Any, gold: Call, where: str) -> dict[str, Any] | None:
     """The optional ``acceptable_arguments``: well formed, and accepting the gold call itself."""
     if value is None:
         return None
@@ -396,7 +397,7 @@ def build_messages(example: PreparedExample, policy: str) -> list[dict[str, str]
     return check_policy(policy)(example)
 
 
-def target_text(gold_call: dict[str, Any]) -> str:
+def target_text(gold_call: Call) -> str:
     """Canonical JSON of a one-element array holding exactly the gold call."""
     return canonical_json([{"name": gold_call["name"], "arguments": gold_call["arguments"]}])
 

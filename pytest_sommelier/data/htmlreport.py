@@ -31,20 +31,28 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_NAME
 from pytest_sommelier.core.canonical import sha256_bytes
-from pytest_sommelier.core.metrics import METRIC_NAMES, canonical_json, flatten_arguments
-from pytest_sommelier.core.parse import STATUS_OK, STATUSES
+from pytest_sommelier.core.gates import threshold_text
+from pytest_sommelier.core.metrics import (
+    call_match,
+    flatten_arguments,
+    metric_order,
+    pair_differences,
+)
+from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
 from pytest_sommelier.core.render import fmt, fmt_interval, no_effect_lines
+from pytest_sommelier.core.types import Call, ComparisonReport, GenerationRecord, Verdict
 from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.artifacts import StoredArm
 from pytest_sommelier.data.split import row_gold_call
 from pytest_sommelier.errors import InputError
 
@@ -89,13 +97,15 @@ def _check_run_dir(run_dir: Path) -> None:
     raise InputError("SOM-STORED-MISSING", f"{run_dir / artifacts.RESOLVED}: not found", hint)
 
 
-def _read_arms(run_dir: Path, resolved: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
+def _read_arms(
+    run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
+) -> dict[str, StoredArm]:
     """Each stored arm folder with a report: ``{arm: (report, telemetry, records)}``, base-kind
     arms first, then in the resolved suite's order."""
     configured = list((resolved.get("arms") or {}).keys())
     folders = sorted(p.name for p in (run_dir / "eval").glob("*") if p.is_dir())
     names = configured + [name for name in folders if name not in configured]
-    arms: dict[str, Any] = {}
+    arms: dict[str, StoredArm] = {}
     for name in names:
         arm_dir = run_dir / "eval" / name
         if not (arm_dir / "evaluation_report.json").exists():
@@ -136,10 +146,10 @@ def _read_split_rows(
 
 def _comparison_reports(
     run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, ComparisonReport]:
     """Stored comparison reports: configured ones first (a missing one gets a note), then
     any other ``report/*.json``."""
-    reports: dict[str, dict[str, Any]] = {}
+    reports: dict[str, ComparisonReport] = {}
     for comparison in resolved.get("comparisons") or []:
         name = comparison.get("name") or f"{comparison['candidate']}-vs-{comparison['reference']}"
         path = run_dir / "report" / f"{name}.json"
@@ -154,17 +164,11 @@ def _comparison_reports(
         if path.stem not in reports:
             report = artifacts.read_json(path)
             if isinstance(report, dict) and "deltas" in report:
-                reports[path.stem] = report
+                reports[path.stem] = cast(ComparisonReport, report)
     return reports
 
 
 # --- small formatting helpers ------------------------------------------------------------
-
-
-def metric_order(names: Iterable[str]) -> list[str]:
-    """The five metrics in their fixed order, then any other metric (a newer one) by name."""
-    known = list(METRIC_NAMES)
-    return sorted(set(names), key=lambda n: (known.index(n) if n in known else len(known), n))
 
 
 #: how the page titles a metric that is not one of the five (the terminal and Markdown use the
@@ -215,10 +219,6 @@ def run_date(run_id: str | None) -> str | None:
     return stamp.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def threshold_text(threshold: Mapping[str, Any] | None) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted((threshold or {}).items()))
-
-
 # --- the forest plot ---------------------------------------------------------------------
 
 
@@ -239,10 +239,13 @@ def _tick_label(value: float) -> str:
     return "0" if abs(value) < 1e-9 else f"{value:+.2f}"
 
 
-def forest_plot(report: Mapping[str, Any]) -> dict[str, Any]:
+def forest_plot(report: ComparisonReport) -> dict[str, Any]:
     """Geometry of one comparison's forest plot: one row per (slice, metric), the delta with
     its paired-bootstrap interval; ``excludes_zero`` marks intervals that do not contain 0."""
-    blocks = [("overall", report), *(report.get("slices") or {}).items()]
+    blocks: list[tuple[str, Mapping[str, Any]]] = [
+        ("overall", report),
+        *(report.get("slices") or {}).items(),
+    ]
     rows: list[dict[str, Any]] = []
     for label, block in blocks:
         intervals = ((block.get("ci95") or {}).get("intervals")) or {}
@@ -313,24 +316,20 @@ def _user_and_system(row: Mapping[str, Any]) -> tuple[str, str | None]:
     return (user[-1] if user else row.get("prompt_text", "")), ("\n\n".join(system) or None)
 
 
-def _diff(gold_pairs: Mapping[str, str], parsed: Mapping[str, Any]) -> list[list[Any]]:
-    """``[path, gold value or None, output value or None]`` for each differing path (the
-    flattened pairs of argument F1 and ``metrics.argument_diff_paths``); ``gold_pairs`` is
-    ``dict(flatten_arguments(gold arguments))``."""
+def _diff(gold_pairs: Mapping[str, str], parsed: Call) -> list[list[Any]]:
+    """``[path, gold value or None, output value or None]`` for each differing path
+    (``metrics.pair_differences``); ``gold_pairs`` is ``dict(flatten_arguments(gold
+    arguments))``."""
     predicted = dict(flatten_arguments(parsed["arguments"]))
-    paths = sorted(
-        p for p in gold_pairs.keys() | predicted.keys() if gold_pairs.get(p) != predicted.get(p)
-    )
-    return [[p, gold_pairs.get(p), predicted.get(p)] for p in paths]
+    return [list(row) for row in pair_differences(gold_pairs, predicted)]
 
 
 class _Gold:
-    """One example's gold call with its canonical arguments, and its flattened pairs computed
-    once, when the first arm's miss needs them."""
+    """One example's gold call, and its flattened pairs computed once, when the first arm's
+    miss needs them."""
 
-    def __init__(self, call: dict[str, Any]) -> None:
+    def __init__(self, call: Call) -> None:
         self.call = call
-        self.arguments = canonical_json(call["arguments"])
         self._pairs: dict[str, str] | None = None
 
     @property
@@ -340,33 +339,35 @@ class _Gold:
         return self._pairs
 
 
-def _outcome(record: Mapping[str, Any], gold: _Gold, arm: str) -> list[Any]:
+def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
     """One arm's outcome on one example (the positional list of :func:`examples_blob`).
 
-    A hit is ``full_call_exact_match``'s rule: the parse is ok, the name equals the gold name
-    and the arguments' canonical JSON equals the gold's (the test suite checks this against
-    ``metrics.example_components`` record by record). Argument paths are flattened only for
-    misses, which keeps a 30,000-record page well under a second.
+    A hit is ``full_call_exact_match``'s rule (``metrics.call_match``) applied to the stored
+    parse and the split's gold call. Argument paths are flattened only for misses, which
+    keeps a 30,000-record page well under a second.
     """
     status, parsed = record.get("parse_status"), record.get("parsed_call")
-    if status not in STATUSES or (parsed is not None) != (status == STATUS_OK):
+    if (
+        status not in STATUSES
+        or (parsed is not None) != (status == STATUS_OK)
+        or (parsed is not None and call_shape_error(parsed) is not None)
+    ):
         raise InputError(
             "SOM-STORED-FIELD",
             f"eval/{arm}/generations.{record.get('language')}.jsonl: example "
             f"{record.get('example_id')!r}: parse_status {status!r} does not fit its parsed_call",
             "the generations file was edited; run sommelier rescore to re-derive it",
         )
-    name_ok = parsed is not None and parsed.get("name") == gold.call["name"]
-    arguments_ok = parsed is not None and canonical_json(parsed.get("arguments")) == gold.arguments
-    hit = int(name_ok and arguments_ok)
+    match = call_match(parsed, gold.call)
+    hit = int(match.full_call)
     raw = record["raw_text"]
     return [
         hit,
         STATUSES.index(status),
         raw if len(raw) <= RAW_LIMIT else raw[:RAW_LIMIT],
         None if hit or parsed is None else parsed,
-        [] if arguments_ok or parsed is None else _diff(gold.pairs, parsed),
-        name_ok,
+        [] if match.arguments or parsed is None else _diff(gold.pairs, parsed),
+        match.name,
         record.get("miss_category"),
         bool(record.get("cached")),
         len(raw),
@@ -392,8 +393,8 @@ class _Index:
 def examples_blob(
     rows: list[dict[str, Any]],
     slices: Sequence[str],
-    arms: Mapping[str, Any],
-    comparisons: Mapping[str, Mapping[str, Any]],
+    arms: Mapping[str, StoredArm],
+    comparisons: Mapping[str, ComparisonReport],
 ) -> dict[str, Any]:
     """The compact per-example data the page's script renders (positional arrays).
 
@@ -489,16 +490,16 @@ def _environment() -> jinja2.Environment:
 
 
 def _banners(
-    verdict: Mapping[str, Any] | None,
-    arms: Mapping[str, Any],
+    verdict: Verdict | None,
+    arms: Mapping[str, StoredArm],
     split_counts: Mapping[str, int] | None,
-    comparisons: Mapping[str, Mapping[str, Any]],
+    comparisons: Mapping[str, ComparisonReport],
 ) -> list[dict[str, str]]:
     """The banners at the top: incomplete, subset, cached, an adapter with no effect, not
     cross-comparable."""
     banners = []
     incomplete = [arm for arm, data in arms.items() if not data[0].get("complete", False)]
-    if (verdict or {}).get("verdict") == "incomplete" or incomplete:
+    if (verdict is not None and verdict.get("verdict") == "incomplete") or incomplete:
         who = f" (arms: {', '.join(incomplete)})" if incomplete else ""
         banners.append(
             {
@@ -519,7 +520,10 @@ def _banners(
             banners.append(
                 {"kind": "subset", "text": "Subset: scored " + "; ".join(parts) + " examples."}
             )
-    cached = {arm: (data[1] or {}).get("cached_examples") or 0 for arm, data in arms.items()}
+    cached = {
+        arm: (telemetry.get("cached_examples") if telemetry else None) or 0
+        for arm, (_, telemetry, _) in arms.items()
+    }
     if any(cached.values()):
         parts = [f"{arm}: {n}" for arm, n in cached.items() if n]
         banners.append(
@@ -532,8 +536,8 @@ def _banners(
     reports = {arm: data[0] for arm, data in arms.items()}
     for line in no_effect_lines(comparisons, reports):
         banners.append({"kind": "noeffect", "text": line[0].upper() + line[1:] + "."})
-    for name, report in comparisons.items():
-        efficiency = report.get("efficiency")
+    for name, comparison in comparisons.items():
+        efficiency = comparison.get("efficiency")
         if efficiency and not efficiency.get("cross_comparable"):
             banners.append(
                 {
@@ -546,7 +550,7 @@ def _banners(
 
 
 def _telemetry_rows(
-    arms: Mapping[str, Any], comparisons: Mapping[str, Mapping[str, Any]]
+    arms: Mapping[str, StoredArm], comparisons: Mapping[str, ComparisonReport]
 ) -> list[dict[str, Any]]:
     """Per arm: its telemetry and the efficiency figures a comparison report recorded."""
     rows = []
@@ -561,11 +565,13 @@ def _telemetry_rows(
     return rows
 
 
-def miss_table(arms: Mapping[str, Any]) -> dict[str, Any] | None:
+def miss_table(arms: Mapping[str, StoredArm]) -> dict[str, Any] | None:
     """Misses by category per arm and slice (``misses`` blocks of newer reports), or None."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for arm, (report, _, _) in arms.items():
-        blocks = [(lang, b.get("misses")) for lang, b in (report.get("slices") or {}).items()]
+        blocks: list[tuple[str, object]] = [
+            (lang, b.get("misses")) for lang, b in (report.get("slices") or {}).items()
+        ]
         blocks.append(("overall", report.get("misses")))
         for lang, block in blocks:
             if isinstance(block, Mapping) and isinstance(block.get("categories"), Mapping):
@@ -583,13 +589,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     _check_run_dir(run_dir)
     notes: list[str] = []
     split_notes: list[str] = []
-    resolved = artifacts.read_json(run_dir / artifacts.RESOLVED)
-    if not isinstance(resolved, dict):
-        raise InputError(
-            "SOM-STORED-FIELD",
-            f"{run_dir / artifacts.RESOLVED}: not a JSON object",
-            "point at a run folder written by pytest-sommelier",
-        )
+    resolved = artifacts.read_resolved(run_dir)
     verdict = _optional_json(run_dir / artifacts.VERDICT, [])
     arms = _read_arms(run_dir, resolved, notes)
     comparisons = _comparison_reports(run_dir, resolved, notes)
@@ -601,7 +601,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     if rows is not None:
         split_counts = {lang: sum(r.get("language") == lang for r in rows) for lang in slices}
         blob = examples_blob(rows, slices, arms, comparisons)
-    first = next(iter(arms.values()), (None, None, None))[0] or {}
+    first: Mapping[str, Any] = next(iter(arms.values()), (None, None, None))[0] or {}
     metric_names = metric_order(
         name for data in arms.values() for name in (data[0].get("metrics") or {})
     )

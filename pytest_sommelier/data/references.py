@@ -7,6 +7,13 @@ A reference is one of:
 - a local path (a folder, or a ``.gguf`` file), relative to ``base_dir`` when given;
 - a Hugging Face hub id (``org/name``), pinned with a revision.
 
+Two entry points apply the same order (``pkg:`` -> an existing local path -> a hub id):
+:func:`resolve_reference`, the strict one a suite's ``model.base`` and ``arms.*.adapter`` go
+through (paths relative to the suite folder and kept inside it, revisions only on hub ids,
+every refusal an ``InputError`` naming the key), and :func:`resolve_local_path`, which maps an
+already resolved reference (or the ``--tokenizer`` of ``sommelier format``) to its local file
+or folder, or None for a hub id. :func:`reference_kind` names the kind of a resolved reference.
+
 Invariant kept: resolving a reference never imports the package it names and never touches the
 network.
 """
@@ -14,7 +21,9 @@ network.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
@@ -150,3 +159,136 @@ def check_local_kind(path: Path, *, field: str, adapter: bool, where: str | None
         "point it at a directory (or, for a model or tokenizer, a .gguf file)",
         where=where,
     )
+
+
+def reference_kind(value: str) -> str:
+    """Kind of a *resolved* model or adapter reference: "pkg", "local" or "hub".
+
+    After :func:`resolve_reference` (``data.suite.load_suite``), local references are absolute
+    paths, ``pkg:`` references start with ``pkg:`` and everything else is a hub id.
+    """
+    if is_pkg_ref(value):
+        return "pkg"
+    if os.path.isabs(value):
+        return "local"
+    return "hub"
+
+
+def resolve_reference(
+    value: str,
+    folder: Path,
+    *,
+    field: str,
+    revision: str | None,
+    revision_field: str,
+    adapter: bool,
+    where: str,
+) -> str:
+    """Classify and resolve a model/adapter reference (see docs/suite.md, "References").
+
+    Order: ``pkg:`` prefix -> package file; absolute (or ``~``) path -> local; a relative path
+    that leaves the suite folder -> error; an existing relative path -> local; ``org/name``
+    -> hub id (needs a revision); anything else -> error. Local and package references must
+    not carry a revision; a hub id must.
+    """
+    if is_pkg_ref(value):
+        try:
+            target = resolve_pkg_path(value)
+        except (InputError, SommelierEnvironmentError) as exc:
+            message = f"{field} {value!r}: {exc.message}"
+            raise type(exc)(exc.code, message, exc.hint, where=where) from None
+        except OSError as exc:  # e.g. a name too long for the file system
+            raise _unusable_path(value, exc, field=field, where=where) from None
+        check_local_kind(target, field=field, adapter=adapter, where=where)
+        _refuse_revision(revision, revision_field, field, where)
+        return value
+    local = _local_path(value, folder, field=field, where=where)
+    if local is not None:
+        check_local_kind(local, field=field, adapter=adapter, where=where)
+        _refuse_revision(revision, revision_field, field, where)
+        return str(local)
+    if is_hub_id(value):
+        require_revision(
+            value, revision, field=field, revision_field=revision_field, where=where
+        )
+        return value
+    raise InputError(
+        "SOM-SUITE-PATH-MISSING",
+        f"{field} {value!r}: no such file or directory under {folder} and not a hub id",
+        "give an existing path relative to the suite file, an absolute path, "
+        "an 'org/name' hub id or pkg:<package>/<path>",
+        where=where,
+    )
+
+
+def _local_path(value: str, folder: Path, *, field: str, where: str) -> Path | None:
+    """The resolved local path for ``value``, or None when it is no existing relative path.
+
+    An absolute path must exist; a relative path must stay inside ``folder`` (checked on the
+    written path, lexically: a symlink inside the folder may point anywhere).
+    """
+    expanded = os.path.expanduser(value)
+    if os.path.isabs(expanded):
+        path = Path(os.path.normpath(expanded))
+        if not probe_path(path, Path.exists, value, field=field, where=where):
+            raise InputError(
+                "SOM-SUITE-PATH-MISSING",
+                f"{field} {value!r}: no such file or directory",
+                "check the absolute path",
+                where=where,
+            )
+        return path
+    path = inside_folder(value, folder, field=field, where=where)
+    return path if probe_path(path, Path.exists, value, field=field, where=where) else None
+
+
+def probe_path(
+    path: Path, test: Callable[[Path], bool], value: str, *, field: str, where: str
+) -> bool:
+    """``test(path)`` (``Path.exists``, ``Path.is_file``), with an ``OSError`` the file system
+    raises for an unusable name (too long, ...) turned into an ``InputError`` naming ``field``."""
+    try:
+        return test(path)
+    except OSError as exc:
+        raise _unusable_path(value, exc, field=field, where=where) from None
+
+
+def _unusable_path(value: str, exc: OSError, *, field: str, where: str) -> InputError:
+    """The error for a path the file system refuses to look up (not a missing file)."""
+    return InputError(
+        "SOM-SUITE-PATH-MISSING",
+        f"{field} {_cut(repr(value), 80)}: not a usable path ({exc.strerror or exc})",
+        "give an existing path relative to the suite file, an absolute path, "
+        "an 'org/name' hub id or pkg:<package>/<path>",
+        where=where,
+    )
+
+
+def inside_folder(value: str, folder: Path, *, field: str, where: str) -> Path:
+    """``folder / value`` normalised; an ``InputError`` when it leaves ``folder``."""
+    path = Path(os.path.normpath(folder / value))
+    if path != folder and folder not in path.parents:
+        raise InputError(
+            "SOM-SUITE-PATH-ESCAPE",
+            f"{field} {value!r} leaves the suite folder {folder}",
+            "keep relative paths inside the suite's folder, or write an absolute path",
+            where=where,
+        )
+    return path
+
+
+def _refuse_revision(revision: str | None, revision_field: str, field: str, where: str) -> None:
+    """A revision only pins hub ids; on a local or package reference it would mislead."""
+    if revision is not None:
+        raise InputError(
+            "SOM-SUITE-REVISION-UNUSED",
+            f"{revision_field} is set but {field} is not a hub id",
+            f"remove {revision_field}: local files are identified by content digest",
+            where=where,
+        )
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."

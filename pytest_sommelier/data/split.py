@@ -25,21 +25,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from functools import cache
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import Any, cast
 
 from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_text
-from pytest_sommelier.core.types import Example, FormattedSplit
+from pytest_sommelier.core.parse import call_shape_error
+from pytest_sommelier.core.types import Call, Example, FormattedSplit
 from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1, read_gold_call
+from pytest_sommelier.data.schema import (
+    EXAMPLE_SCHEMA_FILE,
+    MISSING_KEY,
+    SCHEMA_VERSION,
+    UNKNOWN_KEYS,
+    Violation,
+    json_path_text,
+    violation,
+)
 from pytest_sommelier.errors import InputError, InvariantError
-
-SCHEMA_VERSION = "sommelier.formatted_example.v2"
-EXAMPLE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "formatted_example.v2.schema.json"
 
 
 def load_split(
@@ -196,9 +200,9 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
             f"expected {SCHEMA_VERSION!r}; re-run sommelier format",
             where=where,
         )
-    error = first_schema_error(EXAMPLE_SCHEMA_FILE, record)
-    if error is not None:
-        raise _schema_error(error, where)
+    found = violation(EXAMPLE_SCHEMA_FILE, record)
+    if found is not None:
+        raise _schema_error(found, where)
     return record
 
 
@@ -249,72 +253,29 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-@cache
-def schema_validator(schema_file: Path) -> jsonschema.protocols.Validator:
-    """The compiled JSON Schema in ``schema_file`` (checked and loaded once per process)."""
-    schema = json.loads(schema_file.read_text(encoding="utf-8"))
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator_class.check_schema(schema)
-    return validator_class(schema)
-
-
-_ERROR_PRIORITY = {"additionalProperties": 0, "required": 1, "type": 2}
-
-
-def first_schema_error(schema_file: Path, instance: Any) -> jsonschema.ValidationError | None:
-    """The most useful violation of ``instance``, or None when it is valid.
-
-    Unknown keys first (a misspelt key also makes a required key missing, and the unknown one
-    names the typo), then missing keys, then types, then other rules; shallow before deep.
-    """
-    errors = list(schema_validator(schema_file).iter_errors(instance))
-    if not errors:
-        return None
-    return min(
-        errors,
-        key=lambda e: (
-            _ERROR_PRIORITY.get(str(e.validator), 3),
-            len(e.absolute_path),
-            repr(list(e.absolute_path)),
-        ),
-    )
-
-
-def json_path_text(path: Iterable[Any]) -> str:
-    """``messages[0].role`` style name of a path inside a JSON/TOML document."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _schema_error(error: jsonschema.ValidationError, where: str) -> InputError:
+def _schema_error(found: Violation, where: str) -> InputError:
     """One schema violation as an ``InputError`` naming the field."""
-    validator = str(error.validator)
-    if validator == "required":
-        missing = [k for k in error.validator_value if k not in error.instance]
-        field = json_path_text([*error.absolute_path, missing[0]])
+    if found.kind == MISSING_KEY:
+        field = json_path_text([*found.path, found.keys[0]])
         return InputError(
             "SOM-SPLIT-MISSING-FIELD",
             f"missing field {field!r}",
             "every v2 field is required (see docs/formatted_split.md)",
             where=where,
         )
-    if validator == "additionalProperties":
-        allowed = set(error.schema.get("properties", {}))
-        extra = sorted(k for k in error.instance if k not in allowed)
+    if found.kind == UNKNOWN_KEYS:
         return InputError(
             "SOM-SPLIT-UNKNOWN-FIELD",
-            f"unknown field {extra[0]!r}",
+            f"unknown field {found.keys[0]!r}",
             "a v2 row has exactly the documented fields",
             where=where,
         )
-    message = " ".join(error.message.split())
+    message = found.message
     if len(message) > 120:
         message = message[:117] + "..."
     return InputError(
         "SOM-SPLIT-FIELD",
-        f"field {json_path_text(error.absolute_path)!r}: {message}",
+        f"field {json_path_text(found.path)!r}: {message}",
         "see docs/formatted_split.md for the field types",
         where=where,
     )
@@ -364,7 +325,7 @@ def _acceptable(record: dict[str, Any], where: str) -> dict[str, Any] | None:
 
 def row_gold_call(
     record: dict[str, Any], where: str = "", arguments_key: str = "arguments"
-) -> dict[str, Any]:
+) -> Call:
     """The gold call of a schema-valid formatted row, by its template policy: parser v1 over a
     native-policy ``target_text`` (``data.native_policy.read_gold_call``), else the one-call
     JSON array of tools-in-system; InputError naming the row otherwise."""
@@ -383,7 +344,7 @@ def row_gold_call(
     return call
 
 
-def _gold_call(target_text: str, example_id: str, where: str) -> dict[str, Any]:
+def _gold_call(target_text: str, example_id: str, where: str) -> Call:
     """The one gold call in ``target_text``: a JSON array of exactly one call object."""
     try:
         value = strict_json(target_text)
@@ -392,11 +353,12 @@ def _gold_call(target_text: str, example_id: str, where: str) -> dict[str, Any]:
     except ValueError as exc:
         problem = f"is not valid JSON ({_one_line(str(exc))})"
     else:
-        problem = _gold_problem(value)
-        if problem is None and _has_lone_surrogate(value):
-            problem = "escapes a lone UTF-16 surrogate, which is not valid Unicode"
-        if problem is None:
-            return value[0]
+        found = _gold_problem(value)
+        if found is None and _has_lone_surrogate(value):
+            found = "escapes a lone UTF-16 surrogate, which is not valid Unicode"
+        if found is None:
+            return cast(Call, value[0])
+        problem = found
     raise InputError(
         "SOM-SPLIT-GOLD-CALL",
         f"example {example_id!r}: field 'target_text' {problem}",
@@ -411,14 +373,12 @@ def _gold_problem(value: Any) -> str | None:
         return "is not a JSON array"
     if len(value) != 1:
         return f"holds {len(value)} calls, not exactly one"
-    call = value[0]
-    if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
-        return 'holds a call that is not {"name", "arguments"}'
-    if not isinstance(call["name"], str) or not call["name"]:
-        return "holds a call whose name is not a non-empty string"
-    if not isinstance(call["arguments"], dict):
-        return "holds a call whose arguments are not an object"
-    return None
+    shape = call_shape_error(value[0])
+    if shape is None:
+        return None
+    if not shape.field:
+        return f"holds a call that {shape.problem}"
+    return f"holds a call whose {shape.field!r} {shape.problem}"
 
 
 # --------------------------------------------------------------------------- slices

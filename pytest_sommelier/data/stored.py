@@ -10,22 +10,25 @@ nothing in the run directory is touched unless every check passed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records, rescored
+from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.core.reports import build_comparison_report
-from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.htmlreport import write_report
-from pytest_sommelier.data.split import FormattedSplit, load_split
-from pytest_sommelier.data.suite import (
+from pytest_sommelier.core.types import (
     ArmConfig,
     ComparisonConfig,
+    ComparisonReport,
+    Decoding,
+    FormattedSplit,
     GateConfig,
     ModelConfig,
     StatisticsConfig,
     Suite,
-    valid_name,
 )
+from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.htmlreport import write_report
+from pytest_sommelier.data.split import load_split
+from pytest_sommelier.data.suite import valid_name
 from pytest_sommelier.errors import InputError, InvariantError
 
 
@@ -38,7 +41,7 @@ def _not_resolved(where: str, exc: Exception) -> InputError:
     )
 
 
-def suite_from_resolved(resolved: dict, run_dir: Path) -> Suite:
+def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
     """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json``."""
     where = str(run_dir / artifacts.RESOLVED)
     try:
@@ -64,7 +67,7 @@ def suite_from_resolved(resolved: dict, run_dir: Path) -> Suite:
             test_split=run_dir / artifacts.SPLIT_COPY,
             slices=tuple(resolved["slices"]),
             model=ModelConfig(base="<stored>", revision=None, dtype=None, device=None),
-            decoding=dict(resolved["decoding"]),
+            decoding=cast(Decoding, dict(resolved["decoding"])),  # as recorded, not re-judged
             arms={
                 name: ArmConfig(name=name, adapter=None, adapter_revision=None)
                 for name in resolved["arms"]
@@ -80,15 +83,9 @@ def suite_from_resolved(resolved: dict, run_dir: Path) -> Suite:
         raise _not_resolved(where, exc) from None
 
 
-def load_run_inputs(run_dir: Path) -> tuple[dict, Suite, FormattedSplit]:
+def load_run_inputs(run_dir: Path) -> tuple[dict[str, Any], Suite, FormattedSplit]:
     """The resolved suite and the split copy of a run, with the split's digest checked."""
-    resolved = artifacts.read_json(run_dir / artifacts.RESOLVED)
-    if not isinstance(resolved, dict):
-        raise InputError(
-            "SOM-STORED-FIELD",
-            f"{run_dir / artifacts.RESOLVED}: not a JSON object",
-            "point at a run directory written by pytest-sommelier",
-        )
+    resolved = artifacts.read_resolved(run_dir)
     suite = suite_from_resolved(resolved, run_dir)
     if not suite.test_split.exists():
         raise InputError(
@@ -164,18 +161,12 @@ def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOu
         for name in suite.arms:
             (run_dir / "eval" / name / "evaluation_report.json").unlink(missing_ok=True)
         artifacts.remove_stale(run_dir)
-    artifacts.write_outcome(
-        target,
-        outcome,
-        resolved=resolved,
-        split_path=suite.test_split,
-        generations={name: arm.records for name, arm in arms.items()},
-    )
+    artifacts.write_outcome(target, outcome, resolved=resolved, split_path=suite.test_split)
     write_report(target)
     return target, outcome
 
 
-def compare_arms(candidate_dir: Path, reference_dir: Path) -> dict[str, Any]:
+def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
     """A comparison report between two stored arms (possibly of different runs).
 
     Both arms are rebuilt from their records against their own run's split, then the identity
@@ -213,4 +204,4 @@ def compare_arms(candidate_dir: Path, reference_dir: Path) -> dict[str, Any]:
     )
 
 
-__all__ = ["compare_arms", "load_run_inputs", "rescore_run", "rescored", "suite_from_resolved"]
+__all__ = ["compare_arms", "load_run_inputs", "rescore_run", "suite_from_resolved"]

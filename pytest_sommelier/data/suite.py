@@ -18,20 +18,24 @@ silently coerced or defaulted other than the documented defaults.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_METRIC
-from pytest_sommelier.core.gates import IDENTICAL_METRIC
+from pytest_sommelier.core.decoding import validate_decoding
+from pytest_sommelier.core.gates import (
+    ALL_THRESHOLDS,
+    ARM_THRESHOLDS,
+    COMPARISON_THRESHOLDS,
+    IDENTICAL_METRIC,
+)
 from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.misses import json_kind
 from pytest_sommelier.core.types import (
     ArmConfig,
     ComparisonConfig,
@@ -40,22 +44,27 @@ from pytest_sommelier.core.types import (
     ModelConfig,
     StatisticsConfig,
     Suite,
+    model_kind_of,
 )
 from pytest_sommelier.data.digests import sha256_path
 from pytest_sommelier.data.references import (
-    check_local_kind,
-    is_hub_id,
-    require_revision,
+    inside_folder,
+    probe_path,
+    reference_kind,
     resolve_pkg_path,
+    resolve_reference,
 )
-from pytest_sommelier.data.split import first_schema_error, json_path_text
-from pytest_sommelier.errors import (
-    EvaluationError,
-    InputError,
-    SommelierEnvironmentError,
+from pytest_sommelier.data.schema import (
+    MISSING_KEY,
+    SUITE_SCHEMA_FILE,
+    UNKNOWN_KEYS,
+    WRONG_TYPE,
+    Violation,
+    json_path_text,
+    violation,
 )
+from pytest_sommelier.errors import InputError
 
-SUITE_SCHEMA_FILE = Path(__file__).with_name("schemas") / "suite.schema.json"
 SUITE_IDENTITY_VERSION = "sommelier.suite_resolved.v1"
 
 GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
@@ -63,12 +72,6 @@ GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
 ``acceptable_call_match`` (present only when the split's examples carry acceptable values)."""
 
 OVERALL = "overall"
-DEFAULT_DECODING: dict[str, Any] = {
-    "temperature": 0.0,
-    "do_sample": False,
-    "max_new_tokens": 512,
-    "batch_size": 1,
-}
 DEFAULT_STATISTICS: dict[str, Any] = {"seed": 41, "resamples": 2000, "confidence_level": 0.95}
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -82,8 +85,6 @@ def valid_name(name: object) -> bool:
 
 
 
-COMPARISON_THRESHOLDS = ("ci_lower_above", "ci_lower_at_least", "delta_at_least")
-ARM_THRESHOLDS = ("min", "max")
 
 
 # --------------------------------------------------------------------------- reading
@@ -220,54 +221,50 @@ def _toml_error_position(message: str, text: str) -> tuple[int, str]:
 
 def _validate_structure(data: dict[str, Any], label: str) -> None:
     """Raise an ``InputError`` for the most useful schema violation, if any."""
-    error = first_schema_error(SUITE_SCHEMA_FILE, data)
-    if error is not None:
-        raise _schema_error(error, data, label)
+    found = violation(SUITE_SCHEMA_FILE, data)
+    if found is not None:
+        raise _schema_error(found, data, label)
 
 
-def _schema_error(error: jsonschema.ValidationError, data: Any, label: str) -> InputError:
-    """Translate one schema error into a one-line ``InputError`` naming the table and key."""
-    path = list(error.absolute_path)
+def _schema_error(found: Violation, data: Any, label: str) -> InputError:
+    """Word one schema violation as a one-line ``InputError`` naming the table and key."""
+    path = list(found.path)
     table, key = _locate(data, path)
     where = f"{label}: {table}"
-    validator = str(error.validator)
-    if validator == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
-        extra = sorted(k for k in error.instance if k not in allowed)
-        names = ", ".join(repr(k) for k in extra)
+    if found.kind == UNKNOWN_KEYS:
+        names = ", ".join(repr(k) for k in found.keys)
         return InputError(
             "SOM-SUITE-UNKNOWN-KEY",
-            f"unknown key{'s' if len(extra) > 1 else ''} {names}",
-            f"allowed keys here: {', '.join(allowed)} (see docs/suite.md)",
+            f"unknown key{'s' if len(found.keys) > 1 else ''} {names}",
+            f"allowed keys here: {', '.join(found.allowed)} (see docs/suite.md)",
             where=where,
         )
-    if validator == "required":
-        missing = [k for k in error.validator_value if k not in error.instance]
+    if found.kind == MISSING_KEY:
         return InputError(
             "SOM-SUITE-MISSING-KEY",
-            f"missing required key {missing[0]!r}",
+            f"missing required key {found.keys[0]!r}",
             "see docs/suite.md for the required keys",
             where=where,
         )
-    if validator == "type":
-        expected = _toml_type_name(error.validator_value)
+    if found.kind == WRONG_TYPE:
+        expected = _toml_type_name(found.expected)
         return InputError(
             "SOM-SUITE-TYPE",
-            f"{_subject(key)} must be {expected}, got {_toml_value_type(error.instance)}",
+            f"{_subject(key)} must be {expected}, got {_toml_value_type(found.instance)}",
             "see docs/suite.md for each key's type",
             where=where,
         )
-    if "propertyNames" in error.absolute_schema_path or (
-        path[:2] == ["suite", "slices"] and validator in {"pattern", "not"}
+    if "propertyNames" in found.schema_path or (
+        path[:2] == ["suite", "slices"] and found.rule in {"pattern", "not"}
     ):
-        what = "arm name" if "propertyNames" in error.absolute_schema_path else "slice name"
+        what = "arm name" if "propertyNames" in found.schema_path else "slice name"
         return InputError(
             "SOM-SUITE-BAD-NAME",
-            f"{what} {error.instance!r} is not allowed",
+            f"{what} {found.instance!r} is not allowed",
             "use a letter or digit, then letters, digits, '_' or '-'; 'overall' is reserved",
             where=where,
         )
-    if validator == "minProperties":
+    if found.rule == "minProperties":
         return InputError(
             "SOM-SUITE-INVALID-VALUE",
             f"{table} needs at least one entry",
@@ -276,7 +273,7 @@ def _schema_error(error: jsonschema.ValidationError, data: Any, label: str) -> I
         )
     return InputError(
         "SOM-SUITE-INVALID-VALUE",
-        f"{_subject(key)}: {_short(error.message)}",
+        f"{_subject(key)}: {_short(found.message)}",
         "see docs/suite.md for the allowed values",
         where=where,
     )
@@ -331,229 +328,32 @@ def _toml_type_name(expected: Any) -> str:
         "boolean": "a boolean",
     }
     if isinstance(expected, list):
-        return " or ".join(names.get(item, item) for item in expected)
-    return names.get(expected, str(expected))
+        return " or ".join(names.get(str(item), str(item)) for item in expected)
+    return names.get(str(expected), str(expected))
+
+
+_TOML_KINDS = {
+    "boolean": "a boolean",
+    "integer": "an integer",
+    "number": "a float",
+    "string": "a string",
+    "array": "an array",
+    "object": "a table",
+}
 
 
 def _toml_value_type(value: Any) -> str:
-    """Human (TOML) name of a parsed value's type."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return f"a {type(value).__name__}"
+    """Human (TOML) name of a parsed value's type (``core.misses.json_kind``, in TOML words;
+    a date or time, which JSON lacks, by its Python name)."""
+    if not isinstance(value, (bool, int, float, str, list, dict)):
+        return f"a {type(value).__name__}"
+    return _TOML_KINDS[json_kind(value)]
 
 
 def _short(message: str, limit: int = 160) -> str:
     """One line, at most ``limit`` characters."""
     line = " ".join(message.split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-# --------------------------------------------------------------------------- decoding
-
-
-def validate_decoding(raw: Mapping[str, Any], *, where: str | None = None) -> dict[str, Any]:
-    """Return the decoding dict with defaults filled in; never coerce a value.
-
-    ``temperature`` must be exactly 0.0 (an integer 0 is read as 0.0), ``do_sample`` false,
-    ``max_new_tokens`` a positive integer (default 512), ``batch_size`` an integer >= 1
-    (default 1). Any other value is an ``EvaluationError`` naming ``decoding.<field>``.
-    """
-    unknown = sorted(set(raw) - set(DEFAULT_DECODING))
-    if unknown:
-        raise EvaluationError(
-            "SOM-DECODING-UNKNOWN-KEY",
-            f"unknown decoding key {unknown[0]!r}",
-            f"allowed: {', '.join(DEFAULT_DECODING)}",
-            where=where,
-        )
-    temperature = raw.get("temperature", 0.0)
-    if not _is_number(temperature) or temperature != 0:
-        raise EvaluationError(
-            "SOM-DECODING-TEMPERATURE",
-            f"decoding.temperature must be exactly 0.0 (greedy decoding), got {temperature!r}",
-            "set temperature = 0.0; sampling is never evaluated",
-            where=where,
-        )
-    do_sample = raw.get("do_sample", False)
-    if do_sample is not False:
-        raise EvaluationError(
-            "SOM-DECODING-DO-SAMPLE",
-            f"decoding.do_sample must be false, got {do_sample!r}",
-            "set do_sample = false; evaluation decodes greedily",
-            where=where,
-        )
-    max_new_tokens = raw.get("max_new_tokens", DEFAULT_DECODING["max_new_tokens"])
-    if not _is_int(max_new_tokens) or max_new_tokens <= 0:
-        raise EvaluationError(
-            "SOM-DECODING-MAX-NEW-TOKENS",
-            f"decoding.max_new_tokens must be a positive integer, got {max_new_tokens!r}",
-            "set max_new_tokens to a positive integer (default 512)",
-            where=where,
-        )
-    batch_size = raw.get("batch_size", DEFAULT_DECODING["batch_size"])
-    if not _is_int(batch_size) or batch_size < 1:
-        raise EvaluationError(
-            "SOM-DECODING-BATCH-SIZE",
-            f"decoding.batch_size must be an integer >= 1, got {batch_size!r}",
-            "set batch_size to 1 or more (default 1)",
-            where=where,
-        )
-    return {
-        "temperature": 0.0,
-        "do_sample": False,
-        "max_new_tokens": max_new_tokens,
-        "batch_size": batch_size,
-    }
-
-
-def _is_int(value: Any) -> bool:
-    """An integer that is not a boolean."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    """An int or float that is not a boolean and not NaN."""
-    if isinstance(value, float):
-        return not math.isnan(value)
-    return _is_int(value)
-
-
-# --------------------------------------------------------------------------- references
-
-
-def reference_kind(value: str) -> str:
-    """Kind of a *loaded* model or adapter reference: "pkg", "local" or "hub".
-
-    After :func:`load_suite`, local references are absolute paths, ``pkg:`` references start
-    with ``pkg:`` and everything else is a hub id.
-    """
-    if value.startswith("pkg:"):
-        return "pkg"
-    if os.path.isabs(value):
-        return "local"
-    return "hub"
-
-
-def _resolve_reference(
-    value: str,
-    folder: Path,
-    *,
-    field: str,
-    revision: str | None,
-    revision_field: str,
-    adapter: bool,
-    where: str,
-) -> str:
-    """Classify and resolve a model/adapter reference (see docs/suite.md, "References").
-
-    Order: ``pkg:`` prefix -> package file; absolute (or ``~``) path -> local; a relative path
-    that leaves the suite folder -> error; an existing relative path -> local; ``org/name``
-    -> hub id (needs a revision); anything else -> error. Local and package references must
-    not carry a revision; a hub id must.
-    """
-    if value.startswith("pkg:"):
-        try:
-            target = resolve_pkg_path(value)
-        except (InputError, SommelierEnvironmentError) as exc:
-            message = f"{field} {value!r}: {exc.message}"
-            raise type(exc)(exc.code, message, exc.hint, where=where) from None
-        except OSError as exc:  # e.g. a name too long for the file system
-            raise _unusable_path(value, exc, field=field, where=where) from None
-        check_local_kind(target, field=field, adapter=adapter, where=where)
-        _refuse_revision(revision, revision_field, field, where)
-        return value
-    local = _local_path(value, folder, field=field, where=where)
-    if local is not None:
-        check_local_kind(local, field=field, adapter=adapter, where=where)
-        _refuse_revision(revision, revision_field, field, where)
-        return str(local)
-    if is_hub_id(value):
-        require_revision(
-            value, revision, field=field, revision_field=revision_field, where=where
-        )
-        return value
-    raise InputError(
-        "SOM-SUITE-PATH-MISSING",
-        f"{field} {value!r}: no such file or directory under {folder} and not a hub id",
-        "give an existing path relative to the suite file, an absolute path, "
-        "an 'org/name' hub id or pkg:<package>/<path>",
-        where=where,
-    )
-
-
-def _local_path(value: str, folder: Path, *, field: str, where: str) -> Path | None:
-    """The resolved local path for ``value``, or None when it is no existing relative path.
-
-    An absolute path must exist; a relative path must stay inside ``folder`` (checked on the
-    written path, lexically: a symlink inside the folder may point anywhere).
-    """
-    expanded = os.path.expanduser(value)
-    if os.path.isabs(expanded):
-        path = Path(os.path.normpath(expanded))
-        if not _probe(path, Path.exists, value, field=field, where=where):
-            raise InputError(
-                "SOM-SUITE-PATH-MISSING",
-                f"{field} {value!r}: no such file or directory",
-                "check the absolute path",
-                where=where,
-            )
-        return path
-    path = _inside(value, folder, field=field, where=where)
-    return path if _probe(path, Path.exists, value, field=field, where=where) else None
-
-
-def _probe(path: Path, test: Callable[[Path], bool], value: str, *, field: str, where: str) -> bool:
-    """``test(path)`` (``Path.exists``, ``Path.is_file``), with an ``OSError`` the file system
-    raises for an unusable name (too long, ...) turned into an ``InputError`` naming ``field``."""
-    try:
-        return test(path)
-    except OSError as exc:
-        raise _unusable_path(value, exc, field=field, where=where) from None
-
-
-def _unusable_path(value: str, exc: OSError, *, field: str, where: str) -> InputError:
-    """The error for a path the file system refuses to look up (not a missing file)."""
-    return InputError(
-        "SOM-SUITE-PATH-MISSING",
-        f"{field} {_short(repr(value), 80)}: not a usable path ({exc.strerror or exc})",
-        "give an existing path relative to the suite file, an absolute path, "
-        "an 'org/name' hub id or pkg:<package>/<path>",
-        where=where,
-    )
-
-
-def _inside(value: str, folder: Path, *, field: str, where: str) -> Path:
-    """``folder / value`` normalised; an ``InputError`` when it leaves ``folder``."""
-    path = Path(os.path.normpath(folder / value))
-    if path != folder and folder not in path.parents:
-        raise InputError(
-            "SOM-SUITE-PATH-ESCAPE",
-            f"{field} {value!r} leaves the suite folder {folder}",
-            "keep relative paths inside the suite's folder, or write an absolute path",
-            where=where,
-        )
-    return path
-
-
-def _refuse_revision(revision: str | None, revision_field: str, field: str, where: str) -> None:
-    """A revision only pins hub ids; on a local or package reference it would mislead."""
-    if revision is not None:
-        raise InputError(
-            "SOM-SUITE-REVISION-UNUSED",
-            f"{revision_field} is set but {field} is not a hub id",
-            f"remove {revision_field}: local files are identified by content digest",
-            where=where,
-        )
 
 
 def _split_path(value: str, folder: Path, label: str) -> Path:
@@ -563,8 +363,8 @@ def _split_path(value: str, folder: Path, label: str) -> Path:
     if os.path.isabs(expanded):
         path = Path(os.path.normpath(expanded))
     else:
-        path = _inside(value, folder, field="suite.test_split", where=where)
-    if not _probe(path, Path.is_file, value, field="suite.test_split", where=where):
+        path = inside_folder(value, folder, field="suite.test_split", where=where)
+    if not probe_path(path, Path.is_file, value, field="suite.test_split", where=where):
         raise InputError(
             "SOM-SUITE-SPLIT-MISSING",
             f"suite.test_split: split file not found: {path}",
@@ -578,9 +378,9 @@ def _split_path(value: str, folder: Path, label: str) -> Path:
 
 
 def _model_config(table: dict[str, Any], folder: Path, label: str) -> ModelConfig:
-    """``[model]`` with ``base`` resolved (see :func:`_resolve_reference`)."""
+    """``[model]`` with ``base`` resolved (``references.resolve_reference``)."""
     revision = table.get("revision")
-    base = _resolve_reference(
+    base = resolve_reference(
         table["base"],
         folder,
         field="model.base",
@@ -614,7 +414,7 @@ def _arm_configs(table: dict[str, Any], folder: Path, label: str) -> dict[str, A
                     where=where,
                 )
         else:
-            adapter = _resolve_reference(
+            adapter = resolve_reference(
                 adapter,
                 folder,
                 field=f"arms.{name}.adapter",
@@ -760,7 +560,7 @@ def _gate_config(
         candidate=entry.get("candidate"),
         reference=entry.get("reference"),
         gap=entry.get("gap"),
-        **{key: _float_or_none(entry.get(key)) for key in ARM_THRESHOLDS + COMPARISON_THRESHOLDS},
+        **{key: _float_or_none(entry.get(key)) for key in ALL_THRESHOLDS},
     )
 
 
@@ -903,7 +703,7 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
         "decoding": dict(suite.decoding),
         "arms": {
             name: {
-                "model_kind": "base" if arm.adapter is None else "adapter",
+                "model_kind": model_kind_of(arm.adapter),
                 "adapter": None
                 if arm.adapter is None
                 else reference_identity(arm.adapter, arm.adapter_revision),

@@ -37,6 +37,7 @@ from typing import Any
 from pytest_sommelier.core.canonical import canonical_json_text, sha256_text
 from pytest_sommelier.data.atomic import write_atomic
 from pytest_sommelier.errors import InvariantError
+from pytest_sommelier.inference.device import device_of
 from pytest_sommelier.inference.protocol import Generator, cache_identity_of
 
 CACHE_SCHEMA = "sommelier.generation_cache.v1"
@@ -84,18 +85,11 @@ def library_versions() -> dict[str, str]:
 def device_fields(generator: Any) -> dict[str, Any]:
     """The device kind a generator runs on (``cpu``, ``cuda``, ...) and, on CUDA, the GPU name.
 
-    The kind comes from the generator's optional ``device_info()`` (``{"device", ...}``), else
-    from a ``device`` attribute (``"cuda:1"`` -> ``cuda``), else ``"unknown"``. The device count
-    is left out: it does not change one process's outputs.
+    The kind is ``inference.device.device_of``'s. The device count is left out: it does not
+    change one process's outputs.
     """
-    info = getattr(generator, "device_info", None)
     device = getattr(generator, "device", None)
-    if callable(info):
-        kind = str(info().get("device", "unknown"))
-    elif device is not None:
-        kind = str(device).split(":", 1)[0]
-    else:
-        kind = "unknown"
+    kind = device_of(generator)["device"]
     fields: dict[str, Any] = {"kind": kind}
     if kind == "cuda" and "torch" in sys.modules:
         fields["name"] = _cuda_name(device)

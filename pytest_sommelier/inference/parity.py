@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.canonical import sha256_text
-from pytest_sommelier.core.metrics import METRIC_NAMES, example_components
+from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.parse import parse_tool_call
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data import artifacts, stored
@@ -32,7 +32,6 @@ from pytest_sommelier.inference import select_engine
 from pytest_sommelier.inference.protocol import Generator
 
 PARITY_SCHEMA = "sommelier.parity.v1"
-FULL_CALL = METRIC_NAMES.index("full_call_exact_match")
 SNIPPET = 160
 
 
@@ -59,11 +58,6 @@ def recorded_engine(identity: Mapping[str, Any] | None) -> str:
     """The engine an identity records; runs of 0.1 (no ``engine`` entry) ran on transformers."""
     engine = (identity or {}).get("engine")
     return str(engine.get("name")) if isinstance(engine, Mapping) else "transformers"
-
-
-def _hit(record: Mapping[str, Any], gold_call: Any) -> bool:
-    components = example_components({**record, "gold_call": gold_call})
-    return components[FULL_CALL][0] == 1
 
 
 def _check_conditions(resolved: Mapping[str, Any], suite: Suite, run_dir: Path) -> None:
@@ -126,7 +120,7 @@ def run_parity(
     generators = select_engine.load_generators(
         engine, suite.model, suite.arms, suite_dir=suite.path.parent
     )
-    decoding = dict(suite.decoding)
+    decoding: dict[str, Any] = dict(suite.decoding)
     size = int(decoding.get("batch_size", 1))
     arms: dict[str, Any] = {}
     run_id = None
@@ -185,7 +179,9 @@ def _arm_parity(
                 call, status = parse_tool_call(text)
                 new = {"parse_status": status, "parsed_call": call}
                 same_status = status == old.get("parse_status")
-                same_hit = _hit(new, example.gold_call) == _hit(old, example.gold_call)
+                same_hit = full_call_hit(new, example.gold_call) == full_call_hit(
+                    old, example.gold_call
+                )
                 counts["examples"] += 1
                 counts["identical_outputs"] += int(text == old.get("raw_text"))
                 counts["equal_parse_status"] += int(same_status)

@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from pytest_sommelier.core.gates import threshold_text
+from pytest_sommelier.core.types import Verdict
+
 
 def _logxml(config: pytest.Config) -> Any:
     try:
@@ -37,13 +40,13 @@ def _case(xml: Any, nodeid: str, suite: str, passed: bool, message: str, props: 
     xml.pytest_runtest_logreport(teardown)
 
 
-def add_gate_cases(config: pytest.Config, suite_nodeid: str, verdict: dict) -> None:
+def add_gate_cases(config: pytest.Config, suite_nodeid: str, verdict: Verdict) -> None:
     """Report each gate and the verdict to the junitxml plugin, if it is active."""
     xml = _logxml(config)
     if xml is None:
         return
     for gate in verdict["gates"]:
-        threshold = ", ".join(f"{k} {v}" for k, v in sorted(gate["threshold"].items()))
+        threshold = threshold_text(gate["threshold"])
         message = (
             f"gate {gate['name']} failed: {gate['metric']} [{gate['slice']}] observed "
             f"{gate['observed']} ({threshold}) {gate.get('reason') or ''}".strip()

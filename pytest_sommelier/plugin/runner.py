@@ -20,14 +20,16 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_sommelier.core.canonical import sha256_text
-from pytest_sommelier.core.pipeline import generation_record, is_exact
-from pytest_sommelier.core.types import BatchKey, DeviceInfo, Example, WorkerPayload
+from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.pipeline import generation_record
+from pytest_sommelier.core.types import BatchKey, Example, WorkerPayload, model_kind_of
 from pytest_sommelier.errors import EvaluationError, InvariantError, SommelierError
+from pytest_sommelier.inference.device import device_of
 from pytest_sommelier.inference.protocol import Generator
 
 
@@ -334,7 +336,7 @@ class Runner:
         record = generation_record(
             example,
             arm=key.arm,
-            model_kind="base" if generator.adapter_identity is None else "adapter",
+            model_kind=model_kind_of(generator.adapter_identity),
             raw_text=outcome.outputs[example.example_id],
             decoding=decoding,
             cached=outcome.cached[example.example_id],
@@ -348,18 +350,6 @@ class Runner:
             "worker": self.worker_id,
             "processes": self.processes,
             "device": device_of(generator),
-            "hit": is_exact(record, example.gold_call),
+            "hit": full_call_hit(record, example.gold_call),
             "selfcheck_differs": outcome.selfcheck.get(example.example_id),
         }
-
-
-def device_of(generator: Any) -> DeviceInfo:
-    """The device a generator runs on, from its optional ``device_info()``."""
-    info: Callable[[], dict] | None = getattr(generator, "device_info", None)
-    if info is None:
-        return {"device": "unknown", "device_count": 1}
-    data = info()
-    return {
-        "device": str(data.get("device", "unknown")),
-        "device_count": int(data.get("device_count", 1)),
-    }

@@ -128,7 +128,6 @@ class SommelierSession:
                 outcome,
                 resolved={**identity, "run_id": self.run_id},
                 split_path=suite.test_split,
-                generations={name: arm.records for name, arm in arms.items()},
             )
             result.outcome = outcome
         except SommelierError as error:

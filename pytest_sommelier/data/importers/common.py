@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from pytest_sommelier.data.atomic import write_atomic
+from pytest_sommelier.data.schema import arguments_error, parameters_error
 from pytest_sommelier.data.split import strict_json
 from pytest_sommelier.errors import InputError
 
@@ -247,23 +246,19 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     """Why ``schema`` is not a JSON Schema (Draft 2020-12) object schema, or None."""
     if schema.get("type") != "object":
         return f"parameters have type {schema.get('type')!r}, not 'object'"
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return f"parameters are not JSON Schema: {exc.message[:160]}"
+    problem = parameters_error(schema)
+    if problem is not None:
+        return f"parameters are not JSON Schema: {problem[:160]}"
     return None
 
 
 def gold_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
-    """Why ``arguments`` do not validate against the tool's ``schema`` (first error), or None."""
-    errors = sorted(
-        jsonschema.Draft202012Validator(schema).iter_errors(arguments),
-        key=lambda error: list(error.absolute_path),
-    )
-    if not errors:
+    """Why ``arguments`` do not validate against the tool's ``schema`` (first error, by
+    ``data.schema.arguments_error``, the one gold-arguments rule), or None."""
+    wrong = arguments_error(schema, arguments)
+    if wrong is None:
         return None
-    path = "".join(f"[{part!r}]" for part in errors[0].absolute_path)
-    return f"gold arguments{path}: {errors[0].message[:160]}"
+    return f"gold arguments{wrong[0]}: {wrong[1][:160]}"
 
 
 def check_candidate(candidate: Candidate) -> Skip | None:
