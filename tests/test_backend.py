@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("torch")
+
 import torch
 
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierEnvironmentError

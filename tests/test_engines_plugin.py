@@ -148,15 +148,6 @@ def test_e05_bad_engine_tables_are_one_clear_line(
     assert "verdict: PASS" not in out
 
 
-def test_e06_an_unknown_engine_option_is_a_usage_error(
-    pytester: pytest.Pytester, tiny: tuple[Path, Path]
-) -> None:
-    tiny_suite(pytester, tiny)
-    result = run(pytester, "--sommelier-engine", "tgi")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "SOM-OPTION-VALUE: --sommelier-engine" in result.stderr.str()
-
-
 def test_e07_arms_from_different_engines_are_not_compared(
     pytester: pytest.Pytester, tiny: tuple[Path, Path]
 ) -> None:

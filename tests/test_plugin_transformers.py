@@ -11,6 +11,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("torch")
+
 from plugin_helpers import read_json, read_jsonl, rows
 from suite_factory import write_suite
 from tiny import make_tiny_adapter_dir, make_tiny_model_dir
