@@ -16,6 +16,8 @@ from suite_factory import to_toml
 sys.path.insert(0, str(Path(__file__).parent))
 from fault_server import FaultServer
 
+pytestmark = pytest.mark.slow  # subprocess sessions on a tiny real model
+
 pytest_plugins = ["pytester"]
 SECRET = "sk-test-0123456789-secret"
 
