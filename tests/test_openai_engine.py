@@ -343,9 +343,11 @@ def test_retry_outcome_follows_the_budget(suite_dir: Path, faults: list[str], re
     assert len(server.completions()) == min(len(faults), retries) + 1
 
 
+@pytest.mark.slow
 def test_a_gguf_base_is_tokenized_through_the_load_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    pytest.importorskip("torch")  # the tiny GGUF is written from a torch model
     from tiny import make_tiny_gguf
     from transformers import AutoTokenizer
 
