@@ -113,7 +113,7 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Return the batch scheduler for the implicit ``--dist load``, else None (xdist's own)."""
     if not schedules_by_batch(config):
         return None
-    from xdist.scheduler import LoadGroupScheduling
+    from xdist.scheduler import LoadGroupScheduling  # type: ignore[import-untyped]
 
     class BatchScheduling(LoadGroupScheduling):  # type: ignore[misc]
         """LoadGroup with sommelier batches as the groups."""
