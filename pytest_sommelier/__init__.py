@@ -5,6 +5,8 @@ classes (with their stable ``SOM-...`` codes). Everything else lives in the laye
 ``core`` <- ``data`` <- ``inference`` <- ``plugin`` (see docs/architecture.md).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -12,7 +14,9 @@ from pytest_sommelier.errors import (
     SommelierEnvironmentError,
     SommelierError,
 )
-from pytest_sommelier.inference.protocol import Generator
+
+if TYPE_CHECKING:
+    from pytest_sommelier.inference.protocol import Generator
 
 __version__ = "0.1.0"
 
@@ -25,3 +29,13 @@ __all__ = [
     "SommelierError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``Generator`` on first use: the package (which the pytest entry point sits in) imports no
+    layer module when it is loaded."""
+    if name == "Generator":
+        from pytest_sommelier.inference.protocol import Generator
+
+        return Generator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

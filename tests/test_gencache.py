@@ -374,6 +374,7 @@ def test_non_json_identity_is_uncacheable_not_an_error(cache: GenerationCache) -
     assert entry_files(cache) == []
 
 
+@pytest.mark.slow
 def test_versions_without_importing_the_libraries() -> None:
     """With a fake backend, keying must not pay for importing torch/transformers/peft."""
     code = (
@@ -555,6 +556,7 @@ def test_changed_prompt_misses_only_that_example(pytester: pytest.Pytester) -> N
     assert telemetry["timed_examples"] == 1 and telemetry["cached_examples"] == EXAMPLES - 1
 
 
+@pytest.mark.slow
 def test_xdist_workers_share_the_cache(pytester: pytest.Pytester) -> None:
     write_scripted_suite(pytester, SCRIPT, gates=GATES)
     assert run_cached(pytester, "out1").ret == 0

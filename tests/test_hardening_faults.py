@@ -160,6 +160,7 @@ def calls(pytester: pytest.Pytester) -> list[dict[str, Any]]:
 # ============================================================================ lost workers
 
 
+@pytest.mark.slow
 def test_F01_worker_killed_under_xdist(pytester: pytest.Pytester) -> None:
     fault_suite(pytester, {"arm": "adapter", "example": "en-2", "kind": "exit"})
     cache = pytester.path / "gencache"
@@ -186,6 +187,7 @@ def test_F01_worker_killed_under_xdist(pytester: pytest.Pytester) -> None:
     assert entries and all(isinstance(read_json(e)["output"], str) for e in entries)
 
 
+@pytest.mark.slow
 def test_F01b_rerun_after_a_lost_worker_rescores_from_the_cache(pytester: pytest.Pytester) -> None:
     suite = fault_suite(pytester, {"arm": "adapter", "example": "en-2", "kind": "exit"})
     cache = str(pytester.path / "gencache")
@@ -328,7 +330,9 @@ def test_F07_model_raises_on_one_batch(pytester: pytest.Pytester) -> None:
     assert report["slices"]["en"]["examples"] == 4 and report["slices"]["he"]["examples"] == 1
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["serial", "n2"])
+@pytest.mark.parametrize(
+    "xdist", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["serial", "n2"]
+)
 def test_F08_model_hangs_timeout_from_the_ini_file(pytester: pytest.Pytester, xdist: bool) -> None:
     fault_suite(pytester, {"arm": "adapter", "example": "en-1", "kind": "hang"})
     pytester.makeini("[pytest]\nsommelier_timeout = 0.5\n")

@@ -541,6 +541,7 @@ ADAPTER_ROWS: list[tuple[str, Callable[[Path], None], str, str]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("damage", "code", "fragment"),
     [row[1:] for row in ADAPTER_ROWS],
@@ -751,6 +752,7 @@ RESCORE_ERROR_ROWS: list[tuple[str, Callable[[Path], None], int, str, str]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("damage", "status", "code", "fragment"),
     [row[1:] for row in RESCORE_ERROR_ROWS],
@@ -777,6 +779,7 @@ def test_rescore_refuses(
     assert snapshot(run) == before, "a refused in-place rescore leaves the run untouched"
 
 
+@pytest.mark.slow
 def test_R23_lone_surrogate_in_stored_raw_text(
     stored_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -813,6 +816,7 @@ RESCORE_INCOMPLETE_ROWS: list[tuple[str, Callable[[Path], None]]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "damage",
     [row[1] for row in RESCORE_INCOMPLETE_ROWS],
@@ -885,6 +889,7 @@ COMPARE_ROWS: list[tuple[str, Callable[[Path], Path], int, str, str]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("candidate", "status", "code", "fragment"),
     [row[1:] for row in COMPARE_ROWS],
@@ -958,6 +963,7 @@ BASELINE_ROWS: list[tuple[str, Callable[[Path], Any], str, str, str]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("damage", "arg", "code", "fragment"),
     [row[1:] for row in BASELINE_ROWS],
@@ -978,6 +984,7 @@ def test_baseline_refuses(
     assert_nothing_passing(pytester.path / "out")
 
 
+@pytest.mark.slow
 def test_B07_baseline_from_an_incomplete_run_is_incomplete(
     pytester: pytest.Pytester, stored_run: Path
 ) -> None:
@@ -989,6 +996,7 @@ def test_B07_baseline_from_an_incomplete_run_is_incomplete(
     assert read_json(pytester.path / "out" / "gate_verdict.json")["verdict"] == "incomplete"
 
 
+@pytest.mark.slow
 def test_B08_baseline_whose_report_disagrees_with_its_generations(
     pytester: pytest.Pytester, stored_run: Path
 ) -> None:

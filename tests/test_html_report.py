@@ -49,6 +49,7 @@ def write(path: Path, value: dict) -> None:
     path.write_text(json.dumps(value), encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_header_shows_identity_verdict_and_each_gate(run: Path) -> None:
     page = render_report(run)
     resolved = read(run / "suite.resolved.json")
@@ -65,6 +66,7 @@ def test_header_shows_identity_verdict_and_each_gate(run: Path) -> None:
     assert gates["uplift"][4] == "ci_lower_above 0.0" and gates["uplift"][5].startswith("FAIL")
 
 
+@pytest.mark.slow
 def test_metrics_table_holds_each_arm_slice_with_fractions(run: Path) -> None:
     rows = {(r[0], r[1]): r[2:] for r in table_rows(render_report(run), "metrics")[1:]}
     assert set(rows) == {(a, s) for a in ("adapter", "base") for s in ("en", "he", "overall")}
@@ -75,6 +77,7 @@ def test_metrics_table_holds_each_arm_slice_with_fractions(run: Path) -> None:
     assert rows["adapter", "he"][-1] == "3" and rows["base", "en"][-1] == "4"
 
 
+@pytest.mark.slow
 def test_forest_plot_has_a_row_per_slice_and_metric_and_marks_intervals_off_zero(
     run: Path,
 ) -> None:
@@ -101,6 +104,7 @@ def test_forest_plot_has_a_row_per_slice_and_metric_and_marks_intervals_off_zero
     assert page.count('<g class="frow') == 15 and page.count('<g class="frow excl"') == 2
 
 
+@pytest.mark.slow
 def test_blob_outcomes_agree_with_the_metrics_module(run: Path) -> None:
     blob = page_blob(render_report(run))
     assert blob["arms"] == ["base", "adapter"]
@@ -116,6 +120,7 @@ def test_blob_outcomes_agree_with_the_metrics_module(run: Path) -> None:
     assert en3[7][1][4] == [[".room", "4", '"4"']]
 
 
+@pytest.mark.slow
 def test_untrusted_text_cannot_leave_its_element(run: Path) -> None:
     identity = read(run / "eval/adapter/evaluation_report.json")
     identity["adapter_identity"] = {"name": "<b onmouseover=alert(1)>x</b>"}
@@ -130,6 +135,7 @@ def test_untrusted_text_cannot_leave_its_element(run: Path) -> None:
     assert he3[7][1][2] == INJECTED  # the text itself survives, as data
 
 
+@pytest.mark.slow
 def test_content_security_policy_allows_only_the_pages_own_blocks(run: Path) -> None:
     page = render_report(run)
     csp = html.unescape(
@@ -144,6 +150,7 @@ def test_content_security_policy_allows_only_the_pages_own_blocks(run: Path) -> 
     assert "https://" not in page
 
 
+@pytest.mark.slow
 def test_missing_optional_artifacts_are_said_not_fatal(run: Path) -> None:
     (run / "gate_verdict.json").unlink()
     (run / "eval/base/inference_telemetry.json").unlink()
@@ -156,6 +163,7 @@ def test_missing_optional_artifacts_are_said_not_fatal(run: Path) -> None:
     assert len(page_blob(page)["ex"]) == 7  # the examples still show
 
 
+@pytest.mark.slow
 def test_an_edited_or_missing_split_copy_hides_the_examples_and_says_why(run: Path) -> None:
     split = run / "inputs/test_split.jsonl"
     split.write_text(split.read_text(encoding="utf-8") + "\n", encoding="utf-8")
@@ -166,6 +174,7 @@ def test_an_edited_or_missing_split_copy_hides_the_examples_and_says_why(run: Pa
     assert "is absent, so gold calls and prompts are unknown" in render_report(run)
 
 
+@pytest.mark.slow
 def test_subset_run_gets_incomplete_and_subset_banners(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path, "-k", "not he-")
     page = render_report(run_dir)
@@ -178,6 +187,7 @@ def test_subset_run_gets_incomplete_and_subset_banners(tmp_path: Path) -> None:
     assert [o[0] for o in he0[7]] == [-1, -1]  # not scored in either arm
 
 
+@pytest.mark.slow
 def test_cached_and_not_cross_comparable_banners(run: Path) -> None:
     telemetry = read(run / "eval/adapter/inference_telemetry.json")
     telemetry["cached_examples"] = 2
@@ -192,6 +202,7 @@ def test_cached_and_not_cross_comparable_banners(run: Path) -> None:
     assert "not cross-comparable" in page
 
 
+@pytest.mark.slow
 def test_newer_fields_show_when_present(run: Path) -> None:
     """Fields other 0.2 features add (engine, a sixth metric, identical_outputs,
     miss_category) render without a change to the renderer."""
@@ -226,6 +237,7 @@ def test_newer_fields_show_when_present(run: Path) -> None:
     assert en3[7][1][6] == "wrong_type"
 
 
+@pytest.mark.slow
 def test_long_raw_output_is_cut_in_the_page_and_says_its_length(run: Path) -> None:
     generations = run / "eval/base/generations.he.jsonl"
     records = artifacts.read_jsonl(generations)
@@ -235,6 +247,7 @@ def test_long_raw_output_is_cut_in_the_page_and_says_its_length(run: Path) -> No
     assert len(entry[7][0][2]) == RAW_LIMIT and entry[7][0][8] == RAW_LIMIT + 10
 
 
+@pytest.mark.slow
 def test_a_tampered_generation_record_is_refused_naming_it(run: Path) -> None:
     generations = run / "eval/adapter/generations.he.jsonl"
     records = artifacts.read_jsonl(generations)
@@ -245,6 +258,7 @@ def test_a_tampered_generation_record_is_refused_naming_it(run: Path) -> None:
     assert info.value.code == "SOM-STORED-FIELD"
 
 
+@pytest.mark.slow
 def test_refuses_a_folder_that_is_not_a_run(tmp_path: Path, run: Path) -> None:
     with pytest.raises(InputError, match=r"suite\.resolved\.json: not found") as info:
         render_report(tmp_path)
@@ -256,6 +270,7 @@ def test_refuses_a_folder_that_is_not_a_run(tmp_path: Path, run: Path) -> None:
         render_report(several)
 
 
+@pytest.mark.slow
 def test_write_report_writes_the_rendered_page_atomically(run: Path, tmp_path: Path) -> None:
     target = write_report(run)
     assert target == run / REPORT_FILE
@@ -265,11 +280,13 @@ def test_write_report_writes_the_rendered_page_atomically(run: Path, tmp_path: P
     assert elsewhere.read_text(encoding="utf-8") == target.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_no_machine_path_reaches_the_page(run: Path) -> None:
     page = render_report(run)
     assert str(run) not in page and str(run.parent) not in page
 
 
+@pytest.mark.slow
 def test_a_run_with_no_arm_report_still_renders(run: Path) -> None:
     """A session whose model never loaded writes a verdict but no arm report."""
     shutil.rmtree(run / "eval")
@@ -280,6 +297,7 @@ def test_a_run_with_no_arm_report_still_renders(run: Path) -> None:
     assert [e[7] for e in page_blob(page)["ex"]] == [[]] * 7
 
 
+@pytest.mark.slow
 def test_misses_by_category_table(run: Path) -> None:
     """The ``misses`` blocks (per arm, slice and overall) become one table."""
     page = render_report(run)
@@ -294,6 +312,7 @@ def test_misses_by_category_table(run: Path) -> None:
             assert cells[name] == str(count)
 
 
+@pytest.mark.slow
 def test_an_adapter_with_no_effect_gets_a_banner(run: Path) -> None:
     report = read(run / "report/adapter-vs-base.json")
     report["identical_outputs"] = report["compared_examples"] = 7

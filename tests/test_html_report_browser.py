@@ -20,6 +20,8 @@ from synthetic_run import write_synthetic_run
 
 from pytest_sommelier.data.htmlreport import write_report
 
+pytestmark = pytest.mark.slow  # a real browser (Chromium) on a subprocess session's run
+
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
 )

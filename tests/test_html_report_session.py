@@ -37,7 +37,9 @@ def other_files(run_dir: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["serial", "n2"])
+@pytest.mark.parametrize(
+    "xdist", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["serial", "n2"]
+)
 def test_session_finish_writes_the_page_with_the_verdict(
     pytester: pytest.Pytester, xdist: bool
 ) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from plugin_helpers import read_json, tiny_suite
 
+pytestmark = pytest.mark.slow  # a subprocess session on a tiny real model
+
 
 def test_resolved_suite_and_identities_give_one_sha256_per_folder(
     pytester: pytest.Pytester, tiny: tuple[Path, Path]

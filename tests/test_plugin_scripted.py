@@ -69,7 +69,9 @@ def check_metrics(block: dict, expected: dict) -> None:
         assert value["value"] == pytest.approx(numerator / denominator)
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["serial", "n2"])
+@pytest.mark.parametrize(
+    "xdist", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["serial", "n2"]
+)
 def test_full_run_writes_checked_artifacts(pytester: pytest.Pytester, xdist: bool) -> None:
     write_scripted_suite(pytester, SCRIPT, gates=GATES)
     result = run(pytester, *(["-n", "2"] if xdist else []), subprocess=xdist)
@@ -105,6 +107,7 @@ def test_full_run_writes_checked_artifacts(pytester: pytest.Pytester, xdist: boo
     result.stdout.fnmatch_lines(["*sommelier: factory*", "*verdict: PASS*"])
 
 
+@pytest.mark.slow
 def test_xdist_and_serial_write_the_same_artifacts(pytester: pytest.Pytester) -> None:
     write_scripted_suite(pytester, SCRIPT, gates=GATES)
     run(pytester, "--sommelier-out", "serial")

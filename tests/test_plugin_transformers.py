@@ -11,9 +11,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("torch")
+
 from plugin_helpers import read_json, read_jsonl, rows
 from suite_factory import write_suite
 from tiny import make_tiny_adapter_dir, make_tiny_model_dir
+
+pytestmark = pytest.mark.slow  # real-model sessions (a tiny Llama through transformers + peft)
 
 IDS = ("en-0", "en-1", "en-2", "he-0", "he-1")
 MAX_NEW_TOKENS = 6

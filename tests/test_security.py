@@ -78,6 +78,7 @@ def torch_load_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 # ============================================================================ safetensors only
 
 
+@pytest.mark.slow
 def test_X01_pickles_beside_safetensors_are_never_unpickled(
     pytester: pytest.Pytester, tiny: tuple[Path, Path], torch_load_calls: list[Any]
 ) -> None:
@@ -91,6 +92,7 @@ def test_X01_pickles_beside_safetensors_are_never_unpickled(
     assert torch_load_calls == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("folder", "weights", "code", "fragment"),
     [
@@ -143,6 +145,7 @@ from transformers import LlamaForCausalLM as EvilModel  # noqa: E402
 """
 
 
+@pytest.mark.slow
 def test_X04_remote_code_stays_off(
     pytester: pytest.Pytester, tiny: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -184,6 +187,7 @@ def test_X04_remote_code_stays_off(
 # ============================================================================ adapter symlinks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("linked", ["adapter_model.safetensors", "adapter_config.json"])
 def test_X05_adapter_symlink_leading_outside_is_refused(
     pytester: pytest.Pytester, tiny: tuple[Path, Path], linked: str
@@ -200,6 +204,7 @@ def test_X05_adapter_symlink_leading_outside_is_refused(
     assert "Traceback" not in text
 
 
+@pytest.mark.slow
 def test_X06_adapter_symlink_inside_the_folder_is_allowed(
     pytester: pytest.Pytester, tiny: tuple[Path, Path]
 ) -> None:
@@ -352,6 +357,7 @@ def assert_no_secrets(*texts: str) -> None:
             assert name not in text, f"{name} named in the output"
 
 
+@pytest.mark.slow
 def test_X12_secrets_never_reach_artifacts_or_the_terminal(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
@@ -383,6 +389,7 @@ def test_X12_secrets_never_reach_artifacts_or_the_terminal(
     assert (pytester.path / "out" / "gate_verdict.json").exists() and list(cache.rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_X13_secrets_never_reach_artifacts_through_the_real_backend(
     pytester: pytest.Pytester, tiny: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,13 +1,23 @@
-"""Every option's ini twin does what its flag does (one frozen Settings, built at configure)."""
+"""Every option's ini twin does what its flag does (one frozen Settings, built at configure).
+
+Two halves. The settings builder, unit-tested on a parsed config (no session): each flag and its
+ini twin build the same ``Settings``, the flag wins over the ini file, and bad values are usage
+errors naming both. Since every module reads options only through ``settings_of``, equal
+settings mean equal behaviour; what each flag does is then checked once per option in a real
+(in-process) session.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
+from typing import Any
 
 import pytest
 from plugin_helpers import GOLD, call_text, write_scripted_suite
+
+from pytest_sommelier.plugin.settings import OPTIONS, Settings, build_settings
 
 SCRIPT = {
     "adapter": {k: call_text(v) for k, v in GOLD.items() if k != "en-1"},
@@ -94,12 +104,11 @@ CASES: list[tuple[str, list[str], str, Check, dict]] = [
 ]
 
 
-@pytest.mark.parametrize("via", ["flag", "ini"])
 @pytest.mark.parametrize(
     ("flag", "ini", "check", "extra"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
-def test_ini_twin_does_what_the_flag_does(
-    pytester: pytest.Pytester, via: str, flag: list[str], ini: str, check: Check, extra: dict
+def test_each_flag_does_its_job_in_a_session(
+    pytester: pytest.Pytester, flag: list[str], ini: str, check: Check, extra: dict
 ) -> None:
     script = dict(SCRIPT)
     if extra.get("hang"):
@@ -113,37 +122,90 @@ def test_ini_twin_does_what_the_flag_does(
     args = ["-p", "no:cacheprovider"]
     if "sommelier_out" not in ini:
         args += ["--sommelier-out", "out"]
-    if via == "flag":
-        result = pytester.runpytest(*args, *flag)
-    else:
+    check(pytester, pytester.runpytest(*args, *flag))
+
+
+# ------------------------------------------------------------------ the builder, no session
+
+
+def settings(pytester: pytest.Pytester, *args: str, ini: str | None = None) -> Settings:
+    """The settings a run with ``args`` (and this ini file) would build at configure."""
+    if ini is not None:
         pytester.makeini("[pytest]\n" + ini + "\n")
-        result = pytester.runpytest(*args)
-    check(pytester, result)
+    return build_settings(pytester.parseconfig(*args))
+
+
+BUILT: list[tuple[str, list[str], str, dict[str, Any]]] = [
+    ("out", ["--sommelier-out", "chosen"], "sommelier_out = chosen", {"out": "chosen"}),
+    ("strict", ["--sommelier-strict"], "sommelier_strict = true", {"strict": True}),
+    ("misses", ["--sommelier-misses", "1"], "sommelier_misses = 1", {"misses": 1}),
+    ("misses-0", ["--sommelier-misses", "0"], "sommelier_misses = 0", {"misses": 0}),
+    ("gates", ["--sommelier-gates", "off"], "sommelier_gates = off", {"gates": False}),
+    ("baseline", ["--sommelier-baseline", "a/eval/base", "--sommelier-baseline", "ref=b"],
+     "sommelier_baseline =\n    a/eval/base\n    ref=b", {"baseline": ("a/eval/base", "ref=b")}),
+    ("timeout", ["--sommelier-timeout", "0.3"], "sommelier_timeout = 0.3", {"timeout": 0.3}),
+    ("selfcheck", ["--sommelier-selfcheck", "2"], "sommelier_selfcheck = 2", {"selfcheck": 2}),
+    ("cache-dir", ["--sommelier-cache-dir", "gencache"], "sommelier_cache_dir = gencache",
+     {"cache_dir": "gencache"}),
+    ("no-cache", ["--sommelier-no-cache"], "sommelier_no_cache = true", {"no_cache": True}),
+    ("engine", ["--sommelier-engine", "vllm"], "sommelier_engine = vllm", {"engine": "vllm"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("via", ["flag", "ini"])
+@pytest.mark.parametrize(
+    ("flag", "ini", "fields"), [c[1:] for c in BUILT], ids=[c[0] for c in BUILT]
+)
+def test_ini_twin_builds_what_the_flag_builds(
+    pytester: pytest.Pytester, via: str, flag: list[str], ini: str, fields: dict[str, Any]
+) -> None:
+    built = settings(pytester, *flag) if via == "flag" else settings(pytester, ini=ini)
+    assert built == replace(Settings(), **fields) != Settings()
+
+
+def test_every_option_is_covered() -> None:
+    covered = {flag[0] for _, flag, _, _ in BUILT}
+    assert covered == {option[0] for option in OPTIONS}
+
+
+def test_nothing_given_builds_the_defaults(pytester: pytest.Pytester) -> None:
+    assert settings(pytester) == Settings()
 
 
 def test_the_flag_wins_over_the_ini_file(pytester: pytest.Pytester) -> None:
-    write_scripted_suite(pytester, SCRIPT)
-    pytester.makeini("[pytest]\nsommelier_misses = 0\nsommelier_out = ignored\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-misses", "1",
-                                "--sommelier-out", "chosen")
-    misses_one(pytester, result)
-    wrote_out(pytester, result)
-    assert not Path(pytester.path / "ignored").exists()
+    built = settings(
+        pytester,
+        "--sommelier-misses", "1", "--sommelier-out", "chosen", "--sommelier-baseline", "cli",
+        ini="sommelier_misses = 0\nsommelier_out = ignored\nsommelier_baseline = from-ini",
+    )  # fmt: skip
+    assert (built.misses, built.out, built.baseline) == (1, "chosen", ("cli",))
 
 
 @pytest.mark.parametrize(
-    ("ini", "message"),
+    ("args", "ini", "message"),
     [
-        ("sommelier_misses = many", "--sommelier-misses / ini sommelier_misses: 'many'"),
-        ("sommelier_timeout = -1", "--sommelier-timeout / ini sommelier_timeout: '-1' must be"),
-        ("sommelier_gates = maybe", "--sommelier-gates / ini sommelier_gates: 'maybe'"),
+        ([], "sommelier_misses = many", "--sommelier-misses / ini sommelier_misses: 'many'"),
+        ([], "sommelier_timeout = -1", "--sommelier-timeout / ini sommelier_timeout: '-1' must be"),
+        ([], "sommelier_gates = maybe", "--sommelier-gates / ini sommelier_gates: 'maybe'"),
+        ([], "sommelier_engine = tgi", "--sommelier-engine / ini sommelier_engine: 'tgi'"),
+        (["--sommelier-engine", "tgi"], None, "SOM-OPTION-VALUE: --sommelier-engine"),
+        (["--sommelier-timeout", "nan"], None, "--sommelier-timeout / ini sommelier_timeout"),
+        (["--sommelier-selfcheck", "-2"], None, "ini sommelier_selfcheck: -2 must be 0 or more"),
     ],
+    ids=["ini-misses", "ini-timeout", "ini-gates", "ini-engine", "engine", "nan", "negative"],
 )
-def test_a_bad_ini_value_is_a_usage_error(
-    pytester: pytest.Pytester, ini: str, message: str
+def test_a_bad_value_is_a_usage_error_naming_flag_and_twin(
+    pytester: pytest.Pytester, args: list[str], ini: str | None, message: str
 ) -> None:
+    with pytest.raises(pytest.UsageError) as error:
+        settings(pytester, *args, ini=ini)
+    assert message in str(error.value)
+
+
+def test_a_bad_value_stops_the_session_at_configure(pytester: pytest.Pytester) -> None:
+    # the builder runs at configure: a bad value is pytest's usage error, before any model call
     write_scripted_suite(pytester, SCRIPT)
-    pytester.makeini("[pytest]\n" + ini + "\n")
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-o", "sommelier_misses=many")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert message in result.stderr.str()
+    assert "--sommelier-misses / ini sommelier_misses: 'many'" in result.stderr.str()
+    assert calls(pytester) == []

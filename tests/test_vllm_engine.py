@@ -100,6 +100,7 @@ def test_rank_is_read_from_the_adapter_config(tmp_path: Path) -> None:
     assert engines.adapter_rank(tmp_path) == 32
 
 
+@pytest.mark.slow
 def test_identity_without_loading_anything(suite_dir: Path) -> None:
     config = engines.EngineConfig(name="vllm", options={"max_model_len": 256})
     generators = vllm_engine.load_generators(
@@ -118,6 +119,7 @@ def test_identity_without_loading_anything(suite_dir: Path) -> None:
     assert str(suite_dir) not in dumped
 
 
+@pytest.mark.slow
 def test_identity_differs_from_the_transformers_engine_only_by_the_engine(suite_dir: Path) -> None:
     from pytest_sommelier.inference import transformers_engine
 
@@ -131,6 +133,7 @@ def test_identity_differs_from_the_transformers_engine_only_by_the_engine(suite_
     assert ours["adapter"].adapter_identity == theirs["adapter"].adapter_identity
 
 
+@pytest.mark.slow
 def test_one_engine_per_base_and_options_in_a_process(suite_dir: Path) -> None:
     config = engines.EngineConfig(name="vllm")
     first = vllm_engine.load_generators(config, model_config("model"), ARMS, suite_dir=suite_dir)
@@ -159,6 +162,7 @@ def transformers_outputs(suite_dir: Path) -> dict[str, list[str]]:
     return {arm: generators[arm].generate(list(PROMPTS), DECODING) for arm in ARMS}
 
 
+@pytest.mark.slow
 @needs_vllm
 def test_vllm_in_process_matches_transformers_token_for_token(suite_dir: Path) -> None:
     config = engines.EngineConfig(name="vllm", options={"max_model_len": 256})
@@ -178,6 +182,7 @@ def _free_port() -> int:
         return int(handle.getsockname()[1])
 
 
+@pytest.mark.slow
 @needs_vllm
 def test_openai_engine_against_a_real_vllm_server(suite_dir: Path, tmp_path: Path) -> None:
     port = _free_port()

@@ -4,8 +4,9 @@
 ``EvalItem`` (one per example), so node ids read
 ``eval_suites/demo/sommelier.toml::adapter::he::he-0042`` and ``-k``, ``--lf``, ``--deselect``
 and node-id arguments select the obvious things. Invariant: items are yielded in configured
-arm order, configured slice order, then split order, and every item carries the ``eval``
-marker; a bad suite is a collection error with the error's code and hint, never a traceback.
+arm order, configured slice order, then split order; every item carries the ``eval`` marker and
+an ``xdist_group`` mark naming its own fixed batch (``plugin.scheduling``); a bad suite is a
+collection error with the error's code and hint, never a traceback.
 """
 
 from __future__ import annotations
@@ -19,19 +20,19 @@ import pytest
 from pytest_sommelier.core.render import describe_miss
 from pytest_sommelier.core.types import BatchKey
 from pytest_sommelier.errors import SommelierError
+from pytest_sommelier.plugin.keys import RESULT_KEY
+from pytest_sommelier.plugin.role import role_of
+from pytest_sommelier.plugin.scheduling import batch_group, watch_collection
 from pytest_sommelier.plugin.settings import settings_of
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import Example, FormattedSplit, Suite
     from pytest_sommelier.plugin.runner import Runner
 
-SUITE_FILENAME = "sommelier.toml"
 SUITES_KEY = pytest.StashKey[dict[str, "tuple[Suite, FormattedSplit]"]]()
 RUNNER_KEY = pytest.StashKey["Runner"]()
 BATCH_KEY = pytest.StashKey["tuple[Any, BatchOutcome]"]()
 """An item's generator and its batch's outcome, set in ``setup``."""
-RESULT_KEY = pytest.StashKey["WorkerPayload"]()
-"""An item's result (what it reports to the session), set in ``runtest``."""
 
 
 def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, FormattedSplit]:
@@ -56,15 +57,13 @@ def runner_for(config: pytest.Config) -> Runner:
         from pytest_sommelier.plugin.runner import Runner
 
         settings = settings_of(config)
-        # the role comes from this session's config, never from an environment variable an
-        # outer xdist run may have left (a pytester session inside an xdist worker)
-        workerinput = getattr(config, "workerinput", None) or {}
+        role = role_of(config)
         runner = Runner(
             timeout=settings.timeout,
             selfcheck=settings.selfcheck,
             cache=generation_cache(config),
-            worker=str(workerinput.get("workerid", "main")),
-            processes=int(workerinput.get("workercount", 1)),
+            worker=role.worker_id,
+            processes=role.processes,
         )
         config.stash[RUNNER_KEY] = runner
     return runner
@@ -110,6 +109,7 @@ class SuiteFile(pytest.Module):
         # marked once here, inherited by every item (cheaper than 2 marks on each item)
         self.add_marker(pytest.mark.eval)
         self.add_marker(pytest.mark.usefixtures("sommelier_model"))
+        watch_collection(self.config)  # an xdist worker reports each item's batch group
         from pytest_sommelier.plugin.baseline import baseline_map
 
         stored = baseline_map(self.config)
@@ -170,6 +170,9 @@ class EvalItem(pytest.Item):
         self.arm = arm
         self.example = example
         self.batch_index = batch_index
+        # the scope xdist sends this item with: its own fixed batch (plugin.scheduling)
+        self.batch_group = batch_group(suite_file.nodeid, self.batch_key)
+        self.add_marker(pytest.mark.xdist_group(self.batch_group))
         # Fixture support, as pytest's own DoctestItem does it. Every item of a suite file has
         # the same node chain above it, so the fixture closure is computed once per file.
         from _pytest.fixtures import TopRequest

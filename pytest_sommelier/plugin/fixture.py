@@ -4,14 +4,14 @@ The default returns a callable ``sommelier_model(arm_name, *, suite=None)`` that
 arm's generator from the suite's engine (``[engine] name``, overridden by
 ``--sommelier-engine`` / ini ``sommelier_engine``; transformers when neither is set). Every
 engine computes identities without loading weights and loads the base (once per process) on the
-first generation the cache cannot answer. Override the fixture in a ``conftest.py`` to replace
+first generation the cache cannot answer; the worker number passed to the engine is the
+session's xdist role (``plugin.role``). Override the fixture in a ``conftest.py`` to replace
 the backend for every arm (see docs/backend.md, docs/engines.md). Invariant kept: one set of
 generators per suite per process, however many items ask.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -19,14 +19,8 @@ from typing import Any
 import pytest
 
 from pytest_sommelier.errors import EvaluationError
+from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
-
-
-def worker_index() -> int:
-    """This process's xdist worker number (``gw3`` -> 3), 0 outside xdist."""
-    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    digits = name.removeprefix("gw")
-    return int(digits) if digits.isdigit() else 0
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +29,7 @@ def sommelier_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., An
     end of the session every generator with a ``close()`` (a vLLM engine) is closed."""
     loaded: dict[str, dict[str, Any]] = {}
     chosen = settings_of(request.config).engine
+    worker_index = role_of(request.config).index  # gw3 -> 3: the CUDA device choice
 
     def get(arm_name: str, *, suite: Any = None) -> Any:
         if suite is None:
@@ -53,7 +48,7 @@ def sommelier_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., An
                 suite.model,
                 suite.arms,
                 suite_dir=suite.path.parent,
-                worker_index=worker_index(),
+                worker_index=worker_index,
             )
         return loaded[key][arm_name]
 

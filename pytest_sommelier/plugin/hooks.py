@@ -1,20 +1,30 @@
 """pytest-sommelier's pytest entry point: options and hook wiring only.
 
 Everything else lives in its own module: collection (``collect``), the per-process runner
-(``runner``), aggregation and the session finish (``session``), the fixture (``fixture``).
+(``runner``), aggregation and the session finish (``session``), the fixture (``fixture``),
+xdist scheduling (``scheduling``).
+
+Invariant kept: the plugin is free when idle. This module, and what it imports at load
+(``keys``, ``role``, ``settings``, ``fixture``), import only pytest and the standard library;
+collection, the session aggregator and with them ``core``, ``data``, ``inference``, numpy,
+jsonschema and jinja2 are imported when a ``sommelier.toml`` is collected or a suite item
+reports (tests/test_idle_cost.py, benchmarks/bench_idle.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sommelier.plugin.collect import RESULT_KEY, SUITE_FILENAME, SuiteFile
 from pytest_sommelier.plugin.fixture import sommelier_model
-from pytest_sommelier.plugin.session import SESSION_KEY, SommelierSession
+from pytest_sommelier.plugin.keys import RESULT_KEY, SUITE_FILENAME, suite_nodeid
 from pytest_sommelier.plugin.settings import add_options, configure_settings
+
+if TYPE_CHECKING:
+    from pytest_sommelier.plugin.session import SommelierSession
 
 __all__ = ["sommelier_model"]
 
@@ -27,21 +37,55 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "eval: one evaluated example of a sommelier suite (select with -m eval)"
     )
+    if not config.pluginmanager.hasplugin("xdist"):  # suite items carry xdist_group marks
+        config.addinivalue_line("markers", "xdist_group: the generation batch of a suite item")
     configure_settings(config)
-    sommelier = SommelierSession(config)
-    config.stash[SESSION_KEY] = sommelier
-    # the session object receives pytest_runtest_logreport (as pytest-benchmark's does)
-    config.pluginmanager.register(sommelier, "sommelier-session")
+    config.pluginmanager.register(SuiteReports(config), "sommelier-session")
+
+
+class SuiteReports:
+    """Hands every suite item's report to the session aggregator, created on the first one
+    (on the xdist controller too, which collects nothing), and forwards the session finish and
+    the terminal summary to it: a run without a suite never imports the aggregator."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.session: SommelierSession | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if suite_nodeid(report.nodeid) is None:
+            return
+        if self.session is None:
+            from pytest_sommelier.plugin.session import SommelierSession
+
+            self.session = SommelierSession(self.config)
+        self.session.record(report)
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file (gates become test cases)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.session is None:
+            return
+        forced = self.session.finish()
+        if forced is not None and session.exitstatus == 0:
+            session.exitstatus = forced
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
+        if self.session is not None:
+            self.session.summary(terminalreporter)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.name == SUITE_FILENAME:
+        from pytest_sommelier.plugin.collect import SuiteFile
+
         return SuiteFile.from_parent(parent, path=file_path)
     return None
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, Any]:
     report = yield
     payload = item.stash.get(RESULT_KEY, None)
     if call.when == "call" and payload is not None:
@@ -58,23 +102,14 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 
 @pytest.hookimpl(optionalhook=True)  # only exists when pytest-xdist is loaded
+def pytest_configure_node(node: Any) -> None:
+    from pytest_sommelier.plugin.scheduling import configure_node
+
+    configure_node(node)
+
+
+@pytest.hookimpl(optionalhook=True)  # only exists when pytest-xdist is loaded
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from pytest_sommelier.plugin.scheduling import make_scheduler
 
     return make_scheduler(config, log)
-
-
-@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file (gates become test cases)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    sommelier = session.config.stash.get(SESSION_KEY, None)
-    if sommelier is None:
-        return
-    forced = sommelier.finish()
-    if forced is not None and session.exitstatus == 0:
-        session.exitstatus = forced
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    sommelier = config.stash.get(SESSION_KEY, None)
-    if sommelier is not None:
-        sommelier.summary(terminalreporter)

@@ -1,12 +1,13 @@
 """The session-level aggregator: collects per-example results and, at session finish on the
 controller, derives and writes every artifact and the verdict.
 
-Roles are decided once: an xdist worker (``hasattr(config, "workerinput")``) only runs items;
-its results travel to the controller as JSON-safe report attributes; the controller (or a plain
-run) aggregates them from ``pytest_runtest_logreport`` and writes the run once. Invariants
-kept: nothing is written by a worker; a suite whose items errored or were not all run gets
-``complete: false`` and verdict ``incomplete``; any SommelierError at finish is shown as one
-line and makes the exit status non-zero, and leaves no report that looks complete.
+Roles are decided once (``plugin.role``): an xdist worker only runs items; its results travel
+to the controller as JSON-safe report attributes; the controller (or a plain run) aggregates
+them from the suite items' reports (handed over by ``hooks.SuiteReports``; the aggregator is
+created on the first) and writes the run once. Invariants kept: nothing is written by a
+worker; a suite whose items errored or were not all run gets ``complete: false`` and verdict
+``incomplete``; any SommelierError at finish is shown as one line and makes the exit status
+non-zero, and leaves no report that looks complete.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ from pytest_sommelier.data.suite import Suite, suite_identity
 from pytest_sommelier.errors import InvariantError, SommelierError
 from pytest_sommelier.plugin.collect import load_suite_once
 from pytest_sommelier.plugin.junit import add_gate_cases
+from pytest_sommelier.plugin.keys import suite_nodeid
+from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
-
-SESSION_KEY = pytest.StashKey["SommelierSession"]()
-SUITE_MARK = "sommelier.toml"
 
 
 @dataclass
@@ -45,18 +45,12 @@ class SuiteResult:
     page_written: bool = False
 
 
-def suite_nodeid(nodeid: str) -> str | None:
-    """The suite-file part of an item's node id, or None for a non-suite item."""
-    head = nodeid.split("::", 1)[0]
-    return head if head.endswith(SUITE_MARK) else None
-
-
 class SommelierSession:
     """Owns aggregation and the session-finish pipeline."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.is_worker = hasattr(config, "workerinput")
+        self.is_worker = role_of(config).is_worker
         self.payloads: dict[str, list[dict]] = {}
         self.errored: dict[str, list[str]] = {}
         self.results: list[SuiteResult] = []
@@ -64,7 +58,9 @@ class SommelierSession:
 
     # -- aggregation -------------------------------------------------------------------------
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    def record(self, report: pytest.TestReport) -> None:
+        """Take one suite item's report: its payload, or its error (a setup error, a lost
+        worker)."""
         suite = suite_nodeid(report.nodeid)
         if suite is None:
             return

@@ -4,7 +4,9 @@ Invariants kept: every ``--sommelier-*`` option has an ini twin of the same name
 (``sommelier_out``, ...); the command line wins over the ini file; :func:`build_settings`
 reads and validates them all once at configure time (a bad value is a usage error naming the
 option and its ini twin) and keeps the result in ``config.stash``; every other module reads
-options only through :func:`settings_of`, never ``getoption``/``getini``.
+options only through :func:`settings_of`, never ``getoption``/``getini``. Building them imports
+nothing beyond pytest and the standard library unless an option that needs more is given (the
+entry point builds them in every pytest run).
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from pytest_sommelier.core.types import ENGINE_NAMES
 
 DEFAULT_MISSES = 10
 
@@ -161,11 +161,14 @@ def build_settings(config: pytest.Config) -> Settings:
             f"SOM-OPTION-VALUE: {_flag('sommelier_gates')}: {gates!r} is not on or off"
         )
     engine = _raw(config, "sommelier_engine")
-    if engine is not None and str(engine) not in ENGINE_NAMES:
-        raise pytest.UsageError(
-            f"SOM-OPTION-VALUE: {_flag('sommelier_engine')}: {engine!r} is not one of "
-            f"{', '.join(ENGINE_NAMES)}"
-        )
+    if engine is not None:  # core is imported only when the option is used (idle cost)
+        from pytest_sommelier.core.types import ENGINE_NAMES
+
+        if str(engine) not in ENGINE_NAMES:
+            raise pytest.UsageError(
+                f"SOM-OPTION-VALUE: {_flag('sommelier_engine')}: {engine!r} is not one of "
+                f"{', '.join(ENGINE_NAMES)}"
+            )
     misses = _number(config, "sommelier_misses", int, positive=False)
     selfcheck = _number(config, "sommelier_selfcheck", int, positive=False)
     baseline = _raw(config, "sommelier_baseline") or []

@@ -1,0 +1,25 @@
+"""Names the plugin's modules share and the entry point needs at load: the suite file's name,
+the suite part of a node id, and the key of an item's result.
+
+Invariant kept: this module imports only pytest and the standard library (the entry point
+imports it in every pytest run, with or without a suite; tests/test_idle_cost.py checks it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_sommelier.core.types import WorkerPayload
+
+SUITE_FILENAME = "sommelier.toml"
+RESULT_KEY: pytest.StashKey[WorkerPayload] = pytest.StashKey()
+"""An item's result (what it reports to the session), set in ``runtest``."""
+
+
+def suite_nodeid(nodeid: str) -> str | None:
+    """The suite-file part of an item's node id, or None for a node id outside any suite."""
+    head = nodeid.split("::", 1)[0]
+    return head if head.rsplit("/", 1)[-1] == SUITE_FILENAME else None

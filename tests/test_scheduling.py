@@ -1,0 +1,221 @@
+"""Under ``-n 2`` every fixed batch is generated once, whatever subset is selected (issue 16).
+
+A logging fake model (``LOGGING_CONFTEST``) appends every ``generate`` call's example ids, its
+process id and whether it is the runner's warm-up call to ``calls.jsonl``. A suite of 12 English
+and 8 Hebrew examples at ``batch_size`` 3 (14 batches over two arms) runs under ``-n 2`` with
+``-k``, ``--deselect`` and ``--lf``: every example of every batch that holds a selected item
+is generated exactly once, on one of the two workers, and both workers generate. The node
+ids the run reports are the items' own (no xdist ``@group`` suffix), which is what lets
+``--lf`` find them again. The pure rules (group names, scopes) have property tests.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from plugin_helpers import read_json, read_jsonl
+from suite_factory import make_row, write_suite
+
+from pytest_sommelier.core.types import BatchKey
+from pytest_sommelier.plugin.scheduling import batch_group, scope_of, split_group
+
+BATCH_SIZE = 3
+EN = [f"en-{i:02d}" for i in range(12)]
+HE = [f"he-{i:02d}" for i in range(8)]
+ARMS = ("base", "adapter")
+SUITE = "suite/sommelier.toml"
+
+LOGGING_CONFTEST = """
+import json
+import os
+import pathlib
+
+import pytest
+
+HERE = pathlib.Path(__file__).parent
+ROWS = [json.loads(line) for line in (HERE / "data" / "test.jsonl").read_text().splitlines()]
+IDS = {row["prompt_text"]: row["example_id"] for row in ROWS}
+GOLD = {row["example_id"]: row["target_text"] for row in ROWS}
+HITS = set(json.loads((HERE / "hits.json").read_text()))
+
+
+class Logging:
+    def __init__(self, arm):
+        self.arm = arm
+        self.model_identity = {"fake": "logging-1"}
+        self.adapter_identity = None if arm == "base" else {"fake-adapter": arm}
+        self.warmed = False  # the runner's first call of a generator is its warm-up
+
+    def generate(self, prompts, decoding):
+        ids = [IDS[prompt] for prompt in prompts]
+        with (HERE / "calls.jsonl").open("a") as log:
+            log.write(json.dumps(
+                {"arm": self.arm, "ids": ids, "pid": os.getpid(), "warmup": not self.warmed}
+            ) + "\\n")
+        self.warmed = True
+        return [GOLD[i] if i in HITS else "I am not sure." for i in ids]
+
+
+@pytest.fixture(scope="session")
+def sommelier_model():
+    return Logging
+"""
+
+
+def logging_suite(pytester: pytest.Pytester, hits: list[str]) -> Path:
+    """The suite, its logging fake and the examples the fake answers right (``hits``)."""
+    rows = [make_row(i, "en", prompt_text=f"<user>q {i}</user>\n") for i in EN]
+    rows += [
+        make_row(h, "he", e, prompt_text=f"<user>ש {h}</user>\n")
+        for h, e in zip(HE, EN, strict=False)  # he-0k translates en-0k
+    ]
+    suite = write_suite(
+        pytester.path / "suite",
+        rows=rows,
+        model={"base": "fake-org/fake-model"},
+        decoding={"batch_size": BATCH_SIZE},
+    )
+    (suite.parent / "conftest.py").write_text(LOGGING_CONFTEST)
+    (suite.parent / "hits.json").write_text(json.dumps(hits))
+    return suite
+
+
+def generations(pytester: pytest.Pytester) -> tuple[collections.Counter[tuple[str, str]], set[int]]:
+    """How often each (arm, example) was generated (warm-ups aside), and by which processes."""
+    log = pytester.path / "suite" / "calls.jsonl"
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    pids: set[int] = set()
+    for call in read_jsonl(log) if log.exists() else []:
+        if call["warmup"]:
+            continue
+        pids.add(call["pid"])
+        counts.update((call["arm"], example) for example in call["ids"])
+    return counts, pids
+
+
+def batches_of(selected: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Every (arm, example) of every fixed batch that holds a selected (arm, example)."""
+    wanted: set[tuple[str, str]] = set()
+    for ids in (EN, HE):
+        batches = [ids[k : k + BATCH_SIZE] for k in range(0, len(ids), BATCH_SIZE)]
+        for arm in ARMS:
+            for batch in batches:
+                if any((arm, example) in selected for example in batch):
+                    wanted.update((arm, example) for example in batch)
+    return wanted
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    log = pytester.path / "suite" / "calls.jsonl"
+    log.unlink(missing_ok=True)
+    return pytester.runpytest_subprocess(
+        "-n", "2", "--sommelier-no-cache", "--sommelier-out", "out", "-v", *args
+    )
+
+
+def assert_each_batch_generated_once(
+    pytester: pytest.Pytester,
+    result: pytest.RunResult,
+    selected: set[tuple[str, str]],
+    *,
+    own_ids: bool = True,
+) -> None:
+    counts, pids = generations(pytester)
+    assert dict(counts) == dict.fromkeys(batches_of(selected), 1), result.stdout.str()
+    assert len(pids) == 2, "both workers generate (the run is really parallel)"
+    # reports carry the items' own node ids (an explicit --dist loadgroup adds xdist's suffix)
+    reported = [line for line in result.stdout.lines if f"{SUITE}::" in line and "[gw" in line]
+    assert len(reported) == len(selected), result.stdout.str()
+    assert all(("@sommelier:" in line) is not own_ids for line in reported), reported[:3]
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("missed", 0) + outcomes.get(
+        "failed", 0
+    ) == len(selected), outcomes
+
+
+ALL = {(arm, example) for arm in ARMS for example in (*EN, *HE)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "left_out"),
+    [
+        (["-k", "not en-01"], {("base", "en-01"), ("adapter", "en-01")}),
+        (
+            ["-k", "adapter and not he-04"],
+            {*(("base", e) for e in (*EN, *HE)), ("adapter", "he-04")},
+        ),
+        (
+            ["--deselect", f"{SUITE}::adapter::en::en-04", "--deselect", f"{SUITE}::base::he"],
+            {("adapter", "en-04"), *(("base", h) for h in HE)},
+        ),
+        (["--dist", "loadgroup", "-k", "not en-01"], {("base", "en-01"), ("adapter", "en-01")}),
+    ],
+    ids=["k", "k-arm", "deselect", "explicit-loadgroup"],
+)
+def test_every_batch_is_generated_once_under_a_selection(
+    pytester: pytest.Pytester, args: list[str], left_out: set[tuple[str, str]]
+) -> None:
+    logging_suite(pytester, hits=[])
+    result = run(pytester, "-p", "no:cacheprovider", "-m", "eval", *args)
+    assert result.ret == 1  # a subset: the verdict is incomplete
+    own_ids = "loadgroup" not in args
+    assert_each_batch_generated_once(pytester, result, ALL - left_out, own_ids=own_ids)
+    assert read_json(pytester.path / "out" / "gate_verdict.json")["verdict"] == "incomplete"
+
+
+@pytest.mark.slow
+def test_last_failed_reruns_each_batch_once(pytester: pytest.Pytester) -> None:
+    """A strict run fails every example but en-01 and he-02; ``--lf`` then reruns the rest,
+    found again by their own node ids (xdist's ``@group`` suffix would lose them)."""
+    logging_suite(pytester, hits=["en-01", "he-02"])
+    first = run(pytester, "--sommelier-strict", "-m", "eval")
+    assert first.parseoutcomes().get("failed") == len(ALL) - 4, first.stdout.str()
+    lastfailed = read_json(pytester.path / ".pytest_cache" / "v" / "cache" / "lastfailed")
+    assert all("@" not in nodeid for nodeid in lastfailed)
+    result = run(pytester, "--sommelier-strict", "-m", "eval", "--lf")
+    selected = ALL - {(arm, e) for arm in ARMS for e in ("en-01", "he-02")}
+    assert_each_batch_generated_once(pytester, result, selected)
+
+
+# ------------------------------------------------------------------------------- pure rules
+
+names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
+
+
+@given(suite=names, arm=names, language=names, index=st.integers(0, 10_000), nodeid=names)
+def test_a_group_suffix_comes_off_whole(
+    suite: str, arm: str, language: str, index: int, nodeid: str
+) -> None:
+    group = batch_group(suite, BatchKey(suite, arm, language, index))
+    assert "@" not in group
+    assert split_group(f"{nodeid}@{group}") == (nodeid, group)
+    assert scope_of(f"{nodeid}@{group}") == group
+
+
+identifiers = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,8}", fullmatch=True)  # arms, slices
+
+
+@given(
+    a=st.tuples(identifiers, identifiers, st.integers(0, 99)),
+    b=st.tuples(identifiers, identifiers, st.integers(0, 99)),
+)
+def test_groups_differ_exactly_when_batches_differ(
+    a: tuple[str, str, int], b: tuple[str, str, int]
+) -> None:
+    group_a = batch_group(SUITE, BatchKey(SUITE, *a))
+    group_b = batch_group(SUITE, BatchKey(SUITE, *b))
+    assert (group_a == group_b) == (a == b)
+
+
+def test_scopes_without_a_group() -> None:
+    # a suite item that lost its group is scheduled with its whole (suite, arm, slice)
+    assert scope_of(f"{SUITE}::adapter::en::en-04") == f"{SUITE}::adapter::en"
+    # any other test is its own unit, "@" in its id or not
+    assert scope_of("tests/test_a.py::test_x[a@b]") == "tests/test_a.py::test_x[a@b]"
+    assert scope_of("tests/test_a.py::test_x@mine") == "tests/test_a.py::test_x@mine"
