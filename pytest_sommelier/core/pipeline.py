@@ -19,6 +19,7 @@ from pytest_sommelier.core.canonical import sha256_json, sha256_text
 from pytest_sommelier.core.gates import evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, miss_fields
+from pytest_sommelier.core.noise import noise_floor_block
 from pytest_sommelier.core.parse import PARSER_VERSION, parse_tool_call
 from pytest_sommelier.core.reports import (
     build_comparison_report,
@@ -26,12 +27,14 @@ from pytest_sommelier.core.reports import (
     order_slice_records,
 )
 from pytest_sommelier.core.types import (
+    FINISH_UNKNOWN,
     ComparisonConfig,
     ComparisonReport,
     EvaluationReport,
     Example,
     FormattedSplit,
     GenerationRecord,
+    RebatchedOutput,
     ScoringRecord,
     Suite,
     Telemetry,
@@ -67,6 +70,7 @@ class ArmRun:
     timings: list[Timing] = field(default_factory=list)  # one per generated record
     stored_report: EvaluationReport | None = None  # a baseline arm's report from an earlier run
     stored_telemetry: Telemetry | None = None
+    rebatched: dict[str, RebatchedOutput] = field(default_factory=dict)  # core.noise
 
 
 @dataclass
@@ -153,10 +157,12 @@ def generation_record(
     raw_text: str,
     decoding: Mapping[str, Any],
     cached: bool,
+    finish_reason: str = FINISH_UNKNOWN,
+    generated_tokens: int | None = None,
 ) -> GenerationRecord:
     """The generation record of one output: parsed by ``sommelier.parser.v1``, carrying the
     prompt digest recomputed from the prompt that was sent (so a record never claims a prompt
-    it was not generated from)."""
+    it was not generated from) and the engine's finish reason and new-token count."""
     parsed_call, status = parse_tool_call(raw_text)
     return {
         "example_id": example.example_id,
@@ -168,6 +174,8 @@ def generation_record(
         "parsed_call": parsed_call,
         "parse_status": status,
         "decoding": dict(decoding),
+        "finish_reason": finish_reason,
+        "generated_tokens": generated_tokens,
         "cached": cached,
     }
 
@@ -282,6 +290,7 @@ class ArmReports:
     telemetry: dict[str, Telemetry] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)
     generations: dict[str, Generations] = field(default_factory=dict)
+    rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)
 
 
 def build_arm_reports(
@@ -325,6 +334,8 @@ def build_arm_reports(
             report = cast(EvaluationReport, {**report, **conditions})
         built.reports[name] = report
         built.telemetry[name] = telemetry_for(arm, suite)
+        if arm.stored_report is None:
+            built.rebatched[name] = arm.rebatched
     return built
 
 
@@ -356,6 +367,17 @@ def build_comparisons(
             )
         except (EvaluationError, InvariantError) as error:
             errors[name] = str(error)
+            continue
+        requested = int(suite.statistics.noise_floor)
+        if requested > 0 and reference in arms.rebatched:
+            reports[name]["noise_floor"] = noise_floor_block(
+                reference,
+                arms.scoring[reference],
+                arms.rebatched[reference],
+                requested=requested,
+                seed=suite.statistics.seed,
+                comparison=reports[name],
+            )
     return reports, errors
 
 

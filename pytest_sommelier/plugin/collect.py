@@ -91,6 +91,22 @@ def generation_cache(config: pytest.Config) -> Any:
 
 
 
+def noise_plan(suite: Suite, split: FormattedSplit) -> dict[str, frozenset[str]]:
+    """arm -> the example ids its noise floor re-batches (``core.noise``): the seeded sample of
+    ``[statistics] noise_floor`` examples for every comparison's reference arm; empty when the
+    noise floor is off."""
+    count = int(getattr(suite.statistics, "noise_floor", 0) or 0)
+    if count <= 0:
+        return {}
+    from pytest_sommelier.core.noise import noise_arms, noise_sample
+    from pytest_sommelier.core.pipeline import comparisons_to_run
+
+    sample = frozenset(
+        noise_sample((e.example_id for e in split.examples), count, suite.statistics.seed)
+    )
+    return dict.fromkeys(noise_arms(comparisons_to_run(suite)), sample)
+
+
 class SuiteFile(pytest.Module):
     """A suite file. Subclasses ``pytest.Module`` (like pytest's own doctest text files) so
     that module- and class-scoped fixtures from conftests resolve for its items; it never
@@ -106,6 +122,7 @@ class SuiteFile(pytest.Module):
         self.suite: Suite = suite
         self.split: FormattedSplit = split
         self._fixtureinfo_shared: Any = None
+        self.noise = noise_plan(suite, split)
         # marked once here, inherited by every item (cheaper than 2 marks on each item)
         self.add_marker(pytest.mark.eval)
         self.add_marker(pytest.mark.usefixtures("sommelier_model"))
@@ -211,12 +228,15 @@ class EvalItem(pytest.Item):
         generator = runner.generator(str(self.suite_file.path), self.arm, suite, factory)
         size = int(suite.decoding["batch_size"])
         examples = split.slices[self.example.language]
+        batch = examples[self.batch_index * size : (self.batch_index + 1) * size]
+        sample = self.suite_file.noise.get(self.arm, frozenset())
         outcome = runner.batch(
             self.batch_key,
-            examples[self.batch_index * size : (self.batch_index + 1) * size],
+            batch,
             suite.decoding,
             generator,
             warmup_prompt=split.slices[suite.reference_slice][0].prompt_text,
+            rebatch=[e.example_id for e in batch if e.example_id in sample],
         )
         self.stash[BATCH_KEY] = (generator, outcome)
 
