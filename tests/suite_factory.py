@@ -50,7 +50,7 @@ def make_row(
         "target_text": target,
         "full_text": prompt + target,
         "prompt_sha256": sha256_text(prompt),
-        "tokenizer_id": "fake-org/fake-tokenizer",
+        "tokenizer_id": "fake-org/fake-model",  # the default base's own tokenizer
         "tokenizer_revision": FAKE_REVISION,
         "template_policy": "chat_template",
     }

@@ -105,6 +105,12 @@ class GateConfig:
     delta_at_least: float | None
 
 
+SPLIT_TOKENIZER_POLICIES: tuple[str, ...] = ("base", "any")
+"""``[suite] split_tokenizer``: ``base`` (the default) requires the split to be formatted with
+the base model's own tokenizer; ``any`` accepts another one on purpose (recorded in the
+resolved suite)."""
+
+
 @dataclass(frozen=True)
 class Suite:
     """A loaded, validated suite; ``slices[0]`` is the reference (root) slice."""
@@ -120,6 +126,7 @@ class Suite:
     statistics: StatisticsConfig
     gates: tuple[GateConfig, ...]
     engine: EngineConfig = field(default_factory=EngineConfig)
+    split_tokenizer: str = "base"  # SPLIT_TOKENIZER_POLICIES: "any" accepts another tokenizer's
 
     @property
     def reference_slice(self) -> str:

@@ -22,9 +22,11 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
     Written as ``suite.resolved.json``. Local model/adapter files and directories appear as
     ``{"kind": "local", "sha256": ...}``, package references as ``{"kind": "pkg", "ref": ...,
     "sha256": ...}``, hub ids as ``{"kind": "hub", "id": ..., "revision": ...}``; the split as
-    its file name and digest. No absolute path of this machine appears anywhere.
+    its file name and digest; ``split_tokenizer: "any"`` when the suite accepts a split
+    formatted with another tokenizer than the base's. No absolute path of this machine appears
+    anywhere.
     """
-    return {
+    identity: dict[str, Any] = {
         "schema_version": SUITE_IDENTITY_VERSION,
         "name": suite.name,
         "test_split": {"file": suite.test_split.name, "sha256": sha256_path(suite.test_split)},
@@ -52,6 +54,9 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
         "statistics": asdict(suite.statistics),
         "gates": [asdict(gate) for gate in suite.gates],
     }
+    if suite.split_tokenizer != "base":
+        identity["split_tokenizer"] = suite.split_tokenizer
+    return identity
 
 
 def reference_identity(value: str, revision: str | None) -> dict[str, Any]:

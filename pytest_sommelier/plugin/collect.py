@@ -37,16 +37,20 @@ BATCH_KEY = pytest.StashKey["tuple[Any, BatchOutcome]"]()
 
 def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, FormattedSplit]:
     """A suite file and its split, loaded once per process and session (kept in
-    ``config.stash``): collection and the session finish share them. A load error is raised
+    ``config.stash``): collection and the session finish share them. The split must have been
+    formatted with the base's tokenizer (``inference.split_check``). A load error is raised
     each time and never kept."""
     from pytest_sommelier.data.split import load_split
     from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.inference.split_check import check_split_tokenizer
 
     loaded = config.stash.setdefault(SUITES_KEY, {})
     key = str(Path(path).resolve())
     if key not in loaded:
         suite = load_suite(path)
-        loaded[key] = (suite, load_split(suite.test_split, suite.slices))
+        split = load_split(suite.test_split, suite.slices)
+        check_split_tokenizer(suite)
+        loaded[key] = (suite, split)
     return loaded[key]
 
 
