@@ -19,7 +19,7 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json, sha256_text
 from pytest_sommelier.core.gates import evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.misses import LANGUAGE_FLAG, miss_fields
+from pytest_sommelier.core.misses import LANGUAGE_FLAG, finish_counts, miss_fields
 from pytest_sommelier.core.noise import noise_floor_block
 from pytest_sommelier.core.parse import PARSER_VERSION, parse_tool_call
 from pytest_sommelier.core.reports import (
@@ -90,6 +90,7 @@ class RunOutcome:
     records: dict[str, dict[str, list[ScoringRecord]]]  # arm -> slice -> scoring records
     missing: dict[str, int]  # arm -> examples not scored
     generations: dict[str, Generations] = field(default_factory=dict)  # arm -> slice -> records
+    rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)  # core.noise
 
 
 def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any]) -> str:
@@ -331,6 +332,9 @@ def build_arm_reports(
             complete=built.missing[name] == 0,
             ordered=True,
         )
+        report["finish_reasons"] = finish_counts(
+            record for records in built.generations[name].values() for record in records
+        )
         if stored is not None:
             conditions = {key: value for key, value in stored.items() if key in STORED_CONDITIONS}
             report = cast(EvaluationReport, {**report, **conditions})
@@ -430,6 +434,7 @@ def evaluate_run(
         records=built.scoring,
         missing=built.missing,
         generations=built.generations,
+        rebatched=built.rebatched,
     )
 
 

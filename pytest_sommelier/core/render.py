@@ -20,6 +20,7 @@ from pytest_sommelier.core.metrics import (
     full_call_hit,
 )
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
+from pytest_sommelier.core.noise import noise_floor_line
 from pytest_sommelier.core.parse import STATUS_OK
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.reports import adapter_had_no_effect
@@ -98,6 +99,42 @@ def acceptable_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
     ]
 
 
+def truncation_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
+    """How many outputs of each arm hit ``max_new_tokens`` (its report's ``finish_reasons``),
+    and how many ended for a reason the generator did not say."""
+    cells = []
+    for arm, report in arm_reports.items():
+        counts = report.get("finish_reasons")
+        if not counts:
+            continue
+        total = sum(counts.values())
+        cell = f"{arm} {counts.get('length', 0)} of {total}"
+        if counts.get("unknown"):
+            cell += f" ({counts['unknown']} finish reason unknown)"
+        cells.append(cell)
+    return [f"outputs that hit max_new_tokens: {', '.join(cells)}"] if cells else []
+
+
+def preflight_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[Line]:
+    """Each adapter arm's preflight (the counts its ``adapter_identity`` records) and, once
+    each, its warnings (in yellow)."""
+    lines: list[Line] = []
+    for arm, report in arm_reports.items():
+        record = (report.get("adapter_identity") or {}).get("preflight")
+        if not isinstance(record, Mapping):
+            continue
+        lines.append(
+            (
+                f"preflight: {arm}: {record.get('lora_tensors')} LoRA tensors map onto "
+                f"{record.get('mapped_modules')} modules of the base (rank {record.get('rank')})",
+                {},
+            )
+        )
+        for warning in dict.fromkeys(record.get("warnings") or []):
+            lines.append((f"preflight: {arm}: warning: {warning}", {"yellow": True}))
+    return lines
+
+
 def miss_category_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
     """The misses of each arm and slice by category (core.misses), nonzero categories only."""
     rows = []
@@ -148,6 +185,8 @@ def comparison_lines(
                 f"  identical outputs (byte for byte): {report['identical_outputs']} of "
                 f"{report['compared_examples']}"
             )
+        if "noise_floor" in report:
+            lines.append(f"  {noise_floor_line(report['noise_floor'])}")
     for name, message in errors.items():
         lines.append(f"{name}: REFUSED: {message}")
     return lines
@@ -417,9 +456,11 @@ def run_summary_lines(
                 {"yellow": True},
             )
         )
+    lines += preflight_lines(outcome.arm_reports)
     lines.append(("", {}))
     lines += [(line, {}) for line in metrics_lines(outcome.arm_reports)]
     lines += [(line, {}) for line in acceptable_lines(outcome.arm_reports)]
+    lines += [(line, {}) for line in truncation_lines(outcome.arm_reports)]
     comparisons = comparison_lines(outcome.comparison_reports, outcome.comparison_errors)
     if comparisons:
         lines.append(("", {}))

@@ -390,6 +390,7 @@ class EvaluationReport(Conditions):
     metrics: Metrics
     misses: MissCounts
     complete: bool
+    finish_reasons: NotRequired[dict[str, int]]  # core.misses.finish_counts: stop/length/unknown
 
 
 class TelemetrySlice(TypedDict):
