@@ -49,8 +49,9 @@ from pytest_sommelier.core.metrics import (
     metric_order,
     pair_differences,
 )
+from pytest_sommelier.core.noise import noise_floor_line
 from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
-from pytest_sommelier.core.render import fmt, fmt_interval, no_effect_lines
+from pytest_sommelier.core.render import fmt, fmt_interval, no_effect_lines, truncation_lines
 from pytest_sommelier.core.types import Call, ComparisonReport, GenerationRecord, Verdict
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.artifacts import StoredArm
@@ -535,6 +536,12 @@ def _banners(
     reports = {arm: data[0] for arm, data in arms.items()}
     for line in no_effect_lines(comparisons, reports):
         banners.append({"kind": "noeffect", "text": line[0].upper() + line[1:] + "."})
+    for line in truncation_lines(reports):
+        banners.append({"kind": "finish", "text": line[0].upper() + line[1:] + "."})
+    for name, comparison in comparisons.items():
+        if "noise_floor" in comparison:
+            line = noise_floor_line(comparison["noise_floor"])
+            banners.append({"kind": "noise", "text": f"{name}: {line}."})
     for name, comparison in comparisons.items():
         efficiency = comparison.get("efficiency")
         if efficiency and not efficiency.get("cross_comparable"):
