@@ -537,13 +537,15 @@ def _real_suite(
     folder = pytester.path / "suites" / "tiny"
     relative = Path("..") / ".." / kit[adapter].relative_to(kit["root"])
     ids = ("en-0", "en-1", "en-2", "en-3")
+    # prompts of different lengths, so a batch of two is left-padded and one alone is not
+    prompts = {i: f"<user>query {i}{' and more' * n}</user>\n" for n, i in enumerate(ids)}
     suite = write_suite(
         folder,
-        rows=[make_row(i, "en", prompt_text=f"<user>query {i}</user>\n") for i in ids],
+        rows=[make_row(i, "en", prompt_text=prompts[i]) for i in ids],
         model={"base": str(Path("..") / ".." / "models" / "tiny"), "revision": None},
         suite={"slices": ["en"]},
         arms={"base": {}, "adapter": {"adapter": str(relative)}},
-        decoding={"max_new_tokens": 3, "batch_size": 2},
+        decoding={"max_new_tokens": 6, "batch_size": 2},
         **overrides,
     )
     shutil.rmtree(folder / "adapter")
@@ -554,9 +556,10 @@ def _real_suite(
 @pytest.fixture
 def placed(pytester: pytest.Pytester, trust_kit: dict[str, Path]) -> dict[str, Path]:
     """The kit copied beside the pytester suites (relative paths leave the suite folder)."""
+    root = trust_kit["root"]
     for name in ("models", "checkpoints"):
-        shutil.copytree(trust_kit["root"] / name, pytester.path / name)
-    return {**trust_kit, "root": pytester.path}
+        shutil.copytree(root / name, pytester.path / name)
+    return {name: pytester.path / path.relative_to(root) for name, path in trust_kit.items()}
 
 
 @pytest.mark.slow
@@ -568,7 +571,7 @@ def test_a_preflight_failure_errors_its_arm_before_any_weights_load(
         "-p", "no:cacheprovider", "--sommelier-out", "out", "-k", "adapter"
     )
     text = "\n".join(result.outlines + result.errlines)
-    assert result.parseoutcomes().get("error") == 4, text
+    assert result.parseoutcomes().get("errors") == 4, text
     assert "SOM-ADAPTER-NO-MATCH: arms.adapter.adapter: 0 of 8 LoRA tensors match" in text
     assert not (pytester.path / "suites" / "tiny" / "loads.txt").exists()  # nothing loaded
     verdict = read_json(pytester.path / "out" / "gate_verdict.json")
@@ -585,7 +588,7 @@ def test_a_real_session_records_the_preflight_and_measures_its_noise_floor(
     suite = _real_suite(pytester, placed, "other", statistics={"noise_floor": 4})
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sommelier-out", "out")
     text = "\n".join(result.outlines + result.errlines)
-    assert "error" not in result.parseoutcomes(), text
+    assert "errors" not in result.parseoutcomes(), text
     out = pytester.path / "out"
     identity = read_json(out / "eval" / "adapter" / "evaluation_report.json")["adapter_identity"]
     assert identity["preflight"]["mapped_modules"] == 4
@@ -602,9 +605,9 @@ def test_a_real_session_records_the_preflight_and_measures_its_noise_floor(
         {k: block[k] for k in ("examples", "outputs_differ", "full_call_flips")},
     )
     records = read_jsonl(out / "eval" / "base" / "generations.en.jsonl")
-    assert {(r["finish_reason"], r["generated_tokens"]) for r in records} <= {
-        ("length", 3), ("stop", 1), ("stop", 2), ("stop", 3)
-    }  # fmt: skip
+    for record in records:
+        reason, count = record["finish_reason"], record["generated_tokens"]
+        assert (reason == "length" and count == 6) or (reason == "stop" and 1 <= count <= 6)
     for path in out.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".jsonl", ".md", ".html"):
             assert str(pytester.path) not in path.read_text(encoding="utf-8"), path
