@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sommelier.core.render import describe_miss
 from pytest_sommelier.core.types import BatchKey
+from pytest_sommelier.data.view.terminal import describe_miss
 from pytest_sommelier.errors import SommelierError
 from pytest_sommelier.plugin.keys import RESULT_KEY
 from pytest_sommelier.plugin.role import role_of
