@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_sommelier.errors import SommelierError
 
@@ -163,9 +163,10 @@ def _arm_folder(text: str) -> bool:
 
 def _fail_lines(results: list[dict[str, Any]]) -> list[str]:
     """The ``--fail`` gates as gate lines (without the suite verdict line)."""
+    from pytest_sommelier.core.types import GateResult
     from pytest_sommelier.data.view import terminal
 
-    return terminal.gate_lines({"gates": results, "verdict": ""})[:-1]
+    return terminal.gate_result_lines(cast("list[GateResult]", results))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

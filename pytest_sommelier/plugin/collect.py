@@ -27,11 +27,11 @@ from pytest_sommelier.plugin.settings import settings_of
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import Example, FormattedSplit, Suite
-    from pytest_sommelier.plugin.runner import Runner
+    from pytest_sommelier.plugin.runner import BatchOutcome, Runner
 
 SUITES_KEY = pytest.StashKey[dict[str, "tuple[Suite, FormattedSplit]"]]()
 RUNNER_KEY = pytest.StashKey["Runner"]()
-BATCH_KEY = pytest.StashKey["tuple[Any, BatchOutcome]"]()
+BATCH_KEY = pytest.StashKey[tuple[Any, "BatchOutcome"]]()
 """An item's generator and its batch's outcome, set in ``setup``."""
 
 

@@ -7,7 +7,7 @@ matched-pair language gaps are never shown in the same table as marginal full-sl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from os import PathLike
 from typing import Any
 
@@ -28,6 +28,7 @@ from pytest_sommelier.core.types import (
     Call,
     ComparisonReport,
     EvaluationReport,
+    GateResult,
     GenerationRecord,
     Verdict,
 )
@@ -175,8 +176,14 @@ def gate_lines(verdict: Verdict | None) -> list[str]:
     """Each gate with its observed value and threshold, then the verdict."""
     if verdict is None:
         return ["gates: off (--sommelier-gates=off)"]
+    return [*gate_result_lines(verdict["gates"]), f"verdict: {verdict['verdict'].upper()}"]
+
+
+def gate_result_lines(gates: Iterable[GateResult]) -> list[str]:
+    """One line per gate: PASS/FAIL, its subject, observed value and threshold (and the
+    reason of a failure)."""
     lines = []
-    for gate in verdict["gates"]:
+    for gate in gates:
         status = "PASS" if gate["passed"] else "FAIL"
         threshold = threshold_text(gate["threshold"])
         where = f"{gate.get('subject', '')} {gate['metric']} [{gate['slice']}]".strip()
@@ -184,7 +191,6 @@ def gate_lines(verdict: Verdict | None) -> list[str]:
         if not gate["passed"] and gate.get("reason"):
             line += f": {gate['reason']}"
         lines.append(line)
-    lines.append(f"verdict: {verdict['verdict'].upper()}")
     return lines
 
 
