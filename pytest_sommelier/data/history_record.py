@@ -234,7 +234,7 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
         except SommelierError:
             continue
         scoring[name] = {
-            lang: rescored([dict(r) for r in rows], split, suite.arguments_key)
+            lang: rescored(rows, split, suite.arguments_key)[1]
             for lang, rows in arm.records.items()
         }
     return value_intervals_of(scoring, suite.statistics)
