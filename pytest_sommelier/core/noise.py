@@ -9,18 +9,18 @@ how many of those outputs differ from the run's and how many full-call outcomes 
 stored run.
 
 Pure functions: the sample is a function of the example ids and the seed only
-(:func:`noise_sample`, the one sampling rule parity uses too), so every process, every
+(:func:`noise_sample`, by the one seeded draw, ``core.sampling``), so every process, every
 ``-k`` selection and every rerun picks the same examples.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_sommelier.core.metrics import full_call_hit
-from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, parse_tool_call
+from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import (
     ComparisonConfig,
     ComparisonReport,
@@ -39,14 +39,13 @@ SNIPPET = 160
 
 
 def noise_sample(example_ids: Iterable[str], count: int, seed: int) -> set[str]:
-    """``count`` example ids drawn with ``random.Random(seed)`` from the sorted ids (all of
-    them when ``count`` is at least their number; none when it is 0 or less)."""
+    """``count`` example ids by the one seeded draw (``core.sampling``) over the sorted ids,
+    as ``sommelier parity --sample`` draws them (all of them when ``count`` is at least their
+    number; none when it is 0 or less)."""
     ids = sorted(set(example_ids))
     if count <= 0:
         return set()
-    if count >= len(ids):
-        return set(ids)
-    return set(random.Random(seed).sample(ids, count))
+    return {ids[index] for index in sample_positions(len(ids), count, seed)}
 
 
 def noise_arms(comparisons: Iterable[ComparisonConfig]) -> tuple[str, ...]:
@@ -68,12 +67,14 @@ def noise_floor_block(
     requested: int,
     seed: int,
     comparison: ComparisonReport,
+    arguments_key: str = DEFAULT_ARGUMENTS_KEY,
 ) -> NoiseFloor:
     """The noise floor of ``arm`` (a comparison's reference) from its scoring records by slice
     and its re-batched outputs by example id; ``comparison`` gives the candidate's discordance
     to state beside it (outputs not byte-identical, and full-call outcomes that differ: the
-    McNemar discordant pairs). An example re-batched but not scored (an errored item) is not
-    counted."""
+    McNemar discordant pairs). A re-batched output is parsed as the run's are (parser v1 with
+    the suite's ``arguments_key``). An example re-batched but not scored (an errored item) is
+    not counted."""
     differing: list[NoiseDiff] = []
     examples = flips = differ = 0
     for language, records in reference.items():
@@ -82,7 +83,7 @@ def noise_floor_block(
             if again is None:
                 continue
             examples += 1
-            parsed, status = parse_tool_call(again["raw_text"])
+            parsed, status = parse_tool_call(again["raw_text"], arguments_key=arguments_key)
             new: dict[str, Any] = {"parsed_call": parsed, "parse_status": status}
             gold = record["gold_call"]
             flipped = full_call_hit(record, gold) != full_call_hit(new, gold)
@@ -114,21 +115,3 @@ def noise_floor_block(
         + int(mcnemar.get("reference_only", 0)),
         "differing": differing[:SHOWN],
     }
-
-
-def noise_floor_line(block: NoiseFloor) -> str:
-    """The terminal's line for a noise floor: ``noise floor: 0 of 32 base outputs differ when
-    re-batched``; when some do, the full-call flips and the candidate's discordance beside."""
-    text = (
-        f"noise floor: {block['outputs_differ']} of {block['examples']} {block['arm']} outputs "
-        "differ when re-batched"
-    )
-    if block["examples"] < block["requested"]:
-        text += f" (of {block['requested']} sampled, {block['examples']} were run)"
-    if block["outputs_differ"]:
-        text += (
-            f", {block['full_call_flips']} full-call outcome(s) flip; the candidate differs "
-            f"from it on {block['candidate_outputs_differ']} outputs, "
-            f"{block['candidate_discordant']} full-call outcomes"
-        )
-    return text

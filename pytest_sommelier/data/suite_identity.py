@@ -22,9 +22,10 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
     Written as ``suite.resolved.json``. Local model/adapter files and directories appear as
     ``{"kind": "local", "sha256": ...}``, package references as ``{"kind": "pkg", "ref": ...,
     "sha256": ...}``, hub ids as ``{"kind": "hub", "id": ..., "revision": ...}``; the split as
-    its file name and digest; ``split_tokenizer: "any"`` when the suite accepts a split
-    formatted with another tokenizer than the base's. No absolute path of this machine appears
-    anywhere.
+    its file name and digest; ``arguments_key`` is the parser's argument key (a run written
+    before it was recorded has none, and read ``arguments``); ``split_tokenizer: "any"`` when
+    the suite accepts a split formatted with another tokenizer than the base's. No absolute
+    path of this machine appears anywhere.
     """
     identity: dict[str, Any] = {
         "schema_version": SUITE_IDENTITY_VERSION,
@@ -32,6 +33,7 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
         "test_split": {"file": suite.test_split.name, "sha256": sha256_path(suite.test_split)},
         "slices": list(suite.slices),
         "reference_slice": suite.reference_slice,
+        "arguments_key": suite.arguments_key,
         "model": {
             "base": reference_identity(suite.model.base, suite.model.revision),
             "dtype": suite.model.dtype,

@@ -26,8 +26,9 @@ from typing import Any
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
-from pytest_sommelier.core.noise import noise_sample, rebatch_order
+from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data import artifacts, stored
 from pytest_sommelier.data.suite import load_suite
@@ -41,7 +42,7 @@ SNIPPET = 160
 
 def sample_ids(example_ids: list[str], sample: int | None, seed: int) -> set[str]:
     """A seeded sample of ``sample`` ids (all of them when None or larger than the split): the
-    one sampling rule, ``core.noise.noise_sample``."""
+    one ``--sample`` draw (``core.sampling``) over the ids in sorted order."""
     if sample is None or sample >= len(example_ids):
         return set(example_ids)
     if sample <= 0:
@@ -51,7 +52,8 @@ def sample_ids(example_ids: list[str], sample: int | None, seed: int) -> set[str
             "give the number of examples to regenerate, or leave it out for all",
             where="--sample",
         )
-    return noise_sample(example_ids, sample, seed)
+    ordered = sorted(example_ids)
+    return {ordered[index] for index in sample_positions(len(ordered), sample, seed)}
 
 
 def without(identity: Mapping[str, Any] | None, *keys: str) -> dict[str, Any] | None:
@@ -132,7 +134,7 @@ def run_parity(
     the suite's ``[engine]`` table, its name replaced; with ``rebatch``, default the run's own
     engine, one example at a time in reverse order); the parity report."""
     run_dir = Path(run_dir)
-    resolved, _, split = stored.load_run_inputs(run_dir)
+    resolved, recorded, split = stored.load_run_inputs(run_dir)
     suite = load_suite(suite_path)
     _check_conditions(resolved, suite, run_dir)
     if engine_name is None:
@@ -172,7 +174,15 @@ def run_parity(
         _check_identity(arm, report, generators[arm], same_engine=rebatch)
         by_id = {r["example_id"]: r for rows in records.values() for r in rows}
         arms[arm] = _arm_parity(
-            arm, generators[arm], split, by_id, chosen, decoding, size, reverse=rebatch
+            arm,
+            generators[arm],
+            split,
+            by_id,
+            chosen,
+            decoding,
+            size,
+            recorded.arguments_key,
+            reverse=rebatch,
         )
         arms[arm]["stored_engine"] = recorded_engine(report.get("model_identity"))
     return {
@@ -193,11 +203,13 @@ def _arm_parity(
     chosen: set[str],
     decoding: dict[str, Any],
     size: int,
+    arguments_key: str,
     *,
     reverse: bool = False,
 ) -> dict[str, Any]:
     """Generate the arm's sampled examples slice by slice (in reverse order with ``reverse``,
-    ``core.noise.rebatch_order``) and compare them with the stored."""
+    ``core.noise.rebatch_order``) and compare them with the stored (outputs parsed with the
+    run's ``arguments_key``)."""
     counts = {"examples": 0, "identical_outputs": 0, "equal_parse_status": 0, "equal_full_call": 0}
     differing: list[dict[str, Any]] = []
     for language, examples in split.slices.items():
@@ -220,7 +232,7 @@ def _arm_parity(
             texts = generator.generate([e.prompt_text for e in batch], dict(decoding))
             for example, text in zip(batch, texts, strict=True):
                 old = by_id[example.example_id]
-                call, status = parse_tool_call(text)
+                call, status = parse_tool_call(text, arguments_key=arguments_key)
                 new = {"parse_status": status, "parsed_call": call}
                 same_status = status == old.get("parse_status")
                 same_hit = full_call_hit(new, example.gold_call) == full_call_hit(

@@ -31,6 +31,7 @@ from typing import Any
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.noise import rebatch_order
+from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.pipeline import generation_record
 from pytest_sommelier.core.types import (
     FINISH_REASONS,
@@ -67,6 +68,7 @@ def call_factory(factory: Any, arm: str, suite: Any) -> Any:
             f"the sommelier_model fixture returned {type(factory).__name__}, not a callable",
             "return a callable arm_name -> generator from your sommelier_model override",
         )
+    parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -361,8 +363,11 @@ class Runner:
         decoding: Mapping[str, Any],
         generator: Any,
         outcome: BatchOutcome,
+        *,
+        arguments_key: str = DEFAULT_ARGUMENTS_KEY,
     ) -> WorkerPayload:
-        """Parse and score one output of a generated batch into the item's payload."""
+        """Parse (parser v1 with the suite's ``arguments_key``) and score one output of a
+        generated batch into the item's payload."""
         output = outcome.outputs[example.example_id]
         record = generation_record(
             example,
@@ -373,6 +378,7 @@ class Runner:
             cached=outcome.cached[example.example_id],
             finish_reason=output.finish_reason,
             generated_tokens=output.generated_tokens,
+            arguments_key=arguments_key,
         )
         again = outcome.rebatched.get(example.example_id)
         rebatched: RebatchedOutput | None = (
