@@ -267,8 +267,8 @@ SUITE_TABLE_ROWS: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "S21-adapter-dot-dot-inside-path",
         {"arms": {"base": {}, "adapter": {"adapter": "adapter/../../x"}}},
-        "SOM-SUITE-PATH-ESCAPE",
-        "arms.adapter.adapter 'adapter/../../x' leaves the suite folder",
+        "SOM-SUITE-PATH-MISSING",
+        "arms.adapter.adapter 'adapter/../../x': no such file or directory",
     ),
     (
         "S22-nul-in-model-path",

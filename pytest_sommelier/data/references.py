@@ -274,13 +274,14 @@ def _unusable_path(value: str, exc: OSError, *, field: str, where: str) -> Input
 
 
 def inside_folder(value: str, folder: Path, *, field: str, where: str) -> Path:
-    """``folder / value`` normalised; an ``InputError`` when it leaves ``folder``."""
+    """``folder / value`` normalised; an ``InputError`` when it leaves ``folder`` (the rule of
+    ``suite.test_split``: the split is the suite's own data; model and adapter paths may leave)."""
     path = Path(os.path.normpath(folder / value))
     if path != folder and folder not in path.parents:
         raise InputError(
             "SOM-SUITE-PATH-ESCAPE",
             f"{field} {value!r} leaves the suite folder {folder}",
-            "keep relative paths inside the suite's folder, or write an absolute path",
+            "keep the split inside the suite's folder, or write an absolute path",
             where=where,
         )
     return path
