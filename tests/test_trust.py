@@ -663,3 +663,37 @@ def test_the_preflight_record_is_no_part_of_the_cache_key(tmp_path: Path) -> Non
     later = Fake({"sha256": "x", "preflight": {"mapped_modules": 4}})
     assert cache.get_completion(later, "p" * 64, decoding) == Completion("out", "length", 3)
     assert cache.get(Fake({"sha256": "y"}), "p" * 64, decoding) is None
+
+
+# --------------------------------------------------------------------------- the vllm engine
+
+
+def test_vllm_batch_invariance_is_part_of_the_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_sommelier.inference import vllm_engine
+
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
+    off = vllm_engine.engine_fields({})
+    monkeypatch.setenv("VLLM_BATCH_INVARIANT", "1")
+    on = vllm_engine.engine_fields({})
+    assert (off["batch_invariant"], on["batch_invariant"]) == (False, True)
+    assert engines.canonical_identity(off) != engines.canonical_identity(on)
+    monkeypatch.setenv("VLLM_BATCH_INVARIANT", "yes")
+    assert vllm_engine.engine_fields({})["batch_invariant"] == "yes"  # recorded as written
+
+
+def test_vllm_loaded_modules_are_counted_where_exposed() -> None:
+    """Where vLLM's engine core runs in this process its LoRA manager is reachable: a packed
+    entry (``qkv_proj`` holding q and v) counts the sub-modules it holds; elsewhere, None."""
+    from types import SimpleNamespace
+
+    from pytest_sommelier.inference import vllm_engine
+
+    assert vllm_engine.loaded_lora_modules(SimpleNamespace(llm_engine=None), 1) is None
+    packed = SimpleNamespace(lora_a=["a", None, "c"])
+    lora = SimpleNamespace(loras={"layers.0.qkv_proj": packed, "layers.0.o_proj": object()})
+    manager = SimpleNamespace(_registered_adapters={1: lora})
+    chain: Any = manager
+    for name in reversed(vllm_engine.IN_PROCESS_LORA_MANAGER):
+        chain = SimpleNamespace(**{name: chain})
+    assert vllm_engine.loaded_lora_modules(chain, 1) == 3
+    assert vllm_engine.loaded_lora_modules(chain, 2) is None  # not registered: not exposed
