@@ -494,6 +494,9 @@ def _adapter_builders() -> Any:
     return test_preflight
 
 
+from test_preflight import kit  # noqa: E402, F401  (the preflight tests' adapters: a fixture)
+
+
 @pytest.fixture(scope="module")
 def trust_kit(tiny: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The tiny model under ``models/``, a good adapter as ``checkpoints/checkpoint-500`` and a
@@ -530,12 +533,12 @@ transformers_engine._load_model_and_tokenizer = _recording
 
 
 def _real_suite(
-    pytester: pytest.Pytester, kit: dict[str, Path], adapter: str, **overrides: Any
+    pytester: pytest.Pytester, paths: dict[str, Path], adapter: str, **overrides: Any
 ) -> Path:
     """A suite two folders below the kit's root, naming the model and the adapter by relative
     paths that leave its folder."""
     folder = pytester.path / "suites" / "tiny"
-    relative = Path("..") / ".." / kit[adapter].relative_to(kit["root"])
+    relative = Path("..") / ".." / paths[adapter].relative_to(paths["root"])
     ids = ("en-0", "en-1", "en-2", "en-3")
     # prompts of different lengths, so a batch of two is left-padded and one alone is not
     prompts = {i: f"<user>query {i}{' and more' * n}</user>\n" for n, i in enumerate(ids)}
@@ -576,6 +579,46 @@ def test_a_preflight_failure_errors_its_arm_before_any_weights_load(
     assert not (pytester.path / "suites" / "tiny" / "loads.txt").exists()  # nothing loaded
     verdict = read_json(pytester.path / "out" / "gate_verdict.json")
     assert verdict["verdict"] == "incomplete" and result.ret != 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["transformers", "vllm"])
+def test_every_broken_adapter_of_the_preflight_tests_errors_its_arm_at_session_start(
+    pytester: pytest.Pytester, request: pytest.FixtureRequest, engine: str
+) -> None:
+    """The preflight tests' real peft adapters (``tests/test_preflight.py``), one arm each, in
+    one session per engine: every arm the preflight refuses errors with its own code in one
+    line, before anything loads (the transformers engine's loader is recorded; vLLM is not
+    even importable here, and nothing tries to build it)."""
+    from test_preflight import EXPECTED
+
+    made: dict[str, Path] = request.getfixturevalue("kit")
+    cases = sorted(case for (case, on), code in EXPECTED.items() if on == engine and code)
+    folder = pytester.path / "suite"
+    suite = write_suite(
+        folder,
+        rows=[make_row("en-0", "en")],
+        model={"base": str(made["model"]), "revision": None},
+        suite={"slices": ["en"]},
+        arms={"base": {}, **{case: {"adapter": str(made[case])} for case in cases}},
+        engine={"name": engine},
+        comparisons=None,
+    )
+    (folder / "conftest.py").write_text(LOADS_CONFTEST)
+    match_base_tokenizer(suite)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--sommelier-out", "out", "-k", "not base"
+    )
+    text = "\n".join(result.outlines + result.errlines)
+    assert result.parseoutcomes().get("errors") == len(cases), text
+    for case in cases:
+        code = EXPECTED[(case, engine)]
+        prefix = f"ERROR suite/sommelier.toml::{case}::en::en-0 - "  # (cut to the width)
+        assert sum(x.startswith(prefix) for x in text.splitlines()) == 1, text
+        message = f"{code}: arms.{case}.adapter: "
+        assert any(x.startswith(message) for x in text.splitlines()), text  # one line, in full
+    assert not (folder / "loads.txt").exists() and "SOM-VLLM-IMPORT" not in text
+    assert read_json(pytester.path / "out" / "gate_verdict.json")["verdict"] == "incomplete"
 
 
 @pytest.mark.slow
