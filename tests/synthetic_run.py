@@ -201,6 +201,6 @@ def write_synthetic_run(
         run_dir,
         outcome,
         resolved={**identity, "run_id": run_id},
-        split_path=suite.test_split,
+        split=split,
     )
     return run_dir

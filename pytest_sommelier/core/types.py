@@ -141,7 +141,11 @@ class Example:
 
 @dataclass(frozen=True)
 class FormattedSplit:
-    """A validated split partitioned into the configured slices (``slices[0]`` is the root)."""
+    """A validated split partitioned into the configured slices (``slices[0]`` is the root).
+
+    ``raw`` is the file's bytes exactly as read (``sha256`` is their digest): a run's copy of
+    its split is written from them, so the copy is the split the run used, byte for byte, even
+    when the file changes on disk after loading."""
 
     path: Path
     sha256: str
@@ -151,6 +155,7 @@ class FormattedSplit:
     prompt_set_sha256: dict[str, str]
     pairs: dict[str, tuple[tuple[str, str], ...]]
     pair_set_sha256: dict[str, str]
+    raw: bytes = field(default=b"", repr=False, compare=False)
 
 
 # --------------------------------------------------------------------------- records

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any, cast
 from pytest_sommelier.core.types import (
     ComparisonReport,
     EvaluationReport,
+    FormattedSplit,
     GenerationRecord,
     Telemetry,
     Verdict,
 )
 from pytest_sommelier.data.atomic import CannotCreateError, write_atomic
+from pytest_sommelier.data.split import json_lines
 from pytest_sommelier.data.suite import valid_name
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
@@ -50,7 +52,7 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str | bytes) -> None:
     """Write one artifact through the one atomic writer (``data.atomic.write_atomic``), with
     the file mode the umask gives; an ``OSError`` becomes an error naming the folder."""
     try:
@@ -69,6 +71,17 @@ def atomic_write_text(path: Path, text: str) -> None:
         ) from exc
 
 
+def copy_input(path: Path, data: bytes) -> None:
+    """Write the bytes of an input (the split) into a run folder as they are: a byte copy,
+    never text re-encoded. A file already holding exactly these bytes is left untouched."""
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    atomic_write_text(path, data)
+
+
 def atomic_write_json(path: Path, value: Any) -> None:
     atomic_write_text(path, dumps(value))
 
@@ -84,7 +97,7 @@ def write_run(
     run_dir: Path,
     *,
     resolved: dict[str, Any],
-    split_path: Path,
+    split: FormattedSplit,
     generations: dict[str, dict[str, list[GenerationRecord]]],
     telemetry: dict[str, Telemetry],
     arm_reports: dict[str, EvaluationReport],
@@ -92,11 +105,14 @@ def write_run(
     comparison_markdown: dict[str, str],
     verdict: Verdict | None,
 ) -> None:
-    """Write a whole run directory in dependency order, verdict last."""
+    """Write a whole run directory in dependency order, verdict last.
+
+    The split copy is ``split.raw``, the bytes the run loaded (never the file re-read, which
+    may have changed since, nor re-encoded text), and ``resolved`` records their digest."""
+    recorded = {**resolved.get("test_split", {}), "sha256": split.sha256}
+    resolved = {**resolved, "test_split": recorded}
     atomic_write_json(run_dir / RESOLVED, resolved)
-    copy = run_dir / SPLIT_COPY
-    if split_path.resolve() != copy.resolve():
-        atomic_write_text(copy, split_path.read_text(encoding="utf-8"))
+    copy_input(run_dir / SPLIT_COPY, split.raw)
     for arm, by_slice in generations.items():
         for language, records in by_slice.items():
             atomic_write_text(
@@ -113,7 +129,7 @@ def write_run(
 
 
 def write_outcome(
-    run_dir: Path, outcome: RunOutcome, *, resolved: dict[str, Any], split_path: Path
+    run_dir: Path, outcome: RunOutcome, *, resolved: dict[str, Any], split: FormattedSplit
 ) -> None:
     """Write a :class:`pipeline.RunOutcome` with :func:`write_run`: its generation records
     (with their miss fields) and reports, the comparison reports rendered to Markdown too."""
@@ -122,7 +138,7 @@ def write_outcome(
     write_run(
         run_dir,
         resolved=resolved,
-        split_path=split_path,
+        split=split,
         generations=outcome.generations,
         telemetry=outcome.telemetry,
         arm_reports=outcome.arm_reports,
@@ -183,14 +199,27 @@ def read_resolved(run_dir: Path) -> dict[str, Any]:
 
 
 def read_jsonl(path: Path) -> list[GenerationRecord]:
-    """Read a generations file; each broken line is an InputError naming ``file:line``."""
+    """Read a generations file; each broken line is an InputError naming ``file:line``.
+
+    Lines end at ``\n`` only (``split.json_lines``): a model's text may hold a raw U+2028 or
+    U+0085, which JSON writes unescaped and ``str.splitlines`` would split at."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = json_lines(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise InputError(
             "SOM-STORED-MISSING",
             f"{path}: not found",
             "the arm folder is missing a generations file",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            "SOM-STORED-BROKEN",
+            f"{path}: not valid UTF-8 (byte {exc.start})",
+            "the generations file was edited; regenerate this arm",
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            "SOM-STORED-UNREADABLE", f"{path}: {exc.strerror or exc}", "check permissions"
         ) from None
     records: list[GenerationRecord] = []
     for number, line in enumerate(lines, start=1):

@@ -48,6 +48,7 @@ from pytest_sommelier.data.importers import common
 from pytest_sommelier.data.importers.common import Skipped, gold_problem, prepared_line
 from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1
 from pytest_sommelier.data.schema import parameters_error
+from pytest_sommelier.data.split import json_lines
 from pytest_sommelier.errors import InputError
 
 __all__ = ["Skipped", "prepared_line"]  # shared with the other importers (data.importers)
@@ -338,7 +339,7 @@ def _gold_dict(acceptable: dict[str, Any]) -> dict[str, Any]:
 
 def _jsonl(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line; InputError naming file:line if bad."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):  # \n only: U+2028 in a string
         if not line.strip():
             continue
         where = f"{label}:{number}"

@@ -53,7 +53,7 @@ from pytest_sommelier.core.render import fmt, fmt_interval, no_effect_lines
 from pytest_sommelier.core.types import Call, ComparisonReport, GenerationRecord, Verdict
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.artifacts import StoredArm
-from pytest_sommelier.data.split import row_gold_call
+from pytest_sommelier.data.split import json_lines, row_gold_call
 from pytest_sommelier.errors import InputError
 
 REPORT_FILE = artifacts.REPORT_PAGE
@@ -138,7 +138,8 @@ def _read_split_rows(
         )
         return None
     try:
-        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+        lines = json_lines(data.decode("utf-8"))  # at \n only, as the split loader reads it
+        return [json.loads(line) for line in lines if line.strip()]
     except (UnicodeDecodeError, json.JSONDecodeError):  # pragma: no cover - digest matched
         notes.append(f"{artifacts.SPLIT_COPY} could not be read")
         return None

@@ -6,7 +6,8 @@ then the row rules), in file order, so the first bad line is the one reported; e
 
 Invariants kept by a returned ``FormattedSplit``:
 
-- ``sha256`` is the SHA-256 of the file's bytes exactly as read (every line, blank or not);
+- ``sha256`` is the SHA-256 of the file's bytes exactly as read (every line, blank or not),
+  and ``raw`` holds those bytes (what a run copies into its folder);
 - every example's ``prompt_sha256`` equals ``sha256(prompt_text)`` (else ``InvariantError``);
 - example ids are unique in the file, every row has the same ``split`` value, and every
   ``gold_call`` is one ``{"name": non-empty str, "arguments": object}`` call;
@@ -53,7 +54,7 @@ def load_split(
     ``arguments_key`` is the key parser v1 reads native-policy targets with."""
     label = str(path)
     slice_names = _check_slice_names(slices)
-    digest = hashlib.sha256()
+    digest = _Digest()
     examples: list[Example] = []
     lines_by_id: dict[str, int] = {}
     split_value: tuple[str, int] | None = None
@@ -84,6 +85,7 @@ def load_split(
     return FormattedSplit(
         path=Path(path),
         sha256=digest.hexdigest(),
+        raw=b"".join(digest.chunks),
         split=split_value[0] if split_value else "",
         examples=tuple(e for e in examples if e.language in by_slice),
         slices=by_slice,
@@ -98,6 +100,21 @@ def load_split(
             for target, p in pairs.items()
         },
     )
+
+
+class _Digest:
+    """SHA-256 of the bytes fed in, which it keeps too (the split's ``raw``)."""
+
+    def __init__(self) -> None:
+        self.sha = hashlib.sha256()
+        self.chunks: list[bytes] = []
+
+    def update(self, data: bytes) -> None:
+        self.sha.update(data)
+        self.chunks.append(data)
+
+    def hexdigest(self) -> str:
+        return self.sha.hexdigest()
 
 
 def _check_slice_names(slices: Sequence[str]) -> tuple[str, ...]:

@@ -161,7 +161,7 @@ def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOu
         for name in suite.arms:
             (run_dir / "eval" / name / "evaluation_report.json").unlink(missing_ok=True)
         artifacts.remove_stale(run_dir)
-    artifacts.write_outcome(target, outcome, resolved=resolved, split_path=suite.test_split)
+    artifacts.write_outcome(target, outcome, resolved=resolved, split=split)
     write_report(target)
     return target, outcome
 

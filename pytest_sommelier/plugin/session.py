@@ -123,7 +123,7 @@ class SommelierSession:
                 result.run_dir,
                 outcome,
                 resolved={**identity, "run_id": self.run_id},
-                split_path=suite.test_split,
+                split=split,
             )
             result.outcome = outcome
         except SommelierError as error:
