@@ -193,3 +193,120 @@ def test_helpers_can_fail(tmp_path: Path) -> None:
     with pytest.raises(AssertionError):
         assert_one_line("SOM-X: a", "SOM-X", "b")
     assert read_jsonl is not None
+
+
+# ============================================================================ H02 example ids
+
+BAD_IDS = [
+    ("double-colon", "en::0001", "'::'"),
+    ("bracket", "en[0002]", "en[0002]"),
+    ("newline", "en-1\n", "en-1\\n"),
+    ("only-spaces", "   ", "blank"),
+    ("control", "en\x01", "en\\x01"),
+    ("empty", "", "empty"),
+]
+BAD_ID_CASES = [case[1:] for case in BAD_IDS]
+BAD_ID_NAMES = [case[0] for case in BAD_IDS]
+
+
+@pytest.mark.parametrize(("value", "fragment"), BAD_ID_CASES, ids=BAD_ID_NAMES)
+@pytest.mark.parametrize("field", ["example_id", "source_example_id"])
+def test_H02_ids_that_break_node_ids_are_refused_by_the_split_loader(
+    tmp_path: Path, field: str, value: str, fragment: str
+) -> None:
+    from suite_factory import default_rows, write_split
+
+    from pytest_sommelier.data.split import load_split
+    from pytest_sommelier.errors import InputError
+
+    rows = default_rows()
+    rows[3][field] = value  # he-0: example_id, or the root it names
+    path = write_split(tmp_path / "test.jsonl", rows)
+    with pytest.raises(InputError) as info:
+        load_split(path, ["en", "he"])
+    text = str(info.value)
+    assert info.value.code == "SOM-SPLIT-FIELD" and "\n" not in text
+    assert f"test.jsonl:4: field '{field}'" in text and fragment in text, text
+
+
+@pytest.mark.parametrize(("value", "fragment"), BAD_ID_CASES, ids=BAD_ID_NAMES)
+def test_H02_ids_that_break_node_ids_are_refused_by_format_and_importers(
+    tmp_path: Path, value: str, fragment: str
+) -> None:
+    from pytest_sommelier.data.formatting import read_prepared
+    from pytest_sommelier.data.importers.common import ImportOptions
+    from pytest_sommelier.data.importers.driver import import_file
+    from pytest_sommelier.errors import InputError
+
+    tool = {"name": "noop", "parameters": {"type": "object", "properties": {}}}
+    row = {"example_id": value, "language": "en", "source_example_id": None, "query": "q",
+           "tools": [tool], "gold_call": {"name": "noop", "arguments": {}}}
+    prepared = tmp_path / "p.jsonl"
+    prepared.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_prepared(prepared)
+    assert info.value.code == "SOM-PREPARED-FIELD", str(info.value)
+    assert "p.jsonl:1: field 'example_id'" in str(info.value) and fragment in str(info.value)
+    chat = {"uid": value, "tools": [tool], "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {"name": "noop", "arguments": "{}"}}]}]}
+    source = tmp_path / "chat.jsonl"
+    source.write_text(json.dumps(chat) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        import_file("openai-chat", source, tmp_path / "o.jsonl", ImportOptions(id_field="uid"))
+    text = str(info.value)  # a blank id is the importer's own refusal of the id field
+    assert ("field 'example_id'" in text and fragment in text) or "field 'uid'" in text, text
+    assert not (tmp_path / "o.jsonl").exists()
+    if value.strip():  # BFCL's record id becomes the example id
+        from pytest_sommelier.data.bfcl import _jsonl
+
+        with pytest.raises(InputError) as info:
+            list(_jsonl(json.dumps({"id": value}) + "\n", "q.json"))
+        assert "SOM-BFCL-FIELD" in str(info.value) and "q.json:1: field 'id'" in str(info.value)
+
+
+def test_H02_every_id_the_rule_allows_selects_and_reruns_its_own_item(
+    pytester: pytest.Pytester,
+) -> None:
+    """Ids using every character the rule allows (``.``, ``:``, ``_``, ``-``) select exactly
+    their item by node id, and ``--lf`` reruns every failure of a strict run."""
+    from plugin_helpers import SOURCES, rows
+    from suite_factory import write_split
+
+    suite = hostile_suite(pytester, gates=None)
+    renamed = {"en-0": "en.0:a", "en-1": "en_1-b:c", "en-2": "en:2", "en-3": "3.x"}
+    split_rows = rows()
+    for row in split_rows:
+        row["example_id"] = renamed.get(row["example_id"], row["example_id"])
+        if row["source_example_id"]:
+            row["source_example_id"] = renamed[SOURCES[row["example_id"]]]
+    write_split(suite.parent / "data" / "test.jsonl", split_rows)
+    (suite.parent / "script.json").write_text(json.dumps({"__hostile__": {}}))
+    node = "suite/sommelier.toml::adapter::en::en_1-b:c"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "o1", node)
+    assert result.parseoutcomes().get("missed", result.parseoutcomes().get("passed")) == 1
+    result = pytester.runpytest("--sommelier-out", "o2", "--sommelier-strict")
+    assert result.parseoutcomes()["failed"] == 14
+    result = pytester.runpytest("--sommelier-out", "o3", "--sommelier-strict", "--lf")
+    assert result.parseoutcomes()["failed"] == 14
+
+
+def test_H02_names_and_patterns_refuse_a_trailing_newline(tmp_path: Path) -> None:
+    """Anchored patterns end at ``\\Z`` (Python's ``$`` also matches before a final newline):
+    arm and slice names (from a suite or a stored run), hub ids, languages, split names."""
+    from suite_factory import write_suite
+
+    from pytest_sommelier.data.formatting import check_split_name
+    from pytest_sommelier.data.references import is_hub_id
+    from pytest_sommelier.data.suite import load_suite, valid_name
+    from pytest_sommelier.errors import InputError
+
+    assert valid_name("base") and not valid_name("base\n")
+    assert is_hub_id("org/name") and not is_hub_id("org/name\n")
+    with pytest.raises(InputError):
+        check_split_name("test\n")
+    suite = write_suite(tmp_path / "s", suite={"slices": ["en", "he\n"]})
+    with pytest.raises(InputError) as info:
+        load_suite(suite)
+    assert info.value.code == "SOM-SUITE-BAD-NAME", str(info.value)

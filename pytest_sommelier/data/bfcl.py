@@ -43,6 +43,7 @@ from typing import Any
 import jsonschema
 
 from pytest_sommelier.core.acceptable import call_acceptable
+from pytest_sommelier.data.example_ids import EXAMPLE_ID_TEXT, example_id_problem
 from pytest_sommelier.data.formatting import POLICY_TOOLS_IN_SYSTEM_V1
 from pytest_sommelier.data.importers import common
 from pytest_sommelier.data.importers.common import Skipped, gold_problem, prepared_line
@@ -357,6 +358,14 @@ def _jsonl(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 "SOM-BFCL-FIELD",
                 "field 'id': missing or not a string",
                 "each line is a BFCL record with an id",
+                where=where,
+            )
+        problem = example_id_problem(row["id"])  # the id becomes the example id
+        if problem is not None:
+            raise InputError(
+                "SOM-BFCL-FIELD",
+                f"field 'id' {problem}",
+                f"an example id is {EXAMPLE_ID_TEXT}",
                 where=where,
             )
         yield number, row

@@ -40,6 +40,7 @@ from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.parse import call_shape_error
 from pytest_sommelier.core.types import Call
 from pytest_sommelier.data.atomic import write_atomic
+from pytest_sommelier.data.example_ids import EXAMPLE_ID_TEXT, example_id_problem
 from pytest_sommelier.data.native_policy import (
     POLICY_NATIVE_TOOLS_V1,
     check_arguments_key,
@@ -79,9 +80,8 @@ FORMATTED_KEYS: tuple[str, ...] = (
 )
 TOOL_KEYS = frozenset({"name", "description", "parameters"})
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
-_LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
-_SPLIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*\Z")  # \Z: no trailing newline
+_SPLIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 TOOLS_IN_SYSTEM_V1_INSTRUCTION = (
     "You call tools. Reply with exactly one tool call and nothing else: a JSON array holding "
@@ -215,6 +215,15 @@ def _check_string(row: dict[str, Any], field: str, pattern: re.Pattern[str] | No
     return value
 
 
+def _check_id(row: dict[str, Any], field: str, where: str) -> str:
+    """An example id (or the root id a translation names) under the one id rule
+    (``data.example_ids``)."""
+    problem = example_id_problem(row[field])
+    if problem is not None:
+        raise _bad(where, field, problem, f"an id is {EXAMPLE_ID_TEXT}")
+    return row[field]
+
+
 def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     """Validate one decoded prepared row (exact key set, types, tools, gold) -> PreparedExample."""
     if not isinstance(row, dict):
@@ -230,12 +239,12 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     missing = [key for key in PREPARED_KEYS if key not in row]
     if missing:
         raise _bad(where, missing[0], "missing", f"every row needs: {', '.join(PREPARED_KEYS)}")
-    example_id = _check_string(row, "example_id", _ID_RE, where)
+    example_id = _check_id(row, "example_id", where)
     language = _check_string(row, "language", _LANGUAGE_RE, where)
     query = _check_string(row, "query", None, where)
     source = row["source_example_id"]
     if source is not None:
-        source = _check_string(row, "source_example_id", _ID_RE, where)
+        source = _check_id(row, "source_example_id", where)
         if source == example_id:
             raise _bad(where, "source_example_id", "names the row itself", "name its root row")
     tools = _check_tools(row["tools"], where)

@@ -62,7 +62,7 @@ RAW_LIMIT = 4000
 """Raw outputs longer than this many characters are cut in the page (the stored file keeps
 them whole); the cut is said on the page."""
 
-_HEX = re.compile(r"^(sha256:)?[0-9a-f]{16,}$")
+_HEX = re.compile(r"^(sha256:)?[0-9a-f]{16,}\Z")
 _RUN_STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
 
 

@@ -34,6 +34,7 @@ from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_text
 from pytest_sommelier.core.parse import call_shape_error
 from pytest_sommelier.core.types import Call, Example, FormattedSplit
+from pytest_sommelier.data.example_ids import EXAMPLE_ID_TEXT, example_id_problem
 from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1, read_gold_call
 from pytest_sommelier.data.schema import (
     EXAMPLE_SCHEMA_FILE,
@@ -304,7 +305,16 @@ def _schema_error(found: Violation, where: str) -> InputError:
 def _example(
     record: dict[str, Any], line: int, where: str, arguments_key: str = "arguments"
 ) -> Example:
-    """An ``Example`` from a schema-valid record, after the digest and gold-call checks."""
+    """An ``Example`` from a schema-valid record, after the id, digest and gold-call checks."""
+    for field in ("example_id", "source_example_id"):
+        problem = None if record[field] is None else example_id_problem(record[field])
+        if problem is not None:
+            raise InputError(
+                "SOM-SPLIT-FIELD",
+                f"field {field!r} {problem}",
+                f"an example id is {EXAMPLE_ID_TEXT}: re-run sommelier format",
+                where=where,
+            )
     if sha256_text(record["prompt_text"]) != record["prompt_sha256"]:
         raise InvariantError(
             "SOM-SPLIT-PROMPT-SHA",

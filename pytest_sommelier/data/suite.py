@@ -74,7 +74,7 @@ GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
 OVERALL = "overall"
 DEFAULT_STATISTICS: dict[str, Any] = {"seed": 41, "resamples": 2000, "confidence_level": 0.95}
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*\Z")  # \Z, not $: no trailing newline
 
 
 def valid_name(name: object) -> bool:
