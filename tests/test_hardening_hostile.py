@@ -310,3 +310,66 @@ def test_H02_names_and_patterns_refuse_a_trailing_newline(tmp_path: Path) -> Non
     with pytest.raises(InputError) as info:
         load_suite(suite)
     assert info.value.code == "SOM-SUITE-BAD-NAME", str(info.value)
+
+
+# ============================================================================ H03 exception text
+
+
+def test_H03_a_model_error_whose_str_raises_is_one_line(pytester: pytest.Pytester) -> None:
+    hostile_suite(pytester, {"adapter": "unprintable"})
+    result, text = session(pytester)
+    assert result.ret == 1
+    assert result.parseoutcomes().get("errors") == 7
+    line = assert_one_line(text, "SOM-MODEL-ERROR", "arm 'adapter'", "Unprintable")
+    assert "could not be read" in line
+    assert len(text.splitlines()) < 200, "one line per item, not a traceback"
+    verdict = read_json(pytester.path / "out" / "gate_verdict.json")
+    assert verdict["verdict"] == "incomplete"
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+class _Loud(Exception):
+    def __str__(self) -> str:
+        return "\n\n  first line  \nsecond line\n" + "x" * 500 + "\ud800"
+
+
+def test_H03_exception_text_never_raises_and_is_one_printable_line() -> None:
+    from pytest_sommelier.errors import exception_text
+
+    assert exception_text(ValueError("boom")) == "ValueError: boom"
+    assert exception_text(ValueError()) == "ValueError"
+    unreadable = exception_text(_Unprintable())
+    assert unreadable.startswith("_Unprintable") and "could not be read" in unreadable
+    loud = exception_text(_Loud(), limit=40)
+    assert loud.startswith("_Loud: first line") and "\n" not in loud and len(loud) <= 60
+    loud.encode("utf-8")  # a lone surrogate is escaped, so the line can be printed
+
+
+@pytest.mark.parametrize("where", ["factory", "generate"])
+def test_H03_every_place_an_exception_becomes_a_line_uses_the_safe_text(where: str) -> None:
+    """The runner's load and generate errors, for any exception a user's code raises."""
+    from pytest_sommelier.errors import EvaluationError
+    from pytest_sommelier.plugin.runner import Runner
+
+    class Generator:
+        def __init__(self) -> None:
+            self.model_identity = {"m": 1}
+            self.adapter_identity = None
+
+        def generate(self, prompts: list[str], decoding: dict) -> list[str]:
+            raise _Unprintable()
+
+    def factory(arm: str) -> Generator:
+        if where == "factory":
+            raise _Unprintable()
+        return Generator()
+
+    runner = Runner()
+    with pytest.raises(EvaluationError) as info:
+        generator = runner.generator("s", "base", None, factory)
+        runner._call(generator, "base", ["p"], {"batch_size": 1})
+    assert "_Unprintable" in str(info.value) and "could not be read" in str(info.value)

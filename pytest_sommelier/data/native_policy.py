@@ -41,7 +41,7 @@ from pytest_sommelier.core.parse import (
     STATUS_OK,
     parse_tool_call,
 )
-from pytest_sommelier.errors import InputError
+from pytest_sommelier.errors import InputError, exception_text
 
 POLICY_NATIVE_TOOLS_V1 = "sommelier.native-tools.v1"
 
@@ -150,8 +150,7 @@ def _render_or_none(
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:160] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"
+    return exception_text(exc, 160)
 
 
 _TOOLS_IN_SYSTEM_HINT = "or format with --policy sommelier.tools-in-system.v1"

@@ -46,7 +46,12 @@ from typing import Any
 
 from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data import digests
-from pytest_sommelier.errors import InputError, SommelierEnvironmentError, SommelierError
+from pytest_sommelier.errors import (
+    InputError,
+    SommelierEnvironmentError,
+    SommelierError,
+    exception_text,
+)
 from pytest_sommelier.inference import engines, modelcache, modelref
 from pytest_sommelier.inference.engines import VLLM_LORA_RANKS, BaseSource
 
@@ -255,7 +260,7 @@ def _gguf_tensors(path: Path) -> BaseTensors:
         raise SommelierEnvironmentError(
             "SOM-ADAPTER-GGUF-HEADER",
             f"could not read the tensor names of {path.name!r} from its GGUF header: "
-            f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}",
+            f"{exception_text(exc, 160)}",
             "install the 'gguf' package, or run the suite once so the model cache holds the "
             "converted copy",
             where=path.name,

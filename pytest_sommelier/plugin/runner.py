@@ -28,7 +28,12 @@ from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.pipeline import generation_record
 from pytest_sommelier.core.types import BatchKey, Example, WorkerPayload, model_kind_of
-from pytest_sommelier.errors import EvaluationError, InvariantError, SommelierError
+from pytest_sommelier.errors import (
+    EvaluationError,
+    InvariantError,
+    SommelierError,
+    exception_text,
+)
 from pytest_sommelier.inference.device import device_of
 from pytest_sommelier.inference.protocol import Generator
 
@@ -128,7 +133,7 @@ class Runner:
             except Exception as exc:
                 raise EvaluationError(
                     "SOM-MODEL-LOAD",
-                    f"arm '{arm}': loading the generator failed: {type(exc).__name__}: {exc}",
+                    f"arm '{arm}': loading the generator failed: {exception_text(exc)}",
                     "check the [model] and [arms] tables, or your sommelier_model override",
                 ) from exc
             check_generator(generator, arm)
@@ -242,7 +247,7 @@ class Runner:
         except Exception as exc:
             raise EvaluationError(
                 "SOM-MODEL-ERROR",
-                f"arm '{arm}': generate() raised {type(exc).__name__}: {exc}",
+                f"arm '{arm}': generate() raised {exception_text(exc)}",
                 "the model failed; its message is above",
             ) from exc
         if not isinstance(outputs, list | tuple) or len(outputs) != len(prompts):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.data.split import json_lines, strict_json
-from pytest_sommelier.errors import InputError, SommelierEnvironmentError
+from pytest_sommelier.errors import InputError, SommelierEnvironmentError, exception_text
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -120,7 +120,7 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise InputError(
             "SOM-IMPORT-PARQUET-READ",
-            f"not a readable Parquet file: {str(exc).splitlines()[0][:160]}",
+            f"not a readable Parquet file: {exception_text(exc, 160)}",
             "give a Parquet file as written by pyarrow or datasets",
             where=str(path),
         ) from exc
