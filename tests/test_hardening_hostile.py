@@ -373,3 +373,40 @@ def test_H03_every_place_an_exception_becomes_a_line_uses_the_safe_text(where: s
         generator = runner.generator("s", "base", None, factory)
         runner._call(generator, "base", ["p"], {"batch_size": 1})
     assert "_Unprintable" in str(info.value) and "could not be read" in str(info.value)
+
+
+# ============================================================================ H04 identities
+
+
+@pytest.mark.parametrize("cache", [False, True], ids=["no-cache", "cache"])
+def test_H04_an_adapter_arm_without_an_adapter_identity_is_refused(
+    pytester: pytest.Pytester, cache: bool
+) -> None:
+    """The arm is configured with an adapter, its generator says it has none (what
+    ``ADAPTERS.get(arm)`` gives for a missing name): with the cache, every record was served
+    from the base arm's entries; without it, the arm was recorded as ``model_kind: base``."""
+    hostile_suite(pytester, {"adapter": "no-adapter-identity"})
+    args = ["--sommelier-cache-dir", str(pytester.path / "gencache")] if cache else []
+    result, text = session(pytester, *args)
+    assert result.ret == 1
+    assert result.parseoutcomes().get("errors") == 7
+    assert_one_line(text, "SOM-MODEL-CONTRACT", "arm 'adapter'", "adapter_identity", "arms.adapter")
+    calls = read_jsonl(pytester.path / "suite" / "calls.jsonl")
+    assert {call["arm"] for call in calls} == {"base"}
+    out = pytester.path / "out"
+    assert read_json(out / "gate_verdict.json")["verdict"] == "incomplete"
+    assert not (out / "eval" / "adapter" / "generations.en.jsonl").exists() or not read_jsonl(
+        out / "eval" / "adapter" / "generations.en.jsonl"
+    )
+
+
+def test_H04_a_base_arm_reporting_an_adapter_identity_is_refused(
+    pytester: pytest.Pytester,
+) -> None:
+    hostile_suite(pytester, {"base": "adapter-identity"})
+    result, text = session(pytester)
+    assert result.ret == 1
+    assert result.parseoutcomes().get("errors") == 7
+    assert_one_line(text, "SOM-MODEL-CONTRACT", "arm 'base'", "adapter_identity")
+    report = pytester.path / "out" / "eval" / "base" / "evaluation_report.json"
+    assert not report.exists() or read_json(report)["model_kind"] == "base"

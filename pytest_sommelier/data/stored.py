@@ -24,6 +24,7 @@ from pytest_sommelier.core.types import (
     ModelConfig,
     StatisticsConfig,
     Suite,
+    model_kind_of,
 )
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.htmlreport import write_report
@@ -127,7 +128,7 @@ def stored_arm(
     decoding = report.get("decoding") if as_baseline else None
     return ArmRun(
         name=arm,
-        model_kind=report.get("model_kind", "base"),
+        model_kind=model_kind_of(report.get("adapter_identity")),  # the one rule, not a claim
         model_identity=report.get("model_identity"),
         adapter_identity=report.get("adapter_identity"),
         records=order_records(suite, split, arm, flat, decoding=decoding),

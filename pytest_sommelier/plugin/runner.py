@@ -96,6 +96,29 @@ def check_generator(generator: Any, arm: str) -> None:
             )
 
 
+def check_arm_kind(generator: Any, arm: str, suite: Any) -> None:
+    """The generator's ``adapter_identity`` must fit how the suite configures the arm: present
+    for an arm with ``adapter``, None for a base arm (``model_kind_of`` of each agrees).
+    Otherwise an adapter arm's records would be keyed, cached and recorded as the base's (and
+    a base arm's as an adapter's): borrowed evidence, refused before anything is generated."""
+    config = getattr(suite, "arms", {}).get(arm)
+    if config is None:  # no suite config to hold it to (a unit test's bare runner)
+        return
+    configured = model_kind_of(config.adapter)
+    if model_kind_of(generator.adapter_identity) == configured:
+        return
+    if configured == "adapter":
+        problem = (
+            f"is configured with an adapter (arms.{arm}.adapter) but its generator reports "
+            "adapter_identity None"
+        )
+        hint = "report the adapter the generator loaded (a missing name in a lookup gives None)"
+    else:
+        problem = "has no adapter in the suite but its generator reports an adapter_identity"
+        hint = "a base arm's generator reports adapter_identity None; or add arms.<arm>.adapter"
+    raise EvaluationError("SOM-MODEL-CONTRACT", f"arm '{arm}' {problem}", hint)
+
+
 class Runner:
     """Per-process state: generators by arm, batch outcomes, warm-ups done."""
 
@@ -137,6 +160,7 @@ class Runner:
                     "check the [model] and [arms] tables, or your sommelier_model override",
                 ) from exc
             check_generator(generator, arm)
+            check_arm_kind(generator, arm, suite)
             self._generators[key] = generator
         return self._generators[key]
 
