@@ -410,3 +410,226 @@ def test_H04_a_base_arm_reporting_an_adapter_identity_is_refused(
     assert_one_line(text, "SOM-MODEL-CONTRACT", "arm 'base'", "adapter_identity")
     report = pytester.path / "out" / "eval" / "base" / "evaluation_report.json"
     assert not report.exists() or read_json(report)["model_kind"] == "base"
+
+
+# ============================================================================ H05 statistics
+
+BAD_STATISTICS = [
+    ("resamples-huge", {"resamples": 1_000_000_000}, "resamples", "100000"),
+    ("resamples-one", {"resamples": 1}, "resamples", "200"),
+    ("level-tiny", {"confidence_level": 1e-300}, "confidence_level", "0.5"),
+    ("level-high", {"confidence_level": 0.99999}, "confidence_level", "0.99"),
+    ("seed-huge", {"seed": 2**70}, "seed", "2**64"),
+]
+
+
+@pytest.mark.parametrize(
+    ("statistics", "key", "fragment"),
+    [case[1:] for case in BAD_STATISTICS],
+    ids=[case[0] for case in BAD_STATISTICS],
+)
+def test_H05_statistics_settings_are_bounded_at_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], statistics: dict, key: str, fragment: str
+) -> None:
+    from suite_factory import write_suite
+
+    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.errors import InputError
+
+    suite = write_suite(tmp_path / "s", statistics=statistics)
+    with pytest.raises(InputError) as info:
+        load_suite(suite)
+    text = str(info.value)
+    assert info.value.code == "SOM-SUITE-INVALID-VALUE", text
+    assert f"[statistics]: key '{key}'" in text and fragment in text, text
+
+
+def test_H05_a_resolved_suite_with_unbounded_statistics_is_not_rescored(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile_suite(pytester)
+    session(pytester)
+    run = pytester.path / "out"
+    resolved = read_json(run / "suite.resolved.json")
+    resolved["statistics"]["resamples"] = 1_000_000_000
+    (run / "suite.resolved.json").write_text(json.dumps(resolved), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["rescore", str(run), "--out", str(pytester.path / "again")]) == 2
+    err = capsys.readouterr().err
+    assert_one_line(err, "SOM-STORED-FIELD", "suite.resolved.json", "resamples")
+    assert not (pytester.path / "again").exists()
+
+
+def test_H05_any_error_at_session_finish_is_one_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error that is not a SommelierError at session finish (numpy's MemoryError, a bug)
+    is one line in the summary, no traceback, no verdict, exit 1."""
+    from pytest_sommelier.plugin import session as session_module
+
+    hostile_suite(pytester)
+    first, _ = session(pytester)
+    assert first.ret == 0
+
+    def exhausted(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError("Unable to allocate 149. GiB for an array")
+
+    monkeypatch.setattr(session_module, "evaluate_run", exhausted)
+    result, text = session(pytester)
+    assert result.ret == 1
+    assert_one_line(text, "SOM-SESSION-FINISH", "MemoryError", "Unable to allocate")
+    assert "INTERNALERROR" not in text and "no verdict was written" in text
+    assert not (pytester.path / "out" / "gate_verdict.json").exists(), "no stale verdict"
+
+
+# ============================================================================ H06 output folder
+
+
+def test_H06_a_read_only_output_folder_holding_a_passing_run(pytester: pytest.Pytester) -> None:
+    """Tests run as root, which ignores permissions: the read-only file system is simulated
+    (``os.access`` says no, removals raise ``EROFS``) for paths under the output folder."""
+    import errno
+    import os
+
+    hostile_suite(pytester)
+    first, _ = session(pytester)
+    out = pytester.path / "out"
+    assert first.ret == 0 and read_json(out / "gate_verdict.json")["verdict"] == "pass"
+    calls = pytester.path / "suite" / "calls.jsonl"
+    calls.unlink()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real_access = os.access
+
+    def read_only_access(path: Any, mode: int, **kwargs: Any) -> bool:
+        if str(path).startswith(str(out)) and mode & os.W_OK:
+            return False
+        return real_access(path, mode, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:  # not monkeypatch.undo(): pytester's chdir
+        patch.setattr(os, "access", read_only_access)
+        result, text = session(pytester)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    line = assert_one_line(text, "SOM-OUT-UNWRITABLE", str(out), "not writable")
+    assert "nothing was run" in line and not calls.exists(), "refused before any model call"
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+    # the folder turns read-only after collection: the finish cannot clear it
+    real_unlink = Path.unlink
+
+    def read_only_unlink(self: Path, missing_ok: bool = False) -> None:
+        if str(self).startswith(str(out)):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        real_unlink(self, missing_ok=missing_ok)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Path, "unlink", read_only_unlink)
+        result, text = session(pytester)
+    assert result.ret == 1
+    line = assert_one_line(text, "SOM-OUT-UNWRITABLE", "gate_verdict.json", "Read-only")
+    assert "earlier gate_verdict.json is still there" in line
+    assert "no verdict was written" in text and "verdict: PASS" not in text
+
+
+def test_H06_a_reused_folder_keeps_nothing_of_the_earlier_run(pytester: pytest.Pytester) -> None:
+    """A suite with fewer arms into the folder of one with more, after an interrupted write
+    (SIGTERM) left temporary files: only this run's files remain."""
+    hostile_suite(pytester)
+    session(pytester)
+    out = pytester.path / "out"
+    for leftover in (out / ".gate_verdict.json.abc.tmp", out / "eval" / "base" / ".x.tmp"):
+        leftover.write_text("{", encoding="utf-8")
+    hostile_suite(pytester, arms={"adapter": {"adapter": "adapter"}}, comparisons=None)
+    result, _ = session(pytester)
+    assert result.ret == 0
+    assert sorted(p.name for p in (out / "eval").iterdir()) == ["adapter"]
+    assert not list(out.rglob("*.tmp"))
+    assert list(read_json(out / "suite.resolved.json")["arms"]) == ["adapter"]
+
+
+# ============================================================================ H07 concurrency
+
+SLOW_WRITES = """
+
+import os
+import time
+
+from pytest_sommelier.data import artifacts
+
+_write = artifacts.write_atomic
+
+
+_DELAYS = {"first": float(os.environ.get("SLOW_FIRST", "0"))}
+
+
+def _slow_write(path, chunks):  # the writers interleave: one starts late, the other ends late
+    time.sleep(_DELAYS.pop("first", 0.0))
+    if pathlib.Path(path).name == "gate_verdict.json":
+        time.sleep(float(os.environ.get("SLOW_VERDICT", "0")))
+    _write(path, chunks)
+
+
+artifacts.write_atomic = _slow_write
+
+
+@pytest.hookimpl(tryfirst=True)  # before the plugin's finish: both finishes start together
+def pytest_sessionfinish(session):
+    import os
+
+    barrier = pathlib.Path(os.environ["BARRIER"])
+    (barrier / str(os.getpid())).write_text("")
+    deadline = time.monotonic() + 30
+    while len(list(barrier.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+"""
+
+
+@pytest.mark.slow
+def test_H07_two_sessions_writing_one_output_folder(tmp_path: Path) -> None:
+    """Two sessions at once into one ``--sommelier-out``: one passing (exact calls), one
+    failing (prose). The folder ends up holding exactly one session's run, verdict and
+    generations alike; the other session says the folder is in use and writes nothing."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    out = tmp_path / "shared"
+    roots = {}
+    delays = {"passing": {"SLOW_FIRST": "0.5"}, "failing": {"SLOW_VERDICT": "1.5"}}
+    for name, adapter in (("passing", EXACT), ("failing", {})):
+        root = tmp_path / name
+        suite = write_scripted_suite(
+            SimpleNamespace(path=root),  # type: ignore[arg-type]
+            {"adapter": adapter, "base": {}, "__hostile__": {}},
+            gates=GATES,
+        )
+        (suite.parent / "conftest.py").write_text(HOSTILE_CONFTEST + SLOW_WRITES)
+        roots[name] = root
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--sommelier-out"]
+    command.append(str(out))
+    import os
+
+    for attempt in range(3):
+        barrier = tmp_path / f"barrier-{attempt}"
+        barrier.mkdir()
+        procs = {
+            name: subprocess.Popen(
+                command,
+                cwd=root,
+                env={**os.environ, "BARRIER": str(barrier), **delays[name]},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for name, root in roots.items()
+        }
+        texts = {name: proc.communicate(timeout=300)[0] for name, proc in procs.items()}
+        refused = [name for name, text in texts.items() if "SOM-OUT-IN-USE" in text]
+        assert len(refused) == 1, texts  # the finishes overlap (barrier): one is refused
+        verdict = read_json(out / "gate_verdict.json")["verdict"]
+        writer = "passing" if verdict == "pass" else "failing"
+        assert verdict in ("pass", "fail") and writer not in refused, texts
+        raw = read_jsonl(out / "eval" / "adapter" / "generations.en.jsonl")[0]["raw_text"]
+        assert (raw == EXACT["en-0"]) == (writer == "passing"), "verdict and generations differ"
+        for name in refused:
+            assert procs[name].returncode == 1 and "Traceback" not in texts[name]
+        assert not list(out.rglob("*.tmp"))

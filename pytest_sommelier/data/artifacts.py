@@ -8,9 +8,13 @@ midway never leaves a verdict beside missing reports; JSON is UTF-8 with sorted 
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import secrets
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -150,16 +154,92 @@ def write_outcome(
     )
 
 
-def remove_stale(run_dir: Path) -> None:
-    """Remove the reports, verdict and HTML page of an earlier write to ``run_dir`` (used
-    before a rewrite, so no report from a previous attempt can pass for this one's)."""
-    for path in (run_dir / VERDICT, run_dir / REPORT_PAGE, run_dir / "report"):
-        if path.is_dir():
+def remove_stale(run_dir: Path, *, keep_generations: bool = True) -> None:
+    """Remove what an earlier write to ``run_dir`` left, the verdict first, so nothing of a
+    previous attempt can pass for this one's: verdict, HTML page, comparison reports, arm
+    reports and leftover temporary files of an interrupted atomic write (``.*.tmp``); with
+    ``keep_generations=False`` (a new run into a reused folder) also the resolved suite, the
+    split copy and every arm folder (an arm of the earlier run this one lacks included).
+    Raises ``OSError`` as the file system does (see :func:`claim_run`)."""
+    doomed = [run_dir / VERDICT, run_dir / REPORT_PAGE, run_dir / "report"]
+    if keep_generations:
+        doomed += sorted((run_dir / "eval").glob("*/evaluation_report.json"))
+        doomed += sorted((run_dir / "eval").glob("*/.*.tmp"))
+    else:
+        doomed += [run_dir / "eval", run_dir / "inputs", run_dir / RESOLVED]
+    doomed += sorted(run_dir.glob(".*.tmp"))
+    for path in doomed:
+        if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
-        elif path.exists():
+        elif path.exists() or path.is_symlink():
             path.unlink()
-    for report in (run_dir / "eval").glob("*/evaluation_report.json"):
-        report.unlink()
+
+
+def check_writable(folder: Path) -> None:
+    """Refuse (``SOM-OUT-UNWRITABLE``) a run folder that could not be written, before anything
+    runs: its nearest existing ancestor (itself, if it exists) is not a folder, or is one this
+    process may not write (a read-only file system, permissions; ``os.access``). Writes
+    nothing."""
+    probe = Path(os.path.abspath(folder))
+    try:
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        usable = probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+    except OSError:
+        usable = False
+    if not usable:
+        why = "not a folder" if probe.exists() and not probe.is_dir() else "not writable"
+        raise SommelierEnvironmentError(
+            "SOM-OUT-UNWRITABLE",
+            f"cannot write to {folder}: {probe} is {why}; nothing was run and an earlier "
+            "run's files there are left as they were",
+            "choose a writable folder with --sommelier-out",
+        )
+
+
+@contextmanager
+def claim_run(run_dir: Path, *, keep_generations: bool = False) -> Iterator[None]:
+    """Hold ``run_dir`` for one writer for the block, after removing what an earlier write left
+    (:func:`remove_stale`; the verdict first).
+
+    The claim is an exclusive ``flock`` on the folder itself (no lock file is written): a
+    second writer (another session given the same ``--sommelier-out``, a rescore) is refused
+    with ``SOM-OUT-IN-USE`` and touches nothing, so a folder never mixes two runs' files. A
+    folder that cannot be created or cleared is ``SOM-OUT-UNWRITABLE``, one line."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run_dir, os.O_RDONLY)
+    except OSError as exc:
+        raise SommelierEnvironmentError(
+            "SOM-OUT-UNWRITABLE",
+            f"cannot write to {run_dir}: {exc.strerror or exc}",
+            "choose a writable folder with --sommelier-out",
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SommelierEnvironmentError(
+                "SOM-OUT-IN-USE",
+                f"{run_dir} is being written by another session or rescore right now; "
+                "nothing of this run was written there",
+                "give each concurrent session its own --sommelier-out",
+            ) from None
+        try:
+            remove_stale(run_dir, keep_generations=keep_generations)
+        except OSError as exc:
+            left = " (its earlier gate_verdict.json is still there)" if (
+                run_dir / VERDICT
+            ).exists() else ""
+            raise SommelierEnvironmentError(
+                "SOM-OUT-UNWRITABLE",
+                f"cannot replace the earlier run in {run_dir}: removing "
+                f"{exc.filename or 'a file'} failed: {exc.strerror or exc}{left}",
+                "choose a writable folder with --sommelier-out",
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # releases the flock
 
 
 def read_json(path: Path) -> Any:

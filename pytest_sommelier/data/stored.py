@@ -29,6 +29,7 @@ from pytest_sommelier.core.types import (
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.htmlreport import write_report
 from pytest_sommelier.data.split import load_split
+from pytest_sommelier.data.statistics_bounds import statistics_problem
 from pytest_sommelier.data.suite import valid_name
 from pytest_sommelier.errors import InputError, InvariantError
 
@@ -59,6 +60,13 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             "SOM-STORED-FIELD",
             f"{where}: {bad[0]!r} is not a valid arm or slice name",
             "names are letters, digits, '_' and '-'; the resolved suite was edited",
+        )
+    bounded = statistics_problem(resolved.get("statistics") or {})
+    if bounded is not None:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: statistics.{bounded[0]} {bounded[1]}",
+            "the resolved suite was edited; a run is re-scored with the settings it ran with",
         )
     try:
         statistics = StatisticsConfig(**resolved["statistics"])
@@ -155,15 +163,11 @@ def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOu
         gates=True,
     )
     target = out_dir or run_dir
-    if target != run_dir:
-        artifacts.remove_stale(target)
-    else:
-        # in place: keep generations and telemetry; rewrite reports and verdict only
-        for name in suite.arms:
-            (run_dir / "eval" / name / "evaluation_report.json").unlink(missing_ok=True)
-        artifacts.remove_stale(run_dir)
-    artifacts.write_outcome(target, outcome, resolved=resolved, split=split)
-    write_report(target)
+    # in place: keep generations and inputs, replace what is derived; elsewhere: a fresh folder
+    in_place = target.resolve() == run_dir.resolve()
+    with artifacts.claim_run(target, keep_generations=in_place):
+        artifacts.write_outcome(target, outcome, resolved=resolved, split=split)
+        write_report(target)
     return target, outcome
 
 

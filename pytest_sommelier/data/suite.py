@@ -63,6 +63,7 @@ from pytest_sommelier.data.schema import (
     json_path_text,
     violation,
 )
+from pytest_sommelier.data.statistics_bounds import statistics_problem
 from pytest_sommelier.errors import InputError
 
 SUITE_IDENTITY_VERSION = "sommelier.suite_resolved.v1"
@@ -105,6 +106,14 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     comparisons = _comparison_configs(data.get("comparisons", []), arms, label)
     gates = _gate_configs(data.get("gates", []), arms, comparisons, slices, label)
     statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
+    bounded = statistics_problem(statistics)
+    if bounded is not None:
+        raise InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            f"key {bounded[0]!r} {bounded[1]}",
+            "see docs/suite.md, [statistics]",
+            where=f"{label}: [statistics]",
+        )
     test_split = _split_path(section["test_split"], folder, label)
     engine = _engine_config(data.get("engine", {}), label)
     return Suite(

@@ -91,6 +91,17 @@ def generation_cache(config: pytest.Config) -> Any:
 
 
 
+def refuse_unwritable_out(config: pytest.Config) -> None:
+    """Refuse, at collection and before any model runs, an output folder that could not be
+    written (``artifacts.check_writable``): an earlier run there is then left as it was, never
+    beside a run that could not replace it."""
+    from pytest_sommelier.data.artifacts import check_writable
+
+    out = settings_of(config).out
+    base = Path(out) if out else Path("runs")
+    check_writable(base if base.is_absolute() else config.invocation_params.dir / base)
+
+
 class SuiteFile(pytest.Module):
     """A suite file. Subclasses ``pytest.Module`` (like pytest's own doctest text files) so
     that module- and class-scoped fixtures from conftests resolve for its items; it never
@@ -101,6 +112,7 @@ class SuiteFile(pytest.Module):
     def collect(self) -> Iterator[ArmNode]:
         try:
             suite, split = load_suite_once(self.config, self.path)
+            refuse_unwritable_out(self.config)
         except SommelierError as error:
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite

@@ -23,7 +23,7 @@ from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, ord
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.split import FormattedSplit
 from pytest_sommelier.data.suite import Suite, suite_identity
-from pytest_sommelier.errors import InvariantError, SommelierError
+from pytest_sommelier.errors import InvariantError, SommelierError, exception_text
 from pytest_sommelier.plugin.collect import load_suite_once
 from pytest_sommelier.plugin.junit import add_gate_cases
 from pytest_sommelier.plugin.keys import suite_nodeid
@@ -106,29 +106,47 @@ class SommelierSession:
             suite, split = load_suite_once(self.config, self.config.rootpath / nodeid)
             result.name = suite.name
             result.run_dir = self.out_dir(suite, several)
-            arms = self._arm_runs(suite, split, self.payloads.get(nodeid, []))
-            arms.update(self._baselines(suite, split))
-            identity = suite_identity(suite)
-            outcome = evaluate_run(
-                suite,
-                split,
-                arms,
-                run_id=self.run_id,
-                model=identity["model"],
-                errored=result.errored_items,
-                gates=settings_of(self.config).gates,
-            )
-            artifacts.remove_stale(result.run_dir)
-            artifacts.write_outcome(
-                result.run_dir,
-                outcome,
-                resolved={**identity, "run_id": self.run_id},
-                split=split,
-            )
-            result.outcome = outcome
+            # the folder is claimed (one writer) and the earlier run's files removed, verdict
+            # first, before anything is evaluated: whatever fails below, no stale verdict stays
+            with artifacts.claim_run(result.run_dir):
+                self._evaluate_and_write(result, suite, split)
         except SommelierError as error:
             result.error = str(error)
-            return result
+        except Exception as exc:  # a bug or exhausted resources: one line, never a traceback
+            result.outcome = None
+            result.error = str(
+                InvariantError(
+                    "SOM-SESSION-FINISH",
+                    f"finishing suite {result.name!r} failed: {exception_text(exc)}",
+                    "the items' results are above; re-run (check memory and the statistics "
+                    "settings), and report it if it persists",
+                )
+            )
+        return result
+
+    def _evaluate_and_write(self, result: SuiteResult, suite: Suite, split: FormattedSplit) -> None:
+        """Evaluate one suite's run and write it into its (claimed, cleared) folder, the HTML
+        page last."""
+        assert result.run_dir is not None
+        arms = self._arm_runs(suite, split, self.payloads.get(result.nodeid, []))
+        arms.update(self._baselines(suite, split))
+        identity = suite_identity(suite)
+        outcome = evaluate_run(
+            suite,
+            split,
+            arms,
+            run_id=self.run_id,
+            model=identity["model"],
+            errored=result.errored_items,
+            gates=settings_of(self.config).gates,
+        )
+        artifacts.write_outcome(
+            result.run_dir,
+            outcome,
+            resolved={**identity, "run_id": self.run_id},
+            split=split,
+        )
+        result.outcome = outcome
         # imported here, not at plugin load: Jinja2 and the template module cost every pytest
         # run in the environment start-up time, and only a session finish with a suite needs them
         from pytest_sommelier.data.htmlreport import write_report
@@ -137,7 +155,6 @@ class SommelierSession:
             result.page, result.page_written = str(write_report(result.run_dir)), True
         except SommelierError as error:
             result.page = str(error)
-        return result
 
 
     def _arm_runs(
