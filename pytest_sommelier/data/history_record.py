@@ -21,6 +21,7 @@ import numpy as np
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
+from pytest_sommelier.core.parse import recorded_arguments_key
 from pytest_sommelier.core.pipeline import rescored
 from pytest_sommelier.core.stats import derive_seed, paired_bootstrap_arrays
 from pytest_sommelier.core.types import ScoringRecord
@@ -234,14 +235,22 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
         except SommelierError:
             continue
         scoring[name] = {
-            lang: rescored(rows, split)[1] for lang, rows in arm.records.items()
+            lang: rescored(rows, split, suite.arguments_key)[1]
+            for lang, rows in arm.records.items()
         }
     return value_intervals_of(scoring, suite.statistics)
 
 
-CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split")
+CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split", "arguments_key")
 """The parts of ``suite.resolved.json`` that ``config_sha256`` covers (besides the parser
-version), in the order a change is named."""
+version), in the order a change is named (``arguments_key`` absent = ``arguments``)."""
+
+
+def _config_part(resolved: Mapping[str, Any], part: str) -> Any:
+    """One part of a resolved suite as ``config_sha256`` sees it (an absent key: arguments)."""
+    if part == "arguments_key":
+        return recorded_arguments_key(resolved) or resolved.get(part)
+    return resolved.get(part)
 
 
 def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
@@ -249,7 +258,7 @@ def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | N
     and a newer run) covered by ``config_sha256`` that differs, or None. It explains the
     identity gate's ``config_sha256`` refusal; it is never a gate itself."""
     for part in CONFIG_PARTS:
-        before, after = old.get(part), new.get(part)
+        before, after = _config_part(old, part), _config_part(new, part)
         if sha256_json(before) == sha256_json(after):
             continue
         if isinstance(before, Mapping) and isinstance(after, Mapping):
