@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.core.reports import build_comparison_report
 from pytest_sommelier.core.types import (
@@ -27,10 +29,10 @@ from pytest_sommelier.core.types import (
     model_kind_of,
 )
 from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.htmlreport import write_report
 from pytest_sommelier.data.split import load_split
 from pytest_sommelier.data.statistics_bounds import statistics_problem
 from pytest_sommelier.data.suite import valid_name
+from pytest_sommelier.data.view.html import write_report
 from pytest_sommelier.errors import InputError, InvariantError
 
 
@@ -44,8 +46,9 @@ def _not_resolved(where: str, exc: Exception) -> InputError:
 
 
 def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
-    """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json``."""
-    where = str(run_dir / artifacts.RESOLVED)
+    """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json`` (a run
+    written before ``arguments_key`` was recorded read ``arguments``)."""
+    where = str(runlayout.resolved(run_dir))
     try:
         names = [
             *resolved["slices"],
@@ -61,19 +64,28 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             f"{where}: {bad[0]!r} is not a valid arm or slice name",
             "names are letters, digits, '_' and '-'; the resolved suite was edited",
         )
-    bounded = statistics_problem(resolved.get("statistics") or {})
+    recorded = resolved.get("statistics")
+    bounded = statistics_problem(recorded if isinstance(recorded, dict) else {})
     if bounded is not None:
         raise InputError(
             "SOM-STORED-FIELD",
             f"{where}: statistics.{bounded[0]} {bounded[1]}",
             "the resolved suite was edited; a run is re-scored with the settings it ran with",
         )
+    arguments_key = recorded_arguments_key(resolved)
+    if arguments_key is None:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: arguments_key {resolved['arguments_key']!r} is not one of "
+            f"{', '.join(ARGUMENTS_KEYS)}",
+            "the resolved suite was edited",
+        )
     try:
         statistics = StatisticsConfig(**resolved["statistics"])
         return Suite(
-            path=run_dir / artifacts.RESOLVED,
+            path=runlayout.resolved(run_dir),
             name=resolved["name"],
-            test_split=run_dir / artifacts.SPLIT_COPY,
+            test_split=runlayout.split_copy(run_dir),
             slices=tuple(resolved["slices"]),
             model=ModelConfig(base="<stored>", revision=None, dtype=None, device=None),
             decoding=cast(Decoding, dict(resolved["decoding"])),  # as recorded, not re-judged
@@ -87,6 +99,7 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             ),
             statistics=statistics,
             gates=tuple(GateConfig(**gate) for gate in resolved["gates"]),
+            arguments_key=arguments_key,
         )
     except (KeyError, TypeError) as exc:
         raise _not_resolved(where, exc) from None
@@ -102,7 +115,7 @@ def load_run_inputs(run_dir: Path) -> tuple[dict[str, Any], Suite, FormattedSpli
             f"{suite.test_split}: not found",
             "the run directory is missing its split copy; it cannot be re-scored",
         )
-    split = load_split(suite.test_split, suite.slices)
+    split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
     recorded = (resolved.get("test_split") or {}).get("sha256")
     if split.sha256 != recorded:
         raise InvariantError(
@@ -151,7 +164,7 @@ def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOu
     resolved, suite, split = load_run_inputs(run_dir)
     arms: dict[str, ArmRun] = {}
     for name in suite.arms:
-        arm_dir = run_dir / "eval" / name
+        arm_dir = runlayout.arm_dir(run_dir, name)
         if arm_dir.is_dir():
             arms[name] = stored_arm(suite, split, arm_dir)
     outcome = evaluate_run(
