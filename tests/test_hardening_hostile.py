@@ -633,3 +633,89 @@ def test_H07_two_sessions_writing_one_output_folder(tmp_path: Path) -> None:
         for name in refused:
             assert procs[name].returncode == 1 and "Traceback" not in texts[name]
         assert not list(out.rglob("*.tmp"))
+
+
+# ============================================================================ H09 rescore
+
+
+def _edit_record(path: Path, index: int, **changes: Any) -> None:
+    lines = path.read_text(encoding="utf-8").split("\n")
+    record = json.loads(lines[index])
+    record.update(changes)
+    lines[index] = json.dumps(record)
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_H09_rescore_rederives_every_derived_field(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record's ``parse_status`` edited to ``ok`` (its ``raw_text`` prose): rescore parses
+    ``raw_text`` again and writes records whose every derived field agrees with it."""
+    hostile_suite(pytester)
+    session(pytester)
+    run = pytester.path / "out"
+    generations = run / "eval" / "base" / "generations.en.jsonl"
+    _edit_record(generations, 0, parse_status="ok", model_kind="adapter")
+    capsys.readouterr()
+    again = pytester.path / "again"
+    status = main(["rescore", str(run), "--out", str(again)])
+    err = capsys.readouterr().err
+    assert status == 0 and "Traceback" not in err, err
+    record = read_jsonl(again / "eval" / "base" / "generations.en.jsonl")[0]
+    assert record["parse_status"] == "no_json" and record["parsed_call"] is None
+    assert record["miss_category"] == "parse_no_json" and record["model_kind"] == "base"
+    assert read_json(again / "gate_verdict.json")["verdict"] == "pass"
+    assert "en-0" in (again / "report.html").read_text(encoding="utf-8")
+
+
+def test_H09_a_refused_rescore_writes_nothing_anywhere(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A check that fails late (the page, after the reports are derived) still leaves ``--out``
+    absent and an in-place run byte-identical: everything is checked before anything is
+    written."""
+    hostile_suite(pytester)
+    session(pytester)
+    run = pytester.path / "out"
+    telemetry = run / "eval" / "base" / "inference_telemetry.json"
+    telemetry.write_text("{broken", encoding="utf-8")  # read only by the page
+    before = _snapshot(run)
+    capsys.readouterr()
+    again = pytester.path / "again"
+    status = main(["rescore", str(run), "--out", str(again)])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert_one_line(err, "SOM-STORED-BROKEN", "inference_telemetry.json")
+    assert "rescore" not in err.split("hint:")[-1], "the hint is not the command just run"
+    assert not again.exists()
+    assert main(["rescore", str(run)]) == 2
+    assert _snapshot(run) == before, "a refused in-place rescore leaves the run byte-identical"
+
+
+def test_H09_a_rescore_refused_by_its_last_check_writes_nothing(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page is rendered last; when it refuses (any check of the page), neither ``--out``
+    nor the run in place has been written to."""
+    from pytest_sommelier.data import stored
+    from pytest_sommelier.errors import InputError
+
+    hostile_suite(pytester)
+    session(pytester)
+    run = pytester.path / "out"
+    before = _snapshot(run)
+
+    def refusing(run_dir: Path, out: Path | None = None) -> Path:
+        raise InputError("SOM-STORED-FIELD", "a record the page refuses", "fix the record")
+
+    monkeypatch.setattr(stored, "write_report", refusing)
+    capsys.readouterr()
+    again = pytester.path / "again"
+    assert main(["rescore", str(run), "--out", str(again)]) == 2
+    assert not again.exists(), "nothing written to --out"
+    assert main(["rescore", str(run)]) == 2
+    assert _snapshot(run) == before, "the run in place is byte-identical"

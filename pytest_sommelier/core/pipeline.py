@@ -191,6 +191,9 @@ def rescored(
     records: Sequence[GenerationRecord],
     split: FormattedSplit,
     arguments_key: str = DEFAULT_ARGUMENTS_KEY,
+    *,
+    arm: str | None = None,
+    model_kind: str | None = None,
 ) -> tuple[list[GenerationRecord], list[ScoringRecord]]:
     """``(generation records, scoring records)`` of ``records``, new dicts; the records given
     are left as they are.
@@ -201,17 +204,25 @@ def rescored(
     ``miss_category`` (and, in a non-reference slice, ``value_language_mismatch``; a stale flag
     is dropped): the one place a record learns its category, so the written
     ``generations.<slice>.jsonl`` (the generation records returned here) and the drilldown
-    agree (core.misses)."""
+    agree (core.misses).
+
+    Every derived field is re-derived, in both records, never copied from the input: the parse
+    (``parsed_call``, ``parse_status``), the miss fields, and (when given: the arm the records
+    are evaluated as) ``arm`` and ``model_kind``. So a stored record edited to claim
+    ``parse_status: ok`` is written back with the parse its ``raw_text`` has."""
     by_id = {example.example_id: example for example in split.examples}
+    owner = {} if arm is None else {"arm": arm}
+    if model_kind is not None:
+        owner["model_kind"] = model_kind
     reference = next(iter(split.slices), None)
     generations: list[GenerationRecord] = []
     scoring_records: list[ScoringRecord] = []
     for record in records:
         example = by_id[record["example_id"]]
         parsed_call, status = parse_tool_call(record["raw_text"], arguments_key=arguments_key)
-        kept: GenerationRecord = {**record}
+        reparsed = {"parsed_call": parsed_call, "parse_status": status, **owner}
+        kept = cast(GenerationRecord, {**record, **reparsed})
         kept.pop(LANGUAGE_FLAG, None)
-        reparsed = {"parsed_call": parsed_call, "parse_status": status}
         scoring = cast(ScoringRecord, {**kept, **reparsed, "gold_call": example.gold_call})
         if example.acceptable_arguments is not None:
             scoring["acceptable_arguments"] = example.acceptable_arguments
@@ -311,7 +322,9 @@ def build_arm_reports(
     built = ArmReports()
     for name, arm in arms.items():
         both = {
-            language: rescored(records, split, suite.arguments_key)
+            language: rescored(
+                records, split, suite.arguments_key, arm=name, model_kind=arm.model_kind
+            )
             for language, records in arm.records.items()
         }
         built.generations[name] = {language: pair[0] for language, pair in both.items()}

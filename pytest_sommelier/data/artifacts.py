@@ -73,8 +73,9 @@ def atomic_write_text(path: Path, text: str | bytes) -> None:
 
 
 def copy_input(path: Path, data: bytes) -> None:
-    """Write the bytes of an input (the split) into a run folder as they are: a byte copy,
-    never text re-encoded. A file already holding exactly these bytes is left untouched."""
+    """Write the bytes of an input (the split, a staged file) into a run folder as they are: a
+    byte copy, never text re-encoded. A file already holding exactly these bytes is left
+    untouched."""
     try:
         if path.read_bytes() == data:
             return
@@ -252,6 +253,16 @@ def claim_run(run_dir: Path, *, keep_generations: bool = False) -> Iterator[None
         yield
     finally:
         os.close(fd)  # releases the flock
+
+
+def install_run(stage: Path, target: Path) -> None:
+    """Copy every file of a run written whole in ``stage`` into ``target`` (claimed), as bytes
+    through the atomic writer, in dependency order: everything else, then the verdict, then
+    the page. A file already holding the same bytes is left untouched."""
+    last = [runlayout.verdict(stage), runlayout.page(stage)]
+    files = [p for p in sorted(stage.rglob("*")) if p.is_file() and p not in last]
+    for path in [*files, *(p for p in last if p.is_file())]:
+        copy_input(target / path.relative_to(stage), path.read_bytes())
 
 
 def arm_names(run_dir: Path, configured: list[str]) -> list[str]:

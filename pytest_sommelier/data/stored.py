@@ -9,6 +9,7 @@ nothing in the run directory is touched unless every check passed.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any, cast
 
@@ -160,7 +161,8 @@ def stored_arm(
 
 def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOutcome]:
     """Re-derive every report and the verdict of ``run_dir`` from stored ``raw_text``, then
-    write the HTML page (``report.html``) beside them."""
+    write the HTML page (``report.html``) beside them. A refusal writes nothing: no ``--out``
+    folder, an in-place run left byte-identical."""
     resolved, suite, split = load_run_inputs(run_dir)
     arms: dict[str, ArmRun] = {}
     for name in suite.arms:
@@ -176,11 +178,17 @@ def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOu
         gates=True,
     )
     target = out_dir or run_dir
-    # in place: keep generations and inputs, replace what is derived; elsewhere: a fresh folder
     in_place = target.resolve() == run_dir.resolve()
-    with artifacts.claim_run(target, keep_generations=in_place):
-        artifacts.write_outcome(target, outcome, resolved=resolved, split=split)
-        write_report(target)
+    # everything is checked before anything is written: the run is written whole, page
+    # included (the page's record checks are the last checks), into a staging folder of the
+    # target's name; only then is the target claimed and the staged files installed
+    with tempfile.TemporaryDirectory(prefix="sommelier-rescore-") as folder:
+        stage = Path(folder) / target.name
+        artifacts.write_outcome(stage, outcome, resolved=resolved, split=split)
+        write_report(stage)
+        # in place: keep generations and inputs until replaced; elsewhere: a fresh folder
+        with artifacts.claim_run(target, keep_generations=in_place):
+            artifacts.install_run(stage, target)
     return target, outcome
 
 
