@@ -719,3 +719,129 @@ def test_H09_a_rescore_refused_by_its_last_check_writes_nothing(
     assert not again.exists(), "nothing written to --out"
     assert main(["rescore", str(run)]) == 2
     assert _snapshot(run) == before, "the run in place is byte-identical"
+
+
+# ============================================================================ H10, H11 format
+
+WEATHER_TOOL = {
+    "name": "get_weather",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    },
+}
+
+
+def _prepared(tmp_path: Path, tools: list[dict], query: str = "Weather?") -> Path:
+    row = {"example_id": "en-1", "language": "en", "source_example_id": None, "query": query,
+           "tools": tools, "gold_call": {"name": "get_weather",
+                                         "arguments": {"city": "Paris", "days": 2}}}
+    path = tmp_path / "prepared.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    return path
+
+
+BROKEN_REFS = [
+    ("remote", {"$ref": "https://example.invalid/schema.json"}, "not in the tool"),
+    ("missing-def", {"$ref": "#/$defs/x"}, "#/$defs/x"),
+    ("relative-file", {"$ref": "other.json#/a"}, "not in the tool"),
+]
+
+
+@pytest.mark.parametrize("called", [True, False], ids=["gold-tool", "other-tool"])
+@pytest.mark.parametrize(
+    ("ref", "fragment"), [c[1:] for c in BROKEN_REFS], ids=[c[0] for c in BROKEN_REFS]
+)
+def test_H10_an_unresolvable_ref_is_one_line_naming_the_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, called: bool, ref: dict, fragment: str
+) -> None:
+    import urllib.request
+
+    from pytest_sommelier.data.formatting import read_prepared
+    from pytest_sommelier.errors import InputError
+
+    def no_network(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a $ref was fetched over the network")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    broken = {"name": "broken" if not called else "get_weather", "parameters": {
+        "type": "object", "properties": {"city": ref, "days": {"type": "integer"}}}}
+    tools = [broken] if called else [WEATHER_TOOL, broken]
+    with pytest.raises(InputError) as info:
+        read_prepared(_prepared(tmp_path, tools))
+    text = str(info.value)
+    assert info.value.code == "SOM-PREPARED-FIELD" and "\n" not in text, text
+    index = 0 if called else 1
+    assert f"prepared.jsonl:1: field 'tools[{index}].parameters'" in text and fragment in text
+
+
+def test_H10_a_local_ref_that_resolves_is_accepted(tmp_path: Path) -> None:
+    from pytest_sommelier.data.formatting import read_prepared
+
+    tool = {"name": "get_weather", "parameters": {
+        "type": "object", "$defs": {"city": {"type": "string"}},
+        "properties": {"city": {"$ref": "#/$defs/city"}, "days": {"type": "integer"}}}}
+    (example,) = read_prepared(_prepared(tmp_path, [tool]))
+    assert example.gold_call["arguments"]["city"] == "Paris"
+
+
+@pytest.mark.parametrize("field", ["query", "tools", "gold_call"])
+def test_H11_a_lone_surrogate_in_a_prepared_row_is_one_line(tmp_path: Path, field: str) -> None:
+    from pytest_sommelier.data.formatting import read_prepared
+    from pytest_sommelier.errors import InputError
+
+    path = _prepared(tmp_path, [WEATHER_TOOL])
+    row = json.loads(path.read_text(encoding="utf-8"))
+    if field == "query":
+        row["query"] = "Weather \ud800?"
+    elif field == "tools":
+        row["tools"][0]["description"] = "bad \udc00"
+    else:
+        row["gold_call"]["arguments"]["city"] = "Paris\ud800"
+        row["tools"][0]["parameters"]["properties"]["city"] = {"type": "string"}
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")  # json writes it as \\ud800
+    with pytest.raises(InputError) as info:
+        read_prepared(path)
+    text = str(info.value)
+    assert info.value.code == "SOM-PREPARED-ENCODING", text
+    assert "prepared.jsonl:1" in text and field in text and "surrogate" in text
+
+
+def test_H11_a_lone_surrogate_in_an_import_is_one_line(tmp_path: Path) -> None:
+    from pytest_sommelier.data.importers.common import ImportOptions
+    from pytest_sommelier.data.importers.driver import import_file
+    from pytest_sommelier.errors import InputError
+
+    chat = {"tools": [WEATHER_TOOL], "messages": [
+        {"role": "user", "content": "Weather \ud800?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {"name": "get_weather",
+                                              "arguments": '{"city": "Paris"}'}}]}]}
+    for suffix, text in ((".jsonl", json.dumps(chat) + "\n"), (".json", json.dumps([chat]))):
+        source = tmp_path / f"chat{suffix}"
+        source.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError) as info:
+            import_file("openai-chat", source, tmp_path / "o.jsonl", ImportOptions())
+        assert info.value.code == "SOM-IMPORT-ENCODING", str(info.value)
+        assert source.name in str(info.value) and "surrogate" in str(info.value)
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_W_a_tool_schema_is_checked_under_the_draft_its_schema_names(tmp_path: Path) -> None:
+    """``$schema`` was ignored (every schema checked as 2020-12): a draft-04 schema is checked
+    as draft 4, one naming no known draft is refused naming the drafts and the default."""
+    from pytest_sommelier.data.formatting import read_prepared
+    from pytest_sommelier.errors import InputError
+
+    days = {"type": "integer", "minimum": 1, "exclusiveMinimum": True}  # draft-04 spelling
+    tool = {"name": "get_weather", "parameters": {
+        "$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+        "properties": {"city": {"type": "string"}, "days": days}}}
+    assert read_prepared(_prepared(tmp_path, [tool]))
+    del tool["parameters"]["$schema"]
+    with pytest.raises(InputError, match="exclusiveMinimum|True is not of type"):
+        read_prepared(_prepared(tmp_path, [tool]))
+    tool["parameters"]["$schema"] = "https://example.invalid/my-draft"
+    with pytest.raises(InputError) as info:
+        read_prepared(_prepared(tmp_path, [tool]))
+    assert "names no known JSON Schema draft" in str(info.value) and "2020-12" in str(info.value)

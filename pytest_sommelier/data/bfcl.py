@@ -49,7 +49,7 @@ from pytest_sommelier.data.importers import common
 from pytest_sommelier.data.importers.common import Skipped, gold_problem, prepared_line
 from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1
 from pytest_sommelier.data.schema import parameters_error
-from pytest_sommelier.data.split import json_lines
+from pytest_sommelier.data.split import json_lines, lone_surrogate_path
 from pytest_sommelier.errors import InputError
 
 __all__ = ["Skipped", "prepared_line"]  # shared with the other importers (data.importers)
@@ -358,6 +358,15 @@ def _jsonl(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 "SOM-BFCL-FIELD",
                 "field 'id': missing or not a string",
                 "each line is a BFCL record with an id",
+                where=where,
+            )
+        surrogate = lone_surrogate_path(row)
+        if surrogate is not None:
+            raise InputError(
+                "SOM-BFCL-JSON",
+                f"field {surrogate!r} holds a lone UTF-16 surrogate (e.g. \\ud800), which is "
+                "not valid Unicode text",
+                "use BFCL's files as shipped",
                 where=where,
             )
         problem = example_id_problem(row["id"])  # the id becomes the example id

@@ -49,7 +49,7 @@ from pytest_sommelier.data.native_policy import (
 )
 from pytest_sommelier.data.prepared_hints import neighbour_shape
 from pytest_sommelier.data.schema import SCHEMA_VERSION, arguments_error, parameters_error
-from pytest_sommelier.data.split import json_lines, strict_json
+from pytest_sommelier.data.split import json_lines, lone_surrogate_path, strict_json
 from pytest_sommelier.errors import InputError
 
 POLICY_TOOLS_IN_SYSTEM_V1 = "sommelier.tools-in-system.v1"
@@ -229,6 +229,15 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     if not isinstance(row, dict):
         raise InputError(
             "SOM-PREPARED-JSON", "line is not a JSON object", "one object per line", where=where
+        )
+    surrogate = lone_surrogate_path(row)
+    if surrogate is not None:
+        raise InputError(
+            "SOM-PREPARED-ENCODING",
+            f"field {surrogate!r} holds a lone UTF-16 surrogate (e.g. \\ud800), which is not "
+            "valid Unicode text",
+            "write the text as UTF-8; drop or fix the broken escape",
+            where=where,
         )
     shape = neighbour_shape(row, _LANGUAGE_RE)
     if shape is not None:

@@ -233,6 +233,31 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def lone_surrogate_path(value: Any, path: str = "") -> str | None:
+    """The path (``query``, ``tools[0].description``) of the first string, key or value, in
+    the decoded JSON ``value`` that holds a lone UTF-16 surrogate (a ``\\ud800`` escape,
+    which JSON allows and UTF-8 cannot encode), or None. The one check every reader of JSON
+    input applies before the text is digested, written or printed."""
+    if not _has_lone_surrogate(value):
+        return None
+    if isinstance(value, str):
+        return path or "(the value)"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if _has_lone_surrogate(key):
+                return f"{where} (a key)"
+            found = lone_surrogate_path(item, where)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = lone_surrogate_path(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return path or "(the value)"
+
+
 def _one_line(text: str, limit: int = 200) -> str:
     """``text`` on one line, at most ``limit`` characters."""
     line = " ".join(text.split())
