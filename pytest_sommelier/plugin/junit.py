@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_sommelier.core.gates import threshold_text
+from pytest_sommelier.core.gates import gate_text, threshold_text
 from pytest_sommelier.core.types import Verdict
 
 
@@ -48,9 +48,9 @@ def add_gate_cases(config: pytest.Config, suite_nodeid: str, verdict: Verdict) -
     for gate in verdict["gates"]:
         threshold = threshold_text(gate["threshold"])
         message = (
-            f"gate {gate['name']} failed: {gate['metric']} [{gate['slice']}] observed "
-            f"{gate['observed']} ({threshold}) {gate.get('reason') or ''}".strip()
-        )
+            f"gate {gate['name']} failed: {gate_text(gate)} (observed {gate['observed']!r}, "
+            f"{threshold}): {gate.get('reason') or ''}"
+        ).rstrip(": ")
         _case(
             xml,
             f"{suite_nodeid}::gates::{gate['name']}",
