@@ -47,10 +47,11 @@ def add_gate_cases(config: pytest.Config, suite_nodeid: str, verdict: Verdict) -
         return
     for gate in verdict["gates"]:
         threshold = threshold_text(gate["threshold"])
+        # the terminal's gate line, then the observed number at full precision
         message = (
-            f"gate {gate['name']} failed: {gate_text(gate)} (observed {gate['observed']!r}, "
-            f"{threshold}): {gate.get('reason') or ''}"
-        ).rstrip(": ")
+            f"gate {gate['name']} failed: {gate_text(gate)} "
+            f"(observed {gate['observed']!r}; {threshold})"
+        )
         _case(
             xml,
             f"{suite_nodeid}::gates::{gate['name']}",
