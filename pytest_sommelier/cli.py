@@ -122,7 +122,7 @@ def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     """``sommelier rescore RUN_DIR``: re-derive every report and the verdict from raw_text."""
-    from pytest_sommelier.core import render
+    from pytest_sommelier.core import render, runlayout
     from pytest_sommelier.data.stored import rescore_run
 
     target, outcome = rescore_run(Path(args.run_dir), Path(args.out) if args.out else None)
@@ -133,7 +133,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     for line in render.gate_lines(outcome.verdict):
         print(line)
     print(f"re-derived reports and verdict written to {target}")
-    print(f"HTML report: {target / 'report.html'}")
+    print(f"HTML report: {runlayout.page(target)}")
     verdict = outcome.verdict["verdict"] if outcome.verdict else "pass"
     return 0 if verdict == "pass" else 1
 
@@ -154,8 +154,10 @@ def _add_rescore_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _arm_folder(text: str) -> bool:
     """Whether a ``sommelier compare`` argument is a stored arm folder (``eval/<arm>``)."""
+    from pytest_sommelier.core import runlayout
+
     path = Path(text)
-    return (path / "evaluation_report.json").is_file() or path.parent.name == "eval"
+    return runlayout.arm_report(path).is_file() or runlayout.is_arm_path(path)
 
 
 def _fail_lines(results: list[dict[str, Any]]) -> list[str]:
@@ -188,10 +190,8 @@ def _compare_arm_folders(args: argparse.Namespace, specs: list[Any]) -> int:
     report = compare_arms(Path(args.candidate), Path(args.reference))
     markdown = render.comparison_markdown(report)
     if args.out:
-        out = Path(args.out)
-        artifacts.atomic_write_json(out / f"{report['name']}.json", report)
-        artifacts.atomic_write_text(out / f"{report['name']}.md", markdown)
-        print(f"wrote {out / report['name']}.json and .md")
+        json_path, _ = artifacts.write_comparison(Path(args.out), report["name"], report, markdown)
+        print(f"wrote {json_path} and .md")
     print(markdown, end="")
     if not specs:
         return 0
@@ -432,13 +432,14 @@ def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_parity(args: argparse.Namespace) -> int:
     """``sommelier parity RUN_DIR --engine NAME``: regenerate a sample on another engine."""
+    from pytest_sommelier.core import runlayout
     from pytest_sommelier.data import artifacts
     from pytest_sommelier.inference import parity
 
     result = parity.run_parity(
         Path(args.run_dir), Path(args.suite), args.engine, sample=args.sample, seed=args.seed
     )
-    out = Path(args.out) if args.out else Path(args.run_dir) / "parity" / f"{args.engine}.json"
+    out = Path(args.out) if args.out else runlayout.parity_report(Path(args.run_dir), args.engine)
     artifacts.atomic_write_json(out, result)
     print(parity.render_parity(result))
     print(f"parity report written to {out}")

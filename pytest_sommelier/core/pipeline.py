@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.canonical import sha256_json, sha256_text
 from pytest_sommelier.core.clusters import example_clusters
@@ -319,7 +320,8 @@ def build_arm_reports(
             records_by_slice=ordered,
             statistics=suite.statistics,
             generation_artifacts={
-                language: f"eval/{name}/generations.{language}.jsonl" for language in suite.slices
+                language: runlayout.generations_artifact(name, language)
+                for language in suite.slices
             },
             complete=built.missing[name] == 0,
             ordered=True,

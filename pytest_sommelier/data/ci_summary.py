@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.render import _md_table, fmt, fmt_interval
 from pytest_sommelier.core.reports import COMPARISON_SCHEMA
@@ -29,14 +30,13 @@ from pytest_sommelier.data.history_compare import COMPARE_SCHEMA, compare_markdo
 from pytest_sommelier.data.history_record import arm_reports
 from pytest_sommelier.errors import SommelierEnvironmentError
 
-SUMMARY = "report/summary.md"
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
 def _reports(run_dir: Path, schema: str) -> dict[str, dict[str, Any]]:
     """``report/*.json`` of one schema, by file stem."""
     found: dict[str, dict[str, Any]] = {}
-    for path in sorted((run_dir / "report").glob("*.json")):
+    for path in sorted(runlayout.report_dir(run_dir).glob("*.json")):
         report = artifacts.read_json(path)
         if isinstance(report, dict) and report.get("schema_version") == schema:
             found[path.stem] = report
@@ -90,9 +90,9 @@ def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None
     """The run's Markdown summary (see the module docstring); ``compares`` are comparisons
     with stored runs (default: every ``report/compare-*.json`` of the run)."""
     run_dir = Path(run_dir)
-    resolved = artifacts.read_json(run_dir / artifacts.RESOLVED)
+    resolved = artifacts.read_json(runlayout.resolved(run_dir))
     resolved = resolved if isinstance(resolved, dict) else {}
-    verdict_path = run_dir / artifacts.VERDICT
+    verdict_path = runlayout.verdict(run_dir)
     verdict = artifacts.read_json(verdict_path) if verdict_path.is_file() else None
     word = (verdict or {}).get("verdict", "no verdict (gates off)")
     reports = arm_reports(run_dir, resolved)
@@ -147,7 +147,7 @@ def write_summary(
     returns the summary's path."""
     run_dir = Path(run_dir)
     text = summary_markdown(run_dir, compares)
-    target = run_dir / SUMMARY
+    target = runlayout.summary(run_dir)
     artifacts.atomic_write_text(target, text)
     step = (os.environ if environ is None else environ).get(STEP_SUMMARY)
     if step:
@@ -163,4 +163,4 @@ def write_summary(
     return target
 
 
-__all__ = ["SUMMARY", "summary_markdown", "write_summary"]
+__all__ = ["summary_markdown", "write_summary"]

@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history_record import describe_run, git_state, value_intervals
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
@@ -395,7 +396,7 @@ def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> Store
         for run in stored_runs(path.parent):
             if run.path.resolve() == path.resolve():
                 return run
-    if not (path / artifacts.RESOLVED).is_file():
+    if not runlayout.resolved(path).is_file():
         raise InputError(
             "SOM-HISTORY-UNKNOWN",
             f"{path}: not a stored run number, 'last', or a run folder",

@@ -25,13 +25,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import METRIC_NAMES, full_call_hit
 from pytest_sommelier.core.pipeline import (
     ArmRun,
     build_arm_reports,
     config_sha256,
-    is_exact,
 )
 from pytest_sommelier.core.render import SHORT, _md_table, _table, fmt, fmt_interval
 from pytest_sommelier.core.reports import check_identity, identical_outputs, metric_gaps
@@ -93,7 +93,7 @@ def refuse_same_arm_folder(candidate: Path, reference: Path) -> None:
     if not same:
         reports = []
         for arm_dir in (candidate, reference):
-            path = arm_dir / "evaluation_report.json"
+            path = runlayout.arm_report(arm_dir)
             report = artifacts.read_json(path) if path.is_file() else {}
             reports.append(
                 (report.get("run_id"), report.get("arm")) if isinstance(report, dict) else None
@@ -181,10 +181,10 @@ def refuse_borrowed_stand_in(configured: Mapping[str, Any], name: str, arm_dir: 
     ``suite.resolved.json`` two levels up) the adapter cannot be checked, so an adapter arm
     is refused and a base arm judged by its report's kind."""
     arm_dir = Path(arm_dir)
-    report_path = arm_dir / "evaluation_report.json"
+    report_path = runlayout.arm_report(arm_dir)
     report = artifacts.read_json(report_path) if report_path.is_file() else {}
     report = report if isinstance(report, dict) else {}
-    resolved_path = arm_dir.resolve().parent.parent / artifacts.RESOLVED
+    resolved_path = runlayout.resolved(runlayout.run_of_arm(arm_dir))
     stored_resolved = artifacts.read_json(resolved_path) if resolved_path.is_file() else {}
     stored_resolved = stored_resolved if isinstance(stored_resolved, dict) else {}
     stored_name = report.get("arm") if isinstance(report.get("arm"), str) else arm_dir.name
@@ -210,8 +210,8 @@ def _scored_arms(run: StoredRun) -> tuple[dict, Any, dict, dict, dict[str, str]]
     arms: dict[str, ArmRun] = {}
     problems: dict[str, str] = {}
     for name in suite.arms:
-        arm_dir = run.path / "eval" / name
-        if not (arm_dir / "evaluation_report.json").is_file():
+        arm_dir = runlayout.arm_dir(run.path, name)
+        if not runlayout.arm_report(arm_dir).is_file():
             continue
         try:
             arms[name] = stored_arm(suite, split, arm_dir)
@@ -228,7 +228,8 @@ def _flips(reference: Records, candidate: Records, slices: Mapping[str, str], li
     """Fixed (reference missed, candidate hit) and broken (the reverse) examples, paired."""
     fixed, broken = [], []
     for ref, cand in zip(reference, candidate, strict=True):
-        ref_hit, cand_hit = is_exact(ref, ref["gold_call"]), is_exact(cand, cand["gold_call"])
+        ref_hit = full_call_hit(ref, ref["gold_call"])
+        cand_hit = full_call_hit(cand, cand["gold_call"])
         if ref_hit != cand_hit:
             item = {"example_id": cand["example_id"], "slice": slices[cand["example_id"]]}
             (fixed if cand_hit else broken).append(item)
@@ -490,12 +491,9 @@ def compare_markdown(report: Mapping[str, Any], *, heading: str = "#") -> str:
 def write_compare(folder: Path, report: Mapping[str, Any]) -> tuple[Path, Path]:
     """Write ``<folder>/compare-<NNNN>.json`` and ``.md`` atomically (a run's ``report/``
     folder, or any folder); returns both paths."""
-    folder = Path(folder)
-    json_path = folder / f"{report['name']}.json"
-    md_path = folder / f"{report['name']}.md"
-    artifacts.atomic_write_json(json_path, report)
-    artifacts.atomic_write_text(md_path, compare_markdown(report))
-    return json_path, md_path
+    return artifacts.write_comparison(
+        Path(folder), report["name"], report, compare_markdown(report)
+    )
 
 
 __all__ = [

@@ -25,6 +25,7 @@ from typing import Any
 
 import jinja2
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.render import SHORT, _table, fmt, fmt_interval
@@ -106,7 +107,7 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
     previous: dict[tuple[str, str], Previous] = {}
     out = []
     for run in runs:
-        resolved_path = run.path / artifacts.RESOLVED
+        resolved_path = runlayout.resolved(run.path)
         resolved = artifacts.read_json(resolved_path) if resolved_path.is_file() else {}
         resolved = resolved if isinstance(resolved, dict) else {}
         reports = arm_reports(run.path, resolved)
@@ -127,7 +128,7 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
             }
             if run.comparable:
                 previous[key] = (run, report, resolved)
-        page = run.path / artifacts.REPORT_PAGE
+        page = runlayout.page(run.path)
         git = run.entry.get("git") or {}
         out.append(
             {

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
 from pytest_sommelier.core.pipeline import rescored
@@ -83,11 +84,11 @@ def suite_run_dirs(run_dir: Path) -> list[Path]:
     """The one-suite run folders of a session's run folder: itself, or (several suites in one
     session) its sub-folders holding a ``suite.resolved.json``, by name."""
     run_dir = Path(run_dir)
-    if (run_dir / artifacts.RESOLVED).is_file():
+    if runlayout.resolved(run_dir).is_file():
         return [run_dir]
     if not run_dir.is_dir():
         return []
-    return sorted(p for p in run_dir.iterdir() if (p / artifacts.RESOLVED).is_file())
+    return sorted(p for p in run_dir.iterdir() if runlayout.resolved(p).is_file())
 
 
 def _not_a_run(run_dir: Path) -> InputError:
@@ -97,16 +98,15 @@ def _not_a_run(run_dir: Path) -> InputError:
         if suites
         else "give a run folder written by pytest-sommelier (runs/<run_id>)"
     )
-    return InputError("SOM-HISTORY-NOT-A-RUN", f"{run_dir / artifacts.RESOLVED}: not found", hint)
+    return InputError("SOM-HISTORY-NOT-A-RUN", f"{runlayout.resolved(run_dir)}: not found", hint)
 
 
 def arm_reports(run_dir: Path, resolved: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The evaluation report of every arm folder that has one (configured order first)."""
     configured = list((resolved.get("arms") or {}).keys())
-    folders = sorted(p.name for p in (run_dir / "eval").glob("*") if p.is_dir())
     reports: dict[str, dict[str, Any]] = {}
-    for name in configured + [f for f in folders if f not in configured]:
-        path = run_dir / "eval" / name / "evaluation_report.json"
+    for name in artifacts.arm_names(run_dir, configured):
+        path = runlayout.arm_report(runlayout.arm_dir(run_dir, name))
         if path.is_file():
             report = artifacts.read_json(path)
             if isinstance(report, dict):
@@ -145,17 +145,17 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
     """The store record of a run folder, without number, folder, time or git: its suite,
     run id, completeness, verdict and identity digests."""
     run_dir = Path(run_dir)
-    if not (run_dir / artifacts.RESOLVED).is_file():
+    if not runlayout.resolved(run_dir).is_file():
         raise _not_a_run(run_dir)
-    resolved = artifacts.read_json(run_dir / artifacts.RESOLVED)
+    resolved = artifacts.read_json(runlayout.resolved(run_dir))
     if not isinstance(resolved, dict):
         raise InputError(
             "SOM-HISTORY-NOT-A-RUN",
-            f"{run_dir / artifacts.RESOLVED}: not a JSON object",
+            f"{runlayout.resolved(run_dir)}: not a JSON object",
             "give a run folder written by pytest-sommelier",
         )
     reports = arm_reports(run_dir, resolved)
-    verdict_path = run_dir / artifacts.VERDICT
+    verdict_path = runlayout.verdict(run_dir)
     verdict = artifacts.read_json(verdict_path) if verdict_path.is_file() else None
     verdict = verdict if isinstance(verdict, dict) else None
     configured = set((resolved.get("arms") or {}).keys())
@@ -225,15 +225,15 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
         return {"intervals": {}, "note": f"no intervals: {error.message}"}
     scoring: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for name in suite.arms:
-        arm_dir = run_dir / "eval" / name
-        if not (arm_dir / "evaluation_report.json").is_file():
+        arm_dir = runlayout.arm_dir(run_dir, name)
+        if not runlayout.arm_report(arm_dir).is_file():
             continue
         try:
             arm = stored_arm(suite, split, arm_dir)
         except SommelierError:
             continue
         scoring[name] = {
-            lang: rescored([dict(r) for r in rows], split) for lang, rows in arm.records.items()
+            lang: rescored(rows, split)[1] for lang, rows in arm.records.items()
         }
     return value_intervals_of(scoring, suite.statistics)
 

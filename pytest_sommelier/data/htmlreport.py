@@ -38,6 +38,7 @@ from typing import Any, cast
 
 import jinja2
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_NAME
 from pytest_sommelier.core.canonical import sha256_bytes
@@ -56,7 +57,7 @@ from pytest_sommelier.data.artifacts import StoredArm
 from pytest_sommelier.data.split import row_gold_call
 from pytest_sommelier.errors import InputError
 
-REPORT_FILE = artifacts.REPORT_PAGE
+REPORT_FILE = runlayout.PAGE
 TEMPLATES = Path(__file__).with_name("templates")
 RAW_LIMIT = 4000
 """Raw outputs longer than this many characters are cut in the page (the stored file keeps
@@ -80,7 +81,7 @@ def _optional_json(path: Path, notes: list[str]) -> Any:
 def _check_run_dir(run_dir: Path) -> None:
     """Refuse a folder that is not one suite's run (naming the sub-folders when it holds
     several suites' runs)."""
-    if (run_dir / artifacts.RESOLVED).is_file():
+    if runlayout.resolved(run_dir).is_file():
         return
     if not run_dir.is_dir():
         raise InputError(
@@ -88,13 +89,13 @@ def _check_run_dir(run_dir: Path) -> None:
             f"{run_dir}: not a folder",
             "give a run folder such as runs/<run_id>",
         )
-    suites = sorted(p.name for p in run_dir.iterdir() if (p / artifacts.RESOLVED).is_file())
+    suites = sorted(p.name for p in run_dir.iterdir() if runlayout.resolved(p).is_file())
     hint = (
         f"this folder holds the runs of several suites; give one of: {', '.join(suites)}"
         if suites
         else "point at a run folder written by pytest-sommelier"
     )
-    raise InputError("SOM-STORED-MISSING", f"{run_dir / artifacts.RESOLVED}: not found", hint)
+    raise InputError("SOM-STORED-MISSING", f"{runlayout.resolved(run_dir)}: not found", hint)
 
 
 def _read_arms(
@@ -103,12 +104,10 @@ def _read_arms(
     """Each stored arm folder with a report: ``{arm: (report, telemetry, records)}``, base-kind
     arms first, then in the resolved suite's order."""
     configured = list((resolved.get("arms") or {}).keys())
-    folders = sorted(p.name for p in (run_dir / "eval").glob("*") if p.is_dir())
-    names = configured + [name for name in folders if name not in configured]
     arms: dict[str, StoredArm] = {}
-    for name in names:
-        arm_dir = run_dir / "eval" / name
-        if not (arm_dir / "evaluation_report.json").exists():
+    for name in artifacts.arm_names(run_dir, configured):
+        arm_dir = runlayout.arm_dir(run_dir, name)
+        if not runlayout.arm_report(arm_dir).exists():
             notes.append(
                 f"arm {name!r} has no evaluation report (it was not run, or the run stopped)"
             )
@@ -125,22 +124,22 @@ def _read_split_rows(
     The digest match proves these are the bytes that were validated when the run was made, so
     the rows are read without validating them again (which would cost seconds for 10k rows).
     """
-    path = run_dir / artifacts.SPLIT_COPY
+    path = runlayout.split_copy(run_dir)
     if not path.is_file():
-        notes.append(f"{artifacts.SPLIT_COPY} is absent, so gold calls and prompts are unknown")
+        notes.append(f"{runlayout.SPLIT_COPY} is absent, so gold calls and prompts are unknown")
         return None
     data = path.read_bytes()
     recorded = (resolved.get("test_split") or {}).get("sha256")
     if sha256_bytes(data) != recorded:
         notes.append(
-            f"{artifacts.SPLIT_COPY} does not have the digest the run recorded "
+            f"{runlayout.SPLIT_COPY} does not have the digest the run recorded "
             f"({str(recorded)[:12]}); it was edited, so its examples are not shown"
         )
         return None
     try:
         return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
     except (UnicodeDecodeError, json.JSONDecodeError):  # pragma: no cover - digest matched
-        notes.append(f"{artifacts.SPLIT_COPY} could not be read")
+        notes.append(f"{runlayout.SPLIT_COPY} could not be read")
         return None
 
 
@@ -152,7 +151,7 @@ def _comparison_reports(
     reports: dict[str, ComparisonReport] = {}
     for comparison in resolved.get("comparisons") or []:
         name = comparison.get("name") or f"{comparison['candidate']}-vs-{comparison['reference']}"
-        path = run_dir / "report" / f"{name}.json"
+        path = runlayout.comparison_report(run_dir, name)
         if path.exists():
             reports[name] = artifacts.read_json(path)
         else:
@@ -160,7 +159,7 @@ def _comparison_reports(
                 f"comparison {name!r} has no report: an arm is missing, or the identity gate "
                 "refused it (the terminal output and rescore say which field differed)"
             )
-    for path in sorted((run_dir / "report").glob("*.json")):
+    for path in sorted(runlayout.report_dir(run_dir).glob("*.json")):
         if path.stem not in reports:
             report = artifacts.read_json(path)
             if isinstance(report, dict) and "deltas" in report:
@@ -354,7 +353,7 @@ def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
     ):
         raise InputError(
             "SOM-STORED-FIELD",
-            f"eval/{arm}/generations.{record.get('language')}.jsonl: example "
+            f"{runlayout.generations_artifact(arm, str(record.get('language')))}: example "
             f"{record.get('example_id')!r}: parse_status {status!r} does not fit its parsed_call",
             "the generations file was edited; run sommelier rescore to re-derive it",
         )
@@ -590,7 +589,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     notes: list[str] = []
     split_notes: list[str] = []
     resolved = artifacts.read_resolved(run_dir)
-    verdict = _optional_json(run_dir / artifacts.VERDICT, [])
+    verdict = _optional_json(runlayout.verdict(run_dir), [])
     arms = _read_arms(run_dir, resolved, notes)
     comparisons = _comparison_reports(run_dir, resolved, notes)
     slices = list(resolved.get("slices") or [])
@@ -648,7 +647,7 @@ def write_report(run_dir: Path | str, out: Path | str | None = None) -> Path:
     """Render the page of ``run_dir`` and write it atomically to ``out`` (default
     ``<run_dir>/report.html``); returns the path written."""
     run_dir = Path(run_dir)
-    target = Path(out) if out is not None else run_dir / REPORT_FILE
+    target = Path(out) if out is not None else runlayout.page(run_dir)
     artifacts.atomic_write_text(target, render_report(run_dir))
     return target
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.core.reports import build_comparison_report
 from pytest_sommelier.core.types import (
@@ -43,7 +44,7 @@ def _not_resolved(where: str, exc: Exception) -> InputError:
 
 def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
     """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json``."""
-    where = str(run_dir / artifacts.RESOLVED)
+    where = str(runlayout.resolved(run_dir))
     try:
         names = [
             *resolved["slices"],
@@ -62,9 +63,9 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
     try:
         statistics = StatisticsConfig(**resolved["statistics"])
         return Suite(
-            path=run_dir / artifacts.RESOLVED,
+            path=runlayout.resolved(run_dir),
             name=resolved["name"],
-            test_split=run_dir / artifacts.SPLIT_COPY,
+            test_split=runlayout.split_copy(run_dir),
             slices=tuple(resolved["slices"]),
             model=ModelConfig(base="<stored>", revision=None, dtype=None, device=None),
             decoding=cast(Decoding, dict(resolved["decoding"])),  # as recorded, not re-judged
@@ -142,7 +143,7 @@ def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOu
     resolved, suite, split = load_run_inputs(run_dir)
     arms: dict[str, ArmRun] = {}
     for name in suite.arms:
-        arm_dir = run_dir / "eval" / name
+        arm_dir = runlayout.arm_dir(run_dir, name)
         if arm_dir.is_dir():
             arms[name] = stored_arm(suite, split, arm_dir)
     outcome = evaluate_run(
@@ -159,7 +160,7 @@ def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOu
     else:
         # in place: keep generations and telemetry; rewrite reports and verdict only
         for name in suite.arms:
-            (run_dir / "eval" / name / "evaluation_report.json").unlink(missing_ok=True)
+            runlayout.arm_report(runlayout.arm_dir(run_dir, name)).unlink(missing_ok=True)
         artifacts.remove_stale(run_dir)
     artifacts.write_outcome(target, outcome, resolved=resolved, split_path=suite.test_split)
     write_report(target)

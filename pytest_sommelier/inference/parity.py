@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.parse import parse_tool_call
@@ -132,7 +133,7 @@ def run_parity(
                 "give the suite file the run was made with",
                 where=f"arms.{arm}",
             )
-        report, _, records = artifacts.read_arm(run_dir / "eval" / arm)
+        report, _, records = artifacts.read_arm(runlayout.arm_dir(run_dir, arm))
         run_id = run_id or report.get("run_id")
         _check_identity(arm, report, generators[arm])
         by_id = {r["example_id"]: r for rows in records.values() for r in rows}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_sommelier.core import render
+from pytest_sommelier.core import render, runlayout
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.split import FormattedSplit
@@ -75,7 +75,8 @@ class SommelierSession:
 
     def out_dir(self, suite: Suite, several: bool) -> Path:
         out = settings_of(self.config).out
-        base = Path(out) if out else self.config.invocation_params.dir / "runs" / self.run_id
+        root = self.config.invocation_params.dir / runlayout.DEFAULT_ROOT
+        base = Path(out) if out else root / self.run_id
         if not base.is_absolute():
             base = self.config.invocation_params.dir / base
         return base / suite.name if several else base
