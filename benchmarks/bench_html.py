@@ -26,7 +26,7 @@ from synthetic_run import write_synthetic_run
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.htmlreport import REPORT_FILE, write_report
+from pytest_sommelier.data.view.html import REPORT_FILE, write_report
 
 MB = 1_000_000
 

@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_sommelier.errors import SommelierError
 
@@ -122,15 +122,16 @@ def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     """``sommelier rescore RUN_DIR``: re-derive every report and the verdict from raw_text."""
-    from pytest_sommelier.core import render, runlayout
+    from pytest_sommelier.core import runlayout
     from pytest_sommelier.data.stored import rescore_run
+    from pytest_sommelier.data.view import terminal
 
     target, outcome = rescore_run(Path(args.run_dir), Path(args.out) if args.out else None)
-    for line in render.metrics_lines(outcome.arm_reports):
+    for line in terminal.metrics_lines(outcome.arm_reports):
         print(line)
-    for line in render.comparison_lines(outcome.comparison_reports, outcome.comparison_errors):
+    for line in terminal.comparison_lines(outcome.comparison_reports, outcome.comparison_errors):
         print(line)
-    for line in render.gate_lines(outcome.verdict):
+    for line in terminal.gate_lines(outcome.verdict):
         print(line)
     print(f"re-derived reports and verdict written to {target}")
     print(f"HTML report: {runlayout.page(target)}")
@@ -162,9 +163,10 @@ def _arm_folder(text: str) -> bool:
 
 def _fail_lines(results: list[dict[str, Any]]) -> list[str]:
     """The ``--fail`` gates as gate lines (without the suite verdict line)."""
-    from pytest_sommelier.core import render
+    from pytest_sommelier.core.types import GateResult
+    from pytest_sommelier.data.view import terminal
 
-    return render.gate_lines({"gates": results, "verdict": ""})[:-1]
+    return terminal.gate_result_lines(cast("list[GateResult]", results))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -180,15 +182,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _compare_arm_folders(args: argparse.Namespace, specs: list[Any]) -> int:
     """Two stored arms through the identity gate (``data.stored.compare_arms``)."""
-    from pytest_sommelier.core import render
     from pytest_sommelier.data import artifacts
     from pytest_sommelier.data.history_compare import refuse_same_arm_folder
     from pytest_sommelier.data.history_gate import evaluate_fail_specs
     from pytest_sommelier.data.stored import compare_arms
+    from pytest_sommelier.data.view.markdown import comparison_markdown
 
     refuse_same_arm_folder(Path(args.candidate), Path(args.reference))
     report = compare_arms(Path(args.candidate), Path(args.reference))
-    markdown = render.comparison_markdown(report)
+    markdown = comparison_markdown(report)
     if args.out:
         json_path, _ = artifacts.write_comparison(Path(args.out), report["name"], report, markdown)
         print(f"wrote {json_path} and .md")
@@ -410,7 +412,7 @@ def _add_import_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``sommelier report RUN_DIR [--out FILE]``: render a stored run's HTML page."""
-    from pytest_sommelier.data.htmlreport import write_report
+    from pytest_sommelier.data.view.html import write_report
 
     target = write_report(Path(args.run_dir), Path(args.out) if args.out else None)
     print(f"wrote {target}")

@@ -1,4 +1,4 @@
-"""The HTML report renderer (``data/htmlreport.py``) over runs written by real sessions.
+"""The HTML report renderer (``data/view/html.py``) over runs written by real sessions.
 
 The run comes from a pytest session over the scripted suite of ``html_helpers`` (outcomes
 worked out by hand there); a few tests edit a copy of it to show how the page degrades.
@@ -20,7 +20,7 @@ from html_helpers import COUNTS, HITS, INJECTED, make_run, page_blob, table_rows
 
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.htmlreport import (
+from pytest_sommelier.data.view.html import (
     RAW_LIMIT,
     REPORT_FILE,
     forest_plot,

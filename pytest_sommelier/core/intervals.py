@@ -35,6 +35,7 @@ import numpy as np
 
 from pytest_sommelier.core import proportions, ratio_intervals
 from pytest_sommelier.core.clusters import cluster_count, cluster_sums, design_effect
+from pytest_sommelier.core.types import BOOTSTRAP_METHOD
 from pytest_sommelier.errors import InputError, InvariantError
 
 INTERVALS: tuple[str, ...] = ("auto", "bootstrap")
@@ -54,7 +55,7 @@ every cell of benchmarks/bench_coverage.py (docs/statistics.md has the table).""
 
 JACKKNIFE_PAIRS = "jackknife_t_paired"
 JACKKNIFE_CLUSTERS = "jackknife_t_cluster"
-PERCENTILE_PAIRS = "paired_bootstrap_percentile"  # == stats.BOOTSTRAP_METHOD (a test keeps it)
+PERCENTILE_PAIRS = BOOTSTRAP_METHOD  # one name with stats.BOOTSTRAP_METHOD (core.types)
 PERCENTILE_CLUSTERS = "cluster_bootstrap_percentile"
 CLUSTERED_SUFFIX = "_cluster_adjusted"
 

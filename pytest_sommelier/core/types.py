@@ -286,6 +286,11 @@ class Interval(TypedDict):
     upper: float | None
 
 
+BOOTSTRAP_METHOD = "paired_bootstrap_percentile"
+"""The ``method`` of a ``ci95`` block (``core.stats``) and of a percentile interval over pairs
+(``core.intervals.PERCENTILE_PAIRS``): one name, kept here so neither imports the other."""
+
+
 class IntervalBlock(TypedDict):
     """A ``ci95`` block: the return value of ``core.stats.paired_bootstrap``."""
 

@@ -121,7 +121,7 @@ def write_outcome(
 ) -> None:
     """Write a :class:`pipeline.RunOutcome` with :func:`write_run`: its generation records
     (with their miss fields) and reports, the comparison reports rendered to Markdown too."""
-    from pytest_sommelier.core.render import comparison_markdown
+    from pytest_sommelier.data.view.markdown import comparison_markdown
 
     write_run(
         run_dir,

@@ -23,11 +23,11 @@ from typing import Any
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.render import _md_table, fmt, fmt_interval
 from pytest_sommelier.core.reports import COMPARISON_SCHEMA
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history_compare import COMPARE_SCHEMA, compare_markdown, md_cell
 from pytest_sommelier.data.history_record import arm_reports
+from pytest_sommelier.data.view.text import fmt, fmt_interval, md_table
 from pytest_sommelier.errors import SommelierEnvironmentError
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -105,10 +105,10 @@ def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None
     ]
     if verdict and verdict.get("gates"):
         header = ["result", "gate", "subject", "metric [slice]", "observed", "threshold", "why"]
-        lines += ["", "### Gates", "", *_md_table(header, _gate_rows(verdict))]
+        lines += ["", "### Gates", "", *md_table(header, _gate_rows(verdict))]
     if reports:
         header = ["arm", "slice", *METRIC_NAMES, "n"]
-        lines += ["", "### Metrics", "", *_md_table(header, _metric_rows(reports))]
+        lines += ["", "### Metrics", "", *md_table(header, _metric_rows(reports))]
     for report in _reports(run_dir, COMPARISON_SCHEMA).values():
         ci = report.get("ci95") or {}
         lines += [
@@ -118,7 +118,7 @@ def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None
             f"Candidate minus reference, paired by example ({md_cell(ci.get('method', ''))}, "
             f"confidence {ci.get('confidence_level', '')}).",
             "",
-            *_md_table(["slice", *METRIC_NAMES], _delta_rows(report)),
+            *md_table(["slice", *METRIC_NAMES], _delta_rows(report)),
         ]
         mcnemar = report.get("mcnemar")
         if mcnemar:

@@ -465,6 +465,31 @@ def format_example(
             "use a chat template that keeps the assistant content verbatim",
             where=f"example_id={example.example_id}",
         )
+    return _formatted_row(
+        example,
+        split=split,
+        messages=messages,
+        texts=(prompt, target, full),
+        tokenizer=(tokenizer_id, tokenizer_revision),
+        policy=policy,
+    )
+
+
+def _formatted_row(
+    example: PreparedExample,
+    *,
+    split: str,
+    messages: list[dict[str, Any]],
+    texts: tuple[str, str, str],
+    tokenizer: tuple[str, str],
+    policy: str,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The one ``sommelier.formatted_example.v2`` row shape, for every template policy:
+    ``texts`` is (prompt, target, full), ``tokenizer`` (id, revision); ``extra`` holds the
+    policy's own keys (the native policy's tools); the optional acceptable arguments and
+    cluster id last."""
+    prompt, target, full = texts
     return {
         "schema_version": SCHEMA_VERSION,
         "example_id": example.example_id,
@@ -476,9 +501,10 @@ def format_example(
         "target_text": target,
         "full_text": full,
         "prompt_sha256": sha256_text(prompt),
-        "tokenizer_id": tokenizer_id,
-        "tokenizer_revision": tokenizer_revision,
+        "tokenizer_id": tokenizer[0],
+        "tokenizer_revision": tokenizer[1],
         "template_policy": policy,
+        **(extra or {}),
         **(
             {OPTIONAL_KEY: example.acceptable_arguments}
             if example.acceptable_arguments is not None
@@ -499,28 +525,15 @@ def _native_row(
 ) -> dict[str, Any]:
     """One row under ``sommelier.native-tools.v1`` (rendered and checked by ``render_native``)."""
     rendered = render_native(example, tokenizer, arguments_key=arguments_key)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "example_id": example.example_id,
-        "split": split,
-        "language": example.language,
-        "source_example_id": example.source_example_id,
-        "messages": rendered.messages,
-        "prompt_text": rendered.prompt_text,
-        "target_text": rendered.target_text,
-        "full_text": rendered.full_text,
-        "prompt_sha256": sha256_text(rendered.prompt_text),
-        "tokenizer_id": tokenizer_id,
-        "tokenizer_revision": tokenizer_revision,
-        "template_policy": POLICY_NATIVE_TOOLS_V1,
-        TOOLS_KEY: rendered.tools,
-        **(
-            {OPTIONAL_KEY: example.acceptable_arguments}
-            if example.acceptable_arguments is not None
-            else {}
-        ),
-        **({CLUSTER_KEY: example.cluster_id} if example.cluster_id is not None else {}),
-    }
+    return _formatted_row(
+        example,
+        split=split,
+        messages=rendered.messages,
+        texts=(rendered.prompt_text, rendered.target_text, rendered.full_text),
+        tokenizer=(tokenizer_id, tokenizer_revision),
+        policy=POLICY_NATIVE_TOOLS_V1,
+        extra={TOOLS_KEY: rendered.tools},
+    )
 
 
 def check_split_name(split: str) -> str:

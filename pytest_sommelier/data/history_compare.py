@@ -33,7 +33,6 @@ from pytest_sommelier.core.pipeline import (
     build_arm_reports,
     config_sha256,
 )
-from pytest_sommelier.core.render import SHORT, _md_table, _table, fmt, fmt_interval
 from pytest_sommelier.core.reports import check_identity, identical_outputs, metric_gaps
 from pytest_sommelier.core.stats import (
     check_paired_records,
@@ -46,6 +45,7 @@ from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history import StoredRun
 from pytest_sommelier.data.history_record import config_difference
 from pytest_sommelier.data.stored import load_run_inputs, stored_arm
+from pytest_sommelier.data.view.text import SHORT, fmt, fmt_interval, md_table, table
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
 
 COMPARE_SCHEMA = "sommelier.stored_comparison.v1"
@@ -428,7 +428,7 @@ def compare_lines(report: Mapping[str, Any]) -> list[str]:
         rows += [
             [lang, *[_cell(sub, m) for m in METRIC_NAMES]] for lang, sub in block["slices"].items()
         ]
-        lines += ["  " + line for line in _table(header, rows)]
+        lines += ["  " + line for line in table(header, rows)]
         flips, mcnemar = block["flips"], block["mcnemar"]
         lines.append(
             f"  McNemar exact (full_call): fixed {mcnemar['candidate_only']}, broken "
@@ -469,7 +469,7 @@ def compare_markdown(report: Mapping[str, Any], *, heading: str = "#") -> str:
         rows += [
             [lang, *[_cell(sub, m) for m in METRIC_NAMES]] for lang, sub in block["slices"].items()
         ]
-        lines += _md_table(["slice", *METRIC_NAMES], rows)
+        lines += md_table(["slice", *METRIC_NAMES], rows)
         mcnemar, flips = block["mcnemar"], block["flips"]
         fixed = md_cell(_ids(flips["fixed"], flips["fixed_count"]))
         broken = md_cell(_ids(flips["broken"], flips["broken_count"]))

@@ -28,11 +28,11 @@ import jinja2
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.render import SHORT, _table, fmt, fmt_interval
 from pytest_sommelier.core.reports import check_identity
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history import PAGE, StoredRun, read_record, stored_runs
 from pytest_sommelier.data.history_record import arm_reports, identity_field
+from pytest_sommelier.data.view.text import SHORT, fmt, fmt_interval, table
 from pytest_sommelier.errors import EvaluationError
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -179,7 +179,7 @@ def history_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                 lead = [""] * len(first)
         if not run["arms"]:
             rows.append([*first, "-", "-", *["-"] * len(METRIC_NAMES)])
-    lines = _table(header, rows) if rows else ["no stored runs"]
+    lines = table(header, rows) if rows else ["no stored runs"]
     for run in runs:
         for arm, data in run["arms"].items():
             if data["mark"]:

@@ -110,7 +110,7 @@ def _plan_row(
 
 def plan_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The plan as a table per comparison, then what the columns mean."""
-    from pytest_sommelier.core.render import _table as table
+    from pytest_sommelier.data.view.text import table
 
     lines: list[str] = []
     for name in dict.fromkeys(row["comparison"] for row in rows):

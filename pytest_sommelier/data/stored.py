@@ -27,9 +27,9 @@ from pytest_sommelier.core.types import (
     Suite,
 )
 from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.htmlreport import write_report
 from pytest_sommelier.data.split import load_split
 from pytest_sommelier.data.suite import valid_name
+from pytest_sommelier.data.view.html import write_report
 from pytest_sommelier.errors import InputError, InvariantError
 
 

@@ -15,7 +15,6 @@ checked against the stored ``prompt_sha256`` before it is sent.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data import artifacts, stored
 from pytest_sommelier.data.suite import load_suite
@@ -37,7 +37,8 @@ SNIPPET = 160
 
 
 def sample_ids(example_ids: list[str], sample: int | None, seed: int) -> set[str]:
-    """A seeded sample of ``sample`` ids (all of them when None or larger than the split)."""
+    """A seeded sample of ``sample`` ids (all of them when None or larger than the split): the
+    one ``--sample`` draw (``core.sampling``) over the ids in sorted order."""
     if sample is None or sample >= len(example_ids):
         return set(example_ids)
     if sample <= 0:
@@ -47,7 +48,8 @@ def sample_ids(example_ids: list[str], sample: int | None, seed: int) -> set[str
             "give the number of examples to regenerate, or leave it out for all",
             where="--sample",
         )
-    return set(random.Random(seed).sample(sorted(example_ids), sample))
+    ordered = sorted(example_ids)
+    return {ordered[index] for index in sample_positions(len(ordered), sample, seed)}
 
 
 def without(identity: Mapping[str, Any] | None, key: str) -> dict[str, Any] | None:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sommelier.core.render import describe_miss
 from pytest_sommelier.core.types import BatchKey
+from pytest_sommelier.data.view.terminal import describe_miss
 from pytest_sommelier.errors import SommelierError
 from pytest_sommelier.plugin.keys import RESULT_KEY
 from pytest_sommelier.plugin.role import role_of
@@ -27,11 +27,11 @@ from pytest_sommelier.plugin.settings import settings_of
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import Example, FormattedSplit, Suite
-    from pytest_sommelier.plugin.runner import Runner
+    from pytest_sommelier.plugin.runner import BatchOutcome, Runner
 
 SUITES_KEY = pytest.StashKey[dict[str, "tuple[Suite, FormattedSplit]"]]()
 RUNNER_KEY = pytest.StashKey["Runner"]()
-BATCH_KEY = pytest.StashKey["tuple[Any, BatchOutcome]"]()
+BATCH_KEY = pytest.StashKey[tuple[Any, "BatchOutcome"]]()
 """An item's generator and its batch's outcome, set in ``setup``."""
 
 

@@ -53,6 +53,7 @@ def call_factory(factory: Any, arm: str, suite: Any) -> Any:
             f"the sommelier_model fixture returned {type(factory).__name__}, not a callable",
             "return a callable arm_name -> generator from your sommelier_model override",
         )
+    parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):

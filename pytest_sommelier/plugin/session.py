@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from pytest_sommelier.core import render, runlayout
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.split import FormattedSplit
 from pytest_sommelier.data.suite import Suite, suite_identity
+from pytest_sommelier.data.view import terminal
 from pytest_sommelier.errors import InvariantError, SommelierError
 from pytest_sommelier.plugin.collect import load_suite_once
 from pytest_sommelier.plugin.junit import add_gate_cases
@@ -132,7 +133,7 @@ class SommelierSession:
             return result
         # imported here, not at plugin load: Jinja2 and the template module cost every pytest
         # run in the environment start-up time, and only a session finish with a suite needs them
-        from pytest_sommelier.data.htmlreport import write_report
+        from pytest_sommelier.data.view.html import write_report
 
         try:  # the page comes last: a view of the run, written only beside its verdict
             result.page, result.page_written = str(write_report(result.run_dir)), True
@@ -190,7 +191,7 @@ class SommelierSession:
     # -- terminal ----------------------------------------------------------------------------
 
     def summary(self, terminalreporter: Any) -> None:
-        """Write each suite's summary; every line comes from ``core.render``."""
+        """Write each suite's summary; every line comes from ``data.view.terminal``."""
         misses_wanted = settings_of(self.config).misses
         for result in self.results:
             terminalreporter.write_sep("=", f"sommelier: {result.name}")
@@ -199,7 +200,7 @@ class SommelierSession:
                 terminalreporter.write_line("no verdict was written for this suite", red=True)
                 continue
             assert result.outcome is not None
-            for line, markup in render.run_summary_lines(
+            for line, markup in terminal.run_summary_lines(
                 result.outcome, result.run_dir, len(result.errored_items), misses_wanted
             ):
                 terminalreporter.write_line(line, **markup)

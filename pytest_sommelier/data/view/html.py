@@ -1,11 +1,11 @@
 """The HTML report of a stored run: one self-contained page (``<run>/report.html``).
 
-``render_report(run_dir)`` reads only the run's own files (``suite.resolved.json``, the split
-copy in ``inputs/``, each arm's ``evaluation_report.json``, ``inference_telemetry.json`` and
-``generations.<slice>.jsonl``, ``report/*.json`` and ``gate_verdict.json``) and returns the
-page; ``write_report`` writes it atomically. The session finish, ``sommelier rescore`` and
-``sommelier report`` all go through these two functions, so a page looks the same whoever wrote
-it. User documentation: ``docs/report.md``.
+``render_report(run_dir)`` renders what ``data.runread.read_run`` reads of the run's own files
+(``suite.resolved.json``, the split copy in ``inputs/``, each arm's ``evaluation_report.json``,
+``inference_telemetry.json`` and ``generations.<slice>.jsonl``, ``report/*.json`` and
+``gate_verdict.json``) and returns the page; ``write_report`` writes it atomically. The session
+finish, ``sommelier rescore`` and ``sommelier report`` all go through these two functions, so a
+page looks the same whoever wrote it. User documentation: ``docs/report.md``.
 
 Invariants kept:
 
@@ -13,8 +13,8 @@ Invariants kept:
   ``full_call_exact_match`` rule to the stored parsed call and the split's gold call (checked
   against ``metrics.example_components`` by the tests). Nothing is re-parsed.
 - The split copy is used only when its bytes still have the digest the run recorded (those are
-  the bytes that were validated when the run was made); otherwise the page says why the
-  examples are not shown.
+  the bytes that were validated when the run was made; ``data.runread`` checks it); otherwise
+  the page says why the examples are not shown.
 - Stored text (model output, prompts, identities) is untrusted: the template autoescapes every
   value, per-example data travels as one JSON blob whose ``<``, ``>`` and ``&`` are escaped
   (so it cannot close its ``<script type="application/json">`` element), the page's script
@@ -34,14 +34,13 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import jinja2
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_NAME
-from pytest_sommelier.core.canonical import sha256_bytes
 from pytest_sommelier.core.gates import threshold_text
 from pytest_sommelier.core.metrics import (
     call_match,
@@ -50,121 +49,23 @@ from pytest_sommelier.core.metrics import (
     pair_differences,
 )
 from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
-from pytest_sommelier.core.render import fmt, fmt_interval, no_effect_lines
 from pytest_sommelier.core.types import Call, ComparisonReport, GenerationRecord, Verdict
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.artifacts import StoredArm
+from pytest_sommelier.data.runread import read_run
 from pytest_sommelier.data.split import row_gold_call
+from pytest_sommelier.data.view.terminal import no_effect_lines
+from pytest_sommelier.data.view.text import fmt, fmt_interval
 from pytest_sommelier.errors import InputError
 
 REPORT_FILE = runlayout.PAGE
-TEMPLATES = Path(__file__).with_name("templates")
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 RAW_LIMIT = 4000
 """Raw outputs longer than this many characters are cut in the page (the stored file keeps
 them whole); the cut is said on the page."""
 
 _HEX = re.compile(r"^(sha256:)?[0-9a-f]{16,}$")
 _RUN_STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
-
-
-# --- reading the run ---------------------------------------------------------------------
-
-
-def _optional_json(path: Path, notes: list[str]) -> Any:
-    """A stored JSON artifact, or None with a note when it is absent."""
-    if not path.exists():
-        notes.append(f"{path.name} is absent")
-        return None
-    return artifacts.read_json(path)
-
-
-def _check_run_dir(run_dir: Path) -> None:
-    """Refuse a folder that is not one suite's run (naming the sub-folders when it holds
-    several suites' runs)."""
-    if runlayout.resolved(run_dir).is_file():
-        return
-    if not run_dir.is_dir():
-        raise InputError(
-            "SOM-STORED-MISSING",
-            f"{run_dir}: not a folder",
-            "give a run folder such as runs/<run_id>",
-        )
-    suites = sorted(p.name for p in run_dir.iterdir() if runlayout.resolved(p).is_file())
-    hint = (
-        f"this folder holds the runs of several suites; give one of: {', '.join(suites)}"
-        if suites
-        else "point at a run folder written by pytest-sommelier"
-    )
-    raise InputError("SOM-STORED-MISSING", f"{runlayout.resolved(run_dir)}: not found", hint)
-
-
-def _read_arms(
-    run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
-) -> dict[str, StoredArm]:
-    """Each stored arm folder with a report: ``{arm: (report, telemetry, records)}``, base-kind
-    arms first, then in the resolved suite's order."""
-    configured = list((resolved.get("arms") or {}).keys())
-    arms: dict[str, StoredArm] = {}
-    for name in artifacts.arm_names(run_dir, configured):
-        arm_dir = runlayout.arm_dir(run_dir, name)
-        if not runlayout.arm_report(arm_dir).exists():
-            notes.append(
-                f"arm {name!r} has no evaluation report (it was not run, or the run stopped)"
-            )
-            continue
-        arms[name] = artifacts.read_arm(arm_dir)
-    return dict(sorted(arms.items(), key=lambda item: item[1][0].get("model_kind") != "base"))
-
-
-def _read_split_rows(
-    run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
-) -> list[dict[str, Any]] | None:
-    """The split copy's rows when its bytes still have the recorded digest, else None + note.
-
-    The digest match proves these are the bytes that were validated when the run was made, so
-    the rows are read without validating them again (which would cost seconds for 10k rows).
-    """
-    path = runlayout.split_copy(run_dir)
-    if not path.is_file():
-        notes.append(f"{runlayout.SPLIT_COPY} is absent, so gold calls and prompts are unknown")
-        return None
-    data = path.read_bytes()
-    recorded = (resolved.get("test_split") or {}).get("sha256")
-    if sha256_bytes(data) != recorded:
-        notes.append(
-            f"{runlayout.SPLIT_COPY} does not have the digest the run recorded "
-            f"({str(recorded)[:12]}); it was edited, so its examples are not shown"
-        )
-        return None
-    try:
-        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-    except (UnicodeDecodeError, json.JSONDecodeError):  # pragma: no cover - digest matched
-        notes.append(f"{runlayout.SPLIT_COPY} could not be read")
-        return None
-
-
-def _comparison_reports(
-    run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
-) -> dict[str, ComparisonReport]:
-    """Stored comparison reports: configured ones first (a missing one gets a note), then
-    any other ``report/*.json``."""
-    reports: dict[str, ComparisonReport] = {}
-    for comparison in resolved.get("comparisons") or []:
-        name = comparison.get("name") or f"{comparison['candidate']}-vs-{comparison['reference']}"
-        path = runlayout.comparison_report(run_dir, name)
-        if path.exists():
-            reports[name] = artifacts.read_json(path)
-        else:
-            notes.append(
-                f"comparison {name!r} has no report: an arm is missing, or the identity gate "
-                "refused it (the terminal output and rescore say which field differed)"
-            )
-    for path in sorted(runlayout.report_dir(run_dir).glob("*.json")):
-        if path.stem not in reports:
-            report = artifacts.read_json(path)
-            if isinstance(report, dict) and "deltas" in report:
-                reports[path.stem] = cast(ComparisonReport, report)
-    return reports
 
 
 # --- small formatting helpers ------------------------------------------------------------
@@ -585,16 +486,11 @@ def miss_table(arms: Mapping[str, StoredArm]) -> dict[str, Any] | None:
 def build_context(run_dir: Path) -> dict[str, Any]:
     """Everything the template shows, read from ``run_dir`` (see the module docstring)."""
     run_dir = Path(run_dir)
-    _check_run_dir(run_dir)
-    notes: list[str] = []
-    split_notes: list[str] = []
-    resolved = artifacts.read_resolved(run_dir)
-    verdict = _optional_json(runlayout.verdict(run_dir), [])
-    arms = _read_arms(run_dir, resolved, notes)
-    comparisons = _comparison_reports(run_dir, resolved, notes)
+    files = read_run(run_dir)
+    resolved, verdict, arms = files.resolved, files.verdict, files.arms
+    comparisons, rows, split_notes = files.comparisons, files.rows, files.split_notes
+    notes = [*files.notes, *split_notes]
     slices = list(resolved.get("slices") or [])
-    rows = _read_split_rows(run_dir, resolved, split_notes)
-    notes += split_notes
     split_counts = None
     blob = None
     if rows is not None:
