@@ -90,14 +90,18 @@ def power_text(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str | No
         return None
     power, pairs = summary["power"], summary["pairs"]
     mde = summary.get("minimum_detectable_effect")
+    head = f"detectable at {power:.0%} power:"
     if not pairs:
-        text = "nothing to detect: no pairs"
+        text = f"{head} nothing (no pairs)"
+    elif summary.get("discordance_floored"):
+        text = f"{head} nothing (no discordant pair in {pairs} pairs)"
     elif mde is None:
-        text = f"nothing detectable at {power:.0%} power with {pairs} pairs"
+        text = f"{head} nothing with {pairs} pairs"
+    elif not summary.get("attainable", True):
+        psi = summary["discordant_proportion"]
+        text = f"{head} nothing at discordance {psi:.3f} with {pairs} pairs (±{mde:.2f} needed)"
     else:
-        text = f"detectable at {power:.0%} power: ±{mde:.2f} with {pairs} pairs"
-        if not summary.get("attainable", True):
-            text += " (more than the discordant share: not attainable)"
+        text = f"{head} ±{mde:.2f} with {pairs} pairs"
     if summary.get("clusters") is not None and summary["clusters"] < pairs:
         text += f" ({summary['clusters']} clusters, design effect {summary['design_effect']:.2f})"
     return text
