@@ -140,7 +140,8 @@ def test_auto_intervals_clustered_by_root_by_default(pytester: pytest.Pytester) 
 
 
 def test_cluster_example_treats_every_pair_alone(pytester: pytest.Pytester) -> None:
-    _, out = session(pytester, [SUPERIORITY], **EXAMPLE)
+    strict = gate("strict", ci_lower_above=0.0)
+    _, out = session(pytester, [SUPERIORITY, strict], **EXAMPLE)
     block = read_json(out / "report" / "adapter-vs-base.json")["intervals"]
     assert (block["clusters"], block["clustered"]) == (7, False)
     entry = block["intervals"][METRIC]
@@ -148,8 +149,19 @@ def test_cluster_example_treats_every_pair_alone(pytester: pytest.Pytester) -> N
     assert (entry["lower"], entry["upper"]) == (pytest.approx(lower), pytest.approx(upper))
     assert (entry["method"], entry["design_effect"]) == ("bonett_price_adjusted_wald", 1.0)
     # the same gate that fails over root clusters passes over independent pairs: -0.003 > -0.01
-    (result,) = read_json(out / "gate_verdict.json")["gates"]
+    result, failed = read_json(out / "gate_verdict.json")["gates"]
     assert result["passed"] is True and result["observed"] == pytest.approx(lower)
+    # at 0 it fails, and 7 pairs could not show the estimate's distance from 0 at 80% power
+    s2, z_a, z_b = 7.0, z_of(0.95), NormalDist().inv_cdf(0.8)
+    mde = math.sqrt(4 / 7) * (math.sqrt(s2) * z_a + z_b * math.sqrt(s2 - z_a**2 + z_b**2)) / (
+        s2 + z_b**2
+    )
+    assert failed["passed"] is False and failed["underpowered"] is True
+    assert failed["interval"]["minimum_detectable_effect"] == pytest.approx(mde)
+    assert failed["reason"].endswith(
+        f"underpowered: detectable at 80% power: ±{mde:.2f} with 7 pairs, more than the "
+        "estimate's distance 0.571 from the threshold"
+    )
 
 
 def test_interval_bootstrap_is_the_seed_method_everywhere(pytester: pytest.Pytester) -> None:
