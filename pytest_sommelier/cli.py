@@ -53,6 +53,7 @@ def format_split(
                 field="--tokenizer",
                 revision_field="--revision",
                 where="--tokenizer",
+                looked="in the working directory" if base_dir is None else f"under {base_dir}",
             )
         tokenizer = load_tokenizer(tokenizer_ref, revision=revision, base_dir=base_dir)
     tokenizer_id, tokenizer_revision = tokenizer_identity(

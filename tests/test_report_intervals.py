@@ -137,3 +137,27 @@ def test_a_rate_leaves_out_the_pairs_it_does_not_count() -> None:
     assert entry["lower"] == pytest.approx(p12 - p21 - half)
     assert entry["upper"] == pytest.approx(p12 - p21 + half)
     assert entry["estimate"] == pytest.approx(2 / 6)
+
+
+def test_config_digest_keeps_old_suites_and_tells_new_settings_apart(tmp_path) -> None:
+    from suite_factory import write_suite
+
+    from pytest_sommelier.core.pipeline import config_sha256
+    from pytest_sommelier.data.split import load_split
+    from pytest_sommelier.data.suite import load_suite
+
+    suite = load_suite(write_suite(tmp_path))
+    split = load_split(suite.test_split, suite.slices)
+    model = {"kind": "hub", "id": "m", "revision": "r"}
+    default = config_sha256(suite, split, model)
+    explicit = dataclasses.replace(suite, statistics=dataclasses.replace(
+        suite.statistics, interval="auto", cluster="root", familywise="none", power=0.8))
+    assert config_sha256(explicit, split, model) == default  # defaults written out: same
+    digests = {default}
+    for key, value in (("interval", "bootstrap"), ("cluster", "example"),
+                       ("familywise", "holm"), ("power", 0.9)):  # fmt: skip
+        changed = dataclasses.replace(
+            suite, statistics=dataclasses.replace(suite.statistics, **{key: value})
+        )
+        digests.add(config_sha256(changed, split, model))
+    assert len(digests) == 5

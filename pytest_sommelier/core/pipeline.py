@@ -22,7 +22,12 @@ from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.gates import IntervalAt, evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, miss_fields
-from pytest_sommelier.core.parse import PARSER_VERSION, parse_tool_call
+from pytest_sommelier.core.parse import (
+    DEFAULT_ARGUMENTS_KEY,
+    PARSER_VERSION,
+    parse_tool_call,
+    recorded_arguments_key,
+)
 from pytest_sommelier.core.reports import (
     build_comparison_report,
     build_evaluation_report,
@@ -40,6 +45,7 @@ from pytest_sommelier.core.types import (
     GateConfig,
     GenerationRecord,
     ScoringRecord,
+    StatisticsConfig,
     Suite,
     Telemetry,
     TelemetrySlice,
@@ -56,10 +62,13 @@ STORED_CONDITIONS = (
     "config_sha256",
     "split",
     "test_split_sha256",
+    "arguments_key",
     "decoding",
     "model_identity",
     "adapter_identity",
 )
+"""The conditions a baseline arm keeps from its stored report (a report written before the
+arguments key was recorded read ``arguments``, the only key there was)."""
 
 
 @dataclass
@@ -94,22 +103,40 @@ class RunOutcome:
     generations: dict[str, Generations] = field(default_factory=dict)  # arm -> slice -> records
 
 
+STATISTICS_ADDED = ("interval", "cluster", "familywise", "power")
+"""``[statistics]`` keys of 0.3, digested by :func:`config_sha256` only away from their defaults."""
+
+
 def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any]) -> str:
     """Digest of the evaluation conditions every arm shares: test split, slices, base model,
-    decoding, parser and every ``[statistics]`` setting (the interval method, clusters,
-    familywise method and power included, defaults filled in: a suite written for 0.2 gets a
-    new digest in 0.3); not arms, comparisons, gates or machine paths."""
-    return sha256_json(
-        {
-            "split": split.split,
-            "test_split_sha256": split.sha256,
-            "slices": list(suite.slices),
-            "model": dict(model),
-            "decoding": dict(suite.decoding),
-            "parser_version": PARSER_VERSION,
-            "statistics": asdict(suite.statistics),
-        }
-    )
+    decoding, parser and statistics settings; not arms, comparisons, gates or machine paths.
+
+    The parser's ``arguments_key`` and the ``[statistics]`` keys added in 0.3 (``interval``,
+    ``cluster``, ``familywise``, ``power``) are digested only when they differ from their
+    defaults: a suite without them (every suite before they existed) keeps the digest it always
+    had, so its stored runs stay comparable, while a suite that sets another value digests
+    differently."""
+    conditions: dict[str, Any] = {
+        "split": split.split,
+        "test_split_sha256": split.sha256,
+        "slices": list(suite.slices),
+        "model": dict(model),
+        "decoding": dict(suite.decoding),
+        "parser_version": PARSER_VERSION,
+        "statistics": {
+            "seed": suite.statistics.seed,
+            "resamples": suite.statistics.resamples,
+            "confidence_level": suite.statistics.confidence_level,
+        },
+    }
+    statistics = asdict(suite.statistics)
+    defaults = asdict(StatisticsConfig(seed=0, resamples=1, confidence_level=0.5))
+    for key in STATISTICS_ADDED:
+        if statistics[key] != defaults[key]:
+            conditions["statistics"][key] = statistics[key]
+    if suite.arguments_key != DEFAULT_ARGUMENTS_KEY:
+        conditions["arguments_key"] = suite.arguments_key
+    return sha256_json(conditions)
 
 
 def order_records(
@@ -158,11 +185,12 @@ def generation_record(
     raw_text: str,
     decoding: Mapping[str, Any],
     cached: bool,
+    arguments_key: str = DEFAULT_ARGUMENTS_KEY,
 ) -> GenerationRecord:
-    """The generation record of one output: parsed by ``sommelier.parser.v1``, carrying the
-    prompt digest recomputed from the prompt that was sent (so a record never claims a prompt
-    it was not generated from)."""
-    parsed_call, status = parse_tool_call(raw_text)
+    """The generation record of one output: parsed by ``sommelier.parser.v1`` with the suite's
+    ``arguments_key``, carrying the prompt digest recomputed from the prompt that was sent (so
+    a record never claims a prompt it was not generated from)."""
+    parsed_call, status = parse_tool_call(raw_text, arguments_key=arguments_key)
     return {
         "example_id": example.example_id,
         "arm": arm,
@@ -178,12 +206,15 @@ def generation_record(
 
 
 def rescored(
-    records: Sequence[GenerationRecord], split: FormattedSplit
+    records: Sequence[GenerationRecord],
+    split: FormattedSplit,
+    arguments_key: str = DEFAULT_ARGUMENTS_KEY,
 ) -> tuple[list[GenerationRecord], list[ScoringRecord]]:
     """``(generation records, scoring records)`` of ``records``, new dicts; the records given
     are left as they are.
 
-    A scoring record is the record with its parse re-derived from ``raw_text``, the example's
+    A scoring record is the record with its parse re-derived from ``raw_text`` (parser v1 with
+    ``arguments_key``, the suite's), the example's
     gold call (and its ``acceptable_arguments`` when it has them). Both get the record's
     ``miss_category`` (and, in a non-reference slice, ``value_language_mismatch``; a stale flag
     is dropped): the one place a record learns its category, so the written
@@ -195,7 +226,7 @@ def rescored(
     scoring_records: list[ScoringRecord] = []
     for record in records:
         example = by_id[record["example_id"]]
-        parsed_call, status = parse_tool_call(record["raw_text"])
+        parsed_call, status = parse_tool_call(record["raw_text"], arguments_key=arguments_key)
         kept: GenerationRecord = {**record}
         kept.pop(LANGUAGE_FLAG, None)
         reparsed = {"parsed_call": parsed_call, "parse_status": status}
@@ -297,7 +328,10 @@ def build_arm_reports(
     keeps the conditions of its stored report so the identity gate judges them."""
     built = ArmReports()
     for name, arm in arms.items():
-        both = {language: rescored(records, split) for language, records in arm.records.items()}
+        both = {
+            language: rescored(records, split, suite.arguments_key)
+            for language, records in arm.records.items()
+        }
         built.generations[name] = {language: pair[0] for language, pair in both.items()}
         ordered = {language: pair[1] for language, pair in both.items()}
         built.scoring[name] = ordered
@@ -316,6 +350,7 @@ def build_arm_reports(
             split=split,
             slices=suite.slices,
             parser_version=PARSER_VERSION,
+            arguments_key=suite.arguments_key,
             decoding=dict(stored["decoding"]) if stored else dict(suite.decoding),
             records_by_slice=ordered,
             statistics=suite.statistics,
@@ -328,6 +363,7 @@ def build_arm_reports(
         )
         if stored is not None:
             conditions = {key: value for key, value in stored.items() if key in STORED_CONDITIONS}
+            conditions["arguments_key"] = recorded_arguments_key(stored) or stored["arguments_key"]
             report = cast(EvaluationReport, {**report, **conditions})
         built.reports[name] = report
         built.telemetry[name] = telemetry_for(arm, suite)

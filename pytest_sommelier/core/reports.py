@@ -41,6 +41,7 @@ from pytest_sommelier.core.metrics import (
     metric_order,
 )
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, MISS_CATEGORIES, miss_counts
+from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, recorded_arguments_key
 from pytest_sommelier.core.power import power_summary
 from pytest_sommelier.core.proportions import mcnemar_mid_p
 from pytest_sommelier.core.stats import (
@@ -371,6 +372,7 @@ def build_evaluation_report(
     generation_artifacts: Mapping[str, str],
     complete: bool,
     ordered: bool = False,
+    arguments_key: str = DEFAULT_ARGUMENTS_KEY,
 ) -> EvaluationReport:
     """Build one arm's ``evaluation_report.json`` dict from its scoring records.
 
@@ -379,7 +381,8 @@ def build_evaluation_report(
     AND "every example of every configured slice was scored". Adds ``slice_order`` (the
     configured slice order) to the documented fields. ``ordered=True`` says the records were
     already checked and put in split order by ``order_slice_records`` (the pipeline does it
-    once, in ``order_records``): they are then not checked again.
+    once, in ``order_records``): they are then not checked again. ``parser_version`` and
+    ``arguments_key`` together are the parser's identity (``core.parse.parser_identity``).
     """
     slices = tuple(slices)
     unknown = _unknown_slice(records_by_slice, slices)
@@ -421,6 +424,7 @@ def build_evaluation_report(
         "split": split.split,
         "test_split_sha256": split.sha256,
         "parser_version": parser_version,
+        "arguments_key": arguments_key,
         "decoding": dict(decoding),
         "slice_order": list(slices),
         "slices": slice_blocks,
@@ -488,6 +492,8 @@ def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
         for lang in langs[1:]
     ]
     fields.append(("parser_version", _field(report, "parser_version")))
+    key = recorded_arguments_key(report) or _field(report, "arguments_key")  # unknown: as is
+    fields.append(("arguments_key", key))
     fields.append(("decoding", _field(report, "decoding")))
     names = metric_order(metrics) if isinstance(metrics, Mapping) else _MISSING
     fields.append(("metric_names", names))
@@ -534,7 +540,10 @@ def check_identity(
     ``EvaluationError("SOM-COMPARE-IDENTITY")`` naming the field path and both values:
     model_identity, config_sha256, split, test_split_sha256, slices (the slice set, in
     configured order), slices.<lang>.prompt_set_sha256, paired_slices.<lang>.pair_set_sha256,
-    parser_version, decoding (batch_size included), metric_names.
+    parser_version, arguments_key, decoding (batch_size included), metric_names.
+
+    A report without ``arguments_key`` (written before the key was recorded, when parser v1
+    read only ``arguments``) counts as ``arguments``, so stored runs stay comparable.
     """
     cand_fields = _identity_fields(candidate_report)
     ref_fields = _identity_fields(reference_report)
@@ -550,6 +559,7 @@ def check_identity(
         "split": values["split"],
         "test_split_sha256": values["test_split_sha256"],
         "parser_version": values["parser_version"],
+        "arguments_key": values["arguments_key"],
         "decoding": values["decoding"],
         "slices": list(langs),
         "prompt_set_sha256": {lang: values[f"slices.{lang}.prompt_set_sha256"] for lang in langs},

@@ -121,7 +121,10 @@ class GateConfig:
 
 @dataclass(frozen=True)
 class Suite:
-    """A loaded, validated suite; ``slices[0]`` is the reference (root) slice."""
+    """A loaded, validated suite; ``slices[0]`` is the reference (root) slice.
+
+    ``arguments_key`` (``[suite] arguments_key``) is the key parser v1 reads a call's arguments
+    under, in model outputs and in native-policy split targets (core.parse.ARGUMENTS_KEYS)."""
 
     path: Path
     name: str
@@ -134,6 +137,7 @@ class Suite:
     statistics: StatisticsConfig
     gates: tuple[GateConfig, ...]
     engine: EngineConfig = field(default_factory=EngineConfig)
+    arguments_key: str = "arguments"
 
     @property
     def reference_slice(self) -> str:
@@ -406,6 +410,7 @@ class Conditions(TypedDict):
     split: str
     test_split_sha256: str
     parser_version: str
+    arguments_key: str  # the parser's argument key (core.parse.parser_identity); absent = arguments
     decoding: dict[str, Any]
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
@@ -40,7 +40,12 @@ from pytest_sommelier.core.stats import (
     mcnemar_exact,
     paired_bootstrap,
 )
-from pytest_sommelier.core.types import StatisticsConfig
+from pytest_sommelier.core.types import (
+    EvaluationReport,
+    IntervalBlock,
+    ScoringRecord,
+    StatisticsConfig,
+)
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history import StoredRun
 from pytest_sommelier.data.history_record import config_difference
@@ -51,7 +56,7 @@ from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
 COMPARE_SCHEMA = "sommelier.stored_comparison.v1"
 DEFAULT_FLIPS = 10
 
-Records = Sequence[Mapping[str, Any]]
+Records = Sequence[ScoringRecord]
 
 
 # --- the rules -----------------------------------------------------------------------------
@@ -59,7 +64,7 @@ Records = Sequence[Mapping[str, Any]]
 
 def paired_interval(
     reference_records: Records, candidate_records: Records, statistics: StatisticsConfig, label: str
-) -> dict[str, Any]:
+) -> IntervalBlock:
     """The interval block of candidate minus reference over paired records: the one place a
     comparison with a stored run computes an interval (seed ``derive_seed(seed, label)``)."""
     return paired_bootstrap(
@@ -187,7 +192,8 @@ def refuse_borrowed_stand_in(configured: Mapping[str, Any], name: str, arm_dir: 
     resolved_path = runlayout.resolved(runlayout.run_of_arm(arm_dir))
     stored_resolved = artifacts.read_json(resolved_path) if resolved_path.is_file() else {}
     stored_resolved = stored_resolved if isinstance(stored_resolved, dict) else {}
-    stored_name = report.get("arm") if isinstance(report.get("arm"), str) else arm_dir.name
+    arm_field = report.get("arm")
+    stored_name = arm_field if isinstance(arm_field, str) else arm_dir.name
     stored = arm_origin(stored_resolved, report, stored_name)
     if not stored_resolved:
         stored = {**stored, "suite": configured.get("name"), "adapter": None}
@@ -226,7 +232,8 @@ def _scored_arms(run: StoredRun) -> tuple[dict, Any, dict, dict, dict[str, str]]
 
 def _flips(reference: Records, candidate: Records, slices: Mapping[str, str], limit: int) -> dict:
     """Fixed (reference missed, candidate hit) and broken (the reverse) examples, paired."""
-    fixed, broken = [], []
+    fixed: list[dict[str, str]] = []
+    broken: list[dict[str, str]] = []
     for ref, cand in zip(reference, candidate, strict=True):
         ref_hit = full_call_hit(ref, ref["gold_call"])
         cand_hit = full_call_hit(cand, cand["gold_call"])
@@ -354,7 +361,9 @@ def compare_runs(
                 stand_in=False,
             )
             try:
-                check_identity(cand_report, ref_report)
+                check_identity(
+                    cast(EvaluationReport, cand_report), cast(EvaluationReport, ref_report)
+                )
             except EvaluationError as error:
                 change = (
                     config_difference(ref_resolved, cand_resolved)

@@ -21,8 +21,10 @@ import numpy as np
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
+from pytest_sommelier.core.parse import recorded_arguments_key
 from pytest_sommelier.core.pipeline import rescored
 from pytest_sommelier.core.stats import derive_seed, paired_bootstrap_arrays
+from pytest_sommelier.core.types import ScoringRecord
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.stored import load_run_inputs, stored_arm
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
@@ -176,7 +178,7 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
 
 
 def value_intervals_of(
-    scoring: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], statistics: Any
+    scoring: Mapping[str, Mapping[str, Sequence[ScoringRecord]]], statistics: Any
 ) -> dict[str, Any]:
     """Per arm, slice (and ``overall``) and metric of scoring records (arm -> slice -> records,
     as ``RunOutcome.records``): the value with its percentile-bootstrap interval (the arm's
@@ -223,7 +225,7 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
         _, suite, split = load_run_inputs(run_dir)
     except SommelierError as error:
         return {"intervals": {}, "note": f"no intervals: {error.message}"}
-    scoring: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    scoring: dict[str, dict[str, list[ScoringRecord]]] = {}
     for name in suite.arms:
         arm_dir = runlayout.arm_dir(run_dir, name)
         if not runlayout.arm_report(arm_dir).is_file():
@@ -233,14 +235,22 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
         except SommelierError:
             continue
         scoring[name] = {
-            lang: rescored(rows, split)[1] for lang, rows in arm.records.items()
+            lang: rescored(rows, split, suite.arguments_key)[1]
+            for lang, rows in arm.records.items()
         }
     return value_intervals_of(scoring, suite.statistics)
 
 
-CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split")
+CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split", "arguments_key")
 """The parts of ``suite.resolved.json`` that ``config_sha256`` covers (besides the parser
-version), in the order a change is named."""
+version), in the order a change is named (``arguments_key`` absent = ``arguments``)."""
+
+
+def _config_part(resolved: Mapping[str, Any], part: str) -> Any:
+    """One part of a resolved suite as ``config_sha256`` sees it (an absent key: arguments)."""
+    if part == "arguments_key":
+        return recorded_arguments_key(resolved) or resolved.get(part)
+    return resolved.get(part)
 
 
 def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
@@ -248,7 +258,7 @@ def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | N
     and a newer run) covered by ``config_sha256`` that differs, or None. It explains the
     identity gate's ``config_sha256`` refusal; it is never a gate itself."""
     for part in CONFIG_PARTS:
-        before, after = old.get(part), new.get(part)
+        before, after = _config_part(old, part), _config_part(new, part)
         if sha256_json(before) == sha256_json(after):
             continue
         if isinstance(before, Mapping) and isinstance(after, Mapping):

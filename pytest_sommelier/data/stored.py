@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.core.reports import build_comparison_report
 from pytest_sommelier.core.types import (
@@ -43,7 +44,8 @@ def _not_resolved(where: str, exc: Exception) -> InputError:
 
 
 def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
-    """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json``."""
+    """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json`` (a run
+    written before ``arguments_key`` was recorded read ``arguments``)."""
     where = str(runlayout.resolved(run_dir))
     try:
         names = [
@@ -59,6 +61,14 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             "SOM-STORED-FIELD",
             f"{where}: {bad[0]!r} is not a valid arm or slice name",
             "names are letters, digits, '_' and '-'; the resolved suite was edited",
+        )
+    arguments_key = recorded_arguments_key(resolved)
+    if arguments_key is None:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: arguments_key {resolved['arguments_key']!r} is not one of "
+            f"{', '.join(ARGUMENTS_KEYS)}",
+            "the resolved suite was edited",
         )
     try:
         statistics = StatisticsConfig(**resolved["statistics"])
@@ -79,6 +89,7 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             ),
             statistics=statistics,
             gates=tuple(GateConfig(**gate) for gate in resolved["gates"]),
+            arguments_key=arguments_key,
         )
     except (KeyError, TypeError) as exc:
         raise _not_resolved(where, exc) from None
@@ -94,7 +105,7 @@ def load_run_inputs(run_dir: Path) -> tuple[dict[str, Any], Suite, FormattedSpli
             f"{suite.test_split}: not found",
             "the run directory is missing its split copy; it cannot be re-scored",
         )
-    split = load_split(suite.test_split, suite.slices)
+    split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
     recorded = (resolved.get("test_split") or {}).get("sha256")
     if split.sha256 != recorded:
         raise InvariantError(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.decoding import validate_decoding as validate_decoding
+from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.types import GateConfig as GateConfig
 from pytest_sommelier.core.types import StatisticsConfig, Suite
 from pytest_sommelier.data.references import inside_folder, probe_path
@@ -96,6 +97,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         ),
         gates=gates,
         engine=engine,
+        arguments_key=section.get("arguments_key", DEFAULT_ARGUMENTS_KEY),
     )
 
 

@@ -115,7 +115,7 @@ def run_parity(
     """Regenerate the sampled examples of every stored arm on the engine named (configured by
     the suite's ``[engine]`` table, its name replaced); the parity report."""
     run_dir = Path(run_dir)
-    resolved, _, split = stored.load_run_inputs(run_dir)
+    resolved, recorded, split = stored.load_run_inputs(run_dir)
     suite = load_suite(suite_path)
     _check_conditions(resolved, suite, run_dir)
     engine = replace(suite.engine, name=engine_name)
@@ -139,7 +139,9 @@ def run_parity(
         run_id = run_id or report.get("run_id")
         _check_identity(arm, report, generators[arm])
         by_id = {r["example_id"]: r for rows in records.values() for r in rows}
-        arms[arm] = _arm_parity(arm, generators[arm], split, by_id, chosen, decoding, size)
+        arms[arm] = _arm_parity(
+            arm, generators[arm], split, by_id, chosen, decoding, size, recorded.arguments_key
+        )
         arms[arm]["stored_engine"] = recorded_engine(report.get("model_identity"))
     return {
         "schema_version": PARITY_SCHEMA,
@@ -158,8 +160,10 @@ def _arm_parity(
     chosen: set[str],
     decoding: dict[str, Any],
     size: int,
+    arguments_key: str,
 ) -> dict[str, Any]:
-    """Generate the arm's sampled examples slice by slice and compare them with the stored."""
+    """Generate the arm's sampled examples slice by slice and compare them with the stored
+    (outputs parsed with the run's ``arguments_key``)."""
     counts = {"examples": 0, "identical_outputs": 0, "equal_parse_status": 0, "equal_full_call": 0}
     differing: list[dict[str, Any]] = []
     for language, examples in split.slices.items():
@@ -179,7 +183,7 @@ def _arm_parity(
             texts = generator.generate([e.prompt_text for e in batch], dict(decoding))
             for example, text in zip(batch, texts, strict=True):
                 old = by_id[example.example_id]
-                call, status = parse_tool_call(text)
+                call, status = parse_tool_call(text, arguments_key=arguments_key)
                 new = {"parse_status": status, "parsed_call": call}
                 same_status = status == old.get("parse_status")
                 same_hit = full_call_hit(new, example.gold_call) == full_call_hit(

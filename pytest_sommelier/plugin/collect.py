@@ -37,8 +37,9 @@ BATCH_KEY = pytest.StashKey[tuple[Any, "BatchOutcome"]]()
 
 def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, FormattedSplit]:
     """A suite file and its split, loaded once per process and session (kept in
-    ``config.stash``): collection and the session finish share them. A load error is raised
-    each time and never kept."""
+    ``config.stash``): collection and the session finish share them. The split's native-policy
+    targets are read with the suite's ``arguments_key``. A load error is raised each time and
+    never kept."""
     from pytest_sommelier.data.split import load_split
     from pytest_sommelier.data.suite import load_suite
 
@@ -46,7 +47,8 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
     key = str(Path(path).resolve())
     if key not in loaded:
         suite = load_suite(path)
-        loaded[key] = (suite, load_split(suite.test_split, suite.slices))
+        split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+        loaded[key] = (suite, split)
     return loaded[key]
 
 
@@ -230,6 +232,7 @@ class EvalItem(pytest.Item):
             self.suite.decoding,
             generator,
             outcome,
+            arguments_key=self.suite.arguments_key,
         )
         self.stash[RESULT_KEY] = payload
         if not payload["hit"] and settings_of(self.config).strict:

@@ -48,7 +48,13 @@ from pytest_sommelier.core.metrics import (
     metric_order,
     pair_differences,
 )
-from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
+from pytest_sommelier.core.parse import (
+    DEFAULT_ARGUMENTS_KEY,
+    STATUS_OK,
+    STATUSES,
+    call_shape_error,
+    recorded_arguments_key,
+)
 from pytest_sommelier.core.types import Call, ComparisonReport, GenerationRecord, Verdict
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.artifacts import StoredArm
@@ -304,8 +310,10 @@ def examples_blob(
     slices: Sequence[str],
     arms: Mapping[str, StoredArm],
     comparisons: Mapping[str, ComparisonReport],
+    arguments_key: str = DEFAULT_ARGUMENTS_KEY,
 ) -> dict[str, Any]:
-    """The compact per-example data the page's script renders (positional arrays).
+    """The compact per-example data the page's script renders (positional arrays); gold calls
+    are read with the run's ``arguments_key`` (``split.row_gold_call``).
 
     ``ex[i] = [id, slice, tool, root index or -1, system index or -1, user text, gold call,
     outcomes]``, ``outcomes[a] = [hit (1, 0, or -1: not scored), status index, raw text,
@@ -323,7 +331,7 @@ def examples_blob(
     examples = []
     slice_index = {lang: i for i, lang in enumerate(slices)}
     for row in kept:
-        gold = _Gold(row_gold_call(row))
+        gold = _Gold(row_gold_call(row, arguments_key=arguments_key))
         user, system = _user_and_system(row)
         outcomes = []
         for arm in arm_names:
@@ -510,7 +518,8 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     blob = None
     if rows is not None:
         split_counts = {lang: sum(r.get("language") == lang for r in rows) for lang in slices}
-        blob = examples_blob(rows, slices, arms, comparisons)
+        key = recorded_arguments_key(resolved) or DEFAULT_ARGUMENTS_KEY
+        blob = examples_blob(rows, slices, arms, comparisons, key)
     first: Mapping[str, Any] = next(iter(arms.values()), (None, None, None))[0] or {}
     metric_names = metric_order(
         name for data in arms.values() for name in (data[0].get("metrics") or {})
