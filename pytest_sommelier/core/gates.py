@@ -28,6 +28,7 @@ from pytest_sommelier.core import multiplicity
 from pytest_sommelier.core.power import minimum_detectable_effect
 from pytest_sommelier.core.types import (
     ComparisonReport,
+    Discordant,
     EvaluationReport,
     Familywise,
     GateConfig,
@@ -345,6 +346,14 @@ def _power_at(observed: _Observed) -> tuple[float | None, float | None, int | No
     return float(summary["power"]), mde, int(summary["pairs"])
 
 
+def _discordant(counts: Any) -> Discordant | None:
+    """An interval entry's discordant counts (None for a ``ci95`` entry, which has none)."""
+    if not isinstance(counts, Mapping):
+        return None
+    return {"candidate_only": int(counts["candidate_only"]),
+            "reference_only": int(counts["reference_only"])}  # fmt: skip
+
+
 def _gate_interval(observed: _Observed) -> GateInterval:
     """The ``interval`` a verdict entry records for an interval gate (full precision)."""
     entry = observed.entry or {}
@@ -354,7 +363,7 @@ def _gate_interval(observed: _Observed) -> GateInterval:
         "upper": entry.get("upper"),
         "method": str(entry.get("method")),
         "confidence_level": float(observed.confidence_level or 0.0),
-        "discordant": entry.get("discordant") or {},
+        "discordant": _discordant(entry.get("discordant")),
         "degenerate": bool(entry.get("degenerate", False)),
         "design_effect": entry.get("design_effect"),
         "p_value": entry.get("p_value"),
@@ -424,7 +433,8 @@ def evaluate_gate(
     result["estimate"] = observed.estimate
     result["interval"] = _gate_interval(observed)
     if plan is not None and plan.method == "holm" and plan.size > 1:
-        result["interval"].update(p_value=plan.p_value, null=plan.null)
+        result["interval"]["p_value"] = plan.p_value
+        result["interval"]["null"] = plan.null
         result["adjusted_p_value"] = plan.adjusted_p_value
         alpha, adjusted = plan.alpha or 0.0, plan.adjusted_p_value
         strict = any(key in STRICT for key in thresholds)

@@ -60,6 +60,7 @@ from pytest_sommelier.core.types import (
     FormattedSplit,
     IntervalBlock,
     MarginalGap,
+    McNemar,
     Metrics,
     MetricValue,
     MissCounts,
@@ -814,9 +815,9 @@ def _comparison_part(
     return ci95, cast(PairedIntervals, block), power_block(block, keys, statistics, counted)
 
 
-def mcnemar_block(ref_records: Records, cand_records: Records) -> dict[str, Any]:
+def mcnemar_block(ref_records: Records, cand_records: Records) -> McNemar:
     """McNemar's exact test on full_call_exact_match with the mid-p value beside it."""
-    exact = dict(mcnemar_exact(ref_records, cand_records))
+    exact = mcnemar_exact(ref_records, cand_records)
     exact["mid_p_value"] = mcnemar_mid_p(exact["candidate_only"], exact["reference_only"])
     return exact
 
@@ -890,7 +891,7 @@ def build_comparison_report(
         "ci95": overall[0],
         "intervals": overall[1],
         "power": overall[2],
-        "mcnemar": cast(Any, mcnemar_block(ref_all, cand_all)),
+        "mcnemar": mcnemar_block(ref_all, cand_all),
         "slices": {
             lang: {
                 "deltas": metric_gaps(

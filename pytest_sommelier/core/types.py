@@ -560,7 +560,7 @@ class GateInterval(TypedDict):
     upper: float | None
     method: str
     confidence_level: float
-    discordant: Discordant
+    discordant: Discordant | None  # None: read from a ci95 block, which has no counts
     degenerate: bool
     design_effect: float | None
     p_value: float | None
