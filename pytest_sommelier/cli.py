@@ -433,6 +433,68 @@ def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=cmd_report)
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """``sommelier plan RUN_DIR``: from a pilot run, the pairs and clusters needed per slice."""
+    import json
+
+    from pytest_sommelier.data.plan import plan_lines, plan_rows
+
+    rows = plan_rows(
+        Path(args.run_dir), comparison=args.comparison, effect=args.effect, power=args.power,
+        metric=args.metric,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+    else:
+        for line in plan_lines(rows):
+            print(line)
+    return 0
+
+
+def _probability(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not strictly between 0 and 1")
+    return value
+
+
+def _effect(text: str) -> float:
+    """An argparse type: a non-zero difference of at most 1 in size."""
+    value = float(text)
+    if not 0.0 < abs(value) <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a difference in (0, 1]")
+    return value
+
+
+def _add_plan_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier plan``."""
+    from pytest_sommelier.data.plan import DEFAULT_EFFECT, PLAN_METRIC
+
+    parser = subparsers.add_parser(
+        "plan",
+        help="from a pilot run, the pairs (and clusters) needed to detect an effect",
+        description="Re-score a stored pilot run (no model; nothing is written) and, for each "
+        "comparison and slice, apply Connor's (1987) sample-size formula to its discordance and "
+        "design effect: the pairs and clusters a run needs to detect --effect at --power.",
+    )
+    parser.add_argument("run_dir", help="a pilot run directory (runs/<run_id>)")
+    parser.add_argument("--comparison", default=None, help="one comparison (default: every one)")
+    parser.add_argument(
+        "--effect", type=_effect, default=DEFAULT_EFFECT,
+        help=f"the difference to detect (default {DEFAULT_EFFECT})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--power", type=_probability, default=None,
+        help="the power wanted (default: the suite's [statistics] power, 0.8)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--metric", default=PLAN_METRIC, help=f"a rate metric (default {PLAN_METRIC})"
+    )
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.set_defaults(handler=cmd_plan)
+
+
 def cmd_parity(args: argparse.Namespace) -> int:
     """``sommelier parity RUN_DIR --engine NAME``: regenerate a sample on another engine."""
     from pytest_sommelier.core import runlayout
@@ -524,6 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import_parser(subparsers)
     _add_report_parser(subparsers)
     _add_parity_parser(subparsers)
+    _add_plan_parser(subparsers)
     _add_check_parser(subparsers)
     return parser
 

@@ -356,6 +356,7 @@ def _example(
         gold_call=row_gold_call(record, where, arguments_key),
         line=line,
         acceptable_arguments=_acceptable(record, where),
+        cluster_id=record.get("cluster_id"),
     )
 
 

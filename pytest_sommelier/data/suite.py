@@ -48,7 +48,17 @@ from pytest_sommelier.data.suite_names import valid_name as valid_name
 from pytest_sommelier.data.suite_toml import read_toml, validate_structure
 from pytest_sommelier.errors import InputError
 
-DEFAULT_STATISTICS: dict[str, Any] = {"seed": 41, "resamples": 2000, "confidence_level": 0.95}
+DEFAULT_STATISTICS: dict[str, Any] = {
+    "seed": 41,
+    "resamples": 2000,
+    "confidence_level": 0.95,
+    "interval": "auto",
+    "cluster": "root",
+    "familywise": "none",
+    "power": 0.8,
+}
+"""``[statistics]`` defaults; the schema (``schemas/suite.schema.json``) checks every key's
+type and choices (``interval``, ``cluster``, ``familywise``, ``power`` in (0, 1))."""
 
 
 def load_suite(path: str | os.PathLike[str]) -> Suite:
@@ -89,6 +99,10 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             seed=statistics["seed"],
             resamples=statistics["resamples"],
             confidence_level=float(statistics["confidence_level"]),
+            interval=statistics["interval"],
+            cluster=statistics["cluster"],
+            familywise=statistics["familywise"],
+            power=float(statistics["power"]),
         ),
         gates=gates,
         engine=engine,

@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
-from pytest_sommelier.core.gates import threshold_text
+from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     argument_diff_paths,
@@ -32,7 +32,17 @@ from pytest_sommelier.core.types import (
     GenerationRecord,
     Verdict,
 )
-from pytest_sommelier.data.view.text import SHORT, fmt, fmt_interval, table
+from pytest_sommelier.data.view.text import (
+    SHORT,
+    discordant_text,
+    fmt,
+    fmt_interval,
+    methods_text,
+    power_text,
+    selected_block,
+    selected_interval,
+    table,
+)
 
 
 def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
@@ -91,11 +101,14 @@ def miss_category_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str
 def comparison_lines(
     comparison_reports: Mapping[str, ComparisonReport], errors: Mapping[str, str]
 ) -> list[str]:
-    """Deltas with paired-bootstrap intervals, overall and per slice, for each comparison."""
+    """Deltas with the selected intervals, overall and per slice, for each comparison; then per
+    block the method, the clusters and design effect, and what the pairs can detect."""
     lines: list[str] = []
     for name, report in comparison_reports.items():
-        level = report["ci95"].get("confidence_level", 0.95)
-        lines.append(f"{name} (candidate - reference, {level:.0%} paired bootstrap)")
+        selected = selected_block(report)
+        level = selected.get("confidence_level", 0.95)
+        kind = selected.get("interval", "bootstrap")
+        lines.append(f"{name} (candidate - reference, {level:.0%} intervals, interval = {kind})")
         header = ["slice", *[SHORT[m] for m in METRIC_NAMES]]
         rows = [["overall", *[_delta_cell(report, None, m) for m in METRIC_NAMES]]]
         for lang in report.get("slices", {}):
@@ -107,11 +120,18 @@ def comparison_lines(
                 f"{lang} {_delta_cell(report, lang, ACCEPTABLE)}" for lang in report["slices"]
             ]
             lines.append(f"  {ACCEPTABLE_LABEL}: {'; '.join(cells)}")
+        for lang, block in [("overall", report), *report.get("slices", {}).items()]:
+            detail = power_text(block)
+            lines.append(
+                f"  {lang}: {methods_text(block)}" + (f"; {detail}" if detail else "")
+            )
         mcnemar = report.get("mcnemar")
         if mcnemar:
+            mid = mcnemar.get("mid_p_value")
             lines.append(
-                f"  McNemar exact (full_call): candidate-only {mcnemar['candidate_only']}, "
-                f"reference-only {mcnemar['reference_only']}, p = {mcnemar['p_value']:.4g}"
+                f"  McNemar (full_call): candidate-only {mcnemar['candidate_only']}, "
+                f"reference-only {mcnemar['reference_only']}, exact p = {mcnemar['p_value']:.4g}"
+                + (f", mid-p = {mid:.4g}" if mid is not None else "")
             )
         if report.get("compared_examples"):
             lines.append(
@@ -146,17 +166,22 @@ def _delta_cell(report: ComparisonReport, lang: str | None, metric: str) -> str:
     """A delta with its interval, overall (``lang`` None) or in one slice."""
     block: Mapping[str, Any] = report if lang is None else report["slices"][lang]
     delta = block["deltas"].get(metric)
-    interval = block["ci95"]["intervals"].get(metric)
-    return f"{fmt(delta, True)} {fmt_interval(interval)}"
+    interval = selected_interval(block, metric)
+    degenerate = " degenerate" if interval and interval.get("degenerate") else ""
+    return f"{fmt(delta, True)} {fmt_interval(interval)}{degenerate}"
 
 
 def gap_lines(
     arm_reports: Mapping[str, EvaluationReport], metric: str = "full_call_exact_match"
 ) -> list[str]:
-    """Matched-pair language gaps (target - reference) with intervals, one row per arm/slice."""
+    """Matched-pair language gaps (target - reference) with the selected intervals, one row per
+    arm/slice: the discordant pairs (target-only/root-only), the method and what the pairs can
+    detect."""
     rows = []
     for arm, report in arm_reports.items():
         for lang, block in (report.get("paired_slices") or {}).items():
+            entry = selected_interval(block, metric)
+            detail = power_text(block, metric) or ""
             rows.append(
                 [
                     arm,
@@ -164,34 +189,50 @@ def gap_lines(
                     str(block["pairs"]),
                     f"{block['coverage']:.2f}",
                     fmt(block["gaps"].get(metric), True),
-                    fmt_interval(block["ci95"]["intervals"].get(metric)),
+                    fmt_interval(entry),
+                    discordant_text(entry),
+                    str((entry or {}).get("method") or selected_block(block).get("method")),
+                    detail.removeprefix("detectable at "),
                 ]
             )
     if not rows:
         return []
-    return table(["arm", "gap", "pairs", "coverage", SHORT[metric], "interval"], rows)
+    header = ["arm", "gap", "pairs", "coverage", SHORT[metric], "interval", "discordant",
+              "method", "detectable"]  # fmt: skip
+    return table(header, rows)
 
 
 def gate_lines(verdict: Verdict | None) -> list[str]:
     """Each gate with its observed value and threshold, then the verdict."""
     if verdict is None:
         return ["gates: off (--sommelier-gates=off)"]
-    return [*gate_result_lines(verdict["gates"]), f"verdict: {verdict['verdict'].upper()}"]
+    family = familywise_lines(verdict)
+    return [*gate_result_lines(verdict["gates"]), *family, f"verdict: {verdict['verdict'].upper()}"]
+
+
+def familywise_lines(verdict: Verdict) -> list[str]:
+    """The family of interval gates when it has more than one member: its size and how (or
+    that nothing) adjusts for it."""
+    family = verdict.get("familywise")
+    if not family or family["size"] <= 1:
+        return []
+    size, method, level = family["size"], family["method"], family["confidence_level"]
+    if method == "bonferroni":
+        adjusted = next(iter(family["adjusted_confidence_level"].values()), level)
+        return [f"familywise: bonferroni over {size} interval gates: each interval at "
+                f"{adjusted * 100:.3g}%"]  # fmt: skip
+    if method == "holm":
+        return [f"familywise: holm over {size} interval gates: p-values stepped down at "
+                f"{1 - level:.3g}"]  # fmt: skip
+    return [f"familywise: none: {size} interval gates, each at {level:.0%} with no adjustment "
+            "(set [statistics] familywise to bonferroni or holm)"]  # fmt: skip
 
 
 def gate_result_lines(gates: Iterable[GateResult]) -> list[str]:
-    """One line per gate: PASS/FAIL, its subject, observed value and threshold (and the
-    reason of a failure)."""
-    lines = []
-    for gate in gates:
-        status = "PASS" if gate["passed"] else "FAIL"
-        threshold = threshold_text(gate["threshold"])
-        where = f"{gate.get('subject', '')} {gate['metric']} [{gate['slice']}]".strip()
-        line = f"{status} {gate['name']}: {where} observed {fmt(gate['observed'])} ({threshold})"
-        if not gate["passed"] and gate.get("reason"):
-            line += f": {gate['reason']}"
-        lines.append(line)
-    return lines
+    """One line per gate: PASS/FAIL, then what it compared (``core.gates.gate_text``: the
+    estimate, the interval, the bound tested, rounded as displayed)."""
+    return [f"{'PASS' if gate['passed'] else 'FAIL'} {gate['name']}: {gate_text(gate)}"
+            for gate in gates]  # fmt: skip
 
 
 def describe_miss(record: GenerationRecord, gold_call: Call) -> str:
