@@ -839,7 +839,7 @@ def test_W_a_tool_schema_is_checked_under_the_draft_its_schema_names(tmp_path: P
         "properties": {"city": {"type": "string"}, "days": days}}}
     assert read_prepared(_prepared(tmp_path, [tool]))
     del tool["parameters"]["$schema"]
-    with pytest.raises(InputError, match="exclusiveMinimum|True is not of type"):
+    with pytest.raises(InputError, match=r"exclusiveMinimum|True is not of type"):
         read_prepared(_prepared(tmp_path, [tool]))
     tool["parameters"]["$schema"] = "https://example.invalid/my-draft"
     with pytest.raises(InputError) as info:
