@@ -845,3 +845,90 @@ def test_W_a_tool_schema_is_checked_under_the_draft_its_schema_names(tmp_path: P
     with pytest.raises(InputError) as info:
         read_prepared(_prepared(tmp_path, [tool]))
     assert "names no known JSON Schema draft" in str(info.value) and "2020-12" in str(info.value)
+
+
+# ============================================================================ weak items
+
+
+def test_W_a_byte_order_mark_in_the_suite_file_is_accepted(tmp_path: Path) -> None:
+    from suite_factory import write_suite
+
+    from pytest_sommelier.data.suite import load_suite
+
+    suite = write_suite(tmp_path / "s")
+    plain = load_suite(suite)
+    suite.write_bytes(b"\xef\xbb\xbf" + suite.read_bytes())
+    assert load_suite(suite) == plain
+
+
+def test_W_rows_of_a_language_that_is_no_slice_are_counted_and_said(
+    pytester: pytest.Pytester,
+) -> None:
+    from plugin_helpers import rows
+    from suite_factory import make_row, write_split
+
+    suite = hostile_suite(pytester)
+    extra = [make_row("fr-0", "fr"), make_row("fr-1", "fr"), make_row("He-0", "He")]
+    write_split(suite.parent / "data" / "test.jsonl", [*rows(), *extra])
+    result, text = session(pytester)
+    assert result.ret == 0
+    line = next(x for x in text.splitlines() if "not evaluated" in x)
+    assert "3 row(s)" in line and "'fr' 2" in line and "'He' 1" in line and "en, he" in line
+
+
+@pytest.mark.parametrize(
+    ("identity", "fragment"),
+    [
+        ({"weights": float("nan")}, "model_identity['weights'] is nan"),
+        ({"sha": b"\x00"}, "model_identity['sha'] is a bytes"),
+        ({1: "x"}, "model_identity has the key 1 (int)"),
+        ({"a": [{"b": float("inf")}]}, "model_identity['a'][0]['b'] is inf"),
+        ({"a": "\ud800"}, "model_identity['a'] is a str that is not valid Unicode"),
+    ],
+    ids=["nan", "bytes", "int-key", "nested-inf", "surrogate"],
+)
+def test_W_an_identity_that_is_not_json_names_the_key(identity: dict, fragment: str) -> None:
+    from pytest_sommelier.errors import EvaluationError
+    from pytest_sommelier.plugin.runner import check_generator
+
+    class Generator:
+        def __init__(self) -> None:
+            self.model_identity = identity
+            self.adapter_identity = None
+
+        def generate(self, prompts: list[str], decoding: dict) -> list[str]:
+            return []
+
+    with pytest.raises(EvaluationError) as info:
+        check_generator(Generator(), "base")
+    assert info.value.code == "SOM-MODEL-CONTRACT" and fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [("verdict", "reserved"), ("Verdict", "reserved"), ("a::b", "'::'"), ("a\nb", "control")],
+)
+def test_W_a_gate_name_that_collides_with_the_verdict_is_refused(
+    tmp_path: Path, name: str, fragment: str
+) -> None:
+    from suite_factory import write_suite
+
+    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.errors import InputError
+
+    gates = [{"name": name, "arm": "adapter", "metric": "full_call_exact_match", "min": 0.5}]
+    with pytest.raises(InputError) as info:
+        load_suite(write_suite(tmp_path / "s", gates=gates))
+    assert info.value.code == "SOM-SUITE-BAD-NAME" and fragment in str(info.value)
+    assert "[[gates]] #1" in str(info.value)
+
+
+def test_W_a_gate_on_acceptable_call_match_without_acceptable_values_is_refused_at_load(
+    pytester: pytest.Pytester,
+) -> None:
+    gates = [{"name": "bfcl", "arm": "adapter", "metric": "acceptable_call_match", "min": 0.5}]
+    hostile_suite(pytester, gates=gates)
+    result, text = session(pytester)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert_one_line(text, "SOM-SUITE-UNKNOWN-METRIC", "acceptable_arguments", "('bfcl')")
+    assert not (pytester.path / "suite" / "calls.jsonl").exists(), "refused before any model call"

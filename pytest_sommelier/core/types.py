@@ -177,6 +177,8 @@ class FormattedSplit:
     pairs: dict[str, tuple[tuple[str, str], ...]]
     pair_set_sha256: dict[str, str]
     raw: bytes = field(default=b"", repr=False, compare=False)
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Rows of languages that are not a configured slice (language -> rows): not evaluated."""
 
 
 # --------------------------------------------------------------------------- records

@@ -12,7 +12,8 @@ Invariants kept by a returned ``FormattedSplit``:
 - example ids are unique in the file, every row has the same ``split`` value, and every
   ``gold_call`` is one ``{"name": non-empty str, "arguments": object}`` call;
 - ``slices`` holds every configured language, in configured order, each non-empty and in
-  file order; rows of other languages are left out of ``examples`` and ``slices``;
+  file order; rows of other languages are left out of ``examples`` and ``slices`` and
+  counted in ``left_out`` (which the session summary says);
 - ``pairs[target]`` lists ``(root_id, target_id)`` in target-slice file order, each root a
   row of the reference slice (``slices[0]``) and used at most once per target slice.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -87,6 +89,7 @@ def load_split(
         path=Path(path),
         sha256=digest.hexdigest(),
         raw=b"".join(digest.chunks),
+        left_out=dict(Counter(e.language for e in examples if e.language not in by_slice)),
         split=split_value[0] if split_value else "",
         examples=tuple(e for e in examples if e.language in by_slice),
         slices=by_slice,

@@ -20,7 +20,13 @@ from pytest_sommelier.core.gates import (
     UPPER_THRESHOLDS,
 )
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.types import ArmConfig, ComparisonConfig, GateConfig
+from pytest_sommelier.core.types import (
+    ArmConfig,
+    ComparisonConfig,
+    FormattedSplit,
+    GateConfig,
+    Suite,
+)
 from pytest_sommelier.data.suite_arms import require_arm
 from pytest_sommelier.data.suite_names import OVERALL
 from pytest_sommelier.errors import InputError
@@ -28,6 +34,23 @@ from pytest_sommelier.errors import InputError
 GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
 """Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES`` and
 ``acceptable_call_match`` (present only when the split's examples carry acceptable values)."""
+
+
+RESERVED_GATE_NAME = "verdict"
+"""The verdict's own name in the summary and in JUnit (``<suite>::gates::verdict``)."""
+
+
+def gate_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a gate, or None: it becomes a line of the summary and the
+    JUnit case ``<suite>::gates::<name>``, so not ``verdict``, blank, ``::`` or a control
+    character (a newline)."""
+    if name.strip().lower() == RESERVED_GATE_NAME:
+        return f"is reserved: {RESERVED_GATE_NAME!r} names the verdict's own line and JUnit case"
+    if not name.strip() or not name.isprintable():
+        return "is blank or holds a control character"
+    if "::" in name:
+        return "holds '::', which separates the parts of a JUnit case name"
+    return None
 
 
 def gate_configs(
@@ -41,6 +64,14 @@ def gate_configs(
     gates: list[GateConfig] = []
     for index, entry in enumerate(entries):
         where = f"{label}: [[gates]] #{index + 1} ({entry['name']!r})"
+        problem = gate_name_problem(entry["name"])
+        if problem is not None:
+            raise InputError(
+                "SOM-SUITE-BAD-NAME",
+                f"gate name {entry['name']!r} {problem}",
+                "a gate name is printable text without '::'; 'verdict' is the verdict's",
+                where=where,
+            )
         if any(gate.name == entry["name"] for gate in gates):
             raise InputError(
                 "SOM-SUITE-DUPLICATE-GATE",
@@ -261,3 +292,36 @@ def _article(word: str) -> str:
 def _float_or_none(value: Any) -> float | None:
     """Thresholds are stored as floats (an integer 0 in TOML becomes 0.0)."""
     return None if value is None else float(value)
+
+
+def check_gates_against_split(suite: Suite, split: FormattedSplit) -> None:
+    """Refuse, at load, a gate on ``acceptable_call_match`` whose slices hold no example with
+    ``acceptable_arguments`` (the metric exists only for those): without this it was found
+    only after every item had run. A gap gate needs them in its gap slice and the reference
+    slice; an ``overall`` gate in any slice."""
+    for gate in suite.gates:
+        if gate.metric != ACCEPTABLE_METRIC:
+            continue
+        if gate.kind == "gap":
+            wanted = [suite.slices[0], gate.slice]
+        elif gate.slice == OVERALL:
+            wanted = list(suite.slices)
+        else:
+            wanted = [gate.slice]
+        needs_all = gate.kind == "gap"
+        present = [
+            any(e.acceptable_arguments is not None for e in split.slices.get(name, ()))
+            for name in wanted
+        ]
+        if all(present) if needs_all else any(present):
+            continue
+        missing = [name for name, ok in zip(wanted, present, strict=True) if not ok]
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric {ACCEPTABLE_METRIC!r} needs examples with acceptable_arguments, and "
+            f"the split has none in slice(s) {', '.join(missing)}",
+            "write the split with sommelier import bfcl and sommelier format, or gate another "
+            "metric",
+            where=f"{suite.path}: [[gates]] ({gate.name!r})",
+        )
+

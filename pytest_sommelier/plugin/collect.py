@@ -42,12 +42,14 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
     never kept."""
     from pytest_sommelier.data.split import load_split
     from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.suite_gates import check_gates_against_split
 
     loaded = config.stash.setdefault(SUITES_KEY, {})
     key = str(Path(path).resolve())
     if key not in loaded:
         suite = load_suite(path)
         split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+        check_gates_against_split(suite, split)
         loaded[key] = (suite, split)
     return loaded[key]
 

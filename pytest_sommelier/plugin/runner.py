@@ -17,7 +17,7 @@ parsing or I/O.
 from __future__ import annotations
 
 import inspect
-import json
+import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -84,18 +84,50 @@ def check_generator(generator: Any, arm: str) -> None:
         value = getattr(generator, attribute)
         if value is None and attribute == "adapter_identity":
             continue
-        try:
-            ok = isinstance(value, dict) and bool(json.dumps(value, allow_nan=False))
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
+        problem = (
+            json_value_problem(value, attribute)
+            if isinstance(value, dict)
+            else f"{attribute} is a {type(value).__name__}, not a dict"
+        )
+        if problem is not None:
             raise EvaluationError(
                 "SOM-MODEL-CONTRACT",
-                f"arm '{arm}': the generator's {attribute} is not a JSON-safe dict "
-                f"({type(value).__name__})",
-                "identities are written to the reports: use dicts of str, numbers, bools, "
-                "lists and dicts",
+                f"arm '{arm}': the generator's identity is not JSON-safe: {problem}",
+                "identities are written to the reports: use dicts with string keys of str, "
+                "finite numbers, bools, None, lists and dicts",
             )
+
+
+def json_value_problem(value: Any, path: str) -> str | None:
+    """Why ``value`` would not be written as itself in JSON, naming where (``path['key'][0]``):
+    a key that is not a string (``{1: "x"}`` would silently become ``{"1": "x"}``), a NaN or
+    infinite number, a string that is not valid Unicode, or any other type; None when it is
+    JSON as it is."""
+    if value is None or isinstance(value, bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path} is {value!r}, not a finite number"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path} is a str that is not valid Unicode text"
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            problem = json_value_problem(item, f"{path}[{index}]")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{path} has the key {key!r} ({type(key).__name__}), not a string"
+            problem = json_value_problem(item, f"{path}[{key!r}]")
+            if problem is not None:
+                return problem
+        return None
+    return f"{path} is a {type(value).__name__}"
 
 
 def check_arm_kind(generator: Any, arm: str, suite: Any) -> None:

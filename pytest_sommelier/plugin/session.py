@@ -44,6 +44,7 @@ class SuiteResult:
     errored_items: list[str] = field(default_factory=list)
     page: str | None = None  # the HTML report written after the verdict, or why it was not
     page_written: bool = False
+    notices: list[str] = field(default_factory=list)  # said before the run's lines
 
 
 class SommelierSession:
@@ -107,6 +108,8 @@ class SommelierSession:
         try:
             suite, split = load_suite_once(self.config, self.config.rootpath / nodeid)
             result.name = suite.name
+            left_out = terminal.left_out_line(split.left_out, suite.slices)
+            result.notices += [left_out] if left_out else []
             result.run_dir = self.out_dir(suite, several)
             # the folder is claimed (one writer) and the earlier run's files removed, verdict
             # first, before anything is evaluated: whatever fails below, no stale verdict stays
@@ -212,6 +215,8 @@ class SommelierSession:
         misses_wanted = settings_of(self.config).misses
         for result in self.results:
             terminalreporter.write_sep("=", f"sommelier: {result.name}")
+            for notice in result.notices:
+                terminalreporter.write_line(notice, yellow=True)
             if result.error is not None:
                 terminalreporter.write_line(f"ERROR {result.error}", red=True)
                 terminalreporter.write_line("no verdict was written for this suite", red=True)

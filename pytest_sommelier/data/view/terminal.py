@@ -262,6 +262,19 @@ Line = tuple[str, dict[str, bool]]
 """A terminal line and its markup (``{"red": True}``, ``{"bold": True, "green": True}``...)."""
 
 
+def left_out_line(left_out: Mapping[str, int], slices: Iterable[str]) -> str | None:
+    """The notice for split rows that were not evaluated because their language is not a
+    configured slice (a ``fr`` row, a ``He`` typo), or None when every row was a slice's."""
+    if not left_out:
+        return None
+    counts = ", ".join(f"{language!r} {n}" for language, n in sorted(left_out.items()))
+    rows = sum(left_out.values())
+    return (
+        f"split: {rows} row(s) not evaluated, their language is not in suite.slices "
+        f"({', '.join(slices)}): {counts}"
+    )
+
+
 def run_summary_lines(
     outcome: RunOutcome, run_dir: str | PathLike[str] | None, errored_items: int, misses_wanted: int
 ) -> list[Line]:
