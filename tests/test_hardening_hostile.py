@@ -932,3 +932,68 @@ def test_W_a_gate_on_acceptable_call_match_without_acceptable_values_is_refused_
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert_one_line(text, "SOM-SUITE-UNKNOWN-METRIC", "acceptable_arguments", "('bfcl')")
     assert not (pytester.path / "suite" / "calls.jsonl").exists(), "refused before any model call"
+
+
+@pytest.mark.parametrize(
+    "target", ["suite.resolved.json", "gate_verdict.json", "eval/base/evaluation_report.json",
+               "inputs/test_split.jsonl", "."],
+)
+def test_W_report_out_never_overwrites_a_file_of_the_run(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    hostile_suite(pytester)
+    session(pytester)
+    run = pytester.path / "out"
+    before = _snapshot(run)
+    capsys.readouterr()
+    assert main(["report", str(run), "--out", str(run / target)]) == 2
+    assert_one_line(capsys.readouterr().err, "SOM-REPORT-OUT", "one of the run's own files")
+    assert _snapshot(run) == before
+    assert main(["report", str(run), "--out", str(run / "page-copy.html")]) == 0
+
+
+def test_W_an_unknown_field_in_a_stored_generation_record_is_refused(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile_suite(pytester)
+    session(pytester)
+    run = pytester.path / "out"
+    _edit_record(run / "eval" / "base" / "generations.en.jsonl", 1, verdict="pass")
+    capsys.readouterr()
+    assert main(["rescore", str(run), "--out", str(pytester.path / "again")]) == 2
+    assert_one_line(
+        capsys.readouterr().err, "SOM-STORED-FIELD", "generations.en.jsonl:2", "'verdict'"
+    )
+    assert not (pytester.path / "again").exists()
+
+
+def test_W_identity_refusals_name_what_differs_underneath(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile_suite(pytester)
+    session(pytester, out="full")
+    session(pytester, "-k", "not en-3", out="subset")
+    hostile_suite(pytester, decoding={"max_new_tokens": 9})
+    session(pytester, out="other")
+    capsys.readouterr()
+    assert main(["compare", "other/eval/adapter", "full/eval/adapter"]) == 4
+    line = assert_one_line(capsys.readouterr().err, "SOM-COMPARE-IDENTITY", "config_sha256")
+    assert "underneath: decoding.max_new_tokens: 9 vs 64" in line
+    assert main(["compare", "subset/eval/adapter", "full/eval/adapter"]) == 4
+    line = assert_one_line(capsys.readouterr().err, "SOM-COMPARE-IDENTITY")
+    assert "the candidate scored 3 of the 4 examples of slice 'en'" in line and "subset" in line
+
+
+def test_W_an_import_with_every_row_skipped_names_the_skips(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prose = {"tools": [WEATHER_TOOL], "messages": [
+        {"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "Sunny."}]}
+    source = tmp_path / "chat.jsonl"
+    source.write_text((json.dumps(prose) + "\n") * 3, encoding="utf-8")
+    status = main(["import", "openai-chat", str(source), "--out", str(tmp_path / "o.jsonl")])
+    err = capsys.readouterr().err
+    assert status == 2
+    line = assert_one_line(err, "SOM-IMPORT-EMPTY", "3 skipped (no_call 3)")
+    assert "first: openai-chat-1 (no_call)" in line and "chat.jsonl:1" in line
+    assert not (tmp_path / "o.jsonl").exists()

@@ -516,16 +516,63 @@ def _first_difference(path: str, left: Any, right: Any) -> tuple[str, Any, Any] 
     return None
 
 
+def _underneath(candidate: EvaluationReport, reference: EvaluationReport) -> str:
+    """What differs underneath ``config_sha256`` (a digest of the split, slices, base model,
+    decoding, parser and statistics settings): the first later identity field that differs,
+    else the parts only the digest holds."""
+    later = zip(_identity_fields(candidate), _identity_fields(reference), strict=False)
+    for (name, cand_value), (_, ref_value) in later:
+        if name in ("model_identity", "config_sha256"):
+            continue
+        diff = _first_difference(name, cand_value, ref_value)
+        if diff:
+            return f"{diff[0]}: {_short(diff[1])} vs {_short(diff[2])}"
+    return "a setting only the digest holds: the base model reference or [statistics]"
+
+
+def _subset_note(
+    candidate: EvaluationReport, reference: EvaluationReport, path: str
+) -> str | None:
+    """For a prompt- or pair-set difference: which arm scored fewer examples (pairs) of the
+    slice (a ``-k`` / ``--deselect`` subset run), or None when both scored as many."""
+    parts = path.split(".")
+    if len(parts) != 3 or parts[2] not in ("prompt_set_sha256", "pair_set_sha256"):
+        return None
+    block, lang = parts[0], parts[1]
+    unit = "examples" if block == "slices" else "pairs"
+    counts = [_field(report, block, lang, unit) for report in (candidate, reference)]
+    if not all(isinstance(count, int) for count in counts) or counts[0] == counts[1]:
+        return None
+    which = "candidate" if counts[0] < counts[1] else "reference"
+    fewer, more = sorted(counts)
+    return (
+        f"the {which} scored {fewer} of the {more} {unit} of slice {lang!r} the other scored "
+        "(a subset run: -k, --deselect or a crash)"
+    )
+
+
 def _refuse_identity(
     candidate: EvaluationReport, reference: EvaluationReport, diff: tuple[str, Any, Any]
 ) -> EvaluationError:
-    """The identity-gate refusal naming the field and both (shortened) values."""
+    """The identity-gate refusal naming the field and both (shortened) values; for
+    ``config_sha256`` also what differs underneath it, for a prompt set the subset run."""
     path, cand_value, ref_value = diff
     cand_arm, ref_arm = candidate.get("arm", "candidate"), reference.get("arm", "reference")
+    subset = _subset_note(candidate, reference, path)
+    if subset is not None:
+        return EvaluationError(
+            "SOM-COMPARE-IDENTITY",
+            f"arms disagree on {path}: {subset}; refusing to compare",
+            "compare arms of complete runs, every example scored in both",
+            where=path,
+        )
+    detail = ""
+    if path == "config_sha256":
+        detail = f" (underneath: {_underneath(candidate, reference)})"
     return EvaluationError(
         "SOM-COMPARE-IDENTITY",
         f"arms disagree on {path}: candidate {cand_arm!r} has {_short(cand_value)}, "
-        f"reference {ref_arm!r} has {_short(ref_value)}; refusing to compare",
+        f"reference {ref_arm!r} has {_short(ref_value)}{detail}; refusing to compare",
         "evaluate both arms under the same model, split, slices, prompts, parser and decoding "
         "(batch size included), with every example scored in both",
         where=path,

@@ -130,3 +130,19 @@ def page(run_dir: Path) -> Path:
 def parity_report(run_dir: Path, engine: str) -> Path:
     """``parity/<engine>.json``."""
     return run_dir / PARITY / f"{engine}.json"
+
+
+def is_run_file(run_dir: Path, path: Path) -> bool:
+    """Whether ``path`` (both resolved by the caller) is, or would be, one of the files the run
+    itself owns in ``run_dir``: its resolved suite, verdict, split copy, or anything under
+    ``eval/``, ``report/``, ``inputs/`` or ``parity/`` (the page is not: it is re-rendered).
+    Pure: compares paths only."""
+    try:
+        parts = path.relative_to(run_dir).parts
+    except ValueError:
+        return False
+    if not parts:
+        return True
+    owned_folders = {EVAL, REPORT, PARITY, Path(SPLIT_COPY).parts[0]}
+    return parts[0] in owned_folders or parts == (RESOLVED,) or parts == (VERDICT,)
+

@@ -42,6 +42,11 @@ StoredArm = tuple[EvaluationReport, Telemetry | None, dict[str, list[GenerationR
 slice)."""
 
 
+RECORD_FIELDS = frozenset(GenerationRecord.__required_keys__ | GenerationRecord.__optional_keys__)
+"""The fields a stored generation record may have: a record with any other is refused, so
+rescore never copies a field nothing derived."""
+
+
 def new_run_id() -> str:
     """``YYYYmmddTHHMMSSZ-<6 hex>``: sortable by time, unique across parallel runs."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -344,6 +349,14 @@ def read_jsonl(path: Path) -> list[GenerationRecord]:
         if not isinstance(record, dict):
             raise InputError(
                 "SOM-STORED-BROKEN", f"{path}:{number}: not a JSON object", "regenerate this arm"
+            )
+        unknown = sorted(set(record) - RECORD_FIELDS)
+        if unknown:
+            raise InputError(
+                "SOM-STORED-FIELD",
+                f"{path}:{number}: unknown field {unknown[0]!r} in a generation record",
+                "the generations file was edited; a record has exactly the documented fields "
+                "(docs/artifacts.md)",
             )
         for key in ("example_id", "raw_text", "prompt_sha256", "language", "decoding"):
             if key not in record:

@@ -645,7 +645,10 @@ def import_bfcl(
     rows = sample_rows([row for result in results for row in result.rows], sample, seed)
     if not rows:
         raise InputError(
-            "SOM-BFCL-EMPTY", "no row converted", "see the skipped rows", where=located.label
+            "SOM-BFCL-EMPTY",
+            common.nothing_converted([item for result in results for item in result.skipped]),
+            "rows BFCL's method does not score as one call are skipped: see docs/benchmarks.md",
+            where=located.label,
         )
     common.write_prepared(out, rows)
     return ImportOutcome(results, len(rows))

@@ -568,6 +568,13 @@ def write_report(run_dir: Path | str, out: Path | str | None = None) -> Path:
     ``<run_dir>/report.html``); returns the path written."""
     run_dir = Path(run_dir)
     target = Path(out) if out is not None else runlayout.page(run_dir)
+    if out is not None and runlayout.is_run_file(run_dir.resolve(), target.resolve()):
+        raise InputError(
+            "SOM-REPORT-OUT",
+            f"--out {out} is one of the run's own files (or folders); the page would "
+            "overwrite it",
+            "write the page elsewhere, or leave --out out (RUN_DIR/report.html)",
+        )
     artifacts.atomic_write_text(target, render_report(run_dir))
     return target
 
