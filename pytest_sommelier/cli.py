@@ -132,7 +132,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
         print(line)
     for line in terminal.comparison_lines(outcome.comparison_reports, outcome.comparison_errors):
         print(line)
-    for line in terminal.gate_lines(outcome.verdict):
+    for line in terminal.gate_lines(outcome.verdict, terminal.not_run_reasons(outcome)):
         print(line)
     print(f"re-derived reports and verdict written to {target}")
     print(f"HTML report: {runlayout.page(target)}")

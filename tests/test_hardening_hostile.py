@@ -997,3 +997,43 @@ def test_W_an_import_with_every_row_skipped_names_the_skips(
     line = assert_one_line(err, "SOM-IMPORT-EMPTY", "3 skipped (no_call 3)")
     assert "first: openai-chat-1 (no_call)" in line and "chat.jsonl:1" in line
     assert not (tmp_path / "o.jsonl").exists()
+
+
+# ============================================================================ drill-down
+
+DRILL_GATES = [
+    {"name": "exact", "arm": "adapter", "metric": "full_call_exact_match", "min": 0.5},
+    {"name": "he-gap", "arm": "adapter", "gap": "he", "metric": "full_call_exact_match",
+     "delta_at_least": -0.2},
+    {"name": "beats", "candidate": "adapter", "reference": "base",
+     "metric": "full_call_exact_match", "delta_at_least": 0.1},
+]
+
+
+def test_D01_a_selection_prints_no_pass_or_fail_for_what_it_did_not_run(
+    pytester: pytest.Pytester,
+) -> None:
+    """``-k he`` leaves the English roots out: the gap gate says so instead of "denominator is
+    0", and no gate over a subject that was not fully run reads PASS or FAIL."""
+    hostile_suite(pytester, gates=DRILL_GATES)
+    result, text = session(pytester, "-k", "he")
+    assert result.ret == 1 and "verdict: INCOMPLETE" in text
+    gate_lines = [x for x in text.splitlines() if x.split(" ", 1)[0] in ("PASS", "FAIL")]
+    assert gate_lines == [], gate_lines
+    line = assert_one_line(text, "NOT RUN he-gap")
+    assert "the gap he - en needs its en roots, which this selection left out" in line
+    assert "denominator is 0" not in line
+    assert "NOT RUN exact" in text and "NOT RUN beats" in text
+    result, text = session(pytester, "-k", "adapter")
+    line = assert_one_line(text, "adapter-vs-base: REFUSED")
+    assert "not run in this selection: base" in line
+    # the adapter arm ran whole: its own gate is a result; the comparison's is not
+    assert "NOT RUN beats" in text and "PASS exact" in text
+
+
+def test_D01_a_complete_run_still_prints_pass_and_fail(pytester: pytest.Pytester) -> None:
+    hostile_suite(pytester, gates=DRILL_GATES)
+    result, text = session(pytester)
+    assert result.ret == 0
+    assert "PASS exact" in text and "PASS he-gap" in text and "PASS beats" in text
+    assert "NOT RUN" not in text

@@ -399,7 +399,7 @@ def build_comparisons(
         candidate, reference = comparison.candidate, comparison.reference
         if candidate not in arms.reports or reference not in arms.reports:
             absent = [a for a in (candidate, reference) if a not in arms.reports]
-            errors[name] = f"arm(s) not run: {', '.join(absent)}"
+            errors[name] = f"arm(s) not run in this selection: {', '.join(absent)}"
             continue
         try:
             reports[name] = build_comparison_report(

@@ -202,12 +202,66 @@ def gap_lines(
     return table(header, rows)
 
 
-def gate_lines(verdict: Verdict | None) -> list[str]:
-    """Each gate with its observed value and threshold, then the verdict."""
+def gate_lines(verdict: Verdict | None, not_run: Mapping[str, str] | None = None) -> list[str]:
+    """Each gate with its observed value and threshold, then the verdict. A gate named in
+    ``not_run`` (:func:`not_run_reasons`) reads ``NOT RUN`` with the reason, never PASS or
+    FAIL: its subject was not fully run, so its line is no result."""
     if verdict is None:
         return ["gates: off (--sommelier-gates=off)"]
     family = familywise_lines(verdict)
-    return [*gate_result_lines(verdict["gates"]), *family, f"verdict: {verdict['verdict'].upper()}"]
+    skipped = not_run or {}
+    results = [
+        f"NOT RUN {gate['name']}: {gate.get('subject', '')} {gate['metric']} [{gate['slice']}]: "
+        f"{skipped[gate['name']]}"
+        if gate["name"] in skipped
+        else gate_result_lines([gate])[0]
+        for gate in verdict["gates"]
+    ]
+    return [*results, *family, f"verdict: {verdict['verdict'].upper()}"]
+
+
+def not_run_reasons(outcome: RunOutcome) -> dict[str, str]:
+    """Gate name -> why the gate's subject was not fully run (an arm gate's or gap gate's arm,
+    a comparison gate's two arms), for a run that is incomplete; empty for a complete run. A
+    gap gate whose arm scored none of the reference slice (``-k he``) says that the gap needs
+    its roots."""
+    if outcome.complete or outcome.verdict is None:
+        return {}
+    reasons: dict[str, str] = {}
+    for gate in outcome.verdict["gates"]:
+        subject = gate.get("subject", "")
+        if gate["kind"] == "comparison":
+            report = outcome.comparison_reports.get(subject)
+            if report is None:
+                error = outcome.comparison_errors.get(subject, "was not built")
+                reasons[gate["name"]] = f"comparison {subject!r}: {error}"
+                continue
+            arms = [report["candidate"], report["reference"]]
+        else:
+            arms = [subject]
+        for arm in arms:
+            arm_report = outcome.arm_reports.get(arm)
+            if arm_report is None:
+                reasons[gate["name"]] = f"arm {arm!r} was not run in this selection"
+                break
+            if arm_report.get("complete"):
+                continue
+            order = arm_report.get("slice_order") or []
+            root = order[0] if order else ""
+            roots = arm_report.get("slices", {}).get(root, {}).get("examples")
+            if gate["kind"] == "gap" and roots == 0:
+                reasons[gate["name"]] = (
+                    f"the gap {gate['slice']} - {root} needs its {root} roots, which this "
+                    "selection left out"
+                )
+            else:
+                missing = outcome.missing.get(arm, 0)
+                reasons[gate["name"]] = (
+                    f"arm {arm!r} was not fully run ({missing} example(s) not scored in this "
+                    "selection)"
+                )
+            break
+    return reasons
 
 
 def familywise_lines(verdict: Verdict) -> list[str]:
@@ -311,11 +365,13 @@ def run_summary_lines(
         lines.append(("", {}))
         lines += [(line, {}) for line in categories]
     lines.append(("", {}))
-    for line in gate_lines(outcome.verdict):
-        colour = {"PASS": "green", "FAIL": "red"}.get(line.split(" ", 1)[0])
+    for line in gate_lines(outcome.verdict, not_run_reasons(outcome)):
+        colour = {"PASS": "green", "FAIL": "red", "NOT": "yellow"}.get(line.split(" ", 1)[0])
         verdict_line = line.startswith("verdict:")
         passed = verdict_line and line.endswith("PASS")
         markup = {"green": True} if (colour == "green" or passed) else {}
+        if colour == "yellow":
+            markup = {"yellow": True}
         if colour == "red" or (verdict_line and not passed):
             markup = {"red": True}
         if verdict_line:
