@@ -1037,3 +1037,26 @@ def test_D01_a_complete_run_still_prints_pass_and_fail(pytester: pytest.Pytester
     assert result.ret == 0
     assert "PASS exact" in text and "PASS he-gap" in text and "PASS beats" in text
     assert "NOT RUN" not in text
+
+
+def test_D02_strict_for_the_arms_that_must_pass(pytester: pytest.Pytester) -> None:
+    """``--sommelier-strict`` failed every base example too: ``=ARM[,ARM]`` (and its ini twin)
+    makes only those arms' misses failures."""
+    suite = hostile_suite(pytester)
+    adapter = {**EXACT, "en-1": "prose"}
+    (suite.parent / "script.json").write_text(json.dumps({**SCRIPT, "adapter": adapter}))
+    result, _ = session(pytester, "--sommelier-strict=adapter")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 1 and outcomes["missed"] == 7, outcomes
+    pytester.makeini("[pytest]\nsommelier_strict = adapter\n")
+    assert session(pytester)[0].parseoutcomes()["failed"] == 1
+    pytester.makeini("[pytest]\nsommelier_strict = true\n")
+    assert session(pytester)[0].parseoutcomes()["failed"] == 8
+    (pytester.path / "tox.ini").unlink()
+    assert session(pytester, "--sommelier-strict")[0].parseoutcomes()["failed"] == 8
+    result, text = session(pytester, "--sommelier-strict=adaptr")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert_one_line(text, "SOM-OPTION-VALUE", "'adaptr'", "its arms: base, adapter")
+    result = pytester.runpytest("--sommelier-out", "o", "--sommelier-strict", "suite/")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "put paths first" in result.stderr.str()

@@ -19,7 +19,7 @@ import pytest
 
 from pytest_sommelier.core.types import BatchKey
 from pytest_sommelier.data.view.terminal import describe_miss
-from pytest_sommelier.errors import SommelierError
+from pytest_sommelier.errors import InputError, SommelierError
 from pytest_sommelier.plugin.keys import RESULT_KEY
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.scheduling import batch_group, watch_collection
@@ -106,6 +106,20 @@ def refuse_unwritable_out(config: pytest.Config) -> None:
     check_writable(base if base.is_absolute() else config.invocation_params.dir / base)
 
 
+def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:
+    """``--sommelier-strict=ARM[,ARM]`` must name arms of the suite (a typo would silently
+    make nothing must-pass)."""
+    unknown = [arm for arm in settings_of(config).strict_arms if arm not in suite.arms]
+    if unknown:
+        raise InputError(
+            "SOM-OPTION-VALUE",
+            f"--sommelier-strict names arm(s) {', '.join(map(repr, unknown))}, which the suite "
+            f"{suite.name!r} does not have",
+            f"its arms: {', '.join(suite.arms)}",
+            where="--sommelier-strict / ini sommelier_strict",
+        )
+
+
 class SuiteFile(pytest.Module):
     """A suite file. Subclasses ``pytest.Module`` (like pytest's own doctest text files) so
     that module- and class-scoped fixtures from conftests resolve for its items; it never
@@ -117,6 +131,7 @@ class SuiteFile(pytest.Module):
         try:
             suite, split = load_suite_once(self.config, self.path)
             refuse_unwritable_out(self.config)
+            refuse_unknown_strict_arms(self.config, suite)
         except SommelierError as error:
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite
@@ -249,7 +264,10 @@ class EvalItem(pytest.Item):
             arguments_key=self.suite.arguments_key,
         )
         self.stash[RESULT_KEY] = payload
-        if not payload["hit"] and settings_of(self.config).strict:
+        settings = settings_of(self.config)
+        arms = settings.strict_arms
+        must_pass = settings.strict and (not arms or self.arm in arms)
+        if not payload["hit"] and must_pass:
             pytest.fail(describe_miss(payload["record"], self.example.gold_call), pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

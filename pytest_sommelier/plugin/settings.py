@@ -25,6 +25,7 @@ class Settings:
 
     out: str | None = None
     strict: bool = False
+    strict_arms: tuple[str, ...] = ()  # with strict: only these arms' misses fail (empty: all)
     misses: int = DEFAULT_MISSES
     gates: bool = True
     baseline: tuple[str, ...] = ()
@@ -46,9 +47,11 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     (
         "--sommelier-strict",
-        {"dest": "sommelier_strict", "action": "store_true", "default": None},
-        "make every non-exact example a failure (must-pass suites, --lf drilldown)",
-        "bool",
+        {"dest": "sommelier_strict", "nargs": "?", "const": "all", "metavar": "ARM[,ARM]",
+         "default": None},
+        "make every non-exact example a failure (must-pass suites, --lf drilldown); "
+        "--sommelier-strict=ARM[,ARM] for those arms only (ini: true, or the arms)",
+        "string",
     ),
     (
         "--sommelier-misses",
@@ -152,6 +155,32 @@ def _bool(config: pytest.Config, name: str) -> bool:
     return bool(value)
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on", "all"), ("0", "false", "no", "off")
+
+
+def _strict(config: pytest.Config) -> tuple[bool, tuple[str, ...]]:
+    """``--sommelier-strict`` / ini ``sommelier_strict``: off, every arm (a bare flag, ``true``)
+    or the arms named (``--sommelier-strict=adapter,v2``); arm names follow the suite's name
+    rule, so a path a bare flag swallowed (``--sommelier-strict tests/``) is a usage error."""
+    value = _raw(config, "sommelier_strict")
+    if value is None or isinstance(value, bool):
+        return bool(value), ()
+    text = str(value).strip()
+    if text.lower() in _TRUE:
+        return True, ()
+    if text.lower() in _FALSE:
+        return False, ()
+    arms = tuple(part.strip() for part in text.split(","))
+    bad = next((a for a in arms if not a or not all(c.isalnum() or c in "_-" for c in a)), None)
+    if bad is not None:
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {_flag('sommelier_strict')}: {text!r} is not ARM[,ARM] "
+            "(write --sommelier-strict=ARM; a path right after a bare --sommelier-strict is "
+            "read as its value: put paths first)"
+        )
+    return True, arms
+
+
 def build_settings(config: pytest.Config) -> Settings:
     """Read and validate every option once (a usage error naming the option, never a crash
     halfway through a session); the result is what :func:`settings_of` returns."""
@@ -169,6 +198,7 @@ def build_settings(config: pytest.Config) -> Settings:
                 f"SOM-OPTION-VALUE: {_flag('sommelier_engine')}: {engine!r} is not one of "
                 f"{', '.join(ENGINE_NAMES)}"
             )
+    strict, strict_arms = _strict(config)
     misses = _number(config, "sommelier_misses", int, positive=False)
     selfcheck = _number(config, "sommelier_selfcheck", int, positive=False)
     baseline = _raw(config, "sommelier_baseline") or []
@@ -176,7 +206,8 @@ def build_settings(config: pytest.Config) -> Settings:
     cache_dir = _raw(config, "sommelier_cache_dir")
     return Settings(
         out=None if out is None else str(out),
-        strict=_bool(config, "sommelier_strict"),
+        strict=strict,
+        strict_arms=strict_arms,
         misses=DEFAULT_MISSES if misses is None else misses,
         gates=gates is None or str(gates).lower() == "on",
         baseline=tuple(str(value) for value in baseline),
