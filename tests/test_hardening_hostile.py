@@ -52,6 +52,8 @@ class Fake:
             self.adapter_identity = None
         if self.kind == "adapter-identity":
             self.adapter_identity = {"fake-adapter": "stray"}
+        if arm != "base" and HOSTILE.get("identity") == "engine":  # as engines.adapter_refs
+            self.adapter_identity = {"name": arm, "sha256": "a" * 64}
 
     def generate(self, prompts, decoding):
         with (HERE / "calls.jsonl").open("a") as log:
@@ -1060,3 +1062,41 @@ def test_D02_strict_for_the_arms_that_must_pass(pytester: pytest.Pytester) -> No
     result = pytester.runpytest("--sommelier-out", "o", "--sommelier-strict", "suite/")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "put paths first" in result.stderr.str()
+
+
+def test_D03_the_generation_cache_keys_an_adapter_by_its_content_not_its_arm_name(
+    pytester: pytest.Pytester,
+) -> None:
+    """The same adapter files under a new arm name (``adapter`` renamed ``v2``) are served from
+    the cache: no generate call for the renamed arm; another adapter content is not."""
+    cache = ["--sommelier-cache-dir", str(pytester.path / "gencache")]
+    hostile_suite(pytester, {"identity": "engine"})
+    assert session(pytester, *cache)[0].ret == 0
+    calls = pytester.path / "suite" / "calls.jsonl"
+    calls.unlink()
+    renamed = {"v2": {"adapter": "adapter"}, "base": {}}
+    suite = hostile_suite(
+        pytester, {"identity": "engine"}, arms=renamed,
+        comparisons=[{"candidate": "v2", "reference": "base"}],
+        gates=[{"name": "exact", "arm": "v2", "metric": "full_call_exact_match", "min": 0.5}],
+    )
+    result, _ = session(pytester, *cache, out="renamed")
+    assert result.ret == 0, "v2 gets the adapter's cached outputs (exact calls)"
+    assert not calls.exists(), "nothing generated: every record came from the cache"
+    records = read_jsonl(pytester.path / "renamed" / "eval" / "v2" / "generations.en.jsonl")
+    assert all(record["cached"] for record in records)
+    assert suite.exists()
+
+
+def test_D03_the_cache_key_drops_only_the_arm_name() -> None:
+    from pytest_sommelier.inference.gencache import adapter_content
+
+    assert adapter_content({"name": "v2", "sha256": "a"}) == {"sha256": "a"}
+    assert adapter_content({"name": "v2", "hub_id": "o/x", "revision": "r"}) == {
+        "hub_id": "o/x", "revision": "r"
+    }
+    assert adapter_content(None) is None
+    assert adapter_content({"served_name": "lora", "sha256": "a"}) == {
+        "served_name": "lora", "sha256": "a"
+    }
+

@@ -46,6 +46,20 @@ CACHE_SCHEMA = "sommelier.generation_cache.v1"
 LIBRARIES = ("torch", "transformers", "peft")
 
 
+ARM_NAME_KEY = "name"
+"""The entry the engines add to an adapter identity for the arm's name
+(``engines.adapter_refs``): not part of the cache key."""
+
+
+def adapter_content(adapter_identity: Any) -> Any:
+    """The adapter identity as the cache keys it: without the arm's name, so the same adapter
+    files under another arm name (a rename, "v2 of the same checkpoint") hit the same entries;
+    a content digest, hub id and revision, served name or any other entry stays."""
+    if isinstance(adapter_identity, Mapping):
+        return {k: v for k, v in adapter_identity.items() if k != ARM_NAME_KEY}
+    return adapter_identity
+
+
 class GenerationCacheWarning(UserWarning):
     """The generation cache could not store or key an output (the run itself goes on)."""
 
@@ -152,7 +166,7 @@ class GenerationCache:
             "schema_version": CACHE_SCHEMA,
             "generator_class": generator_class(generator),
             "model_identity": generator.model_identity,
-            "adapter_identity": generator.adapter_identity,
+            "adapter_identity": adapter_content(generator.adapter_identity),
             "cache_identity": cache_identity_of(generator),
             "prompt_sha256": prompt_sha256,
             "decoding": dict(decoding),
