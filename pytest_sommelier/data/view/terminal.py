@@ -248,7 +248,8 @@ def not_run_reasons(outcome: RunOutcome) -> dict[str, str]:
                 continue
             order = arm_report.get("slice_order") or []
             root = order[0] if order else ""
-            roots = arm_report.get("slices", {}).get(root, {}).get("examples")
+            root_block = arm_report["slices"].get(root) if "slices" in arm_report else None
+            roots = root_block["examples"] if root_block else None
             if gate["kind"] == "gap" and roots == 0:
                 reasons[gate["name"]] = (
                     f"the gap {gate['slice']} - {root} needs its {root} roots, which this "
