@@ -404,8 +404,27 @@ def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> Store
     return run_at(path)
 
 
+def describe_arm_folder(arm_dir: Path) -> str:
+    """Where a stored arm folder (``.../eval/<arm>``) comes from, as the terminal names it:
+    ``stored arm 0003 (commit abc1234)`` for an arm of a stored run, else
+    ``stored arm runs/r1/eval/base (run <run id>)``."""
+    arm_dir = Path(arm_dir)
+    run_dir = arm_dir.parent.parent
+    match = FOLDER.match(run_dir.name)
+    if match is not None and (run_dir / RECORD).is_file():
+        record = artifacts.read_json(run_dir / RECORD)
+        entry = record if isinstance(record, dict) else {}
+        stored = StoredRun(number=int(match.group("number")), path=run_dir, entry=entry)
+        return "stored arm " + stored.describe().removeprefix("stored run ")
+    resolved = run_dir / artifacts.RESOLVED
+    data = artifacts.read_json(resolved) if resolved.is_file() else None
+    run_id = data.get("run_id") if isinstance(data, dict) else None
+    return f"stored arm {arm_dir}" + (f" (run {run_id})" if run_id else "")
+
+
 __all__ = [
     "DEFAULT_STORE",
+    "describe_arm_folder",
     "StoredRun",
     "check_store",
     "folder_name",
