@@ -1,0 +1,233 @@
+"""The suite's ``[[gates]]`` tables: each gate's kind, references, slice and thresholds checked.
+
+Invariant kept: every returned ``GateConfig`` names configured arms, a configured comparison (for
+a comparison gate), a known metric and slice, and exactly the thresholds its kind takes, within
+their ranges; gate names are unique.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_METRIC
+from pytest_sommelier.core.gates import (
+    ALL_THRESHOLDS,
+    ARM_THRESHOLDS,
+    COMPARISON_THRESHOLDS,
+    IDENTICAL_METRIC,
+)
+from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.types import ArmConfig, ComparisonConfig, GateConfig
+from pytest_sommelier.data.suite_arms import require_arm
+from pytest_sommelier.data.suite_names import OVERALL
+from pytest_sommelier.errors import InputError
+
+GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
+"""Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES`` and
+``acceptable_call_match`` (present only when the split's examples carry acceptable values)."""
+
+
+def gate_configs(
+    entries: list[dict[str, Any]],
+    arms: Mapping[str, ArmConfig],
+    comparisons: Sequence[ComparisonConfig],
+    slices: Sequence[str],
+    label: str,
+) -> tuple[GateConfig, ...]:
+    """``[[gates]]``: kind derived from the keys, every reference checked, names unique."""
+    gates: list[GateConfig] = []
+    for index, entry in enumerate(entries):
+        where = f"{label}: [[gates]] #{index + 1} ({entry['name']!r})"
+        if any(gate.name == entry["name"] for gate in gates):
+            raise InputError(
+                "SOM-SUITE-DUPLICATE-GATE",
+                f"gate name {entry['name']!r} is used twice",
+                "give every gate a unique name",
+                where=where,
+            )
+        gates.append(_gate_config(entry, arms, comparisons, slices, where))
+    return tuple(gates)
+
+
+def _gate_kind(entry: Mapping[str, Any], where: str) -> str:
+    """Derive the kind: ``arm`` -> "arm"; ``arm`` + ``gap`` -> "gap";
+    ``candidate`` + ``reference`` -> "comparison"; anything else is an error."""
+    has_arm = "arm" in entry
+    has_pair = "candidate" in entry or "reference" in entry
+    if has_arm and not has_pair:
+        return "gap" if "gap" in entry else "arm"
+    if has_pair and not has_arm and "gap" not in entry:
+        missing = [k for k in ("candidate", "reference") if k not in entry]
+        if not missing:
+            return "comparison"
+        raise InputError(
+            "SOM-SUITE-GATE-KIND",
+            f"comparison gate is missing key {missing[0]!r}",
+            "a comparison gate names both candidate and reference",
+            where=where,
+        )
+    raise InputError(
+        "SOM-SUITE-GATE-KIND",
+        "cannot tell the gate's kind from its keys",
+        "use arm (an arm gate), arm + gap (a language-gap gate) or candidate + reference "
+        "(a comparison gate)",
+        where=where,
+    )
+
+
+def _gate_config(
+    entry: Mapping[str, Any],
+    arms: Mapping[str, ArmConfig],
+    comparisons: Sequence[ComparisonConfig],
+    slices: Sequence[str],
+    where: str,
+) -> GateConfig:
+    """Build one gate after checking its arms, metric, slice and thresholds."""
+    kind = _gate_kind(entry, where)
+    for key in ("arm", "candidate", "reference"):
+        if key in entry:
+            require_arm(entry[key], arms, f"gates.{key}", where)
+    if entry["metric"] == IDENTICAL_METRIC and kind != "comparison":
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric {IDENTICAL_METRIC!r} is a comparison gate's metric",
+            "name candidate and reference (and max) instead of arm",
+            where=where,
+        )
+    if entry["metric"] not in (*GATE_METRICS, IDENTICAL_METRIC):
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric names unknown metric {entry['metric']!r}",
+            f"metrics: {', '.join(GATE_METRICS)}",
+            where=where,
+        )
+    if kind == "comparison":
+        _require_comparison(entry["candidate"], entry["reference"], comparisons, where)
+    slice_name = _gate_slice(entry, kind, slices, where)
+    _check_thresholds(entry, kind, where)
+    return GateConfig(
+        name=entry["name"],
+        kind=kind,
+        metric=entry["metric"],
+        slice=slice_name,
+        arm=entry.get("arm"),
+        candidate=entry.get("candidate"),
+        reference=entry.get("reference"),
+        gap=entry.get("gap"),
+        **{key: _float_or_none(entry.get(key)) for key in ALL_THRESHOLDS},
+    )
+
+
+def _require_comparison(
+    candidate: str, reference: str, comparisons: Sequence[ComparisonConfig], where: str
+) -> None:
+    """A comparison gate reads a configured comparison's report."""
+    if not any(c.candidate == candidate and c.reference == reference for c in comparisons):
+        raise InputError(
+            "SOM-SUITE-GATE-COMPARISON",
+            f"no [[comparisons]] entry compares {candidate!r} with {reference!r}",
+            f"add [[comparisons]] candidate = {candidate!r}, reference = {reference!r}",
+            where=where,
+        )
+
+
+def _gate_slice(entry: Mapping[str, Any], kind: str, slices: Sequence[str], where: str) -> str:
+    """The gate's slice: "overall" (default) or a configured slice; a gap gate's is its gap."""
+    if kind == "gap":
+        gap = entry["gap"]
+        if gap not in slices[1:]:
+            raise InputError(
+                "SOM-SUITE-UNKNOWN-SLICE",
+                f"gates.gap names {gap!r}, which is not a non-reference slice",
+                f"non-reference slices: {', '.join(slices[1:]) or '(none)'}",
+                where=where,
+            )
+        if entry.get("slice", gap) != gap:
+            raise InputError(
+                "SOM-SUITE-UNKNOWN-SLICE",
+                f"gates.slice {entry['slice']!r} differs from gates.gap {gap!r}",
+                "a gap gate's slice is its gap slice: remove slice",
+                where=where,
+            )
+        return gap
+    slice_name = entry.get("slice", OVERALL)
+    if slice_name != OVERALL and slice_name not in slices:
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-SLICE",
+            f"gates.slice names unknown slice {slice_name!r}",
+            f"use 'overall' or one of: {', '.join(slices)}",
+            where=where,
+        )
+    return slice_name
+
+
+def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
+    """Arm gates: ``min`` and/or ``max`` in [0, 1]; an ``identical_outputs`` comparison gate:
+    ``max`` in [0, 1]; others: exactly one threshold in [-1, 1]."""
+    if kind == "comparison" and entry.get("metric") == IDENTICAL_METRIC:
+        wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
+        if wrong or "max" not in entry:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"an {IDENTICAL_METRIC} gate takes max (the largest fraction of identical "
+                f"outputs allowed){f', not {wrong[0]!r}' if wrong else ''}",
+                "write e.g. max = 0.5",
+                where=where,
+            )
+        if not 0.0 <= entry["max"] <= 1.0:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.max = {entry['max']!r} is outside [0, 1]",
+                "the identical fraction is in [0, 1] (write 0.5, not 50)",
+                where=where,
+            )
+        return
+    allowed, other = (
+        (ARM_THRESHOLDS, COMPARISON_THRESHOLDS)
+        if kind == "arm"
+        else (COMPARISON_THRESHOLDS, ARM_THRESHOLDS)
+    )
+    misplaced = [key for key in other if key in entry]
+    if misplaced:
+        raise InputError(
+            "SOM-SUITE-GATE-THRESHOLD",
+            f"key {misplaced[0]!r} does not apply to {_article(kind)} {kind} gate",
+            f"{_article(kind)} {kind} gate takes {' / '.join(allowed)}",
+            where=where,
+        )
+    present = [key for key in allowed if key in entry]
+    if not present or (kind != "arm" and len(present) > 1):
+        wanted = "min and/or max" if kind == "arm" else f"exactly one of {', '.join(allowed)}"
+        raise InputError(
+            "SOM-SUITE-GATE-THRESHOLD",
+            f"{_article(kind)} {kind} gate needs {wanted}",
+            "see docs/suite.md, [[gates]]",
+            where=where,
+        )
+    low = 0.0 if kind == "arm" else -1.0
+    for key in present:
+        if not low <= entry[key] <= 1.0:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.{key} = {entry[key]!r} is outside [{low:g}, 1]",
+                "metrics are fractions in [0, 1] (write 0.7, not 70)",
+                where=where,
+            )
+    if kind == "arm" and len(present) == 2 and entry["min"] > entry["max"]:
+        raise InputError(
+            "SOM-SUITE-GATE-THRESHOLD",
+            f"gates.min {entry['min']!r} is above gates.max {entry['max']!r}",
+            "no value could pass this gate",
+            where=where,
+        )
+
+
+def _article(word: str) -> str:
+    """ "an" before a vowel, else "a"."""
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _float_or_none(value: Any) -> float | None:
+    """Thresholds are stored as floats (an integer 0 in TOML becomes 0.0)."""
+    return None if value is None else float(value)

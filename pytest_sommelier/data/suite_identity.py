@@ -1,0 +1,64 @@
+"""The resolved suite as recorded in a run (``suite.resolved.json``): content digests, no paths.
+
+Invariant kept: :func:`suite_identity` is JSON-safe and holds no absolute path of this machine;
+two suites that load the same files from different folders have the same identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from pytest_sommelier.core.types import Suite, model_kind_of
+from pytest_sommelier.data.digests import sha256_path
+from pytest_sommelier.data.references import reference_kind, resolve_pkg_path
+
+SUITE_IDENTITY_VERSION = "sommelier.suite_resolved.v1"
+
+
+def suite_identity(suite: Suite) -> dict[str, Any]:
+    """The resolved suite as JSON-safe data with content digests instead of machine paths.
+
+    Written as ``suite.resolved.json``. Local model/adapter files and directories appear as
+    ``{"kind": "local", "sha256": ...}``, package references as ``{"kind": "pkg", "ref": ...,
+    "sha256": ...}``, hub ids as ``{"kind": "hub", "id": ..., "revision": ...}``; the split as
+    its file name and digest. No absolute path of this machine appears anywhere.
+    """
+    return {
+        "schema_version": SUITE_IDENTITY_VERSION,
+        "name": suite.name,
+        "test_split": {"file": suite.test_split.name, "sha256": sha256_path(suite.test_split)},
+        "slices": list(suite.slices),
+        "reference_slice": suite.reference_slice,
+        "model": {
+            "base": reference_identity(suite.model.base, suite.model.revision),
+            "dtype": suite.model.dtype,
+            "device": suite.model.device,
+        },
+        "decoding": dict(suite.decoding),
+        "arms": {
+            name: {
+                "model_kind": model_kind_of(arm.adapter),
+                "adapter": None
+                if arm.adapter is None
+                else reference_identity(arm.adapter, arm.adapter_revision),
+            }
+            for name, arm in suite.arms.items()
+        },
+        "comparisons": [
+            {"name": c.name, "candidate": c.candidate, "reference": c.reference}
+            for c in suite.comparisons
+        ],
+        "statistics": asdict(suite.statistics),
+        "gates": [asdict(gate) for gate in suite.gates],
+    }
+
+
+def reference_identity(value: str, revision: str | None) -> dict[str, Any]:
+    """Identity of one loaded model/adapter reference (see :func:`suite_identity`)."""
+    kind = reference_kind(value)
+    if kind == "hub":
+        return {"kind": "hub", "id": value, "revision": revision}
+    if kind == "pkg":
+        return {"kind": "pkg", "ref": value, "sha256": sha256_path(resolve_pkg_path(value))}
+    return {"kind": "local", "sha256": sha256_path(value)}
