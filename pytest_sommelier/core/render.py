@@ -6,7 +6,7 @@ matched-pair language gaps are never shown in the same table as marginal full-sl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
@@ -401,12 +401,21 @@ Line = tuple[str, dict[str, bool]]
 
 
 def run_summary_lines(
-    outcome: RunOutcome, run_dir: str | PathLike[str] | None, errored_items: int, misses_wanted: int
+    outcome: RunOutcome,
+    run_dir: str | PathLike[str] | None,
+    errored_items: int,
+    misses_wanted: int,
+    *,
+    origins: Sequence[str] = (),
+    stored: Sequence[str] = (),
 ) -> list[Line]:
     """Every line of one suite's terminal summary after its run was evaluated (a
-    ``pipeline.RunOutcome``): run folder, completeness, metrics, comparisons, language gaps,
-    gates and verdict (coloured), and the first ``misses_wanted`` misses."""
+    ``pipeline.RunOutcome``): run folder, where each arm came from (``origins``),
+    completeness, metrics, comparisons, language gaps, the comparison with stored runs
+    (``stored``, already rendered), gates and verdict (coloured), and the first
+    ``misses_wanted`` misses."""
     lines: list[Line] = [(f"run directory: {run_dir}", {})]
+    lines += [(line, {}) for line in origins]
     if not outcome.complete:
         missing = ", ".join(f"{a}: {n}" for a, n in outcome.missing.items() if n)
         detail = f"not scored: {missing}; " if missing else ""
@@ -435,6 +444,9 @@ def run_summary_lines(
     if categories:
         lines.append(("", {}))
         lines += [(line, {}) for line in categories]
+    if stored:
+        lines.append(("", {}))
+        lines += [(line, {}) for line in stored]
     lines.append(("", {}))
     for line in gate_lines(outcome.verdict):
         colour = {"PASS": "green", "FAIL": "red"}.get(line.split(" ", 1)[0])

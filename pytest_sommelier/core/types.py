@@ -86,7 +86,8 @@ class StatisticsConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    """One ``[[gates]]`` entry; ``kind`` is derived from its keys ("arm", "comparison", "gap")."""
+    """One ``[[gates]]`` entry; ``kind`` is derived from its keys ("arm", "comparison", "gap",
+    "stored")."""
 
     name: str
     kind: str
@@ -101,6 +102,7 @@ class GateConfig:
     ci_lower_above: float | None
     ci_lower_at_least: float | None
     delta_at_least: float | None
+    stored: str | None = None  # a "stored" gate: "last" or a store number (its arm's stored twin)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from pytest_sommelier.data.history_record import describe_run, git_state, value_
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 DEFAULT_STORE = ".sommelier"
+LAST = "last"  # the newest comparable stored run of the suite
 INDEX = "index.json"
 LOCK = ".lock"
 RECORD = "stored_run.json"
@@ -127,13 +128,45 @@ def _check_entry(path: Path, position: int, entry: Any) -> dict[str, Any]:
 
 
 def read_index(store: Path) -> list[dict[str, Any]]:
-    """The entries of ``<store>/index.json`` in number order ([] for a store not made yet).
+    """The entries of ``<store>/index.json`` in number order ([] for a store not made yet),
+    read under a shared ``flock`` on ``<store>/.lock`` so that a save in progress in another
+    process (a folder renamed, its index entry not yet written) is never seen half done.
 
     A file that is not valid JSON, has another schema, or holds an entry whose number or
     folder does not fit is an ``InputError`` naming the file (``SOM-HISTORY-INDEX``); so is a
     store whose folders do not fit (:func:`check_store`).
     """
     store = Path(store)
+    if not store.exists():
+        return []
+    with _shared_lock(store):
+        return _read_index(store)
+
+
+@contextmanager
+def _shared_lock(store: Path) -> Iterator[None]:
+    """A shared ``flock`` on ``<store>/.lock`` for the block (the file is created if needed,
+    as writers do; a read-only store that has none is read without a lock)."""
+    handle = None
+    for mode in ("a", "r"):
+        try:
+            handle = open(store / LOCK, mode)
+            break
+        except OSError:
+            continue
+    if handle is None:
+        yield
+        return
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+        yield
+    finally:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
+
+
+def _read_index(store: Path) -> list[dict[str, Any]]:
+    """:func:`read_index` without the lock (for a caller that holds :func:`store_lock`)."""
     check_store(store)
     path = store / INDEX
     if not path.exists():
@@ -301,8 +334,8 @@ def save_run(
         store.mkdir(parents=True, exist_ok=True)
         shutil.copytree(run_dir, temporary, copy_function=shutil.copy2)
         now = (moment or datetime.now(UTC)).astimezone(UTC)
-        with store_lock(store):
-            entries = read_index(store)
+        with store_lock(store):  # the exclusive lock: only the unlocked reader inside
+            entries = _read_index(store)
             twin = next((e for e in entries if e.get("run_id") == record["run_id"]), None)
             if twin is not None:  # stored by a concurrent save meanwhile
                 return StoredRun(number=twin["number"], path=store / twin["folder"], entry=twin)
@@ -368,7 +401,7 @@ def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> Store
     """
     store = Path(store)
     text = spec.strip()
-    if text == "last":
+    if text == LAST:
         runs = [run for run in stored_runs(store, suite=suite) if run.comparable]
         if not runs:
             of = f" of suite {suite!r}" if suite else ""
@@ -424,9 +457,9 @@ def describe_arm_folder(arm_dir: Path) -> str:
 
 __all__ = [
     "DEFAULT_STORE",
-    "describe_arm_folder",
     "StoredRun",
     "check_store",
+    "describe_arm_folder",
     "folder_name",
     "read_index",
     "read_record",

@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.canonical import sha256_json
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import METRIC_NAMES, full_call_hit
 from pytest_sommelier.core.pipeline import (
     ArmRun,
     build_arm_reports,
     config_sha256,
-    is_exact,
 )
 from pytest_sommelier.core.render import SHORT, _md_table, _table, fmt, fmt_interval
 from pytest_sommelier.core.reports import check_identity, identical_outputs, metric_gaps
@@ -228,7 +227,8 @@ def _flips(reference: Records, candidate: Records, slices: Mapping[str, str], li
     """Fixed (reference missed, candidate hit) and broken (the reverse) examples, paired."""
     fixed, broken = [], []
     for ref, cand in zip(reference, candidate, strict=True):
-        ref_hit, cand_hit = is_exact(ref, ref["gold_call"]), is_exact(cand, cand["gold_call"])
+        ref_hit = full_call_hit(ref, ref["gold_call"])
+        cand_hit = full_call_hit(cand, cand["gold_call"])
         if ref_hit != cand_hit:
             item = {"example_id": cand["example_id"], "slice": slices[cand["example_id"]]}
             (fixed if cand_hit else broken).append(item)

@@ -233,7 +233,7 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
         except SommelierError:
             continue
         scoring[name] = {
-            lang: rescored([dict(r) for r in rows], split) for lang, rows in arm.records.items()
+            lang: rescored(rows, split)[1] for lang, rows in arm.records.items()
         }
     return value_intervals_of(scoring, suite.statistics)
 

@@ -168,6 +168,18 @@ def _comparison_reports(
     return reports
 
 
+def _stored_comparisons(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's comparisons with stored runs (``report/compare-<NNNN>.json``), by name."""
+    from pytest_sommelier.data.history_compare import COMPARE_SCHEMA  # it imports this module
+
+    found = []
+    for path in sorted((run_dir / "report").glob("compare-*.json")):
+        report = artifacts.read_json(path)
+        if isinstance(report, dict) and report.get("schema_version") == COMPARE_SCHEMA:
+            found.append(report)
+    return found
+
+
 # --- small formatting helpers ------------------------------------------------------------
 
 
@@ -618,6 +630,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "verdict": verdict,
         "arms": arms,
         "comparisons": comparisons,
+        "compares": _stored_comparisons(run_dir),
         "forests": {name: forest_plot(report) for name, report in comparisons.items()},
         "metric_names": metric_names,
         "slices": slices,
