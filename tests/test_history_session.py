@@ -138,7 +138,8 @@ def test_a_regression_beyond_the_margin_fails_in_verdict_and_junit(
     assert cases["gates::compare-fail:base:full_call_exact_match:0.02"] is True
     assert cases["gates::verdict"] is False
     summary = (two / "report" / "summary.md").read_text(encoding="utf-8")
-    assert "**FAIL**" in summary and "broken (stored run hit, this run misses): en-1, en-3" in summary
+    assert "**FAIL**" in summary
+    assert "broken (stored run hit, this run misses): en-1, en-3" in summary
     # the page shows the verdict with the compare-fail gate
     assert ADAPTER_GATE in (two / "report.html").read_text(encoding="utf-8")
 
@@ -215,7 +216,9 @@ def test_a_run_in_git_records_its_commit(pytester: pytest.Pytester) -> None:
     arm = kept.path / "eval" / "base"
     result, _ = run(pytester, "two", V1, "--sommelier-baseline", str(arm))
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines([f"base: stored arm 0001 (commit {head[:7]})", "adapter: 7 generated"])
+    result.stdout.fnmatch_lines(
+        [f"base: stored arm 0001 (commit {head[:7]})", "adapter: 7 generated"]
+    )
 
 
 def test_a_stored_base_arm_never_stands_in_for_the_adapter(pytester: pytest.Pytester) -> None:
@@ -304,13 +307,20 @@ def test_two_concurrent_autosaves_keep_the_index_whole(tmp_path: Path) -> None:
         subprocess_session(folder, "warm", V1)  # the suite, and a first run to check it works
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GITHUB_STEP_SUMMARY", None)
+    def command(folder: Path, out: str) -> list[str]:
+        return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                "--sommelier-no-cache", str(folder / "suite"), "--sommelier-out", out,
+                "--sommelier-autosave", "--sommelier-storage", str(store)]  # fmt: skip
+
     sessions = [
         subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-             "--sommelier-no-cache", str(folder / "suite"), "--sommelier-out", f"r{i}",
-             "--sommelier-autosave", "--sommelier-storage", str(store)],
-            cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            command(folder, f"r{i}"),
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         for folder in folders
         for i in range(2)
     ]
@@ -321,3 +331,64 @@ def test_two_concurrent_autosaves_keep_the_index_whole(tmp_path: Path) -> None:
     assert len({e["run_id"] for e in index}) == 4
     folders_on_disk = sorted(p.name for p in store.iterdir() if not p.name.startswith("."))
     assert folders_on_disk == sorted([e["folder"] for e in index] + ["index.json"])
+
+
+# --- sommelier rescore under the suite's current gates ----------------------------------------
+
+
+def test_rescore_applies_the_suites_current_gates_with_the_sessions_tables(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_sommelier.cli import main
+    from pytest_sommelier.data.digests import sha256_file
+    from pytest_sommelier.data.rescore import generation_files
+
+    _, one = run(pytester, "one", V1, "--sommelier-autosave")
+    sources = {name: sha256_file(one / name) for name in generation_files(one, ["base", "adapter"])}
+    gates = [{"name": "strict", "arm": "adapter", "metric": "full_call_exact_match", "min": 0.9}]
+    suite = write_scripted_suite(pytester, script(V1), gates=[*gates, *STORED_GATE])
+    capsys.readouterr()
+    again = pytester.path / "again"
+    code = main(["rescore", str(one), "--suite", str(suite), "--out", str(again),
+                 "--store", str(store_of(pytester))])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1
+    # the session's tables: metrics, comparison, language gaps, misses by category, drilldown
+    for line in ("arm      slice    valid_json", "adapter-vs-base (candidate - reference",
+                 "language gaps, matched pairs (full_call_exact_match):", "misses by category:",
+                 "misses (showing 8 of 8", "FAIL strict: adapter full_call_exact_match",
+                 "verdict: FAIL"):  # fmt: skip
+        assert line in out, line
+    # the stored gate: the rescored copy is the stored run itself (the same run id): refused
+    held = gate(again, "not-worse-than-shipped")
+    assert held["passed"] is False and "SOM-HISTORY-SAME" in held["reason"]
+    record = json.loads((again / "rescored.json").read_text(encoding="utf-8"))
+    assert record["by"].startswith("pytest-sommelier ") and record["suite"]["file"] == (
+        "sommelier.toml"
+    )
+    from pytest_sommelier.core.canonical import sha256_json
+
+    assert record["generations_sha256"] == sha256_json(sorted(map(list, sources.items())))
+    assert record["from"] == {"folder": str(one), "run_id": verdict_of(one)["run_id"]}
+    assert f"from generations sha256 {record['generations_sha256'][:12]}" in out
+    resolved = json.loads((again / "suite.resolved.json").read_text(encoding="utf-8"))
+    assert [g["name"] for g in resolved["gates"]] == ["strict", "not-worse-than-shipped"]
+    # without --suite the run's own (no) gates: it passes
+    assert main(["rescore", str(one), "--out", str(pytester.path / "plain")]) == 0
+
+
+def test_rescore_refuses_another_split_and_a_stored_run_in_place(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_sommelier.cli import main
+
+    _, one = run(pytester, "one", V1, "--sommelier-autosave")
+    other = write_scripted_suite(pytester, script(V1), ids=("en-0", "en-1", "he-0"))
+    capsys.readouterr()
+    assert main(["rescore", str(one), "--suite", str(other), "--out", "x"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "SOM-RESCORE-SUITE" in line and "is not the run's" in line
+    assert not (pytester.path / "x").exists()
+    (stored,) = stored_runs(store_of(pytester))
+    assert main(["rescore", str(stored.path)]) == 2
+    assert "SOM-RESCORE-STORED" in capsys.readouterr().err

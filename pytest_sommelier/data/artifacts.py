@@ -33,6 +33,7 @@ SPLIT_COPY = "inputs/test_split.jsonl"
 RESOLVED = "suite.resolved.json"
 VERDICT = "gate_verdict.json"
 REPORT_PAGE = "report.html"
+RESCORED = "rescored.json"  # written by ``sommelier rescore`` (data.rescore)
 
 StoredArm = tuple[EvaluationReport, Telemetry | None, dict[str, list[GenerationRecord]]]
 """A stored arm folder as :func:`read_arm` returns it: (report, telemetry or None, records per
@@ -137,7 +138,7 @@ def write_outcome(
 def remove_stale(run_dir: Path) -> None:
     """Remove the reports, verdict and HTML page of an earlier write to ``run_dir`` (used
     before a rewrite, so no report from a previous attempt can pass for this one's)."""
-    for path in (run_dir / VERDICT, run_dir / REPORT_PAGE, run_dir / "report"):
+    for path in (run_dir / VERDICT, run_dir / REPORT_PAGE, run_dir / RESCORED, run_dir / "report"):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():

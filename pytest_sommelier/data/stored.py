@@ -1,5 +1,5 @@
-"""Stored runs: re-deriving a run directory (``sommelier rescore``) and comparing two stored
-arms (``sommelier compare``), with no model.
+"""Stored runs: reading a run directory's inputs and arms back (for ``sommelier rescore``,
+``data.rescore``), and comparing two stored arms (``sommelier compare``), with no model.
 
 Invariants kept: a run is re-derived only from its own files (``suite.resolved.json``, the
 split copy in ``inputs/`` and each arm's ``generations.<slice>.jsonl``) after the same
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
+from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
 from pytest_sommelier.core.reports import build_comparison_report
 from pytest_sommelier.core.types import (
     ArmConfig,
@@ -26,7 +26,6 @@ from pytest_sommelier.core.types import (
     Suite,
 )
 from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.htmlreport import write_report
 from pytest_sommelier.data.split import load_split
 from pytest_sommelier.data.suite import valid_name
 from pytest_sommelier.errors import InputError, InvariantError
@@ -136,36 +135,6 @@ def stored_arm(
     )
 
 
-def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOutcome]:
-    """Re-derive every report and the verdict of ``run_dir`` from stored ``raw_text``, then
-    write the HTML page (``report.html``) beside them."""
-    resolved, suite, split = load_run_inputs(run_dir)
-    arms: dict[str, ArmRun] = {}
-    for name in suite.arms:
-        arm_dir = run_dir / "eval" / name
-        if arm_dir.is_dir():
-            arms[name] = stored_arm(suite, split, arm_dir)
-    outcome = evaluate_run(
-        suite,
-        split,
-        arms,
-        run_id=resolved.get("run_id", run_dir.name),
-        model=resolved["model"],
-        gates=True,
-    )
-    target = out_dir or run_dir
-    if target != run_dir:
-        artifacts.remove_stale(target)
-    else:
-        # in place: keep generations and telemetry; rewrite reports and verdict only
-        for name in suite.arms:
-            (run_dir / "eval" / name / "evaluation_report.json").unlink(missing_ok=True)
-        artifacts.remove_stale(run_dir)
-    artifacts.write_outcome(target, outcome, resolved=resolved, split_path=suite.test_split)
-    write_report(target)
-    return target, outcome
-
-
 def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
     """A comparison report between two stored arms (possibly of different runs).
 
@@ -204,4 +173,4 @@ def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
     )
 
 
-__all__ = ["compare_arms", "load_run_inputs", "rescore_run", "suite_from_resolved"]
+__all__ = ["compare_arms", "load_run_inputs", "stored_arm", "suite_from_resolved"]
