@@ -75,7 +75,7 @@ def test_three_runs_autosaved_then_compared_with_last_and_a_number(
             [
                 "base: 7 generated",
                 "adapter: 7 generated",
-                f"stored as stored run {n:04d} (no commit recorded) in {store_of(pytester)}",
+                f"stored as run {n:04d} (no commit recorded) in {store_of(pytester)}",
             ]
         )
         assert (run_dir / "report" / "summary.md").is_file()
@@ -184,7 +184,7 @@ def test_an_incomplete_run_is_not_stored_as_comparable(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(["not stored: incomplete*--sommelier-autosave=all keeps it*"])
     assert not store_of(pytester).exists()
     result, _ = run(pytester, "part2", V1, "--sommelier-autosave=all", "-k", "not he-1")
-    result.stdout.fnmatch_lines(["stored as stored run 0001 (*), incomplete: never compared*"])
+    result.stdout.fnmatch_lines(["stored as run 0001 (*), incomplete: never compared*"])
     (kept,) = stored_runs(store_of(pytester))
     assert kept.comparable is False and kept.entry["complete"] is False
     # `last` skips it: nothing comparable yet, so no compare-fail gate is added
@@ -209,7 +209,7 @@ def test_a_run_in_git_records_its_commit(pytester: pytest.Pytester) -> None:
         ["git", "rev-parse", "HEAD"], cwd=pytester.path, check=True, capture_output=True, text=True
     ).stdout.strip()
     result, _ = run(pytester, "one", V1, "--sommelier-autosave")
-    result.stdout.fnmatch_lines([f"stored as stored run 0001 (commit {head[:7]}) in *"])
+    result.stdout.fnmatch_lines([f"stored as run 0001 (commit {head[:7]}) in *"])
     (kept,) = stored_runs(store_of(pytester))
     assert kept.entry["git"] == {"commit": head, "branch": "trunk", "dirty": False}
     # the baseline from the store says where it came from
@@ -227,6 +227,20 @@ def test_a_stored_base_arm_never_stands_in_for_the_adapter(pytester: pytest.Pyte
     assert result.ret == 1
     (line,) = [x for x in result.stdout.lines if "SOM-HISTORY-BORROWED" in x]
     assert "has model_kind base" in line and "refusing to use it as arm 'adapter'" in line
+
+
+def test_a_damaged_store_is_one_line_at_finish(pytester: pytest.Pytester) -> None:
+    store_of(pytester).mkdir()
+    (store_of(pytester) / "index.json").write_text('{"runs": [', encoding="utf-8")
+    result, one = run(pytester, "one", V1, "--sommelier-autosave", "--sommelier-compare", FAIL)
+    assert result.ret == 1
+    errors = [line for line in result.stdout.lines if line.startswith("ERROR ")]
+    assert len(errors) == 2 and all("SOM-HISTORY-INDEX" in e and "index.json" in e for e in errors)
+    assert errors[0].startswith("ERROR not compared with stored run 'last': ")
+    assert errors[1].startswith("ERROR not stored: ")
+    # no arm could be compared: one failing gate per spec, the one line as its reason
+    failed = gate(one, "compare-fail:full_call_exact_match:0.02")
+    assert failed["passed"] is False and "SOM-HISTORY-INDEX" in failed["reason"]
 
 
 def test_the_ini_twins_store_and_compare(pytester: pytest.Pytester) -> None:

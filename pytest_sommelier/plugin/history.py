@@ -101,7 +101,8 @@ def summarise_and_store(
         )
         return
     mark = "" if stored.comparable else ", incomplete: never compared with"
-    over.stored = f"stored as {stored.describe()}{mark} in {stored.path.parent}"
+    where = stored.describe().removeprefix("stored run ")  # 0004 (commit abc1234)
+    over.stored = f"stored as run {where}{mark} in {stored.path.parent}"
 
 
 __all__ = ["OverTime", "against_stored", "summarise_and_store"]
