@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from synthetic_run import write_synthetic_run
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.htmlreport import REPORT_FILE, write_report
+from pytest_sommelier.data.view.html import REPORT_FILE, write_report
 
 MB = 1_000_000
 
@@ -38,12 +39,12 @@ def artifact_bytes(run_dir: Path) -> int:
 
 def read_only(run_dir: Path) -> None:
     """Read every artifact the page is built from (JSON decoded), and nothing else."""
-    artifacts.read_json(run_dir / artifacts.RESOLVED)
+    artifacts.read_json(runlayout.resolved(run_dir))
     for arm_dir in sorted((run_dir / "eval").iterdir()):
         artifacts.read_arm(arm_dir)
     for path in sorted((run_dir / "report").glob("*.json")):
         artifacts.read_json(path)
-    (run_dir / artifacts.SPLIT_COPY).read_text(encoding="utf-8").splitlines()
+    runlayout.split_copy(run_dir).read_text(encoding="utf-8").splitlines()
 
 
 def timed(function, repeat: int) -> tuple[float, float]:
@@ -87,7 +88,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     demo = Path(args.demo)
-    if (demo / artifacts.RESOLVED).exists():
+    if runlayout.resolved(demo).exists():
         measure(f"demo run ({demo})", demo, args.repeat, size_goal=1, time_goal=2)
     else:
         print(f"demo run: skipped, no run at {demo} (run scripts/demo.sh first)")

@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_sommelier.errors import SommelierError
 
@@ -53,6 +53,7 @@ def format_split(
                 field="--tokenizer",
                 revision_field="--revision",
                 where="--tokenizer",
+                looked="in the working directory" if base_dir is None else f"under {base_dir}",
             )
         tokenizer = load_tokenizer(tokenizer_ref, revision=revision, base_dir=base_dir)
     tokenizer_id, tokenizer_revision = tokenizer_identity(
@@ -125,9 +126,10 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     raw_text (under the suite's current gates and comparisons when given); the same tables as a
     session's summary."""
     from pytest_sommelier import __version__
-    from pytest_sommelier.core import render
-    from pytest_sommelier.data.rescore import RESCORED, rescore
+    from pytest_sommelier.core import runlayout
+    from pytest_sommelier.data.rescore import rescore
     from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.view import terminal
 
     suite = load_suite(args.suite) if args.suite else None
     done = rescore(
@@ -140,7 +142,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     )
     for note in done.notes:
         print(f"note: {note}")
-    for line, _ in render.run_summary_lines(
+    for line, _ in terminal.run_summary_lines(
         done.outcome, done.target, 0, args.misses, stored=done.against.lines()
     ):
         print(line)
@@ -149,10 +151,10 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     record = done.record
     print(
         f"rescored by {record['by']} from generations sha256 "
-        f"{record['generations_sha256'][:12]} ({done.target / RESCORED})"
+        f"{record['generations_sha256'][:12]} ({runlayout.rescored(done.target)})"
     )
     print(f"re-derived reports and verdict written to {done.target}")
-    print(f"HTML report: {done.target / 'report.html'}")
+    print(f"HTML report: {runlayout.page(done.target)}")
     verdict = done.outcome.verdict["verdict"] if done.outcome.verdict else "pass"
     return 0 if verdict == "pass" else 1
 
@@ -182,15 +184,18 @@ def _add_rescore_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _arm_folder(text: str) -> bool:
     """Whether a ``sommelier compare`` argument is a stored arm folder (``eval/<arm>``)."""
+    from pytest_sommelier.core import runlayout
+
     path = Path(text)
-    return (path / "evaluation_report.json").is_file() or path.parent.name == "eval"
+    return runlayout.arm_report(path).is_file() or runlayout.is_arm_path(path)
 
 
 def _fail_lines(results: list[dict[str, Any]]) -> list[str]:
     """The ``--fail`` gates as gate lines (without the suite verdict line)."""
-    from pytest_sommelier.core import render
+    from pytest_sommelier.core.types import GateResult
+    from pytest_sommelier.data.view import terminal
 
-    return render.gate_lines({"gates": results, "verdict": ""})[:-1]
+    return terminal.gate_result_lines(cast("list[GateResult]", results))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -206,20 +211,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _compare_arm_folders(args: argparse.Namespace, specs: list[Any]) -> int:
     """Two stored arms through the identity gate (``data.stored.compare_arms``)."""
-    from pytest_sommelier.core import render
     from pytest_sommelier.data import artifacts
     from pytest_sommelier.data.history_compare import refuse_same_arm_folder
     from pytest_sommelier.data.history_gate import evaluate_fail_specs
     from pytest_sommelier.data.stored import compare_arms
+    from pytest_sommelier.data.view.markdown import comparison_markdown
 
     refuse_same_arm_folder(Path(args.candidate), Path(args.reference))
     report = compare_arms(Path(args.candidate), Path(args.reference))
-    markdown = render.comparison_markdown(report)
+    markdown = comparison_markdown(report)
     if args.out:
-        out = Path(args.out)
-        artifacts.atomic_write_json(out / f"{report['name']}.json", report)
-        artifacts.atomic_write_text(out / f"{report['name']}.md", markdown)
-        print(f"wrote {out / report['name']}.json and .md")
+        json_path, _ = artifacts.write_comparison(Path(args.out), report["name"], report, markdown)
+        print(f"wrote {json_path} and .md")
     print(markdown, end="")
     if not specs:
         return 0
@@ -438,7 +441,7 @@ def _add_import_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``sommelier report RUN_DIR [--out FILE]``: render a stored run's HTML page."""
-    from pytest_sommelier.data.htmlreport import write_report
+    from pytest_sommelier.data.view.html import write_report
 
     target = write_report(Path(args.run_dir), Path(args.out) if args.out else None)
     print(f"wrote {target}")
@@ -458,15 +461,78 @@ def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=cmd_report)
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """``sommelier plan RUN_DIR``: from a pilot run, the pairs and clusters needed per slice."""
+    import json
+
+    from pytest_sommelier.data.plan import plan_lines, plan_rows
+
+    rows = plan_rows(
+        Path(args.run_dir), comparison=args.comparison, effect=args.effect, power=args.power,
+        metric=args.metric,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+    else:
+        for line in plan_lines(rows):
+            print(line)
+    return 0
+
+
+def _probability(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not strictly between 0 and 1")
+    return value
+
+
+def _effect(text: str) -> float:
+    """An argparse type: a non-zero difference of at most 1 in size."""
+    value = float(text)
+    if not 0.0 < abs(value) <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a difference in (0, 1]")
+    return value
+
+
+def _add_plan_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier plan``."""
+    from pytest_sommelier.data.plan import DEFAULT_EFFECT, PLAN_METRIC
+
+    parser = subparsers.add_parser(
+        "plan",
+        help="from a pilot run, the pairs (and clusters) needed to detect an effect",
+        description="Re-score a stored pilot run (no model; nothing is written) and, for each "
+        "comparison and slice, apply Connor's (1987) sample-size formula to its discordance and "
+        "design effect: the pairs and clusters a run needs to detect --effect at --power.",
+    )
+    parser.add_argument("run_dir", help="a pilot run directory (runs/<run_id>)")
+    parser.add_argument("--comparison", default=None, help="one comparison (default: every one)")
+    parser.add_argument(
+        "--effect", type=_effect, default=DEFAULT_EFFECT,
+        help=f"the difference to detect (default {DEFAULT_EFFECT})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--power", type=_probability, default=None,
+        help="the power wanted (default: the suite's [statistics] power, 0.8)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--metric", default=PLAN_METRIC, help=f"a rate metric (default {PLAN_METRIC})"
+    )
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.set_defaults(handler=cmd_plan)
+
+
 def cmd_parity(args: argparse.Namespace) -> int:
     """``sommelier parity RUN_DIR --engine NAME``: regenerate a sample on another engine."""
+    from pytest_sommelier.core import runlayout
     from pytest_sommelier.data import artifacts
     from pytest_sommelier.inference import parity
 
     result = parity.run_parity(
         Path(args.run_dir), Path(args.suite), args.engine, sample=args.sample, seed=args.seed
     )
-    out = Path(args.out) if args.out else Path(args.run_dir) / "parity" / f"{args.engine}.json"
+    out = Path(args.out) if args.out else runlayout.parity_report(Path(args.run_dir), args.engine)
     artifacts.atomic_write_json(out, result)
     print(parity.render_parity(result))
     print(f"parity report written to {out}")
@@ -548,6 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import_parser(subparsers)
     _add_report_parser(subparsers)
     _add_parity_parser(subparsers)
+    _add_plan_parser(subparsers)
     _add_check_parser(subparsers)
     return parser
 

@@ -25,7 +25,7 @@ for _module in (
     "pytest_sommelier.plugin.session",
     "pytest_sommelier.plugin.baseline",
     "pytest_sommelier.plugin.history",
-    "pytest_sommelier.data.htmlreport",
+    "pytest_sommelier.data.view.html",
     "pytest_sommelier.data.ci_summary",
 ):
     importlib.import_module(_module)

@@ -44,8 +44,8 @@ from pytest_sommelier.data.history_gate import (
 )
 from pytest_sommelier.data.history_page import history_lines, history_runs, render_history
 from pytest_sommelier.data.history_record import git_state, suite_run_dirs
-from pytest_sommelier.data.htmlreport import _environment
 from pytest_sommelier.data.suite import GATE_METRICS, load_suite, suite_identity, valid_name
+from pytest_sommelier.data.view.html import _environment
 from pytest_sommelier.errors import EvaluationError, InputError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -129,6 +129,7 @@ def test_hub_identity_requires_revision() -> None:
     with pytest.raises(InputError) as info:
         tokenizer_identity("org/name", None, None)
     assert info.value.code == "SOM-SUITE-REVISION-MISSING"
+    assert "no such path exists in the working directory" in str(info.value)
 
 
 def test_folder_without_tokenizer_files(tmp_path: Path) -> None:

@@ -28,6 +28,11 @@ from tool_templates import (
     tokenizer_folder,
 )
 
+# A test using pytester drops every module first imported while it runs, and torch (which the
+# tokenizer loader's ``transformers.AutoTokenizer`` imports) cannot be imported twice in one
+# process: load it once here, before any such test.
+from transformers import AutoTokenizer  # noqa: F401
+
 from pytest_sommelier.cli import main
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.parse import parse_tool_call, parser_identity
@@ -284,14 +289,24 @@ def test_hub_id_without_revision_is_refused_before_any_hub_access(tmp_path, monk
                  "--split", "test", "--out", str(tmp_path / "o.jsonl")])
     err = capsys.readouterr().err
     assert code == 2 and "SOM-SUITE-REVISION-MISSING" in err and "--revision" in err
+    assert "no such path exists in the working directory" in err  # not "beside the suite"
     assert len(err.strip().splitlines()) == 1
 
 
+END_OF_TURN = {"hermes": "<|im_end|>", "llama3": "<|eot_id|>"}
+"""The family's end-of-turn token, which engines decode away (skip_special_tokens)."""
+
+
 @pytest.mark.slow
-def test_a_scripted_run_scores_the_hermes_output_format_ok(pytester: pytest.Pytester):
-    """A plugin session over a native Hermes split: a fake adapter answering in the family's own
-    output format (the call block, the end-of-turn token skipped by decoding) scores 100%."""
-    tok = tokenizer_folder(pytester.path / "tok", HERMES)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_scripted_run_scores_the_family_output_format_ok(pytester: pytest.Pytester,
+                                                           family: str):
+    """A plugin session over a native split of each family parser v1 reads, the suite's
+    ``arguments_key`` the family's: a fake adapter answering in the family's own output format
+    (the call as the template writes it, the end-of-turn token skipped by decoding) scores
+    100% ``ok``; the report, the page and ``sommelier rescore`` read the same key."""
+    template, key = FAMILIES[family]
+    tok = tokenizer_folder(pytester.path / "tok", template)
     prepared = write_rows(pytester.path / "p.jsonl", [
         prepared_row(example_id="en-0"),
         prepared_row(example_id="en-1", query="A timer for 5 minutes",
@@ -299,20 +314,30 @@ def test_a_scripted_run_scores_the_hermes_output_format_ok(pytester: pytest.Pyte
     ])
     split = pytester.path / "split.jsonl"
     assert main(["format", str(prepared), "--tokenizer", str(tok), "--split", "test",
-                 "--out", str(split), "--policy", NATIVE]) == 0
+                 "--out", str(split), "--policy", NATIVE, "--arguments-key", key]) == 0
     rows = read_jsonl(split)
-    suite = write_suite(pytester.path / "suite", rows=rows, suite={"slices": ["en"]},
-                        comparisons=None)
+    suite_key = None if key == "arguments" else key  # the default is written by leaving it out
+    suite = write_suite(pytester.path / "suite", rows=rows,
+                        suite={"slices": ["en"], "arguments_key": suite_key}, comparisons=None)
     (suite.parent / "conftest.py").write_text(CONFTEST)
-    script = {"adapter": {r["example_id"]: r["target_text"].removesuffix("<|im_end|>")
-                          for r in rows}}
-    (suite.parent / "script.json").write_text(json.dumps(script))
+    answers = {r["example_id"]: r["target_text"].removesuffix(END_OF_TURN[family]) for r in rows}
+    assert all(key in answer for answer in answers.values())  # the family's own key
+    (suite.parent / "script.json").write_text(json.dumps({"adapter": answers}))
     result = pytester.runpytest("-p", "no:cacheprovider", "-m", "eval", "--sommelier-out", "out")
     assert result.ret == 0, result.stdout.str()
-    report = read_json(pytester.path / "out" / "eval" / "adapter" / "evaluation_report.json")
+    out = pytester.path / "out"
+    report = read_json(out / "eval" / "adapter" / "evaluation_report.json")
     assert report["metrics"]["full_call_exact_match"]["value"] == 1.0
     assert report["metrics"]["valid_json_rate"]["numerator"] == 2
-    assert (pytester.path / "out" / "report.html").is_file()
+    assert (report["parser_version"], report["arguments_key"]) == ("sommelier.parser.v1", key)
+    records = read_jsonl(out / "eval" / "adapter" / "generations.en.jsonl")
+    assert [r["parse_status"] for r in records] == ["ok", "ok"]
+    assert read_json(out / "suite.resolved.json")["arguments_key"] == key
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert f"arguments_key={key}" in page
+    assert main(["rescore", str(out), "--out", str(pytester.path / "again")]) == 0
+    again = read_json(pytester.path / "again" / "eval" / "adapter" / "evaluation_report.json")
+    assert again == report
 
 
 # ---------------------------------------------------------------- neighbouring shapes

@@ -150,6 +150,7 @@ def test_evaluation_report_fields_and_metrics(split) -> None:
         "split",
         "test_split_sha256",
         "parser_version",
+        "arguments_key",
         "decoding",
         "slice_order",
         "slices",
@@ -291,6 +292,7 @@ IDENTITY_CASES = [
         _set(["paired_slices", "he", "pair_set_sha256"], "0" * 64),
     ),
     ("parser_version", _set(["parser_version"], "sommelier.parser.v2")),
+    ("arguments_key", _set(["arguments_key"], "parameters")),
     ("decoding.batch_size", _set(["decoding", "batch_size"], 8)),
     ("decoding.max_new_tokens", _set(["decoding", "max_new_tokens"], 512)),
     ("metric_names", lambda rep: rep["metrics"].pop("argument_f1")),
@@ -310,6 +312,22 @@ def test_identity_gate_refuses_each_field(two_reports, field, mutate) -> None:
     assert info.value.where == field
     assert f"disagree on {field}:" in str(info.value)
     assert "'adapter'" in str(info.value) and "'base'" in str(info.value)
+
+
+def test_identity_gate_reads_a_report_without_arguments_key_as_arguments(two_reports) -> None:
+    """Reports written before the key was recorded read only ``arguments``: they compare with
+    an ``arguments`` report and are refused against a ``parameters`` one."""
+    candidate, reference = copy.deepcopy(two_reports)
+    assert candidate["arguments_key"] == "arguments"
+    del reference["arguments_key"]
+    assert check_identity(candidate, reference)["arguments_key"] == "arguments"
+    candidate["arguments_key"] = "parameters"
+    with pytest.raises(EvaluationError) as info:
+        check_identity(candidate, reference)
+    assert info.value.where == "arguments_key"
+    assert "candidate 'adapter' has parameters, reference 'base' has arguments" in str(
+        info.value
+    )
 
 
 def test_identity_gate_names_the_first_mismatch(two_reports) -> None:
@@ -345,6 +363,10 @@ def test_shared_block(two_reports, split) -> None:
     assert shared["metric_names"] == list(METRIC_NAMES)
     assert shared["decoding"] == DECODING
     assert shared["config_sha256"] == "c" * 64
+    assert (shared["parser_version"], shared["arguments_key"]) == (
+        "sommelier.parser.v1",
+        "arguments",
+    )
 
 
 # --- comparison report ---------------------------------------------------------------------

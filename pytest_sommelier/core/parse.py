@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pytest_sommelier.core.types import Call
@@ -149,6 +150,14 @@ def _decode_first_span(text: str, start: int) -> tuple[Any, bool] | None:
 def parser_identity(arguments_key: str = DEFAULT_ARGUMENTS_KEY) -> dict[str, str]:
     """The parser's identity: its version and the argument key it reads (ValueError if unknown)."""
     return {"parser_version": PARSER_VERSION, "arguments_key": _checked_key(arguments_key)}
+
+
+def recorded_arguments_key(record: Mapping[str, Any]) -> str | None:
+    """The arguments key a stored report or resolved suite records under ``arguments_key``:
+    the key itself, ``arguments`` when the field is absent (written before the key was
+    recorded, when parser v1 read only ``arguments``), None when it is not a known key."""
+    value = record.get("arguments_key", DEFAULT_ARGUMENTS_KEY)
+    return value if isinstance(value, str) and value in ARGUMENTS_KEYS else None
 
 
 def _checked_key(arguments_key: str) -> str:

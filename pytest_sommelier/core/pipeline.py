@@ -12,17 +12,28 @@ scored and nothing errored.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
+from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.canonical import sha256_json, sha256_text
-from pytest_sommelier.core.gates import evaluate_gates
+from pytest_sommelier.core.clusters import example_clusters
+from pytest_sommelier.core.gates import IntervalAt, evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, miss_fields
-from pytest_sommelier.core.parse import PARSER_VERSION, parse_tool_call
+from pytest_sommelier.core.parse import (
+    DEFAULT_ARGUMENTS_KEY,
+    PARSER_VERSION,
+    parse_tool_call,
+    recorded_arguments_key,
+)
 from pytest_sommelier.core.reports import (
     build_comparison_report,
     build_evaluation_report,
+    comparison_interval_block,
+    gap_cohort,
+    gap_interval_block,
     order_slice_records,
 )
 from pytest_sommelier.core.types import (
@@ -31,8 +42,10 @@ from pytest_sommelier.core.types import (
     EvaluationReport,
     Example,
     FormattedSplit,
+    GateConfig,
     GenerationRecord,
     ScoringRecord,
+    StatisticsConfig,
     Suite,
     Telemetry,
     TelemetrySlice,
@@ -49,10 +62,13 @@ STORED_CONDITIONS = (
     "config_sha256",
     "split",
     "test_split_sha256",
+    "arguments_key",
     "decoding",
     "model_identity",
     "adapter_identity",
 )
+"""The conditions a baseline arm keeps from its stored report (a report written before the
+arguments key was recorded read ``arguments``, the only key there was)."""
 
 
 @dataclass
@@ -87,24 +103,40 @@ class RunOutcome:
     generations: dict[str, Generations] = field(default_factory=dict)  # arm -> slice -> records
 
 
+STATISTICS_ADDED = ("interval", "cluster", "familywise", "power")
+"""``[statistics]`` keys of 0.3, digested by :func:`config_sha256` only away from their defaults."""
+
+
 def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any]) -> str:
     """Digest of the evaluation conditions every arm shares: test split, slices, base model,
-    decoding, parser and statistics settings; not arms, comparisons, gates or machine paths."""
-    return sha256_json(
-        {
-            "split": split.split,
-            "test_split_sha256": split.sha256,
-            "slices": list(suite.slices),
-            "model": dict(model),
-            "decoding": dict(suite.decoding),
-            "parser_version": PARSER_VERSION,
-            "statistics": {
-                "seed": suite.statistics.seed,
-                "resamples": suite.statistics.resamples,
-                "confidence_level": suite.statistics.confidence_level,
-            },
-        }
-    )
+    decoding, parser and statistics settings; not arms, comparisons, gates or machine paths.
+
+    The parser's ``arguments_key`` and the ``[statistics]`` keys added in 0.3 (``interval``,
+    ``cluster``, ``familywise``, ``power``) are digested only when they differ from their
+    defaults: a suite without them (every suite before they existed) keeps the digest it always
+    had, so its stored runs stay comparable, while a suite that sets another value digests
+    differently."""
+    conditions: dict[str, Any] = {
+        "split": split.split,
+        "test_split_sha256": split.sha256,
+        "slices": list(suite.slices),
+        "model": dict(model),
+        "decoding": dict(suite.decoding),
+        "parser_version": PARSER_VERSION,
+        "statistics": {
+            "seed": suite.statistics.seed,
+            "resamples": suite.statistics.resamples,
+            "confidence_level": suite.statistics.confidence_level,
+        },
+    }
+    statistics = asdict(suite.statistics)
+    defaults = asdict(StatisticsConfig(seed=0, resamples=1, confidence_level=0.5))
+    for key in STATISTICS_ADDED:
+        if statistics[key] != defaults[key]:
+            conditions["statistics"][key] = statistics[key]
+    if suite.arguments_key != DEFAULT_ARGUMENTS_KEY:
+        conditions["arguments_key"] = suite.arguments_key
+    return sha256_json(conditions)
 
 
 def order_records(
@@ -153,11 +185,12 @@ def generation_record(
     raw_text: str,
     decoding: Mapping[str, Any],
     cached: bool,
+    arguments_key: str = DEFAULT_ARGUMENTS_KEY,
 ) -> GenerationRecord:
-    """The generation record of one output: parsed by ``sommelier.parser.v1``, carrying the
-    prompt digest recomputed from the prompt that was sent (so a record never claims a prompt
-    it was not generated from)."""
-    parsed_call, status = parse_tool_call(raw_text)
+    """The generation record of one output: parsed by ``sommelier.parser.v1`` with the suite's
+    ``arguments_key``, carrying the prompt digest recomputed from the prompt that was sent (so
+    a record never claims a prompt it was not generated from)."""
+    parsed_call, status = parse_tool_call(raw_text, arguments_key=arguments_key)
     return {
         "example_id": example.example_id,
         "arm": arm,
@@ -173,12 +206,15 @@ def generation_record(
 
 
 def rescored(
-    records: Sequence[GenerationRecord], split: FormattedSplit
+    records: Sequence[GenerationRecord],
+    split: FormattedSplit,
+    arguments_key: str = DEFAULT_ARGUMENTS_KEY,
 ) -> tuple[list[GenerationRecord], list[ScoringRecord]]:
     """``(generation records, scoring records)`` of ``records``, new dicts; the records given
     are left as they are.
 
-    A scoring record is the record with its parse re-derived from ``raw_text``, the example's
+    A scoring record is the record with its parse re-derived from ``raw_text`` (parser v1 with
+    ``arguments_key``, the suite's), the example's
     gold call (and its ``acceptable_arguments`` when it has them). Both get the record's
     ``miss_category`` (and, in a non-reference slice, ``value_language_mismatch``; a stale flag
     is dropped): the one place a record learns its category, so the written
@@ -190,7 +226,7 @@ def rescored(
     scoring_records: list[ScoringRecord] = []
     for record in records:
         example = by_id[record["example_id"]]
-        parsed_call, status = parse_tool_call(record["raw_text"])
+        parsed_call, status = parse_tool_call(record["raw_text"], arguments_key=arguments_key)
         kept: GenerationRecord = {**record}
         kept.pop(LANGUAGE_FLAG, None)
         reparsed = {"parsed_call": parsed_call, "parse_status": status}
@@ -292,7 +328,10 @@ def build_arm_reports(
     keeps the conditions of its stored report so the identity gate judges them."""
     built = ArmReports()
     for name, arm in arms.items():
-        both = {language: rescored(records, split) for language, records in arm.records.items()}
+        both = {
+            language: rescored(records, split, suite.arguments_key)
+            for language, records in arm.records.items()
+        }
         built.generations[name] = {language: pair[0] for language, pair in both.items()}
         ordered = {language: pair[1] for language, pair in both.items()}
         built.scoring[name] = ordered
@@ -311,17 +350,20 @@ def build_arm_reports(
             split=split,
             slices=suite.slices,
             parser_version=PARSER_VERSION,
+            arguments_key=suite.arguments_key,
             decoding=dict(stored["decoding"]) if stored else dict(suite.decoding),
             records_by_slice=ordered,
             statistics=suite.statistics,
             generation_artifacts={
-                language: f"eval/{name}/generations.{language}.jsonl" for language in suite.slices
+                language: runlayout.generations_artifact(name, language)
+                for language in suite.slices
             },
             complete=built.missing[name] == 0,
             ordered=True,
         )
         if stored is not None:
             conditions = {key: value for key, value in stored.items() if key in STORED_CONDITIONS}
+            conditions["arguments_key"] = recorded_arguments_key(stored) or stored["arguments_key"]
             report = cast(EvaluationReport, {**report, **conditions})
         built.reports[name] = report
         built.telemetry[name] = telemetry_for(arm, suite)
@@ -329,10 +371,14 @@ def build_arm_reports(
 
 
 def build_comparisons(
-    suite: Suite, arms: ArmReports
+    suite: Suite, arms: ArmReports, split: FormattedSplit | None = None
 ) -> tuple[dict[str, ComparisonReport], dict[str, str]]:
     """Every comparison to run (``comparisons_to_run``): its report, or why it was refused
-    (an arm not run, or the identity gate's one-line error)."""
+    (an arm not run, or the identity gate's one-line error). With ``split`` the intervals
+    use the clusters ``[statistics] cluster`` gives its examples."""
+    clusters = (
+        None if split is None else example_clusters(split.examples, suite.statistics.cluster)
+    )
     reports: dict[str, ComparisonReport] = {}
     errors: dict[str, str] = {}
     for comparison in comparisons_to_run(suite):
@@ -353,10 +399,53 @@ def build_comparisons(
                     candidate: arms.telemetry[candidate],
                     reference: arms.telemetry[reference],
                 },
+                clusters=clusters,
             )
         except (EvaluationError, InvariantError) as error:
             errors[name] = str(error)
     return reports, errors
+
+
+def gate_intervals(
+    suite: Suite,
+    split: FormattedSplit,
+    arms: ArmReports,
+    comparison_reports: Mapping[str, ComparisonReport],
+) -> IntervalAt:
+    """The familywise recomputation of a gate's interval (``core.gates.IntervalAt``): the same
+    records, clusters and seed as its subject's report block, at another level or null."""
+    clusters = example_clusters(split.examples, suite.statistics.cluster)
+
+    def interval_at(gate: GateConfig, level: float, null: float) -> Mapping[str, Any] | None:
+        if gate.kind == "comparison":
+            name = f"{gate.candidate}-vs-{gate.reference}"
+            if name not in comparison_reports:
+                return None
+            langs = suite.slices if gate.slice == "overall" else (gate.slice,)
+            cand, ref = arms.scoring[str(gate.candidate)], arms.scoring[str(gate.reference)]
+            block = comparison_interval_block(
+                [r for lang in langs for r in ref[lang]],
+                [r for lang in langs for r in cand[lang]],
+                suite.statistics,
+                label=name if gate.slice == "overall" else f"{name}:{gate.slice}",
+                clusters=clusters,
+                acceptable=ACCEPTABLE in arms.reports[str(gate.candidate)]["metrics"],
+                confidence_level=level,
+                null=null,
+                include_bootstrap=False,
+            )
+        elif gate.kind == "gap" and gate.arm in arms.scoring and gate.gap is not None:
+            cohort = gap_cohort(split, suite.reference_slice, gate.gap, arms.scoring[gate.arm])
+            block = gap_interval_block(
+                cohort, gate.arm, gate.gap, suite.statistics, clusters,
+                confidence_level=level, null=null, include_bootstrap=False,
+            )  # fmt: skip
+        else:
+            return None
+        entry: Mapping[str, Any] | None = block["intervals"].get(gate.metric)
+        return entry
+
+    return interval_at
 
 
 def evaluate_run(
@@ -382,7 +471,7 @@ def evaluate_run(
         and all(count == 0 for count in built.missing.values())
         and not list(errored)
     )
-    comparison_reports, comparison_errors = build_comparisons(suite, built)
+    comparison_reports, comparison_errors = build_comparisons(suite, built, split)
     verdict = (
         evaluate_gates(
             suite.gates,
@@ -391,6 +480,8 @@ def evaluate_run(
             complete=complete,
             run_id=run_id,
             errors=comparison_errors,
+            statistics=suite.statistics,
+            interval_at=gate_intervals(suite, split, built, comparison_reports),
         )
         if gates
         else None
@@ -419,6 +510,7 @@ __all__ = [
     "comparisons_to_run",
     "config_sha256",
     "evaluate_run",
+    "gate_intervals",
     "generation_record",
     "order_records",
     "rescored",

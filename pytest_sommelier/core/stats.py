@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_sommelier.core.types import BOOTSTRAP_METHOD as BOOTSTRAP_METHOD
 from pytest_sommelier.core.types import IntervalBlock, McNemar, ScoringRecord
 from pytest_sommelier.errors import InputError, InvariantError
 
-BOOTSTRAP_METHOD = "paired_bootstrap_percentile"
 MCNEMAR_METHOD = "exact_binomial_two_sided"
 MCNEMAR_METRIC = "full_call_exact_match"
 
@@ -193,15 +193,8 @@ def paired_bootstrap_arrays(
     }
     if pairs == 0:
         return block
-    rng = np.random.default_rng(seed)
     stacked = np.concatenate([rn, rd, cn, cd], axis=1)
-    sums = np.concatenate(
-        [
-            resample_counts(chunk, pairs).astype(np.float64) @ stacked
-            for chunk in _index_chunks(rng, pairs, resamples)
-        ],
-        axis=0,
-    )
+    sums = resampled_sums(stacked, seed=seed, resamples=resamples)
     differences = _differences_from_sums(sums, len(names))
     lower, upper = percentile_interval(differences, confidence_level)
     block["intervals"] = {
@@ -431,8 +424,8 @@ def paired_intervals_arrays(
 
 
 def paired_intervals(
-    reference_records: Sequence[dict[str, Any]],
-    candidate_records: Sequence[dict[str, Any]],
+    reference_records: Sequence[ScoringRecord],
+    candidate_records: Sequence[ScoringRecord],
     *,
     seed: int,
     resamples: int = 2000,

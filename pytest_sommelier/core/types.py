@@ -75,13 +75,27 @@ class ComparisonConfig:
         return f"{self.candidate}-vs-{self.reference}"
 
 
+INTERVAL_CHOICES: tuple[str, ...] = ("auto", "bootstrap")
+CLUSTER_CHOICES: tuple[str, ...] = ("root", "example")
+FAMILYWISE_CHOICES: tuple[str, ...] = ("none", "bonferroni", "holm")
+
+
 @dataclass(frozen=True)
 class StatisticsConfig:
-    """``[statistics]``: paired-bootstrap settings."""
+    """``[statistics]``: the bootstrap's seed, resamples and level, the interval method
+    (``auto``: per-metric intervals; ``bootstrap``: the seed's percentile bootstrap), the
+    clusters (``root``: a root and its translations, or a row's ``cluster_id``; ``example``:
+    every example alone), the familywise adjustment of the interval gates and the power the
+    minimum detectable effect is computed at. The last four have defaults so a resolved suite
+    written before they existed still loads."""
 
     seed: int
     resamples: int
     confidence_level: float
+    interval: str = "auto"
+    cluster: str = "root"
+    familywise: str = "none"
+    power: float = 0.8
 
 
 @dataclass(frozen=True)
@@ -102,12 +116,17 @@ class GateConfig:
     ci_lower_above: float | None
     ci_lower_at_least: float | None
     delta_at_least: float | None
+    ci_upper_below: float | None = None  # defaults: a resolved suite of 0.2 has no such keys
+    ci_upper_at_most: float | None = None
     stored: str | None = None  # a "stored" gate: "last" or a store number (its arm's stored twin)
 
 
 @dataclass(frozen=True)
 class Suite:
-    """A loaded, validated suite; ``slices[0]`` is the reference (root) slice."""
+    """A loaded, validated suite; ``slices[0]`` is the reference (root) slice.
+
+    ``arguments_key`` (``[suite] arguments_key``) is the key parser v1 reads a call's arguments
+    under, in model outputs and in native-policy split targets (core.parse.ARGUMENTS_KEYS)."""
 
     path: Path
     name: str
@@ -120,6 +139,7 @@ class Suite:
     statistics: StatisticsConfig
     gates: tuple[GateConfig, ...]
     engine: EngineConfig = field(default_factory=EngineConfig)
+    arguments_key: str = "arguments"
 
     @property
     def reference_slice(self) -> str:
@@ -139,6 +159,7 @@ class Example:
     gold_call: Call
     line: int
     acceptable_arguments: dict[str, Any] | None = None  # BFCL's acceptable values (core.acceptable)
+    cluster_id: str | None = None  # the row's declared cluster (core.clusters.example_clusters)
 
 
 @dataclass(frozen=True)
@@ -271,6 +292,11 @@ class Interval(TypedDict):
     upper: float | None
 
 
+BOOTSTRAP_METHOD = "paired_bootstrap_percentile"
+"""The ``method`` of a ``ci95`` block (``core.stats``) and of a percentile interval over pairs
+(``core.intervals.PERCENTILE_PAIRS``): one name, kept here so neither imports the other."""
+
+
 class IntervalBlock(TypedDict):
     """A ``ci95`` block: the return value of ``core.stats.paired_bootstrap``."""
 
@@ -280,6 +306,58 @@ class IntervalBlock(TypedDict):
     resamples: int
     pairs: int
     intervals: dict[str, Interval]
+
+
+class Discordant(TypedDict):
+    candidate_only: int
+    reference_only: int
+
+
+class PairedInterval(TypedDict):
+    """One metric's entry of an ``intervals`` block (core.intervals.paired_interval_block)."""
+
+    estimate: float | None
+    lower: float | None
+    upper: float | None
+    method: str
+    discordant: Discordant
+    degenerate: bool
+    design_effect: float | None
+    p_value: float | None
+
+
+class PairedIntervals(TypedDict):
+    """An ``intervals`` block: the intervals ``[statistics] interval`` selects, candidate minus
+    reference (core.stats.paired_intervals_arrays without its ``bootstrap`` part)."""
+
+    confidence_level: float
+    interval: str
+    pairs: int
+    clusters: int
+    clustered: bool
+    null: float
+    seed: int
+    resamples: int
+    intervals: dict[str, PairedInterval]
+
+
+class PowerSummary(TypedDict):
+    """What one paired rate comparison can detect (core.power.power_summary)."""
+
+    power: float
+    confidence_level: float
+    pairs: int
+    clusters: int
+    design_effect: float
+    effective_pairs: float | None
+    discordant_proportion: float | None
+    discordance_floored: bool
+    minimum_detectable_effect: float | None
+    attainable: bool
+
+
+PowerBlock = dict[str, PowerSummary]
+"""``power``: a rate metric's name -> its power summary (argument_f1 is not a proportion)."""
 
 
 class MissCounts(TypedDict):
@@ -311,6 +389,8 @@ class PairedSlice(TypedDict):
     target_metrics: Metrics
     gaps: Deltas
     ci95: IntervalBlock
+    intervals: NotRequired[PairedIntervals]  # absent in reports written before 0.3
+    power: NotRequired[PowerBlock]
 
 
 class MarginalGap(TypedDict):
@@ -332,6 +412,7 @@ class Conditions(TypedDict):
     split: str
     test_split_sha256: str
     parser_version: str
+    arguments_key: str  # the parser's argument key (core.parse.parser_identity); absent = arguments
     decoding: dict[str, Any]
 
 
@@ -394,6 +475,7 @@ class McNemar(TypedDict):
     reference_only: int
     p_value: float
     method: str
+    mid_p_value: NotRequired[float]  # core.proportions.mcnemar_mid_p (absent before 0.3)
 
 
 class ComparisonSlice(TypedDict):
@@ -401,6 +483,8 @@ class ComparisonSlice(TypedDict):
 
     deltas: Deltas
     ci95: IntervalBlock
+    intervals: NotRequired[PairedIntervals]
+    power: NotRequired[PowerBlock]
     identical_outputs: int
     compared_examples: int
 
@@ -440,6 +524,8 @@ class ComparisonReport(TypedDict):
     compared_examples: int
     deltas: Deltas
     ci95: IntervalBlock
+    intervals: NotRequired[PairedIntervals]
+    power: NotRequired[PowerBlock]
     mcnemar: McNemar
     slices: dict[str, ComparisonSlice]
     paired_language_gaps: dict[str, dict[str, PairedSlice]]
@@ -460,6 +546,42 @@ class GateResult(TypedDict):
     passed: bool
     observed: float | None
     reason: str
+    # interval gates only (core.gates): what the gate compared, at full precision
+    estimate: NotRequired[float | None]
+    interval: NotRequired[GateInterval]
+    adjusted_p_value: NotRequired[float | None]  # familywise "holm"
+    underpowered: NotRequired[bool]
+
+
+class GateInterval(TypedDict):
+    """The interval an interval gate read: the bounds, the method and level it was computed
+    at, the discordant pairs, the design effect, the p-value at the gate's threshold (holm)
+    and what the run could detect at that level (null for argument_f1)."""
+
+    lower: float | None
+    upper: float | None
+    method: str
+    confidence_level: float
+    discordant: Discordant | None  # None: read from a ci95 block, which has no counts
+    degenerate: bool
+    design_effect: float | None
+    p_value: float | None
+    null: float | None
+    minimum_detectable_effect: float | None
+    pairs: int | None
+    power: float | None
+
+
+class Familywise(TypedDict):
+    """``familywise`` of a verdict: the family (the suite's interval gates), its size, the
+    method and the level each member's interval was computed at (or its adjusted p-value)."""
+
+    method: str
+    family: list[str]
+    size: int
+    confidence_level: float
+    adjusted_confidence_level: dict[str, float]
+    adjusted_p_value: dict[str, float | None]
 
 
 class Verdict(TypedDict):
@@ -470,6 +592,7 @@ class Verdict(TypedDict):
     verdict: VerdictName
     complete: bool
     gates: list[GateResult]
+    familywise: NotRequired[Familywise]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Run-directory layout, atomic writes and reading stored runs back.
+"""The run store: atomic writes of a run and reading stored runs back, at the paths of the
+run layout (``core.runlayout``).
 
 Invariants kept: every file is written to a temporary file in its destination folder, flushed,
 fsynced and renamed, so it exists whole or not at all; a run is written in dependency order
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.types import (
     ComparisonReport,
     EvaluationReport,
@@ -23,17 +25,11 @@ from pytest_sommelier.core.types import (
     Verdict,
 )
 from pytest_sommelier.data.atomic import CannotCreateError, write_atomic
-from pytest_sommelier.data.suite import valid_name
+from pytest_sommelier.data.suite_names import valid_name
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.pipeline import RunOutcome
-
-SPLIT_COPY = "inputs/test_split.jsonl"
-RESOLVED = "suite.resolved.json"
-VERDICT = "gate_verdict.json"
-REPORT_PAGE = "report.html"
-RESCORED = "rescored.json"  # written by ``sommelier rescore`` (data.rescore)
 
 StoredArm = tuple[EvaluationReport, Telemetry | None, dict[str, list[GenerationRecord]]]
 """A stored arm folder as :func:`read_arm` returns it: (report, telemetry or None, records per
@@ -94,23 +90,30 @@ def write_run(
     verdict: Verdict | None,
 ) -> None:
     """Write a whole run directory in dependency order, verdict last."""
-    atomic_write_json(run_dir / RESOLVED, resolved)
-    copy = run_dir / SPLIT_COPY
+    atomic_write_json(runlayout.resolved(run_dir), resolved)
+    copy = runlayout.split_copy(run_dir)
     if split_path.resolve() != copy.resolve():
         atomic_write_text(copy, split_path.read_text(encoding="utf-8"))
     for arm, by_slice in generations.items():
+        arm_dir = runlayout.arm_dir(run_dir, arm)
         for language, records in by_slice.items():
-            atomic_write_text(
-                run_dir / "eval" / arm / f"generations.{language}.jsonl", jsonl(records)
-            )
-        atomic_write_json(run_dir / "eval" / arm / "inference_telemetry.json", telemetry[arm])
+            atomic_write_text(runlayout.generations(arm_dir, language), jsonl(records))
+        atomic_write_json(runlayout.telemetry(arm_dir), telemetry[arm])
     for arm, arm_report in arm_reports.items():
-        atomic_write_json(run_dir / "eval" / arm / "evaluation_report.json", arm_report)
+        atomic_write_json(runlayout.arm_report(runlayout.arm_dir(run_dir, arm)), arm_report)
     for name, comparison in comparison_reports.items():
-        atomic_write_json(run_dir / "report" / f"{name}.json", comparison)
-        atomic_write_text(run_dir / "report" / f"{name}.md", comparison_markdown[name])
+        write_comparison(runlayout.report_dir(run_dir), name, comparison, comparison_markdown[name])
     if verdict is not None:
-        atomic_write_json(run_dir / VERDICT, verdict)
+        atomic_write_json(runlayout.verdict(run_dir), verdict)
+
+
+def write_comparison(folder: Path, name: str, report: Any, markdown: str) -> tuple[Path, Path]:
+    """Write one comparison report as ``<folder>/<name>.json`` and ``.md`` (the JSON first);
+    returns both paths."""
+    json_path, md_path = runlayout.report_files(folder, name)
+    atomic_write_json(json_path, report)
+    atomic_write_text(md_path, markdown)
+    return json_path, md_path
 
 
 def write_outcome(
@@ -118,7 +121,7 @@ def write_outcome(
 ) -> None:
     """Write a :class:`pipeline.RunOutcome` with :func:`write_run`: its generation records
     (with their miss fields) and reports, the comparison reports rendered to Markdown too."""
-    from pytest_sommelier.core.render import comparison_markdown
+    from pytest_sommelier.data.view.markdown import comparison_markdown
 
     write_run(
         run_dir,
@@ -138,13 +141,25 @@ def write_outcome(
 def remove_stale(run_dir: Path) -> None:
     """Remove the reports, verdict and HTML page of an earlier write to ``run_dir`` (used
     before a rewrite, so no report from a previous attempt can pass for this one's)."""
-    for path in (run_dir / VERDICT, run_dir / REPORT_PAGE, run_dir / RESCORED, run_dir / "report"):
+    for path in (
+        runlayout.verdict(run_dir),
+        runlayout.page(run_dir),
+        runlayout.rescored(run_dir),
+        runlayout.report_dir(run_dir),
+    ):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-    for report in (run_dir / "eval").glob("*/evaluation_report.json"):
+    for report in runlayout.eval_dir(run_dir).glob(f"*/{runlayout.ARM_REPORT}"):
         report.unlink()
+
+
+def arm_names(run_dir: Path, configured: list[str]) -> list[str]:
+    """The arms of a stored run to read: ``configured`` (the resolved suite's order), then any
+    other folder under ``eval/`` by name (a folder there need not hold a report)."""
+    folders = sorted(p.name for p in runlayout.eval_dir(run_dir).glob("*") if p.is_dir())
+    return configured + [name for name in folders if name not in configured]
 
 
 def read_json(path: Path) -> Any:
@@ -173,11 +188,11 @@ def read_json(path: Path) -> Any:
 
 def read_resolved(run_dir: Path) -> dict[str, Any]:
     """A run's ``suite.resolved.json``; an InputError when it is not a JSON object."""
-    resolved = read_json(run_dir / RESOLVED)
+    resolved = read_json(runlayout.resolved(run_dir))
     if not isinstance(resolved, dict):
         raise InputError(
             "SOM-STORED-FIELD",
-            f"{run_dir / RESOLVED}: not a JSON object",
+            f"{runlayout.resolved(run_dir)}: not a JSON object",
             "point at a run folder written by pytest-sommelier",
         )
     return resolved
@@ -248,11 +263,12 @@ def read_arm(arm_dir: Path) -> StoredArm:
             f"{arm_dir}: not a folder",
             "give a stored arm folder such as runs/<run_id>/eval/<arm>",
         )
-    report = read_json(arm_dir / "evaluation_report.json")
+    report_path = runlayout.arm_report(arm_dir)
+    report = read_json(report_path)
     if not isinstance(report, dict) or "slices" not in report or "arm" not in report:
         raise InputError(
             "SOM-STORED-FIELD",
-            f"{arm_dir / 'evaluation_report.json'}: not an evaluation report",
+            f"{report_path}: not an evaluation report",
             "give a stored arm folder such as runs/<run_id>/eval/<arm>",
         )
     names = [report["arm"], *report["slices"]] if isinstance(report["slices"], dict) else [None]
@@ -260,13 +276,13 @@ def read_arm(arm_dir: Path) -> StoredArm:
     if bad != "":
         raise InputError(
             "SOM-STORED-FIELD",
-            f"{arm_dir / 'evaluation_report.json'}: {bad!r} is not a valid arm or slice name",
+            f"{report_path}: {bad!r} is not a valid arm or slice name",
             "names are letters, digits, '_' and '-'; the report was edited",
         )
-    telemetry_path = arm_dir / "inference_telemetry.json"
+    telemetry_path = runlayout.telemetry(arm_dir)
     telemetry = read_json(telemetry_path) if telemetry_path.exists() else None
     records = {
-        language: read_jsonl(arm_dir / f"generations.{language}.jsonl")
+        language: read_jsonl(runlayout.generations(arm_dir, language))
         for language in report["slices"]
     }
     return cast(EvaluationReport, report), telemetry, records

@@ -590,15 +590,8 @@ def import_category(
 def sample_rows(rows: list[dict[str, Any]], sample: int | None, seed: int) -> list[dict[str, Any]]:
     """``sample`` rows drawn without replacement with ``random.Random(seed)``, in their original
     order (all rows when ``sample`` is None or not smaller than their number): the importers'
-    one draw (``common.sample_rows``), under BFCL's own error code."""
-    if sample is not None and sample <= 0:
-        raise InputError(
-            "SOM-BFCL-SAMPLE",
-            f"--sample {sample} is not positive",
-            "give a positive number of rows",
-            where="--sample",
-        )
-    return common.sample_rows(rows, sample, seed)
+    one draw (``common.sample_rows``), under BFCL's own error code ``SOM-BFCL-SAMPLE``."""
+    return common.sample_rows(rows, sample, seed, code="SOM-BFCL-SAMPLE")
 
 
 def import_bfcl(

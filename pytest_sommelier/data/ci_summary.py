@@ -21,22 +21,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.render import _md_table, fmt, fmt_interval
 from pytest_sommelier.core.reports import COMPARISON_SCHEMA
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history_compare import COMPARE_SCHEMA, compare_markdown, md_cell
 from pytest_sommelier.data.history_record import arm_reports
+from pytest_sommelier.data.view.text import fmt, fmt_interval, md_table
 from pytest_sommelier.errors import SommelierEnvironmentError
 
-SUMMARY = "report/summary.md"
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
 def _reports(run_dir: Path, schema: str) -> dict[str, dict[str, Any]]:
     """``report/*.json`` of one schema, by file stem."""
     found: dict[str, dict[str, Any]] = {}
-    for path in sorted((run_dir / "report").glob("*.json")):
+    for path in sorted(runlayout.report_dir(run_dir).glob("*.json")):
         report = artifacts.read_json(path)
         if isinstance(report, dict) and report.get("schema_version") == schema:
             found[path.stem] = report
@@ -90,9 +90,9 @@ def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None
     """The run's Markdown summary (see the module docstring); ``compares`` are comparisons
     with stored runs (default: every ``report/compare-*.json`` of the run)."""
     run_dir = Path(run_dir)
-    resolved = artifacts.read_json(run_dir / artifacts.RESOLVED)
+    resolved = artifacts.read_json(runlayout.resolved(run_dir))
     resolved = resolved if isinstance(resolved, dict) else {}
-    verdict_path = run_dir / artifacts.VERDICT
+    verdict_path = runlayout.verdict(run_dir)
     verdict = artifacts.read_json(verdict_path) if verdict_path.is_file() else None
     word = (verdict or {}).get("verdict", "no verdict (gates off)")
     reports = arm_reports(run_dir, resolved)
@@ -105,10 +105,10 @@ def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None
     ]
     if verdict and verdict.get("gates"):
         header = ["result", "gate", "subject", "metric [slice]", "observed", "threshold", "why"]
-        lines += ["", "### Gates", "", *_md_table(header, _gate_rows(verdict))]
+        lines += ["", "### Gates", "", *md_table(header, _gate_rows(verdict))]
     if reports:
         header = ["arm", "slice", *METRIC_NAMES, "n"]
-        lines += ["", "### Metrics", "", *_md_table(header, _metric_rows(reports))]
+        lines += ["", "### Metrics", "", *md_table(header, _metric_rows(reports))]
     for report in _reports(run_dir, COMPARISON_SCHEMA).values():
         ci = report.get("ci95") or {}
         lines += [
@@ -118,7 +118,7 @@ def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None
             f"Candidate minus reference, paired by example ({md_cell(ci.get('method', ''))}, "
             f"confidence {ci.get('confidence_level', '')}).",
             "",
-            *_md_table(["slice", *METRIC_NAMES], _delta_rows(report)),
+            *md_table(["slice", *METRIC_NAMES], _delta_rows(report)),
         ]
         mcnemar = report.get("mcnemar")
         if mcnemar:
@@ -147,7 +147,7 @@ def write_summary(
     returns the summary's path."""
     run_dir = Path(run_dir)
     text = summary_markdown(run_dir, compares)
-    target = run_dir / SUMMARY
+    target = runlayout.summary(run_dir)
     artifacts.atomic_write_text(target, text)
     step = (os.environ if environ is None else environ).get(STEP_SUMMARY)
     if step:
@@ -163,4 +163,4 @@ def write_summary(
     return target
 
 
-__all__ = ["SUMMARY", "summary_markdown", "write_summary"]
+__all__ = ["summary_markdown", "write_summary"]

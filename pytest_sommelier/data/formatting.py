@@ -2,7 +2,8 @@
 
 A *prepared example* is one JSONL object with exactly the keys ``example_id``, ``language``,
 ``source_example_id`` (null for a root row), ``query``, ``tools`` (a list of JSON-schema function
-descriptions ``{name, description?, parameters}``) and ``gold_call`` (``{name, arguments}``).
+descriptions ``{name, description?, parameters}``) and ``gold_call`` (``{name, arguments}``),
+and optionally ``acceptable_arguments``, ``system`` and ``cluster_id`` (passed through).
 
 A *formatted example* (``sommelier.formatted_example.v2``) adds the rendered ``messages``,
 ``prompt_text``, ``target_text``, ``full_text``, ``prompt_sha256``, the tokenizer identity and the
@@ -103,6 +104,7 @@ class PreparedExample:
     line: int
     acceptable_arguments: dict[str, Any] | None = None
     system: str | None = None
+    cluster_id: str | None = None
 
 
 OPTIONAL_KEY = "acceptable_arguments"
@@ -112,6 +114,10 @@ SYSTEM_KEY = "system"
 """Optional prepared key: the row's own system turn (used by the native policy only)."""
 TOOLS_KEY = "tools"
 """Optional formatted key: the function specs a native-policy row was rendered with."""
+CLUSTER_KEY = "cluster_id"
+"""Optional prepared and formatted key: the cluster a row belongs to (rows whose outcomes are
+not independent evidence, e.g. BFCL rows sharing one function document); passed through to
+the formatted row, where the statistics read it (docs/statistics.md, Clusters)."""
 
 
 # ---------------------------------------------------------------- reading and validation
@@ -224,7 +230,7 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     shape = neighbour_shape(row, _LANGUAGE_RE)
     if shape is not None:
         raise _bad(where, *shape)
-    unknown = sorted(set(row) - set(PREPARED_KEYS) - {OPTIONAL_KEY, SYSTEM_KEY})
+    unknown = sorted(set(row) - set(PREPARED_KEYS) - {OPTIONAL_KEY, SYSTEM_KEY, CLUSTER_KEY})
     if unknown:
         raise _bad(where, unknown[0], "unknown key", f"allowed keys: {', '.join(PREPARED_KEYS)}")
     missing = [key for key in PREPARED_KEYS if key not in row]
@@ -242,8 +248,11 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     gold = _check_gold(row["gold_call"], tools, where)
     acceptable = _check_acceptable(row.get(OPTIONAL_KEY), gold, where)
     system = _check_string(row, SYSTEM_KEY, None, where) if SYSTEM_KEY in row else None
+    cluster = row.get(CLUSTER_KEY)
+    if cluster is not None:
+        cluster = _check_string(row, CLUSTER_KEY, None, where)
     return PreparedExample(
-        example_id, language, source, query, tools, gold, line, acceptable, system
+        example_id, language, source, query, tools, gold, line, acceptable, system, cluster
     )
 
 
@@ -456,6 +465,31 @@ def format_example(
             "use a chat template that keeps the assistant content verbatim",
             where=f"example_id={example.example_id}",
         )
+    return _formatted_row(
+        example,
+        split=split,
+        messages=messages,
+        texts=(prompt, target, full),
+        tokenizer=(tokenizer_id, tokenizer_revision),
+        policy=policy,
+    )
+
+
+def _formatted_row(
+    example: PreparedExample,
+    *,
+    split: str,
+    messages: list[dict[str, Any]],
+    texts: tuple[str, str, str],
+    tokenizer: tuple[str, str],
+    policy: str,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The one ``sommelier.formatted_example.v2`` row shape, for every template policy:
+    ``texts`` is (prompt, target, full), ``tokenizer`` (id, revision); ``extra`` holds the
+    policy's own keys (the native policy's tools); the optional acceptable arguments and
+    cluster id last."""
+    prompt, target, full = texts
     return {
         "schema_version": SCHEMA_VERSION,
         "example_id": example.example_id,
@@ -467,14 +501,16 @@ def format_example(
         "target_text": target,
         "full_text": full,
         "prompt_sha256": sha256_text(prompt),
-        "tokenizer_id": tokenizer_id,
-        "tokenizer_revision": tokenizer_revision,
+        "tokenizer_id": tokenizer[0],
+        "tokenizer_revision": tokenizer[1],
         "template_policy": policy,
+        **(extra or {}),
         **(
             {OPTIONAL_KEY: example.acceptable_arguments}
             if example.acceptable_arguments is not None
             else {}
         ),
+        **({CLUSTER_KEY: example.cluster_id} if example.cluster_id is not None else {}),
     }
 
 
@@ -489,27 +525,15 @@ def _native_row(
 ) -> dict[str, Any]:
     """One row under ``sommelier.native-tools.v1`` (rendered and checked by ``render_native``)."""
     rendered = render_native(example, tokenizer, arguments_key=arguments_key)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "example_id": example.example_id,
-        "split": split,
-        "language": example.language,
-        "source_example_id": example.source_example_id,
-        "messages": rendered.messages,
-        "prompt_text": rendered.prompt_text,
-        "target_text": rendered.target_text,
-        "full_text": rendered.full_text,
-        "prompt_sha256": sha256_text(rendered.prompt_text),
-        "tokenizer_id": tokenizer_id,
-        "tokenizer_revision": tokenizer_revision,
-        "template_policy": POLICY_NATIVE_TOOLS_V1,
-        TOOLS_KEY: rendered.tools,
-        **(
-            {OPTIONAL_KEY: example.acceptable_arguments}
-            if example.acceptable_arguments is not None
-            else {}
-        ),
-    }
+    return _formatted_row(
+        example,
+        split=split,
+        messages=rendered.messages,
+        texts=(rendered.prompt_text, rendered.target_text, rendered.full_text),
+        tokenizer=(tokenizer_id, tokenizer_revision),
+        policy=POLICY_NATIVE_TOOLS_V1,
+        extra={TOOLS_KEY: rendered.tools},
+    )
 
 
 def check_split_name(split: str) -> str:
@@ -564,8 +588,9 @@ def format_examples(
 
 def formatted_line(row: dict[str, Any]) -> str:
     """One JSONL line for a formatted row: UTF-8 text, field order of the v2 schema (the
-    optional ``tools`` then ``acceptable_arguments`` last, when present)."""
-    keys = (*FORMATTED_KEYS, *(key for key in (TOOLS_KEY, OPTIONAL_KEY) if key in row))
+    optional ``tools``, ``acceptable_arguments`` then ``cluster_id`` last, when present)."""
+    optional = (TOOLS_KEY, OPTIONAL_KEY, CLUSTER_KEY)
+    keys = (*FORMATTED_KEYS, *(key for key in optional if key in row))
     return json.dumps({key: row[key] for key in keys}, ensure_ascii=False, allow_nan=False)
 
 

@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history_record import describe_run, git_state, value_intervals
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
@@ -428,7 +429,7 @@ def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> Store
         for run in stored_runs(path.parent):
             if run.path.resolve() == path.resolve():
                 return run
-    if not (path / artifacts.RESOLVED).is_file():
+    if not runlayout.resolved(path).is_file():
         raise InputError(
             "SOM-HISTORY-UNKNOWN",
             f"{path}: not a stored run number, 'last', or a run folder",
@@ -449,7 +450,7 @@ def describe_arm_folder(arm_dir: Path) -> str:
         entry = record if isinstance(record, dict) else {}
         stored = StoredRun(number=int(match.group("number")), path=run_dir, entry=entry)
         return "stored arm " + stored.describe().removeprefix("stored run ")
-    resolved = run_dir / artifacts.RESOLVED
+    resolved = runlayout.resolved(run_dir)
     data = artifacts.read_json(resolved) if resolved.is_file() else None
     run_id = data.get("run_id") if isinstance(data, dict) else None
     return f"stored arm {arm_dir}" + (f" (run {run_id})" if run_id else "")

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES, full_call_hit
 from pytest_sommelier.core.pipeline import (
@@ -32,7 +33,6 @@ from pytest_sommelier.core.pipeline import (
     build_arm_reports,
     config_sha256,
 )
-from pytest_sommelier.core.render import SHORT, _md_table, _table, fmt, fmt_interval
 from pytest_sommelier.core.reports import check_identity, identical_outputs, metric_gaps
 from pytest_sommelier.core.stats import (
     check_paired_records,
@@ -40,17 +40,23 @@ from pytest_sommelier.core.stats import (
     mcnemar_exact,
     paired_bootstrap,
 )
-from pytest_sommelier.core.types import StatisticsConfig
+from pytest_sommelier.core.types import (
+    EvaluationReport,
+    IntervalBlock,
+    ScoringRecord,
+    StatisticsConfig,
+)
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history import StoredRun
 from pytest_sommelier.data.history_record import config_difference
 from pytest_sommelier.data.stored import load_run_inputs, stored_arm
+from pytest_sommelier.data.view.text import SHORT, fmt, fmt_interval, md_table, table
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
 
 COMPARE_SCHEMA = "sommelier.stored_comparison.v1"
 DEFAULT_FLIPS = 10
 
-Records = Sequence[Mapping[str, Any]]
+Records = Sequence[ScoringRecord]
 
 
 # --- the rules -----------------------------------------------------------------------------
@@ -58,7 +64,7 @@ Records = Sequence[Mapping[str, Any]]
 
 def paired_interval(
     reference_records: Records, candidate_records: Records, statistics: StatisticsConfig, label: str
-) -> dict[str, Any]:
+) -> IntervalBlock:
     """The interval block of candidate minus reference over paired records: the one place a
     comparison with a stored run computes an interval (seed ``derive_seed(seed, label)``)."""
     return paired_bootstrap(
@@ -92,7 +98,7 @@ def refuse_same_arm_folder(candidate: Path, reference: Path) -> None:
     if not same:
         reports = []
         for arm_dir in (candidate, reference):
-            path = arm_dir / "evaluation_report.json"
+            path = runlayout.arm_report(arm_dir)
             report = artifacts.read_json(path) if path.is_file() else {}
             reports.append(
                 (report.get("run_id"), report.get("arm")) if isinstance(report, dict) else None
@@ -180,13 +186,14 @@ def refuse_borrowed_stand_in(configured: Mapping[str, Any], name: str, arm_dir: 
     ``suite.resolved.json`` two levels up) the adapter cannot be checked, so an adapter arm
     is refused and a base arm judged by its report's kind."""
     arm_dir = Path(arm_dir)
-    report_path = arm_dir / "evaluation_report.json"
+    report_path = runlayout.arm_report(arm_dir)
     report = artifacts.read_json(report_path) if report_path.is_file() else {}
     report = report if isinstance(report, dict) else {}
-    resolved_path = arm_dir.resolve().parent.parent / artifacts.RESOLVED
+    resolved_path = runlayout.resolved(runlayout.run_of_arm(arm_dir))
     stored_resolved = artifacts.read_json(resolved_path) if resolved_path.is_file() else {}
     stored_resolved = stored_resolved if isinstance(stored_resolved, dict) else {}
-    stored_name = report.get("arm") if isinstance(report.get("arm"), str) else arm_dir.name
+    arm_field = report.get("arm")
+    stored_name = arm_field if isinstance(arm_field, str) else arm_dir.name
     stored = arm_origin(stored_resolved, report, stored_name)
     if not stored_resolved:
         stored = {**stored, "suite": configured.get("name"), "adapter": None}
@@ -209,8 +216,8 @@ def _scored_arms(run: StoredRun) -> tuple[dict, Any, dict, dict, dict[str, str]]
     arms: dict[str, ArmRun] = {}
     problems: dict[str, str] = {}
     for name in suite.arms:
-        arm_dir = run.path / "eval" / name
-        if not (arm_dir / "evaluation_report.json").is_file():
+        arm_dir = runlayout.arm_dir(run.path, name)
+        if not runlayout.arm_report(arm_dir).is_file():
             continue
         try:
             arms[name] = stored_arm(suite, split, arm_dir)
@@ -225,7 +232,8 @@ def _scored_arms(run: StoredRun) -> tuple[dict, Any, dict, dict, dict[str, str]]
 
 def _flips(reference: Records, candidate: Records, slices: Mapping[str, str], limit: int) -> dict:
     """Fixed (reference missed, candidate hit) and broken (the reverse) examples, paired."""
-    fixed, broken = [], []
+    fixed: list[dict[str, str]] = []
+    broken: list[dict[str, str]] = []
     for ref, cand in zip(reference, candidate, strict=True):
         ref_hit = full_call_hit(ref, ref["gold_call"])
         cand_hit = full_call_hit(cand, cand["gold_call"])
@@ -353,7 +361,9 @@ def compare_runs(
                 stand_in=False,
             )
             try:
-                check_identity(cand_report, ref_report)
+                check_identity(
+                    cast(EvaluationReport, cand_report), cast(EvaluationReport, ref_report)
+                )
             except EvaluationError as error:
                 change = (
                     config_difference(ref_resolved, cand_resolved)
@@ -427,7 +437,7 @@ def compare_lines(report: Mapping[str, Any]) -> list[str]:
         rows += [
             [lang, *[_cell(sub, m) for m in METRIC_NAMES]] for lang, sub in block["slices"].items()
         ]
-        lines += ["  " + line for line in _table(header, rows)]
+        lines += ["  " + line for line in table(header, rows)]
         flips, mcnemar = block["flips"], block["mcnemar"]
         lines.append(
             f"  McNemar exact (full_call): fixed {mcnemar['candidate_only']}, broken "
@@ -468,7 +478,7 @@ def compare_markdown(report: Mapping[str, Any], *, heading: str = "#") -> str:
         rows += [
             [lang, *[_cell(sub, m) for m in METRIC_NAMES]] for lang, sub in block["slices"].items()
         ]
-        lines += _md_table(["slice", *METRIC_NAMES], rows)
+        lines += md_table(["slice", *METRIC_NAMES], rows)
         mcnemar, flips = block["mcnemar"], block["flips"]
         fixed = md_cell(_ids(flips["fixed"], flips["fixed_count"]))
         broken = md_cell(_ids(flips["broken"], flips["broken_count"]))
@@ -490,12 +500,9 @@ def compare_markdown(report: Mapping[str, Any], *, heading: str = "#") -> str:
 def write_compare(folder: Path, report: Mapping[str, Any]) -> tuple[Path, Path]:
     """Write ``<folder>/compare-<NNNN>.json`` and ``.md`` atomically (a run's ``report/``
     folder, or any folder); returns both paths."""
-    folder = Path(folder)
-    json_path = folder / f"{report['name']}.json"
-    md_path = folder / f"{report['name']}.md"
-    artifacts.atomic_write_json(json_path, report)
-    artifacts.atomic_write_text(md_path, compare_markdown(report))
-    return json_path, md_path
+    return artifacts.write_comparison(
+        Path(folder), report["name"], report, compare_markdown(report)
+    )
 
 
 __all__ = [

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_sommelier.core.gates import evaluate_gate, verdict_of
-from pytest_sommelier.core.render import fmt, fmt_interval
 from pytest_sommelier.core.types import GateConfig
 from pytest_sommelier.data.suite import GATE_METRICS, OVERALL, valid_name
+from pytest_sommelier.data.view.text import fmt, fmt_interval
 from pytest_sommelier.errors import InputError
 
 OPTION = "--sommelier-compare-fail"

@@ -21,17 +21,19 @@ import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.render import SHORT, _table, fmt, fmt_interval
 from pytest_sommelier.core.reports import check_identity
+from pytest_sommelier.core.types import EvaluationReport
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history import PAGE, StoredRun, read_record, stored_runs
 from pytest_sommelier.data.history_record import arm_reports, identity_field
+from pytest_sommelier.data.view.text import SHORT, fmt, fmt_interval, table
 from pytest_sommelier.errors import EvaluationError
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -86,7 +88,10 @@ def _mark(
             f"{prev_report.get('model_kind')} -> {report.get('model_kind')}",
         }
     try:
-        check_identity({**report, "arm": arm}, {**prev_report, "arm": f"{arm}@{prev_run.label}"})
+        check_identity(
+            cast(EvaluationReport, {**report, "arm": arm}),
+            cast(EvaluationReport, {**prev_report, "arm": f"{arm}@{prev_run.label}"}),
+        )
     except EvaluationError as error:
         field = identity_field(error, prev_resolved, resolved)
         return {
@@ -106,7 +111,7 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
     previous: dict[tuple[str, str], Previous] = {}
     out = []
     for run in runs:
-        resolved_path = run.path / artifacts.RESOLVED
+        resolved_path = runlayout.resolved(run.path)
         resolved = artifacts.read_json(resolved_path) if resolved_path.is_file() else {}
         resolved = resolved if isinstance(resolved, dict) else {}
         reports = arm_reports(run.path, resolved)
@@ -127,7 +132,7 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
             }
             if run.comparable:
                 previous[key] = (run, report, resolved)
-        page = run.path / artifacts.REPORT_PAGE
+        page = runlayout.page(run.path)
         git = run.entry.get("git") or {}
         out.append(
             {
@@ -178,7 +183,7 @@ def history_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                 lead = [""] * len(first)
         if not run["arms"]:
             rows.append([*first, "-", "-", *["-"] * len(METRIC_NAMES)])
-    lines = _table(header, rows) if rows else ["no stored runs"]
+    lines = table(header, rows) if rows else ["no stored runs"]
     for run in runs:
         for arm, data in run["arms"].items():
             if data["mark"]:
@@ -205,7 +210,9 @@ def chart(runs: Sequence[Mapping[str, Any]], arms: Sequence[str], metric: str, s
     xs = [round(LEFT + STEP * (i + 0.5), 2) for i in range(len(runs))]
     series = []
     for index, arm in enumerate(arms):
-        points, segments, current = [], [], []
+        points: list[dict[str, Any]] = []
+        segments: list[list[str]] = []
+        current: list[str] = []  # the points of one line, as "x,y"
         offset = (index - (len(arms) - 1) / 2) * 5.0  # arms side by side at each run
         for base_x, run in zip(xs, runs, strict=True):
             x = round(base_x + offset, 2)

@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
+from pytest_sommelier.core.parse import recorded_arguments_key
 from pytest_sommelier.core.pipeline import rescored
 from pytest_sommelier.core.stats import derive_seed, paired_bootstrap_arrays
+from pytest_sommelier.core.types import ScoringRecord
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.stored import load_run_inputs, stored_arm
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
@@ -83,11 +86,11 @@ def suite_run_dirs(run_dir: Path) -> list[Path]:
     """The one-suite run folders of a session's run folder: itself, or (several suites in one
     session) its sub-folders holding a ``suite.resolved.json``, by name."""
     run_dir = Path(run_dir)
-    if (run_dir / artifacts.RESOLVED).is_file():
+    if runlayout.resolved(run_dir).is_file():
         return [run_dir]
     if not run_dir.is_dir():
         return []
-    return sorted(p for p in run_dir.iterdir() if (p / artifacts.RESOLVED).is_file())
+    return sorted(p for p in run_dir.iterdir() if runlayout.resolved(p).is_file())
 
 
 def _not_a_run(run_dir: Path) -> InputError:
@@ -97,16 +100,15 @@ def _not_a_run(run_dir: Path) -> InputError:
         if suites
         else "give a run folder written by pytest-sommelier (runs/<run_id>)"
     )
-    return InputError("SOM-HISTORY-NOT-A-RUN", f"{run_dir / artifacts.RESOLVED}: not found", hint)
+    return InputError("SOM-HISTORY-NOT-A-RUN", f"{runlayout.resolved(run_dir)}: not found", hint)
 
 
 def arm_reports(run_dir: Path, resolved: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The evaluation report of every arm folder that has one (configured order first)."""
     configured = list((resolved.get("arms") or {}).keys())
-    folders = sorted(p.name for p in (run_dir / "eval").glob("*") if p.is_dir())
     reports: dict[str, dict[str, Any]] = {}
-    for name in configured + [f for f in folders if f not in configured]:
-        path = run_dir / "eval" / name / "evaluation_report.json"
+    for name in artifacts.arm_names(run_dir, configured):
+        path = runlayout.arm_report(runlayout.arm_dir(run_dir, name))
         if path.is_file():
             report = artifacts.read_json(path)
             if isinstance(report, dict):
@@ -145,17 +147,17 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
     """The store record of a run folder, without number, folder, time or git: its suite,
     run id, completeness, verdict and identity digests."""
     run_dir = Path(run_dir)
-    if not (run_dir / artifacts.RESOLVED).is_file():
+    if not runlayout.resolved(run_dir).is_file():
         raise _not_a_run(run_dir)
-    resolved = artifacts.read_json(run_dir / artifacts.RESOLVED)
+    resolved = artifacts.read_json(runlayout.resolved(run_dir))
     if not isinstance(resolved, dict):
         raise InputError(
             "SOM-HISTORY-NOT-A-RUN",
-            f"{run_dir / artifacts.RESOLVED}: not a JSON object",
+            f"{runlayout.resolved(run_dir)}: not a JSON object",
             "give a run folder written by pytest-sommelier",
         )
     reports = arm_reports(run_dir, resolved)
-    verdict_path = run_dir / artifacts.VERDICT
+    verdict_path = runlayout.verdict(run_dir)
     verdict = artifacts.read_json(verdict_path) if verdict_path.is_file() else None
     verdict = verdict if isinstance(verdict, dict) else None
     configured = set((resolved.get("arms") or {}).keys())
@@ -176,7 +178,7 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
 
 
 def value_intervals_of(
-    scoring: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], statistics: Any
+    scoring: Mapping[str, Mapping[str, Sequence[ScoringRecord]]], statistics: Any
 ) -> dict[str, Any]:
     """Per arm, slice (and ``overall``) and metric of scoring records (arm -> slice -> records,
     as ``RunOutcome.records``): the value with its percentile-bootstrap interval (the arm's
@@ -223,24 +225,32 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
         _, suite, split = load_run_inputs(run_dir)
     except SommelierError as error:
         return {"intervals": {}, "note": f"no intervals: {error.message}"}
-    scoring: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    scoring: dict[str, dict[str, list[ScoringRecord]]] = {}
     for name in suite.arms:
-        arm_dir = run_dir / "eval" / name
-        if not (arm_dir / "evaluation_report.json").is_file():
+        arm_dir = runlayout.arm_dir(run_dir, name)
+        if not runlayout.arm_report(arm_dir).is_file():
             continue
         try:
             arm = stored_arm(suite, split, arm_dir)
         except SommelierError:
             continue
         scoring[name] = {
-            lang: rescored(rows, split)[1] for lang, rows in arm.records.items()
+            lang: rescored(rows, split, suite.arguments_key)[1]
+            for lang, rows in arm.records.items()
         }
     return value_intervals_of(scoring, suite.statistics)
 
 
-CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split")
+CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split", "arguments_key")
 """The parts of ``suite.resolved.json`` that ``config_sha256`` covers (besides the parser
-version), in the order a change is named."""
+version), in the order a change is named (``arguments_key`` absent = ``arguments``)."""
+
+
+def _config_part(resolved: Mapping[str, Any], part: str) -> Any:
+    """One part of a resolved suite as ``config_sha256`` sees it (an absent key: arguments)."""
+    if part == "arguments_key":
+        return recorded_arguments_key(resolved) or resolved.get(part)
+    return resolved.get(part)
 
 
 def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
@@ -248,7 +258,7 @@ def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | N
     and a newer run) covered by ``config_sha256`` that differs, or None. It explains the
     identity gate's ``config_sha256`` refusal; it is never a gate itself."""
     for part in CONFIG_PARTS:
-        before, after = old.get(part), new.get(part)
+        before, after = _config_part(old, part), _config_part(new, part)
         if sha256_json(before) == sha256_json(after):
             continue
         if isinstance(before, Mapping) and isinstance(after, Mapping):

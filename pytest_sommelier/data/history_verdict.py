@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.gates import evaluate_gates, stored_subject
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import Suite, Verdict
@@ -91,7 +92,7 @@ def compare_with_stored(
             key = reference.path.resolve()
             if key not in done:
                 done[key] = compare_runs(candidate, reference, flips=flips)
-                write_compare(run_dir / "report", done[key])
+                write_compare(runlayout.report_dir(run_dir), done[key])
             against.reports[spec] = done[key]
         except SommelierError as error:
             against.refusals[spec] = str(error)

@@ -41,14 +41,21 @@ def is_hub_id(value: str) -> bool:
 
 
 def require_revision(
-    ref: str, revision: str | None, *, field: str, revision_field: str, where: str | None = None
+    ref: str,
+    revision: str | None,
+    *,
+    field: str,
+    revision_field: str,
+    where: str | None = None,
+    looked: str = "beside the suite",
 ) -> str:
-    """The revision pinning hub id ``ref``; the one error for a hub id without one."""
+    """The revision pinning hub id ``ref``; the one error for a hub id without one. ``looked``
+    says where a local path of that name was looked for (the suite's folder, by default)."""
     if not revision:
         raise InputError(
             "SOM-SUITE-REVISION-MISSING",
             f"{field} {ref!r} is a hub id and needs {revision_field}",
-            f"pin {revision_field} to a commit sha (no such path exists beside the suite)",
+            f"pin {revision_field} to a commit sha (no such path exists {looked})",
             where=where,
         )
     return revision

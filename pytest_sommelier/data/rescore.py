@@ -23,9 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run
 from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.ci_summary import write_summary
 from pytest_sommelier.data.digests import sha256_files, sha256_path
 from pytest_sommelier.data.history import FOLDER, RECORD
 from pytest_sommelier.data.history_record import config_difference
@@ -36,9 +38,11 @@ from pytest_sommelier.data.history_verdict import (
     verdict_against_stored,
 )
 from pytest_sommelier.data.stored import load_run_inputs, stored_arm
+from pytest_sommelier.data.suite import suite_identity
+from pytest_sommelier.data.view.html import write_report
 from pytest_sommelier.errors import InputError
 
-RESCORED = artifacts.RESCORED
+RESCORED = runlayout.RESCORED
 RESCORED_SCHEMA = "sommelier.rescored.v1"
 
 
@@ -58,8 +62,8 @@ def generation_files(run_dir: Path, arms: Any) -> list[str]:
     """The generation files of a run's arms, relative to the run folder (sorted)."""
     names = []
     for arm in arms:
-        folder = Path(run_dir) / "eval" / arm
-        names += [f"eval/{arm}/{p.name}" for p in folder.glob("generations.*.jsonl")]
+        for path in runlayout.arm_dir(Path(run_dir), arm).glob(runlayout.generations_name("*")):
+            names.append(f"{runlayout.EVAL}/{arm}/{path.name}")
     return sorted(names)
 
 
@@ -120,10 +124,6 @@ def rescore(
     ``suite``'s comparisons and gates when given), evaluate its ``stored`` gates against
     ``store``, and write reports, verdict, ``rescored.json``, the page and the summary into
     ``out_dir`` (default: in place); ``by`` names the tool and its version in the record."""
-    from pytest_sommelier.data.ci_summary import write_summary
-    from pytest_sommelier.data.htmlreport import write_report
-    from pytest_sommelier.data.suite import suite_identity
-
     run_dir = Path(run_dir)
     _refuse_stored_in_place(run_dir, out_dir)
     resolved, run_suite, split = load_run_inputs(run_dir)
@@ -134,7 +134,7 @@ def rescore(
         notes += [note] if note else []
     arms: dict[str, ArmRun] = {}
     for name in run_suite.arms:
-        arm_dir = run_dir / "eval" / name
+        arm_dir = runlayout.arm_dir(run_dir, name)
         if arm_dir.is_dir():
             arms[name] = stored_arm(run_suite, split, arm_dir)
     record = {
@@ -161,17 +161,17 @@ def rescore(
     else:
         # in place: keep generations and telemetry; rewrite reports and verdict only
         for name in run_suite.arms:
-            (run_dir / "eval" / name / "evaluation_report.json").unlink(missing_ok=True)
+            runlayout.arm_report(runlayout.arm_dir(run_dir, name)).unlink(missing_ok=True)
         artifacts.remove_stale(run_dir)
     artifacts.write_outcome(target, outcome, resolved=resolved, split_path=run_suite.test_split)
-    artifacts.atomic_write_json(target / RESCORED, record)
+    artifacts.atomic_write_json(runlayout.rescored(target), record)
     specs = stored_specs(scored, None)
     against = compare_with_stored(
         target, Path(store or ".sommelier"), specs, suite=scored.name, flips=flips
     )
     verdict = verdict_against_stored(scored, outcome, against, compare=None, fail_specs=())
     if verdict != outcome.verdict and verdict is not None:
-        artifacts.atomic_write_json(target / artifacts.VERDICT, verdict)
+        artifacts.atomic_write_json(runlayout.verdict(target), verdict)
         outcome = replace(outcome, verdict=verdict)
     write_report(target)
     write_summary(target)

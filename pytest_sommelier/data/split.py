@@ -31,7 +31,7 @@ from typing import Any, cast
 
 from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_text
-from pytest_sommelier.core.parse import call_shape_error
+from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, call_shape_error
 from pytest_sommelier.core.types import Call, Example, FormattedSplit
 from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1, read_gold_call
 from pytest_sommelier.data.schema import (
@@ -304,6 +304,7 @@ def _example(
         gold_call=row_gold_call(record, where, arguments_key),
         line=line,
         acceptable_arguments=_acceptable(record, where),
+        cluster_id=record.get("cluster_id"),
     )
 
 
@@ -328,8 +329,20 @@ def row_gold_call(
 ) -> Call:
     """The gold call of a schema-valid formatted row, by its template policy: parser v1 over a
     native-policy ``target_text`` (``data.native_policy.read_gold_call``), else the one-call
-    JSON array of tools-in-system; InputError naming the row otherwise."""
+    JSON array of tools-in-system, whose instruction and target name ``arguments`` (so such a
+    row is refused under any other key: every output would read as invalid_shape); InputError
+    naming the row otherwise."""
     if record.get("template_policy") != POLICY_NATIVE_TOOLS_V1:
+        if arguments_key != DEFAULT_ARGUMENTS_KEY:
+            raise InputError(
+                "SOM-SPLIT-ARGUMENTS-KEY",
+                f"example {record['example_id']!r}: template policy "
+                f"{record.get('template_policy')!r} names the call's arguments 'arguments', but "
+                f"the split is read with arguments_key {arguments_key!r}",
+                "remove [suite] arguments_key, or format the split with --policy "
+                f"{POLICY_NATIVE_TOOLS_V1} --arguments-key {arguments_key}",
+                where=where or None,
+            )
         return _gold_call(record["target_text"], record["example_id"], where)
     call, status = read_gold_call(record["target_text"], arguments_key)
     if call is None:
@@ -337,7 +350,7 @@ def row_gold_call(
             "SOM-SPLIT-GOLD-CALL",
             f"example {record['example_id']!r}: field 'target_text' reads as {status} under "
             f"parser v1 with arguments_key {arguments_key!r}",
-            "read it with the arguments key it was formatted with (sommelier format "
+            "set [suite] arguments_key to the key it was formatted with (sommelier format "
             "--arguments-key), or re-run sommelier format",
             where=where or None,
         )

@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
 from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
 from pytest_sommelier.core.reports import build_comparison_report
 from pytest_sommelier.core.types import (
@@ -41,8 +43,9 @@ def _not_resolved(where: str, exc: Exception) -> InputError:
 
 
 def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
-    """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json``."""
-    where = str(run_dir / artifacts.RESOLVED)
+    """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json`` (a run
+    written before ``arguments_key`` was recorded read ``arguments``)."""
+    where = str(runlayout.resolved(run_dir))
     try:
         names = [
             *resolved["slices"],
@@ -58,12 +61,20 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             f"{where}: {bad[0]!r} is not a valid arm or slice name",
             "names are letters, digits, '_' and '-'; the resolved suite was edited",
         )
+    arguments_key = recorded_arguments_key(resolved)
+    if arguments_key is None:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: arguments_key {resolved['arguments_key']!r} is not one of "
+            f"{', '.join(ARGUMENTS_KEYS)}",
+            "the resolved suite was edited",
+        )
     try:
         statistics = StatisticsConfig(**resolved["statistics"])
         return Suite(
-            path=run_dir / artifacts.RESOLVED,
+            path=runlayout.resolved(run_dir),
             name=resolved["name"],
-            test_split=run_dir / artifacts.SPLIT_COPY,
+            test_split=runlayout.split_copy(run_dir),
             slices=tuple(resolved["slices"]),
             model=ModelConfig(base="<stored>", revision=None, dtype=None, device=None),
             decoding=cast(Decoding, dict(resolved["decoding"])),  # as recorded, not re-judged
@@ -77,6 +88,7 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             ),
             statistics=statistics,
             gates=tuple(GateConfig(**gate) for gate in resolved["gates"]),
+            arguments_key=arguments_key,
         )
     except (KeyError, TypeError) as exc:
         raise _not_resolved(where, exc) from None
@@ -92,7 +104,7 @@ def load_run_inputs(run_dir: Path) -> tuple[dict[str, Any], Suite, FormattedSpli
             f"{suite.test_split}: not found",
             "the run directory is missing its split copy; it cannot be re-scored",
         )
-    split = load_split(suite.test_split, suite.slices)
+    split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
     recorded = (resolved.get("test_split") or {}).get("sha256")
     if split.sha256 != recorded:
         raise InvariantError(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.decoding import validate_decoding as validate_decoding
+from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.types import GateConfig as GateConfig
 from pytest_sommelier.core.types import StatisticsConfig, Suite
 from pytest_sommelier.data.references import inside_folder, probe_path
@@ -46,7 +47,17 @@ from pytest_sommelier.data.suite_names import valid_name as valid_name
 from pytest_sommelier.data.suite_toml import read_toml, validate_structure
 from pytest_sommelier.errors import InputError
 
-DEFAULT_STATISTICS: dict[str, Any] = {"seed": 41, "resamples": 2000, "confidence_level": 0.95}
+DEFAULT_STATISTICS: dict[str, Any] = {
+    "seed": 41,
+    "resamples": 2000,
+    "confidence_level": 0.95,
+    "interval": "auto",
+    "cluster": "root",
+    "familywise": "none",
+    "power": 0.8,
+}
+"""``[statistics]`` defaults; the schema (``schemas/suite.schema.json``) checks every key's
+type and choices (``interval``, ``cluster``, ``familywise``, ``power`` in (0, 1))."""
 
 
 def load_suite(path: str | os.PathLike[str]) -> Suite:
@@ -79,9 +90,14 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             seed=statistics["seed"],
             resamples=statistics["resamples"],
             confidence_level=float(statistics["confidence_level"]),
+            interval=statistics["interval"],
+            cluster=statistics["cluster"],
+            familywise=statistics["familywise"],
+            power=float(statistics["power"]),
         ),
         gates=gates,
         engine=engine,
+        arguments_key=section.get("arguments_key", DEFAULT_ARGUMENTS_KEY),
     )
 
 

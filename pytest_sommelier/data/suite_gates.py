@@ -17,6 +17,8 @@ from pytest_sommelier.core.gates import (
     ARM_THRESHOLDS,
     COMPARISON_THRESHOLDS,
     IDENTICAL_METRIC,
+    LOWER_THRESHOLDS,
+    UPPER_THRESHOLDS,
 )
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.types import ArmConfig, ComparisonConfig, GateConfig
@@ -192,7 +194,9 @@ def _gate_slice(entry: Mapping[str, Any], kind: str, slices: Sequence[str], wher
 
 def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
     """Arm gates: ``min`` and/or ``max`` in [0, 1]; an ``identical_outputs`` comparison gate:
-    ``max`` in [0, 1]; others: exactly one threshold in [-1, 1]."""
+    ``max`` in [0, 1]; others (a stored gate too): one lower bound (``ci_lower_above`` /
+    ``ci_lower_at_least``), one upper bound (``ci_upper_below`` / ``ci_upper_at_most``), both
+    (an equivalence margin, lower <= upper), or ``delta_at_least`` alone, each in [-1, 1]."""
     if kind in ("comparison", "stored") and entry.get("metric") == IDENTICAL_METRIC:
         wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
         if wrong or "max" not in entry:
@@ -225,12 +229,17 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
             where=where,
         )
     present = [key for key in allowed if key in entry]
-    if not present or (kind != "arm" and len(present) > 1):
-        wanted = "min and/or max" if kind == "arm" else f"exactly one of {', '.join(allowed)}"
+    if not present or (kind != "arm" and not _one_design(present)):
+        wanted = (
+            "min and/or max"
+            if kind == "arm"
+            else f"one of {', '.join(LOWER_THRESHOLDS)} and/or one of "
+            f"{', '.join(UPPER_THRESHOLDS)}, or delta_at_least alone"
+        )
         raise InputError(
             "SOM-SUITE-GATE-THRESHOLD",
             f"{_article(kind)} {kind} gate needs {wanted}",
-            "see docs/suite.md, [[gates]]",
+            "see docs/suite.md, [[gates]] (superiority, non-inferiority, equivalence)",
             where=where,
         )
     low = 0.0 if kind == "arm" else -1.0
@@ -249,6 +258,27 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
             "no value could pass this gate",
             where=where,
         )
+    if kind != "arm" and len(present) == 2:
+        (lower,) = (key for key in present if key in LOWER_THRESHOLDS)
+        (upper,) = (key for key in present if key in UPPER_THRESHOLDS)
+        if entry[lower] > entry[upper]:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.{lower} {entry[lower]!r} is above gates.{upper} {entry[upper]!r}",
+                "no interval could pass this gate (an equivalence margin is lower <= upper)",
+                where=where,
+            )
+
+
+def _one_design(present: Sequence[str]) -> bool:
+    """A comparison or gap gate's thresholds form one design: at most one lower and at most
+    one upper interval bound (superiority, non-inferiority, equivalence), or the delta alone."""
+    lower = [key for key in present if key in LOWER_THRESHOLDS]
+    upper = [key for key in present if key in UPPER_THRESHOLDS]
+    delta = [key for key in present if key not in LOWER_THRESHOLDS + UPPER_THRESHOLDS]
+    if delta:
+        return len(present) == 1
+    return len(lower) <= 1 and len(upper) <= 1
 
 
 def _article(word: str) -> str:

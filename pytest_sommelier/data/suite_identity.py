@@ -22,7 +22,9 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
     Written as ``suite.resolved.json``. Local model/adapter files and directories appear as
     ``{"kind": "local", "sha256": ...}``, package references as ``{"kind": "pkg", "ref": ...,
     "sha256": ...}``, hub ids as ``{"kind": "hub", "id": ..., "revision": ...}``; the split as
-    its file name and digest. No absolute path of this machine appears anywhere.
+    its file name and digest; ``arguments_key`` is the parser's argument key (a run written
+    before it was recorded has none, and read ``arguments``). No absolute path of this machine
+    appears anywhere.
     """
     return {
         "schema_version": SUITE_IDENTITY_VERSION,
@@ -30,6 +32,7 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
         "test_split": {"file": suite.test_split.name, "sha256": sha256_path(suite.test_split)},
         "slices": list(suite.slices),
         "reference_slice": suite.reference_slice,
+        "arguments_key": suite.arguments_key,
         "model": {
             "base": reference_identity(suite.model.base, suite.model.revision),
             "dtype": suite.model.dtype,

@@ -120,7 +120,10 @@ def tokenizer_identity(
     """
     local = resolve_local_path(ref, base_dir=base_dir)
     if local is None:
-        return ref, require_revision(ref, revision, field="tokenizer", revision_field="--revision")
+        looked = "in the working directory" if base_dir is None else f"under {base_dir}"
+        return ref, require_revision(
+            ref, revision, field="tokenizer", revision_field="--revision", looked=looked
+        )
     if local.is_file():
         digest = sha256_path(local)
         label = f"gguf:{local.name}"

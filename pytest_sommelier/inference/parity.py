@@ -15,15 +15,16 @@ checked against the stored ``prompt_sha256`` before it is sent.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data import artifacts, stored
 from pytest_sommelier.data.suite import load_suite
@@ -36,7 +37,8 @@ SNIPPET = 160
 
 
 def sample_ids(example_ids: list[str], sample: int | None, seed: int) -> set[str]:
-    """A seeded sample of ``sample`` ids (all of them when None or larger than the split)."""
+    """A seeded sample of ``sample`` ids (all of them when None or larger than the split): the
+    one ``--sample`` draw (``core.sampling``) over the ids in sorted order."""
     if sample is None or sample >= len(example_ids):
         return set(example_ids)
     if sample <= 0:
@@ -46,7 +48,8 @@ def sample_ids(example_ids: list[str], sample: int | None, seed: int) -> set[str
             "give the number of examples to regenerate, or leave it out for all",
             where="--sample",
         )
-    return set(random.Random(seed).sample(sorted(example_ids), sample))
+    ordered = sorted(example_ids)
+    return {ordered[index] for index in sample_positions(len(ordered), sample, seed)}
 
 
 def without(identity: Mapping[str, Any] | None, key: str) -> dict[str, Any] | None:
@@ -112,7 +115,7 @@ def run_parity(
     """Regenerate the sampled examples of every stored arm on the engine named (configured by
     the suite's ``[engine]`` table, its name replaced); the parity report."""
     run_dir = Path(run_dir)
-    resolved, _, split = stored.load_run_inputs(run_dir)
+    resolved, recorded, split = stored.load_run_inputs(run_dir)
     suite = load_suite(suite_path)
     _check_conditions(resolved, suite, run_dir)
     engine = replace(suite.engine, name=engine_name)
@@ -132,11 +135,13 @@ def run_parity(
                 "give the suite file the run was made with",
                 where=f"arms.{arm}",
             )
-        report, _, records = artifacts.read_arm(run_dir / "eval" / arm)
+        report, _, records = artifacts.read_arm(runlayout.arm_dir(run_dir, arm))
         run_id = run_id or report.get("run_id")
         _check_identity(arm, report, generators[arm])
         by_id = {r["example_id"]: r for rows in records.values() for r in rows}
-        arms[arm] = _arm_parity(arm, generators[arm], split, by_id, chosen, decoding, size)
+        arms[arm] = _arm_parity(
+            arm, generators[arm], split, by_id, chosen, decoding, size, recorded.arguments_key
+        )
         arms[arm]["stored_engine"] = recorded_engine(report.get("model_identity"))
     return {
         "schema_version": PARITY_SCHEMA,
@@ -155,8 +160,10 @@ def _arm_parity(
     chosen: set[str],
     decoding: dict[str, Any],
     size: int,
+    arguments_key: str,
 ) -> dict[str, Any]:
-    """Generate the arm's sampled examples slice by slice and compare them with the stored."""
+    """Generate the arm's sampled examples slice by slice and compare them with the stored
+    (outputs parsed with the run's ``arguments_key``)."""
     counts = {"examples": 0, "identical_outputs": 0, "equal_parse_status": 0, "equal_full_call": 0}
     differing: list[dict[str, Any]] = []
     for language, examples in split.slices.items():
@@ -176,7 +183,7 @@ def _arm_parity(
             texts = generator.generate([e.prompt_text for e in batch], dict(decoding))
             for example, text in zip(batch, texts, strict=True):
                 old = by_id[example.example_id]
-                call, status = parse_tool_call(text)
+                call, status = parse_tool_call(text, arguments_key=arguments_key)
                 new = {"parse_status": status, "parsed_call": call}
                 same_status = status == old.get("parse_status")
                 same_hit = full_call_hit(new, example.gold_call) == full_call_hit(

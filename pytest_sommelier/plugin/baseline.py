@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun
 from pytest_sommelier.data.history import describe_arm_folder
 from pytest_sommelier.data.history_compare import refuse_borrowed_stand_in
@@ -53,7 +54,7 @@ def baseline_arms(config: pytest.Config, suite: Suite, split: FormattedSplit) ->
                 f"--sommelier-baseline: suite '{suite.name}' has no arm '{name}'",
                 f"use NAME=DIR with one of: {', '.join(suite.arms)}",
             )
-        if (folder / "evaluation_report.json").is_file():  # else stored_arm names what is missing
+        if runlayout.arm_report(folder).is_file():  # else stored_arm names what is missing
             configured = configured or suite_identity(suite)
             refuse_borrowed_stand_in(configured, name, folder)
         arms[name] = stored_arm(suite, split, folder, name=name, as_baseline=True)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sommelier.core.render import describe_miss
 from pytest_sommelier.core.types import BatchKey
+from pytest_sommelier.data.view.terminal import describe_miss
 from pytest_sommelier.errors import SommelierError
 from pytest_sommelier.plugin.keys import RESULT_KEY
 from pytest_sommelier.plugin.role import role_of
@@ -27,18 +27,19 @@ from pytest_sommelier.plugin.settings import settings_of
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import Example, FormattedSplit, Suite
-    from pytest_sommelier.plugin.runner import Runner
+    from pytest_sommelier.plugin.runner import BatchOutcome, Runner
 
 SUITES_KEY = pytest.StashKey[dict[str, "tuple[Suite, FormattedSplit]"]]()
 RUNNER_KEY = pytest.StashKey["Runner"]()
-BATCH_KEY = pytest.StashKey["tuple[Any, BatchOutcome]"]()
+BATCH_KEY = pytest.StashKey[tuple[Any, "BatchOutcome"]]()
 """An item's generator and its batch's outcome, set in ``setup``."""
 
 
 def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, FormattedSplit]:
     """A suite file and its split, loaded once per process and session (kept in
-    ``config.stash``): collection and the session finish share them. A load error is raised
-    each time and never kept."""
+    ``config.stash``): collection and the session finish share them. The split's native-policy
+    targets are read with the suite's ``arguments_key``. A load error is raised each time and
+    never kept."""
     from pytest_sommelier.data.split import load_split
     from pytest_sommelier.data.suite import load_suite
 
@@ -46,7 +47,8 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
     key = str(Path(path).resolve())
     if key not in loaded:
         suite = load_suite(path)
-        loaded[key] = (suite, load_split(suite.test_split, suite.slices))
+        split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+        loaded[key] = (suite, split)
     return loaded[key]
 
 
@@ -230,6 +232,7 @@ class EvalItem(pytest.Item):
             self.suite.decoding,
             generator,
             outcome,
+            arguments_key=self.suite.arguments_key,
         )
         self.stash[RESULT_KEY] = payload
         if not payload["hit"] and settings_of(self.config).strict:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data import artifacts
@@ -63,7 +64,7 @@ def against_stored(
         fail_specs=parse_fail_specs(settings.compare_fail),
     )
     if verdict is not None and verdict != outcome.verdict:
-        artifacts.atomic_write_json(run_dir / artifacts.VERDICT, verdict)
+        artifacts.atomic_write_json(runlayout.verdict(run_dir), verdict)
     return replace(outcome, verdict=verdict)
 
 

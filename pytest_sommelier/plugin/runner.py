@@ -26,6 +26,7 @@ from typing import Any
 
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.pipeline import generation_record
 from pytest_sommelier.core.types import BatchKey, Example, WorkerPayload, model_kind_of
 from pytest_sommelier.errors import EvaluationError, InvariantError, SommelierError
@@ -53,6 +54,7 @@ def call_factory(factory: Any, arm: str, suite: Any) -> Any:
             f"the sommelier_model fixture returned {type(factory).__name__}, not a callable",
             "return a callable arm_name -> generator from your sommelier_model override",
         )
+    parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -331,8 +333,11 @@ class Runner:
         decoding: Mapping[str, Any],
         generator: Any,
         outcome: BatchOutcome,
+        *,
+        arguments_key: str = DEFAULT_ARGUMENTS_KEY,
     ) -> WorkerPayload:
-        """Parse and score one output of a generated batch into the item's payload."""
+        """Parse (parser v1 with the suite's ``arguments_key``) and score one output of a
+        generated batch into the item's payload."""
         record = generation_record(
             example,
             arm=key.arm,
@@ -340,6 +345,7 @@ class Runner:
             raw_text=outcome.outputs[example.example_id],
             decoding=decoding,
             cached=outcome.cached[example.example_id],
+            arguments_key=arguments_key,
         )
         return {
             "suite": suite_nodeid,

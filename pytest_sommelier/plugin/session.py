@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sommelier.core import render
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.split import FormattedSplit
 from pytest_sommelier.data.suite import Suite, suite_identity
+from pytest_sommelier.data.view import terminal
 from pytest_sommelier.errors import InvariantError, SommelierError
 from pytest_sommelier.plugin.collect import load_suite_once
 from pytest_sommelier.plugin.junit import add_gate_cases
@@ -82,7 +83,8 @@ class SommelierSession:
 
     def out_dir(self, suite: Suite, several: bool) -> Path:
         out = settings_of(self.config).out
-        base = Path(out) if out else self.config.invocation_params.dir / "runs" / self.run_id
+        root = self.config.invocation_params.dir / runlayout.DEFAULT_ROOT
+        base = Path(out) if out else root / self.run_id
         if not base.is_absolute():
             base = self.config.invocation_params.dir / base
         return base / suite.name if several else base
@@ -141,7 +143,7 @@ class SommelierSession:
             return result
         # imported here, not at plugin load: Jinja2, the template module and the run store cost
         # every pytest run start-up time, and only a session finish with a suite needs them
-        from pytest_sommelier.data.htmlreport import write_report
+        from pytest_sommelier.data.view.html import write_report
         from pytest_sommelier.plugin.history import OverTime, against_stored, summarise_and_store
 
         result.over_time = over = OverTime()
@@ -231,7 +233,7 @@ class SommelierSession:
     # -- terminal ----------------------------------------------------------------------------
 
     def summary(self, terminalreporter: Any) -> None:
-        """Write each suite's summary; every line comes from ``core.render``."""
+        """Write each suite's summary; every line comes from ``data.view.terminal``."""
         misses_wanted = settings_of(self.config).misses
         for result in self.results:
             terminalreporter.write_sep("=", f"sommelier: {result.name}")
@@ -241,7 +243,7 @@ class SommelierSession:
                 continue
             assert result.outcome is not None
             over = result.over_time
-            for line, markup in render.run_summary_lines(
+            for line, markup in terminal.run_summary_lines(
                 result.outcome,
                 result.run_dir,
                 len(result.errored_items),

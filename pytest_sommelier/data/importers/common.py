@@ -22,13 +22,13 @@ from __future__ import annotations
 import ast
 import json
 import math
-import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.data.atomic import write_atomic
 from pytest_sommelier.data.schema import arguments_error, parameters_error
 from pytest_sommelier.data.split import strict_json
@@ -293,16 +293,19 @@ def sample_rows(
     seed: int,
     *,
     group: Callable[[dict[str, Any]], str] | None = None,
+    code: str = "SOM-IMPORT-SAMPLE",
 ) -> list[dict[str, Any]]:
     """``sample`` groups drawn without replacement with ``random.Random(seed)``, rows in their
     original order (all rows when ``sample`` is None or not smaller than the number of groups).
 
     A group is one row, or with ``group`` every row sharing ``group(row)`` (a root and its
-    translations). InputError naming --sample when ``sample`` is not positive.
+    translations). InputError ``code`` (``SOM-IMPORT-SAMPLE``, ``SOM-BFCL-SAMPLE`` for
+    ``sommelier import bfcl``) naming --sample when ``sample`` is not positive. The draw is
+    ``core.sampling.sample_positions`` over the groups.
     """
     if sample is not None and sample <= 0:
         raise InputError(
-            "SOM-IMPORT-SAMPLE",
+            code,
             f"--sample {sample} is not positive",
             "give a positive number of rows",
             where="--sample",
@@ -311,7 +314,7 @@ def sample_rows(
     order = list(dict.fromkeys(keys))
     if sample is None or sample >= len(order):
         return list(rows)
-    chosen = {order[index] for index in random.Random(seed).sample(range(len(order)), sample)}
+    chosen = {order[index] for index in sample_positions(len(order), sample, seed)}
     return [row for row, key in zip(rows, keys, strict=True) if key in chosen]
 
 

@@ -1,11 +1,11 @@
 """The HTML report of a stored run: one self-contained page (``<run>/report.html``).
 
-``render_report(run_dir)`` reads only the run's own files (``suite.resolved.json``, the split
-copy in ``inputs/``, each arm's ``evaluation_report.json``, ``inference_telemetry.json`` and
-``generations.<slice>.jsonl``, ``report/*.json`` and ``gate_verdict.json``) and returns the
-page; ``write_report`` writes it atomically. The session finish, ``sommelier rescore`` and
-``sommelier report`` all go through these two functions, so a page looks the same whoever wrote
-it. User documentation: ``docs/report.md``.
+``render_report(run_dir)`` renders what ``data.runread.read_run`` reads of the run's own files
+(``suite.resolved.json``, the split copy in ``inputs/``, each arm's ``evaluation_report.json``,
+``inference_telemetry.json`` and ``generations.<slice>.jsonl``, ``report/*.json`` and
+``gate_verdict.json``) and returns the page; ``write_report`` writes it atomically. The session
+finish, ``sommelier rescore`` and ``sommelier report`` all go through these two functions, so a
+page looks the same whoever wrote it. User documentation: ``docs/report.md``.
 
 Invariants kept:
 
@@ -13,8 +13,8 @@ Invariants kept:
   ``full_call_exact_match`` rule to the stored parsed call and the split's gold call (checked
   against ``metrics.example_components`` by the tests). Nothing is re-parsed.
 - The split copy is used only when its bytes still have the digest the run recorded (those are
-  the bytes that were validated when the run was made); otherwise the page says why the
-  examples are not shown.
+  the bytes that were validated when the run was made; ``data.runread`` checks it); otherwise
+  the page says why the examples are not shown.
 - Stored text (model output, prompts, identities) is untrusted: the template autoescapes every
   value, per-example data travels as one JSON blob whose ``<``, ``>`` and ``&`` are escaped
   (so it cannot close its ``<script type="application/json">`` element), the page's script
@@ -34,150 +34,52 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import jinja2
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_NAME
-from pytest_sommelier.core.canonical import sha256_bytes
-from pytest_sommelier.core.gates import threshold_text
+from pytest_sommelier.core.gates import gate_text, threshold_text
 from pytest_sommelier.core.metrics import (
     call_match,
     flatten_arguments,
     metric_order,
     pair_differences,
 )
-from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
-from pytest_sommelier.core.render import fmt, fmt_interval, no_effect_lines
+from pytest_sommelier.core.parse import (
+    DEFAULT_ARGUMENTS_KEY,
+    STATUS_OK,
+    STATUSES,
+    call_shape_error,
+    recorded_arguments_key,
+)
 from pytest_sommelier.core.types import Call, ComparisonReport, GenerationRecord, Verdict
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.artifacts import StoredArm
+from pytest_sommelier.data.runread import read_run
 from pytest_sommelier.data.split import row_gold_call
+from pytest_sommelier.data.view.terminal import familywise_lines, no_effect_lines
+from pytest_sommelier.data.view.text import (
+    discordant_text,
+    fmt,
+    fmt_interval,
+    methods_text,
+    power_text,
+    selected_block,
+    selected_interval,
+)
 from pytest_sommelier.errors import InputError
 
-REPORT_FILE = artifacts.REPORT_PAGE
-TEMPLATES = Path(__file__).with_name("templates")
+REPORT_FILE = runlayout.PAGE
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 RAW_LIMIT = 4000
 """Raw outputs longer than this many characters are cut in the page (the stored file keeps
 them whole); the cut is said on the page."""
 
 _HEX = re.compile(r"^(sha256:)?[0-9a-f]{16,}$")
 _RUN_STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
-
-
-# --- reading the run ---------------------------------------------------------------------
-
-
-def _optional_json(path: Path, notes: list[str]) -> Any:
-    """A stored JSON artifact, or None with a note when it is absent."""
-    if not path.exists():
-        notes.append(f"{path.name} is absent")
-        return None
-    return artifacts.read_json(path)
-
-
-def _check_run_dir(run_dir: Path) -> None:
-    """Refuse a folder that is not one suite's run (naming the sub-folders when it holds
-    several suites' runs)."""
-    if (run_dir / artifacts.RESOLVED).is_file():
-        return
-    if not run_dir.is_dir():
-        raise InputError(
-            "SOM-STORED-MISSING",
-            f"{run_dir}: not a folder",
-            "give a run folder such as runs/<run_id>",
-        )
-    suites = sorted(p.name for p in run_dir.iterdir() if (p / artifacts.RESOLVED).is_file())
-    hint = (
-        f"this folder holds the runs of several suites; give one of: {', '.join(suites)}"
-        if suites
-        else "point at a run folder written by pytest-sommelier"
-    )
-    raise InputError("SOM-STORED-MISSING", f"{run_dir / artifacts.RESOLVED}: not found", hint)
-
-
-def _read_arms(
-    run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
-) -> dict[str, StoredArm]:
-    """Each stored arm folder with a report: ``{arm: (report, telemetry, records)}``, base-kind
-    arms first, then in the resolved suite's order."""
-    configured = list((resolved.get("arms") or {}).keys())
-    folders = sorted(p.name for p in (run_dir / "eval").glob("*") if p.is_dir())
-    names = configured + [name for name in folders if name not in configured]
-    arms: dict[str, StoredArm] = {}
-    for name in names:
-        arm_dir = run_dir / "eval" / name
-        if not (arm_dir / "evaluation_report.json").exists():
-            notes.append(
-                f"arm {name!r} has no evaluation report (it was not run, or the run stopped)"
-            )
-            continue
-        arms[name] = artifacts.read_arm(arm_dir)
-    return dict(sorted(arms.items(), key=lambda item: item[1][0].get("model_kind") != "base"))
-
-
-def _read_split_rows(
-    run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
-) -> list[dict[str, Any]] | None:
-    """The split copy's rows when its bytes still have the recorded digest, else None + note.
-
-    The digest match proves these are the bytes that were validated when the run was made, so
-    the rows are read without validating them again (which would cost seconds for 10k rows).
-    """
-    path = run_dir / artifacts.SPLIT_COPY
-    if not path.is_file():
-        notes.append(f"{artifacts.SPLIT_COPY} is absent, so gold calls and prompts are unknown")
-        return None
-    data = path.read_bytes()
-    recorded = (resolved.get("test_split") or {}).get("sha256")
-    if sha256_bytes(data) != recorded:
-        notes.append(
-            f"{artifacts.SPLIT_COPY} does not have the digest the run recorded "
-            f"({str(recorded)[:12]}); it was edited, so its examples are not shown"
-        )
-        return None
-    try:
-        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-    except (UnicodeDecodeError, json.JSONDecodeError):  # pragma: no cover - digest matched
-        notes.append(f"{artifacts.SPLIT_COPY} could not be read")
-        return None
-
-
-def _comparison_reports(
-    run_dir: Path, resolved: Mapping[str, Any], notes: list[str]
-) -> dict[str, ComparisonReport]:
-    """Stored comparison reports: configured ones first (a missing one gets a note), then
-    any other ``report/*.json``."""
-    reports: dict[str, ComparisonReport] = {}
-    for comparison in resolved.get("comparisons") or []:
-        name = comparison.get("name") or f"{comparison['candidate']}-vs-{comparison['reference']}"
-        path = run_dir / "report" / f"{name}.json"
-        if path.exists():
-            reports[name] = artifacts.read_json(path)
-        else:
-            notes.append(
-                f"comparison {name!r} has no report: an arm is missing, or the identity gate "
-                "refused it (the terminal output and rescore say which field differed)"
-            )
-    for path in sorted((run_dir / "report").glob("*.json")):
-        if path.stem not in reports:
-            report = artifacts.read_json(path)
-            if isinstance(report, dict) and "deltas" in report:
-                reports[path.stem] = cast(ComparisonReport, report)
-    return reports
-
-
-def _stored_comparisons(run_dir: Path) -> list[dict[str, Any]]:
-    """The run's comparisons with stored runs (``report/compare-<NNNN>.json``), by name."""
-    from pytest_sommelier.data.history_compare import COMPARE_SCHEMA  # it imports this module
-
-    found = []
-    for path in sorted((run_dir / "report").glob("compare-*.json")):
-        report = artifacts.read_json(path)
-        if isinstance(report, dict) and report.get("schema_version") == COMPARE_SCHEMA:
-            found.append(report)
-    return found
 
 
 # --- small formatting helpers ------------------------------------------------------------
@@ -253,7 +155,8 @@ def _tick_label(value: float) -> str:
 
 def forest_plot(report: ComparisonReport) -> dict[str, Any]:
     """Geometry of one comparison's forest plot: one row per (slice, metric), the delta with
-    its paired-bootstrap interval; ``excludes_zero`` marks intervals that do not contain 0."""
+    its selected interval (``intervals``; the ``ci95`` bootstrap for a metric or a report
+    without one); ``excludes_zero`` marks intervals that do not contain 0."""
     blocks: list[tuple[str, Mapping[str, Any]]] = [
         ("overall", report),
         *(report.get("slices") or {}).items(),
@@ -263,7 +166,7 @@ def forest_plot(report: ComparisonReport) -> dict[str, Any]:
         intervals = ((block.get("ci95") or {}).get("intervals")) or {}
         for metric in metric_order(block.get("deltas") or {}):
             delta = (block.get("deltas") or {}).get(metric)
-            interval = intervals.get(metric) or {}
+            interval = selected_interval(block, metric) or intervals.get(metric) or {}
             lower, upper = interval.get("lower"), interval.get("upper")
             rows.append(
                 {
@@ -366,7 +269,7 @@ def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
     ):
         raise InputError(
             "SOM-STORED-FIELD",
-            f"eval/{arm}/generations.{record.get('language')}.jsonl: example "
+            f"{runlayout.generations_artifact(arm, str(record.get('language')))}: example "
             f"{record.get('example_id')!r}: parse_status {status!r} does not fit its parsed_call",
             "the generations file was edited; run sommelier rescore to re-derive it",
         )
@@ -407,8 +310,10 @@ def examples_blob(
     slices: Sequence[str],
     arms: Mapping[str, StoredArm],
     comparisons: Mapping[str, ComparisonReport],
+    arguments_key: str = DEFAULT_ARGUMENTS_KEY,
 ) -> dict[str, Any]:
-    """The compact per-example data the page's script renders (positional arrays).
+    """The compact per-example data the page's script renders (positional arrays); gold calls
+    are read with the run's ``arguments_key`` (``split.row_gold_call``).
 
     ``ex[i] = [id, slice, tool, root index or -1, system index or -1, user text, gold call,
     outcomes]``, ``outcomes[a] = [hit (1, 0, or -1: not scored), status index, raw text,
@@ -426,7 +331,7 @@ def examples_blob(
     examples = []
     slice_index = {lang: i for i, lang in enumerate(slices)}
     for row in kept:
-        gold = _Gold(row_gold_call(row))
+        gold = _Gold(row_gold_call(row, arguments_key=arguments_key))
         user, system = _user_and_system(row)
         outcomes = []
         for arm in arm_names:
@@ -497,7 +402,13 @@ def _environment() -> jinja2.Environment:
     env.filters["j"] = lambda v: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
     env.filters["threshold"] = threshold_text
     env.filters["metric_label"] = metric_label
-    env.globals.update(identity_items=identity_items, metric_order=metric_order)
+    env.filters["gate_text"] = gate_text
+    env.filters["discordant"] = discordant_text
+    env.globals.update(
+        identity_items=identity_items, metric_order=metric_order, methods_text=methods_text,
+        power_text=power_text, selected_block=selected_block, selected_interval=selected_interval,
+        familywise_lines=familywise_lines,
+    )  # fmt: skip
     return env
 
 
@@ -598,21 +509,17 @@ def miss_table(arms: Mapping[str, StoredArm]) -> dict[str, Any] | None:
 def build_context(run_dir: Path) -> dict[str, Any]:
     """Everything the template shows, read from ``run_dir`` (see the module docstring)."""
     run_dir = Path(run_dir)
-    _check_run_dir(run_dir)
-    notes: list[str] = []
-    split_notes: list[str] = []
-    resolved = artifacts.read_resolved(run_dir)
-    verdict = _optional_json(run_dir / artifacts.VERDICT, [])
-    arms = _read_arms(run_dir, resolved, notes)
-    comparisons = _comparison_reports(run_dir, resolved, notes)
+    files = read_run(run_dir)
+    resolved, verdict, arms = files.resolved, files.verdict, files.arms
+    comparisons, rows, split_notes = files.comparisons, files.rows, files.split_notes
+    notes = [*files.notes, *split_notes]
     slices = list(resolved.get("slices") or [])
-    rows = _read_split_rows(run_dir, resolved, split_notes)
-    notes += split_notes
     split_counts = None
     blob = None
     if rows is not None:
         split_counts = {lang: sum(r.get("language") == lang for r in rows) for lang in slices}
-        blob = examples_blob(rows, slices, arms, comparisons)
+        key = recorded_arguments_key(resolved) or DEFAULT_ARGUMENTS_KEY
+        blob = examples_blob(rows, slices, arms, comparisons, key)
     first: Mapping[str, Any] = next(iter(arms.values()), (None, None, None))[0] or {}
     metric_names = metric_order(
         name for data in arms.values() for name in (data[0].get("metrics") or {})
@@ -630,7 +537,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "verdict": verdict,
         "arms": arms,
         "comparisons": comparisons,
-        "compares": _stored_comparisons(run_dir),
+        "compares": files.stored_comparisons,
         "forests": {name: forest_plot(report) for name, report in comparisons.items()},
         "metric_names": metric_names,
         "slices": slices,
@@ -661,7 +568,7 @@ def write_report(run_dir: Path | str, out: Path | str | None = None) -> Path:
     """Render the page of ``run_dir`` and write it atomically to ``out`` (default
     ``<run_dir>/report.html``); returns the path written."""
     run_dir = Path(run_dir)
-    target = Path(out) if out is not None else run_dir / REPORT_FILE
+    target = Path(out) if out is not None else runlayout.page(run_dir)
     artifacts.atomic_write_text(target, render_report(run_dir))
     return target
 

@@ -1,4 +1,5 @@
-"""Rendering reports as terminal lines and Markdown. Pure: reports in, text out.
+"""Rendering reports as terminal lines (the session summary, ``sommelier rescore``/
+``compare``). Pure: reports in, text out.
 
 Invariant kept: every number shown is read from a report dict (nothing recomputed here), and
 matched-pair language gaps are never shown in the same table as marginal full-slice gaps.
@@ -12,7 +13,7 @@ from typing import Any
 
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
-from pytest_sommelier.core.gates import threshold_text
+from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     argument_diff_paths,
@@ -27,42 +28,21 @@ from pytest_sommelier.core.types import (
     Call,
     ComparisonReport,
     EvaluationReport,
+    GateResult,
     GenerationRecord,
     Verdict,
 )
-
-SHORT = {
-    "valid_json_rate": "valid_json",
-    "function_name_accuracy": "name_acc",
-    "argument_exact_match": "args_exact",
-    "argument_f1": "args_f1",
-    "full_call_exact_match": "full_call",
-}
-
-
-def fmt(value: float | None, signed: bool = False) -> str:
-    """A metric value with three decimals; ``n/a`` for null."""
-    if value is None:
-        return "n/a"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def fmt_interval(interval: Mapping[str, Any] | None) -> str:
-    """An interval ``[lower, upper]`` with signed three-decimal bounds; ``n/a`` for none."""
-    if not interval:
-        return "n/a"
-    return f"[{fmt(interval.get('lower'), True)}, {fmt(interval.get('upper'), True)}]"
-
-
-def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
-    """Left-aligned columns as wide as their widest cell, two spaces apart."""
-    table = list(rows)
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *table, strict=True)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-    out = [line.rstrip()]
-    for row in table:
-        out.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return out
+from pytest_sommelier.data.view.text import (
+    SHORT,
+    discordant_text,
+    fmt,
+    fmt_interval,
+    methods_text,
+    power_text,
+    selected_block,
+    selected_interval,
+    table,
+)
 
 
 def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
@@ -75,7 +55,7 @@ def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
         for name, metrics in blocks:
             n = metrics["valid_json_rate"]["denominator"]
             rows.append([arm, name, *[fmt(metrics[m]["value"]) for m in METRIC_NAMES], str(n)])
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def acceptable_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
@@ -94,7 +74,7 @@ def acceptable_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
         return []
     return [
         f"{ACCEPTABLE_LABEL}:",
-        *("  " + line for line in _table(["arm", "slice", "value", "hits/n"], rows)),
+        *("  " + line for line in table(["arm", "slice", "value", "hits/n"], rows)),
     ]
 
 
@@ -114,34 +94,44 @@ def miss_category_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str
         return []
     return [
         "misses by category:",
-        *("  " + line for line in _table(["arm", "slice", "misses", "categories"], rows)),
+        *("  " + line for line in table(["arm", "slice", "misses", "categories"], rows)),
     ]
 
 
 def comparison_lines(
     comparison_reports: Mapping[str, ComparisonReport], errors: Mapping[str, str]
 ) -> list[str]:
-    """Deltas with paired-bootstrap intervals, overall and per slice, for each comparison."""
+    """Deltas with the selected intervals, overall and per slice, for each comparison; then per
+    block the method, the clusters and design effect, and what the pairs can detect."""
     lines: list[str] = []
     for name, report in comparison_reports.items():
-        level = report["ci95"].get("confidence_level", 0.95)
-        lines.append(f"{name} (candidate - reference, {level:.0%} paired bootstrap)")
+        selected = selected_block(report)
+        level = selected.get("confidence_level", 0.95)
+        kind = selected.get("interval", "bootstrap")
+        lines.append(f"{name} (candidate - reference, {level:.0%} intervals, interval = {kind})")
         header = ["slice", *[SHORT[m] for m in METRIC_NAMES]]
         rows = [["overall", *[_delta_cell(report, None, m) for m in METRIC_NAMES]]]
         for lang in report.get("slices", {}):
             rows.append([lang, *[_delta_cell(report, lang, m) for m in METRIC_NAMES]])
-        lines.extend("  " + line for line in _table(header, rows))
+        lines.extend("  " + line for line in table(header, rows))
         if ACCEPTABLE in report["deltas"]:
             cells = [f"overall {_delta_cell(report, None, ACCEPTABLE)}"]
             cells += [
                 f"{lang} {_delta_cell(report, lang, ACCEPTABLE)}" for lang in report["slices"]
             ]
             lines.append(f"  {ACCEPTABLE_LABEL}: {'; '.join(cells)}")
+        for lang, block in [("overall", report), *report.get("slices", {}).items()]:
+            detail = power_text(block)
+            lines.append(
+                f"  {lang}: {methods_text(block)}" + (f"; {detail}" if detail else "")
+            )
         mcnemar = report.get("mcnemar")
         if mcnemar:
+            mid = mcnemar.get("mid_p_value")
             lines.append(
-                f"  McNemar exact (full_call): candidate-only {mcnemar['candidate_only']}, "
-                f"reference-only {mcnemar['reference_only']}, p = {mcnemar['p_value']:.4g}"
+                f"  McNemar (full_call): candidate-only {mcnemar['candidate_only']}, "
+                f"reference-only {mcnemar['reference_only']}, exact p = {mcnemar['p_value']:.4g}"
+                + (f", mid-p = {mid:.4g}" if mid is not None else "")
             )
         if report.get("compared_examples"):
             lines.append(
@@ -176,17 +166,22 @@ def _delta_cell(report: ComparisonReport, lang: str | None, metric: str) -> str:
     """A delta with its interval, overall (``lang`` None) or in one slice."""
     block: Mapping[str, Any] = report if lang is None else report["slices"][lang]
     delta = block["deltas"].get(metric)
-    interval = block["ci95"]["intervals"].get(metric)
-    return f"{fmt(delta, True)} {fmt_interval(interval)}"
+    interval = selected_interval(block, metric)
+    degenerate = " degenerate" if interval and interval.get("degenerate") else ""
+    return f"{fmt(delta, True)} {fmt_interval(interval)}{degenerate}"
 
 
 def gap_lines(
     arm_reports: Mapping[str, EvaluationReport], metric: str = "full_call_exact_match"
 ) -> list[str]:
-    """Matched-pair language gaps (target - reference) with intervals, one row per arm/slice."""
+    """Matched-pair language gaps (target - reference) with the selected intervals, one row per
+    arm/slice: the discordant pairs (target-only/root-only), the method and what the pairs can
+    detect."""
     rows = []
     for arm, report in arm_reports.items():
         for lang, block in (report.get("paired_slices") or {}).items():
+            entry = selected_interval(block, metric)
+            detail = power_text(block, metric) or ""
             rows.append(
                 [
                     arm,
@@ -194,29 +189,50 @@ def gap_lines(
                     str(block["pairs"]),
                     f"{block['coverage']:.2f}",
                     fmt(block["gaps"].get(metric), True),
-                    fmt_interval(block["ci95"]["intervals"].get(metric)),
+                    fmt_interval(entry),
+                    discordant_text(entry),
+                    str((entry or {}).get("method") or selected_block(block).get("method")),
+                    detail.removeprefix("detectable at "),
                 ]
             )
     if not rows:
         return []
-    return _table(["arm", "gap", "pairs", "coverage", SHORT[metric], "interval"], rows)
+    header = ["arm", "gap", "pairs", "coverage", SHORT[metric], "interval", "discordant",
+              "method", "detectable"]  # fmt: skip
+    return table(header, rows)
 
 
 def gate_lines(verdict: Verdict | None) -> list[str]:
     """Each gate with its observed value and threshold, then the verdict."""
     if verdict is None:
         return ["gates: off (--sommelier-gates=off)"]
-    lines = []
-    for gate in verdict["gates"]:
-        status = "PASS" if gate["passed"] else "FAIL"
-        threshold = threshold_text(gate["threshold"])
-        where = f"{gate.get('subject', '')} {gate['metric']} [{gate['slice']}]".strip()
-        line = f"{status} {gate['name']}: {where} observed {fmt(gate['observed'])} ({threshold})"
-        if not gate["passed"] and gate.get("reason"):
-            line += f": {gate['reason']}"
-        lines.append(line)
-    lines.append(f"verdict: {verdict['verdict'].upper()}")
-    return lines
+    family = familywise_lines(verdict)
+    return [*gate_result_lines(verdict["gates"]), *family, f"verdict: {verdict['verdict'].upper()}"]
+
+
+def familywise_lines(verdict: Verdict) -> list[str]:
+    """The family of interval gates when it has more than one member: its size and how (or
+    that nothing) adjusts for it."""
+    family = verdict.get("familywise")
+    if not family or family["size"] <= 1:
+        return []
+    size, method, level = family["size"], family["method"], family["confidence_level"]
+    if method == "bonferroni":
+        adjusted = next(iter(family["adjusted_confidence_level"].values()), level)
+        return [f"familywise: bonferroni over {size} interval gates: each interval at "
+                f"{adjusted * 100:.3g}%"]  # fmt: skip
+    if method == "holm":
+        return [f"familywise: holm over {size} interval gates: p-values stepped down at "
+                f"{1 - level:.3g}"]  # fmt: skip
+    return [f"familywise: none: {size} interval gates, each at {level:.0%} with no adjustment "
+            "(set [statistics] familywise to bonferroni or holm)"]  # fmt: skip
+
+
+def gate_result_lines(gates: Iterable[GateResult]) -> list[str]:
+    """One line per gate: PASS/FAIL, then what it compared (``core.gates.gate_text``: the
+    estimate, the interval, the bound tested, rounded as displayed)."""
+    return [f"{'PASS' if gate['passed'] else 'FAIL'} {gate['name']}: {gate_text(gate)}"
+            for gate in gates]  # fmt: skip
 
 
 def describe_miss(record: GenerationRecord, gold_call: Call) -> str:
@@ -240,160 +256,6 @@ def describe_miss(record: GenerationRecord, gold_call: Call) -> str:
         shown = raw if len(raw) <= 240 else raw[:240] + f"... ({len(raw)} chars)"
         lines.append(f"  {record['parse_status']}: {shown!r}")
     return "\n".join(lines)
-
-
-# -- Markdown --------------------------------------------------------------------------------
-
-
-def _md_table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
-    """A Markdown table."""
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out.extend("| " + " | ".join(row) + " |" for row in rows)
-    return out
-
-
-def _acceptable_markdown(report: ComparisonReport) -> list[str]:
-    """The sixth metric's deltas and intervals, apart from the five (none when absent)."""
-    if ACCEPTABLE not in report["deltas"]:
-        return []
-    lines = [
-        "",
-        f"## {ACCEPTABLE_LABEL}",
-        "",
-        f"`{ACCEPTABLE}`: reported beside the five strict metrics, never instead of them.",
-        "",
-    ]
-    rows = [
-        [
-            lang or "overall",
-            fmt(block["deltas"].get(ACCEPTABLE), True),
-            fmt_interval(block["ci95"]["intervals"].get(ACCEPTABLE)),
-        ]
-        for lang, block in _comparison_blocks(report)
-    ]
-    return lines + _md_table(["slice", "delta", "interval"], rows)
-
-
-def _comparison_blocks(report: ComparisonReport) -> list[tuple[str | None, Mapping[str, Any]]]:
-    """``(None, the overall block)``, then ``(lang, slice block)`` per slice: each has
-    ``deltas`` and ``ci95``."""
-    return [(None, report), *report.get("slices", {}).items()]
-
-
-def _misses_markdown(report: ComparisonReport) -> list[str]:
-    """Misses by category per arm and slice (the comparison report's ``misses`` block)."""
-    misses = report.get("misses")
-    if not misses:
-        return []
-    rows = []
-    for arm, block in misses.items():
-        for name, counts in [*block["slices"].items(), ("overall", block["overall"])]:
-            if counts is None:
-                continue
-            cells = [f"{k} {v}" for k, v in counts["categories"].items() if v]
-            if counts.get(LANGUAGE_FLAG):
-                cells.append(f"({LANGUAGE_FLAG} {counts[LANGUAGE_FLAG]})")
-            rows.append([arm, name, str(counts["misses"]), ", ".join(cells) or "-"])
-    table = _md_table(["arm", "slice", "misses", "categories"], rows)
-    return ["", "## Misses by category", "", *table]
-
-
-def comparison_markdown(report: ComparisonReport) -> str:
-    """The Markdown twin of a comparison report; matched-pair and marginal gaps in separate
-    tables, the marginal one labelled descriptive."""
-    ci = report["ci95"]
-    lines = [
-        f"# {report['candidate']} vs {report['reference']}",
-        "",
-        f"Candidate minus reference, paired by example. Intervals: {ci['method']}, "
-        f"{ci['resamples']} resamples, confidence {ci['confidence_level']}, seed {ci['seed']}.",
-        "",
-        "## Adapter gain",
-        "",
-    ]
-    header = ["slice", "metric", "delta", "interval"]
-    rows = []
-    for lang, block in _comparison_blocks(report):
-        for metric in METRIC_NAMES:
-            rows.append(
-                [
-                    lang or "overall",
-                    metric,
-                    fmt(block["deltas"].get(metric), True),
-                    fmt_interval(block["ci95"]["intervals"].get(metric)),
-                ]
-            )
-    lines.extend(_md_table(header, rows))
-    lines += _acceptable_markdown(report) + _misses_markdown(report)
-    mcnemar = report.get("mcnemar")
-    if mcnemar:
-        lines += [
-            "",
-            f"McNemar exact test on full_call_exact_match (supporting evidence): candidate-only "
-            f"{mcnemar['candidate_only']}, reference-only {mcnemar['reference_only']}, "
-            f"two-sided p = {mcnemar['p_value']:.4g}.",
-        ]
-    lines += ["", "## Language gaps, matched pairs (primary)", ""]
-    rows = []
-    for arm, paired in (report.get("paired_language_gaps") or {}).items():
-        for lang, block in (paired or {}).items():
-            for metric in METRIC_NAMES:
-                rows.append(
-                    [
-                        arm,
-                        f"{lang} - {block['reference_slice']}",
-                        str(block["pairs"]),
-                        f"{block['coverage']:.2f}",
-                        metric,
-                        fmt(block["gaps"].get(metric), True),
-                        fmt_interval(block["ci95"]["intervals"].get(metric)),
-                    ]
-                )
-    if rows:
-        lines.extend(
-            _md_table(["arm", "gap", "pairs", "coverage", "metric", "gap value", "interval"], rows)
-        )
-    else:
-        lines.append("No non-reference slice with matched pairs.")
-    lines += [
-        "",
-        "## Language gaps, marginal full slices (descriptive only)",
-        "",
-        "Every scored row of each language, paired or not: the reference slice may hold examples "
-        "with no translation, so this is not the language-tax estimate and carries no interval.",
-        "",
-    ]
-    rows = []
-    for arm, gaps in ((report.get("language_gaps") or {}).get("arms") or {}).items():
-        for lang, block in (gaps or {}).items():
-            for metric in METRIC_NAMES:
-                rows.append(
-                    [
-                        arm,
-                        f"{lang} - {block['reference_slice']}",
-                        metric,
-                        fmt(block["gaps"].get(metric), True),
-                    ]
-                )
-    if rows:
-        lines.extend(_md_table(["arm", "gap", "metric", "gap value"], rows))
-    efficiency = report.get("efficiency")
-    if efficiency:
-        lines += ["", "## Inference telemetry", ""]
-        rows = []
-        for arm in (report["candidate"], report["reference"]):
-            block = efficiency.get(arm) or {}
-            rows.append(
-                [
-                    arm,
-                    fmt(block.get("seconds_per_example")),
-                    fmt(block.get("device_seconds_per_success")),
-                ]
-            )
-        lines.extend(_md_table(["arm", "seconds/example", "device-seconds/success"], rows))
-        label = "cross-comparable" if efficiency.get("cross_comparable") else "not cross-comparable"
-        lines += ["", f"Arms are {label}: {efficiency.get('reason', '')}"]
-    return "\n".join(lines) + "\n"
 
 
 Line = tuple[str, dict[str, bool]]
