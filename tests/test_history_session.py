@@ -282,7 +282,10 @@ def test_a_stored_gate_holds_against_the_last_stored_run(pytester: pytest.Pytest
     result, two = run(pytester, "two", V1, gates=STORED_GATE)
     assert result.ret == 0, result.stdout.str()
     held = gate(two, "not-worse-than-shipped")
-    assert held["subject"] == "adapter-vs-adapter@last" and held["observed"] == 0.0
+    assert held["subject"] == "adapter-vs-adapter@last" and held["passed"] is True
+    # the lower bound of the suite's interval (auto: Bonett-Price) of identical outputs: 7 pairs
+    # cannot rule out a large loss, so only a wide margin can pass
+    assert -0.5 <= held["observed"] < 0
     assert (two / "report" / "compare-0001.json").is_file()
     result, three = run(pytester, "three", REGRESSED, gates=STORED_GATE)
     assert result.ret == 1
