@@ -58,6 +58,15 @@ def junit_cases(path: Path) -> dict[str, bool]:
     }
 
 
+def junit_messages(path: Path) -> dict[str, str]:
+    """``--junitxml`` failed gate case -> its failure message."""
+    return {
+        f"gates::{case.get('name')}": str(failure.get("message"))
+        for case in ET.parse(path).getroot().iter("testcase")
+        if (failure := case.find("failure")) is not None
+    }
+
+
 def store_of(pytester: pytest.Pytester) -> Path:
     return pytester.path / ".sommelier"
 
@@ -124,7 +133,8 @@ def test_a_regression_beyond_the_margin_fails_in_verdict_and_junit(
             "adapter vs adapter@0001",
             "  broken: en-1, en-3",
             f"FAIL {ADAPTER_GATE}: adapter-vs-adapter@0001 full_call_exact_match ?overall? "
-            "delta -0.286 < -0.02 (delta_at_least)",
+            "delta -0.286 < -0.02 (delta_at_least); this run minus stored run 0001 ?overall?: "
+            "-0.286 [[]*]; fixed 0; broken 2 (en-1, en-3)",
             "PASS compare-fail:base:full_call_exact_match:0.02:*",
             "verdict: FAIL",
         ]
@@ -135,6 +145,8 @@ def test_a_regression_beyond_the_margin_fails_in_verdict_and_junit(
     assert failed["passed"] is False and failed["observed"] == pytest.approx(-2 / 7)
     assert "broken 2 (en-1, en-3)" in failed["reason"]  # the flips beside the interval
     cases = junit_cases(pytester.path / "results.xml")
+    messages = junit_messages(pytester.path / "results.xml")
+    assert "broken 2 (en-1, en-3)" in messages[f"gates::{ADAPTER_GATE}"]
     assert cases[f"gates::{ADAPTER_GATE}"] is False
     assert cases["gates::compare-fail:base:full_call_exact_match:0.02"] is True
     assert cases["gates::verdict"] is False

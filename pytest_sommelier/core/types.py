@@ -551,6 +551,10 @@ class GateResult(TypedDict):
     interval: NotRequired[GateInterval]
     adjusted_p_value: NotRequired[float | None]  # familywise "holm"
     underpowered: NotRequired[bool]
+    # compare-fail gates (data.history_gate): the paired difference, its interval and the
+    # flipped examples against the stored run, shown beside a failed gate
+    evidence: NotRequired[str]
+    stored: NotRequired[str]
 
 
 class GateInterval(TypedDict):

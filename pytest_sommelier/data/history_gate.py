@@ -187,6 +187,7 @@ def evaluate_fail_specs(
             evidence = _evidence(block, spec, label) if compared else ""
             if evidence:
                 result["reason"] = f"{result['reason']}; {evidence}"
+                result["evidence"] = evidence
             results.append({**result, "stored": stored})
     return results
 

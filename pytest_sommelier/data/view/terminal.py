@@ -230,8 +230,10 @@ def familywise_lines(verdict: Verdict) -> list[str]:
 
 def gate_result_lines(gates: Iterable[GateResult]) -> list[str]:
     """One line per gate: PASS/FAIL, then what it compared (``core.gates.gate_text``: the
-    estimate, the interval, the bound tested, rounded as displayed)."""
+    estimate, the interval, the bound tested, rounded as displayed); a failed compare-fail gate
+    also its ``evidence`` (the paired interval and the flips against the stored run)."""
     return [f"{'PASS' if gate['passed'] else 'FAIL'} {gate['name']}: {gate_text(gate)}"
+            + (f"; {gate['evidence']}" if not gate["passed"] and gate.get("evidence") else "")
             for gate in gates]  # fmt: skip
 
 
