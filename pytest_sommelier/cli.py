@@ -122,21 +122,40 @@ def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    """``sommelier rescore RUN_DIR``: re-derive every report and the verdict from raw_text."""
+    """``sommelier rescore RUN_DIR [--suite FILE]``: re-derive every report and the verdict from
+    raw_text (under the suite's current gates and comparisons when given); the same tables as a
+    session's summary."""
+    from pytest_sommelier import __version__
     from pytest_sommelier.core import runlayout
-    from pytest_sommelier.data.stored import rescore_run
+    from pytest_sommelier.data.rescore import rescore
+    from pytest_sommelier.data.suite import load_suite
     from pytest_sommelier.data.view import terminal
 
-    target, outcome = rescore_run(Path(args.run_dir), Path(args.out) if args.out else None)
-    for line in terminal.metrics_lines(outcome.arm_reports):
+    suite = load_suite(args.suite) if args.suite else None
+    done = rescore(
+        Path(args.run_dir),
+        Path(args.out) if args.out else None,
+        suite=suite,
+        store=Path(args.store),
+        flips=args.misses,
+        by=f"pytest-sommelier {__version__}",
+    )
+    for note in done.notes:
+        print(f"note: {note}")
+    for line, _ in terminal.run_summary_lines(
+        done.outcome, done.target, 0, args.misses, stored=done.against.lines()
+    ):
         print(line)
-    for line in terminal.comparison_lines(outcome.comparison_reports, outcome.comparison_errors):
-        print(line)
-    for line in terminal.gate_lines(outcome.verdict, terminal.not_run_reasons(outcome)):
-        print(line)
-    print(f"re-derived reports and verdict written to {target}")
-    print(f"HTML report: {runlayout.page(target)}")
-    verdict = outcome.verdict["verdict"] if outcome.verdict else "pass"
+    for error in done.against.errors():
+        print(f"sommelier rescore: {error}", file=sys.stderr)
+    record = done.record
+    print(
+        f"rescored by {record['by']} from generations sha256 "
+        f"{record['generations_sha256'][:12]} ({runlayout.rescored(done.target)})"
+    )
+    print(f"re-derived reports and verdict written to {done.target}")
+    print(f"HTML report: {runlayout.page(done.target)}")
+    verdict = done.outcome.verdict["verdict"] if done.outcome.verdict else "pass"
     return 0 if verdict == "pass" else 1
 
 
@@ -146,11 +165,20 @@ def _add_rescore_parser(subparsers: argparse._SubParsersAction) -> None:
         "rescore",
         help="re-derive every report and the verdict of a run from its stored raw_text",
         description="Re-parse and re-score a stored run (no model), after the same consistency "
-        "checks as a live run. Exit 0 when the verdict passes, 1 when it fails or is "
-        "incomplete.",
+        "checks as a live run, under the run's own gates and comparisons or, with --suite, the "
+        "suite file's current ones (its split and slices must be the run's). Prints the same "
+        "tables as a session and records the rescore in rescored.json. Exit 0 when the "
+        "verdict passes, 1 when it fails or is incomplete.",
     )
     parser.add_argument("run_dir", help="a run directory (runs/<run_id>)")
+    parser.add_argument("--suite", default=None, help="apply this suite's gates and comparisons")
     parser.add_argument("--out", default=None, help="write there instead of in place")
+    parser.add_argument(
+        "--store", default=".sommelier", help="the run store for stored gates (default .sommelier)"
+    )
+    parser.add_argument(
+        "--misses", type=int, default=10, help="misses and flipped examples shown (default 10)"
+    )
     parser.set_defaults(handler=cmd_rescore)
 
 

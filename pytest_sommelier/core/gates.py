@@ -259,10 +259,18 @@ def _comparison_block(
     return block
 
 
+def stored_subject(arm: str, stored: str) -> str:
+    """The subject of a ``stored`` gate: ``adapter-vs-adapter@last``, arm ``adapter`` of this
+    run against the same arm of the stored run ``stored`` names (``last`` or a number)."""
+    return f"{arm}-vs-{arm}@{stored}"
+
+
 def _subject(gate: GateConfig) -> str:
     """The arm or comparison a gate reads."""
     if gate.kind == "comparison":
         return f"{gate.candidate}-vs-{gate.reference}"
+    if gate.kind == "stored":
+        return stored_subject(str(gate.arm), str(gate.stored))
     return str(gate.arm)
 
 
@@ -287,7 +295,7 @@ def _observations(
         if subject not in arm_reports:
             raise _Unavailable(_missing_reason("arm", subject, errors))
         return _arm_observation(gate, arm_reports[subject])
-    if gate.kind == "comparison":
+    if gate.kind in ("comparison", "stored"):  # a stored gate reads its stored comparison
         if subject not in comparison_reports:
             raise _Unavailable(_missing_reason("comparison", subject, errors))
         block = _comparison_block(gate, comparison_reports[subject], subject)

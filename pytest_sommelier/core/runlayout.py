@@ -11,6 +11,7 @@ suites) holds::
     report/<comparison>.json, .md            comparison reports (and compare-<NNNN>.json/.md)
     report/summary.md                        the CI step summary
     gate_verdict.json                        the gate results, written last
+    rescored.json                            only in a rescored run (sommelier rescore)
     report.html                              the page (sommelier report)
     parity/<engine>.json                     sommelier parity reports
 
@@ -37,6 +38,7 @@ REPORT = "report"
 SUMMARY = f"{REPORT}/summary.md"
 VERDICT = "gate_verdict.json"
 PAGE = "report.html"
+RESCORED = "rescored.json"
 PARITY = "parity"
 
 
@@ -120,6 +122,11 @@ def summary(run_dir: Path) -> Path:
 def verdict(run_dir: Path) -> Path:
     """``gate_verdict.json``."""
     return run_dir / VERDICT
+
+
+def rescored(run_dir: Path) -> Path:
+    """``rescored.json``: when, by what and from what ``sommelier rescore`` re-scored the run."""
+    return run_dir / RESCORED
 
 
 def page(run_dir: Path) -> Path:

@@ -100,7 +100,8 @@ class StatisticsConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    """One ``[[gates]]`` entry; ``kind`` is derived from its keys ("arm", "comparison", "gap")."""
+    """One ``[[gates]]`` entry; ``kind`` is derived from its keys ("arm", "comparison", "gap",
+    "stored")."""
 
     name: str
     kind: str
@@ -117,6 +118,7 @@ class GateConfig:
     delta_at_least: float | None
     ci_upper_below: float | None = None  # defaults: a resolved suite of 0.2 has no such keys
     ci_upper_at_most: float | None = None
+    stored: str | None = None  # a "stored" gate: "last" or a store number (its arm's stored twin)
 
 
 @dataclass(frozen=True)
@@ -556,6 +558,10 @@ class GateResult(TypedDict):
     interval: NotRequired[GateInterval]
     adjusted_p_value: NotRequired[float | None]  # familywise "holm"
     underpowered: NotRequired[bool]
+    # compare-fail gates (data.history_gate): the paired difference, its interval and the
+    # flipped examples against the stored run, shown beside a failed gate
+    evidence: NotRequired[str]
+    stored: NotRequired[str]
 
 
 class GateInterval(TypedDict):

@@ -167,12 +167,18 @@ def write_outcome(
 def remove_stale(run_dir: Path, *, keep_generations: bool = True) -> None:
     """Remove what an earlier write to ``run_dir`` left, the verdict first, so nothing of a
     previous attempt can pass for this one's: verdict, HTML page, comparison reports, arm
-    reports and leftover temporary files of an interrupted atomic write (``.*.tmp``); with
+    reports, the rescore record and leftover temporary files of an interrupted atomic write
+    (``.*.tmp``); with
     ``keep_generations=False`` (a new run into a reused folder) also the resolved suite, the
     split copy, parity reports and every arm folder (an arm of the earlier run this one
     lacks included).
     Raises ``OSError`` as the file system does (see :func:`claim_run`)."""
-    doomed = [runlayout.verdict(run_dir), runlayout.page(run_dir), runlayout.report_dir(run_dir)]
+    doomed = [
+        runlayout.verdict(run_dir),
+        runlayout.page(run_dir),
+        runlayout.rescored(run_dir),
+        runlayout.report_dir(run_dir),
+    ]
     if keep_generations:
         doomed += sorted(runlayout.eval_dir(run_dir).glob(f"*/{runlayout.ARM_REPORT}"))
         doomed += sorted(runlayout.eval_dir(run_dir).glob("*/.*.tmp"))

@@ -1,5 +1,5 @@
-"""Stored runs: re-deriving a run directory (``sommelier rescore``) and comparing two stored
-arms (``sommelier compare``), with no model.
+"""Stored runs: reading a run directory's inputs and arms back (for ``sommelier rescore``,
+``data.rescore``), and comparing two stored arms (``sommelier compare``), with no model.
 
 Invariants kept: a run is re-derived only from its own files (``suite.resolved.json``, the
 split copy in ``inputs/`` and each arm's ``generations.<slice>.jsonl``) after the same
@@ -9,13 +9,12 @@ nothing in the run directory is touched unless every check passed.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any, cast
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
-from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
+from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
 from pytest_sommelier.core.reports import build_comparison_report
 from pytest_sommelier.core.types import (
     ArmConfig,
@@ -33,7 +32,6 @@ from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.split import load_split
 from pytest_sommelier.data.statistics_bounds import statistics_problem
 from pytest_sommelier.data.suite import valid_name
-from pytest_sommelier.data.view.html import write_report
 from pytest_sommelier.errors import InputError, InvariantError
 
 
@@ -159,39 +157,6 @@ def stored_arm(
     )
 
 
-def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOutcome]:
-    """Re-derive every report and the verdict of ``run_dir`` from stored ``raw_text``, then
-    write the HTML page (``report.html``) beside them. A refusal writes nothing: no ``--out``
-    folder, an in-place run left byte-identical."""
-    resolved, suite, split = load_run_inputs(run_dir)
-    arms: dict[str, ArmRun] = {}
-    for name in suite.arms:
-        arm_dir = runlayout.arm_dir(run_dir, name)
-        if arm_dir.is_dir():
-            arms[name] = stored_arm(suite, split, arm_dir)
-    outcome = evaluate_run(
-        suite,
-        split,
-        arms,
-        run_id=resolved.get("run_id", run_dir.name),
-        model=resolved["model"],
-        gates=True,
-    )
-    target = out_dir or run_dir
-    in_place = target.resolve() == run_dir.resolve()
-    # everything is checked before anything is written: the run is written whole, page
-    # included (the page's record checks are the last checks), into a staging folder of the
-    # target's name; only then is the target claimed and the staged files installed
-    with tempfile.TemporaryDirectory(prefix="sommelier-rescore-") as folder:
-        stage = Path(folder) / target.name
-        artifacts.write_outcome(stage, outcome, resolved=resolved, split=split)
-        write_report(stage)
-        # in place: keep generations and inputs until replaced; elsewhere: a fresh folder
-        with artifacts.claim_run(target, keep_generations=in_place):
-            artifacts.install_run(stage, target)
-    return target, outcome
-
-
 def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
     """A comparison report between two stored arms (possibly of different runs).
 
@@ -230,4 +195,4 @@ def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
     )
 
 
-__all__ = ["compare_arms", "load_run_inputs", "rescore_run", "suite_from_resolved"]
+__all__ = ["compare_arms", "load_run_inputs", "stored_arm", "suite_from_resolved"]

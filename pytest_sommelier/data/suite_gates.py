@@ -1,8 +1,9 @@
 """The suite's ``[[gates]]`` tables: each gate's kind, references, slice and thresholds checked.
 
 Invariant kept: every returned ``GateConfig`` names configured arms, a configured comparison (for
-a comparison gate), a known metric and slice, and exactly the thresholds its kind takes, within
-their ranges; gate names are unique.
+a comparison gate) or a stored run (``last`` or a number, for a stored gate), a known metric
+and slice, and exactly the thresholds its kind takes, within their ranges; gate names are
+unique.
 """
 
 from __future__ import annotations
@@ -84,10 +85,20 @@ def gate_configs(
 
 
 def _gate_kind(entry: Mapping[str, Any], where: str) -> str:
-    """Derive the kind: ``arm`` -> "arm"; ``arm`` + ``gap`` -> "gap";
-    ``candidate`` + ``reference`` -> "comparison"; anything else is an error."""
+    """Derive the kind: ``arm`` -> "arm"; ``arm`` + ``gap`` -> "gap"; ``arm`` + ``stored`` ->
+    "stored"; ``candidate`` + ``reference`` -> "comparison"; anything else is an error."""
     has_arm = "arm" in entry
     has_pair = "candidate" in entry or "reference" in entry
+    if "stored" in entry:
+        if has_arm and not has_pair and "gap" not in entry:
+            return "stored"
+        raise InputError(
+            "SOM-SUITE-GATE-KIND",
+            "a stored gate names arm and stored only (not candidate, reference or gap)",
+            'write arm = "adapter" and stored = "last": this run\'s arm against the same arm '
+            "of a stored run",
+            where=where,
+        )
     if has_arm and not has_pair:
         return "gap" if "gap" in entry else "arm"
     if has_pair and not has_arm and "gap" not in entry:
@@ -121,7 +132,7 @@ def _gate_config(
     for key in ("arm", "candidate", "reference"):
         if key in entry:
             require_arm(entry[key], arms, f"gates.{key}", where)
-    if entry["metric"] == IDENTICAL_METRIC and kind != "comparison":
+    if entry["metric"] == IDENTICAL_METRIC and kind not in ("comparison", "stored"):
         raise InputError(
             "SOM-SUITE-UNKNOWN-METRIC",
             f"gates.metric {IDENTICAL_METRIC!r} is a comparison gate's metric",
@@ -139,6 +150,7 @@ def _gate_config(
         _require_comparison(entry["candidate"], entry["reference"], comparisons, where)
     slice_name = _gate_slice(entry, kind, slices, where)
     _check_thresholds(entry, kind, where)
+    stored = _stored_spec(entry["stored"], where) if kind == "stored" else None
     return GateConfig(
         name=entry["name"],
         kind=kind,
@@ -149,6 +161,22 @@ def _gate_config(
         reference=entry.get("reference"),
         gap=entry.get("gap"),
         **{key: _float_or_none(entry.get(key)) for key in ALL_THRESHOLDS},
+        stored=stored,
+    )
+
+
+def _stored_spec(value: Any, where: str) -> str:
+    """A stored gate's run: ``"last"`` or a store number (``3``, ``"0003"``), as text."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return str(value)
+    if isinstance(value, str) and (value == "last" or (value.isdigit() and int(value) >= 1)):
+        return value
+    raise InputError(
+        "SOM-SUITE-GATE-STORED",
+        f"gates.stored = {value!r} is not \"last\" or a store number",
+        'write stored = "last" (the newest complete stored run of this suite) or a number '
+        "that `sommelier history` lists",
+        where=where,
     )
 
 
@@ -197,10 +225,10 @@ def _gate_slice(entry: Mapping[str, Any], kind: str, slices: Sequence[str], wher
 
 def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
     """Arm gates: ``min`` and/or ``max`` in [0, 1]; an ``identical_outputs`` comparison gate:
-    ``max`` in [0, 1]; others: one lower bound (``ci_lower_above`` / ``ci_lower_at_least``),
-    one upper bound (``ci_upper_below`` / ``ci_upper_at_most``), both (an equivalence margin,
-    lower <= upper), or ``delta_at_least`` alone, each in [-1, 1]."""
-    if kind == "comparison" and entry.get("metric") == IDENTICAL_METRIC:
+    ``max`` in [0, 1]; others (a stored gate too): one lower bound (``ci_lower_above`` /
+    ``ci_lower_at_least``), one upper bound (``ci_upper_below`` / ``ci_upper_at_most``), both
+    (an equivalence margin, lower <= upper), or ``delta_at_least`` alone, each in [-1, 1]."""
+    if kind in ("comparison", "stored") and entry.get("metric") == IDENTICAL_METRIC:
         wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
         if wrong or "max" not in entry:
             raise InputError(

@@ -52,6 +52,8 @@ def add_gate_cases(config: pytest.Config, suite_nodeid: str, verdict: Verdict) -
             f"gate {gate['name']} failed: {gate_text(gate)} "
             f"(observed {gate['observed']!r}; {threshold})"
         )
+        if gate.get("evidence"):  # a compare-fail gate: the interval and the flips
+            message += f"; {gate['evidence']}"
         _case(
             xml,
             f"{suite_nodeid}::gates::{gate['name']}",

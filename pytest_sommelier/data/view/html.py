@@ -537,6 +537,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "verdict": verdict,
         "arms": arms,
         "comparisons": comparisons,
+        "compares": files.stored_comparisons,
         "forests": {name: forest_plot(report) for name, report in comparisons.items()},
         "metric_names": metric_names,
         "slices": slices,

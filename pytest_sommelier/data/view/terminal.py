@@ -7,7 +7,7 @@ matched-pair language gaps are never shown in the same table as marginal full-sl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
@@ -285,8 +285,10 @@ def familywise_lines(verdict: Verdict) -> list[str]:
 
 def gate_result_lines(gates: Iterable[GateResult]) -> list[str]:
     """One line per gate: PASS/FAIL, then what it compared (``core.gates.gate_text``: the
-    estimate, the interval, the bound tested, rounded as displayed)."""
+    estimate, the interval, the bound tested, rounded as displayed); a failed compare-fail gate
+    also its ``evidence`` (the paired interval and the flips against the stored run)."""
     return [f"{'PASS' if gate['passed'] else 'FAIL'} {gate['name']}: {gate_text(gate)}"
+            + (f"; {gate['evidence']}" if not gate["passed"] and gate.get("evidence") else "")
             for gate in gates]  # fmt: skip
 
 
@@ -331,12 +333,21 @@ def left_out_line(left_out: Mapping[str, int], slices: Iterable[str]) -> str | N
 
 
 def run_summary_lines(
-    outcome: RunOutcome, run_dir: str | PathLike[str] | None, errored_items: int, misses_wanted: int
+    outcome: RunOutcome,
+    run_dir: str | PathLike[str] | None,
+    errored_items: int,
+    misses_wanted: int,
+    *,
+    origins: Sequence[str] = (),
+    stored: Sequence[str] = (),
 ) -> list[Line]:
     """Every line of one suite's terminal summary after its run was evaluated (a
-    ``pipeline.RunOutcome``): run folder, completeness, metrics, comparisons, language gaps,
-    gates and verdict (coloured), and the first ``misses_wanted`` misses."""
+    ``pipeline.RunOutcome``): run folder, where each arm came from (``origins``),
+    completeness, metrics, comparisons, language gaps, the comparison with stored runs
+    (``stored``, already rendered), gates and verdict (coloured), and the first
+    ``misses_wanted`` misses."""
     lines: list[Line] = [(f"run directory: {run_dir}", {})]
+    lines += [(line, {}) for line in origins]
     if not outcome.complete:
         missing = ", ".join(f"{a}: {n}" for a, n in outcome.missing.items() if n)
         detail = f"not scored: {missing}; " if missing else ""
@@ -365,6 +376,9 @@ def run_summary_lines(
     if categories:
         lines.append(("", {}))
         lines += [(line, {}) for line in categories]
+    if stored:
+        lines.append(("", {}))
+        lines += [(line, {}) for line in stored]
     lines.append(("", {}))
     for line in gate_lines(outcome.verdict, not_run_reasons(outcome)):
         colour = {"PASS": "green", "FAIL": "red", "NOT": "yellow"}.get(line.split(" ", 1)[0])
