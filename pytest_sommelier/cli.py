@@ -122,21 +122,40 @@ def _add_format_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    """``sommelier rescore RUN_DIR``: re-derive every report and the verdict from raw_text."""
+    """``sommelier rescore RUN_DIR [--suite FILE]``: re-derive every report and the verdict from
+    raw_text (under the suite's current gates and comparisons when given); the same tables as a
+    session's summary."""
+    from pytest_sommelier import __version__
     from pytest_sommelier.core import runlayout
-    from pytest_sommelier.data.stored import rescore_run
+    from pytest_sommelier.data.rescore import rescore
+    from pytest_sommelier.data.suite import load_suite
     from pytest_sommelier.data.view import terminal
 
-    target, outcome = rescore_run(Path(args.run_dir), Path(args.out) if args.out else None)
-    for line in terminal.metrics_lines(outcome.arm_reports):
+    suite = load_suite(args.suite) if args.suite else None
+    done = rescore(
+        Path(args.run_dir),
+        Path(args.out) if args.out else None,
+        suite=suite,
+        store=Path(args.store),
+        flips=args.misses,
+        by=f"pytest-sommelier {__version__}",
+    )
+    for note in done.notes:
+        print(f"note: {note}")
+    for line, _ in terminal.run_summary_lines(
+        done.outcome, done.target, 0, args.misses, stored=done.against.lines()
+    ):
         print(line)
-    for line in terminal.comparison_lines(outcome.comparison_reports, outcome.comparison_errors):
-        print(line)
-    for line in terminal.gate_lines(outcome.verdict):
-        print(line)
-    print(f"re-derived reports and verdict written to {target}")
-    print(f"HTML report: {runlayout.page(target)}")
-    verdict = outcome.verdict["verdict"] if outcome.verdict else "pass"
+    for error in done.against.errors():
+        print(f"sommelier rescore: {error}", file=sys.stderr)
+    record = done.record
+    print(
+        f"rescored by {record['by']} from generations sha256 "
+        f"{record['generations_sha256'][:12]} ({runlayout.rescored(done.target)})"
+    )
+    print(f"re-derived reports and verdict written to {done.target}")
+    print(f"HTML report: {runlayout.page(done.target)}")
+    verdict = done.outcome.verdict["verdict"] if done.outcome.verdict else "pass"
     return 0 if verdict == "pass" else 1
 
 
@@ -146,11 +165,20 @@ def _add_rescore_parser(subparsers: argparse._SubParsersAction) -> None:
         "rescore",
         help="re-derive every report and the verdict of a run from its stored raw_text",
         description="Re-parse and re-score a stored run (no model), after the same consistency "
-        "checks as a live run. Exit 0 when the verdict passes, 1 when it fails or is "
-        "incomplete.",
+        "checks as a live run, under the run's own gates and comparisons or, with --suite, the "
+        "suite file's current ones (its split and slices must be the run's). Prints the same "
+        "tables as a session and records the rescore in rescored.json. Exit 0 when the "
+        "verdict passes, 1 when it fails or is incomplete.",
     )
     parser.add_argument("run_dir", help="a run directory (runs/<run_id>)")
+    parser.add_argument("--suite", default=None, help="apply this suite's gates and comparisons")
     parser.add_argument("--out", default=None, help="write there instead of in place")
+    parser.add_argument(
+        "--store", default=".sommelier", help="the run store for stored gates (default .sommelier)"
+    )
+    parser.add_argument(
+        "--misses", type=int, default=10, help="misses and flipped examples shown (default 10)"
+    )
     parser.set_defaults(handler=cmd_rescore)
 
 
@@ -433,6 +461,68 @@ def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=cmd_report)
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """``sommelier plan RUN_DIR``: from a pilot run, the pairs and clusters needed per slice."""
+    import json
+
+    from pytest_sommelier.data.plan import plan_lines, plan_rows
+
+    rows = plan_rows(
+        Path(args.run_dir), comparison=args.comparison, effect=args.effect, power=args.power,
+        metric=args.metric,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+    else:
+        for line in plan_lines(rows):
+            print(line)
+    return 0
+
+
+def _probability(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not strictly between 0 and 1")
+    return value
+
+
+def _effect(text: str) -> float:
+    """An argparse type: a non-zero difference of at most 1 in size."""
+    value = float(text)
+    if not 0.0 < abs(value) <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a difference in (0, 1]")
+    return value
+
+
+def _add_plan_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier plan``."""
+    from pytest_sommelier.data.plan import DEFAULT_EFFECT, PLAN_METRIC
+
+    parser = subparsers.add_parser(
+        "plan",
+        help="from a pilot run, the pairs (and clusters) needed to detect an effect",
+        description="Re-score a stored pilot run (no model; nothing is written) and, for each "
+        "comparison and slice, apply Connor's (1987) sample-size formula to its discordance and "
+        "design effect: the pairs and clusters a run needs to detect --effect at --power.",
+    )
+    parser.add_argument("run_dir", help="a pilot run directory (runs/<run_id>)")
+    parser.add_argument("--comparison", default=None, help="one comparison (default: every one)")
+    parser.add_argument(
+        "--effect", type=_effect, default=DEFAULT_EFFECT,
+        help=f"the difference to detect (default {DEFAULT_EFFECT})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--power", type=_probability, default=None,
+        help="the power wanted (default: the suite's [statistics] power, 0.8)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--metric", default=PLAN_METRIC, help=f"a rate metric (default {PLAN_METRIC})"
+    )
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.set_defaults(handler=cmd_plan)
+
+
 def cmd_parity(args: argparse.Namespace) -> int:
     """``sommelier parity RUN_DIR --engine NAME``: regenerate a sample on another engine;
     ``--rebatch``: on the run's own engine at batch size 1 in reverse order (the noise floor)."""
@@ -555,6 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import_parser(subparsers)
     _add_report_parser(subparsers)
     _add_parity_parser(subparsers)
+    _add_plan_parser(subparsers)
     _add_check_parser(subparsers)
     return parser
 

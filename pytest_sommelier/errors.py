@@ -61,3 +61,25 @@ class InvariantError(SommelierError):
 
     exit_code = 5
     kind = "invariant"
+
+
+def exception_text(exc: BaseException, limit: int = 200) -> str:
+    """``"TypeName: first line of its message"`` (``"TypeName"`` when it has none), for any
+    exception, to put in a one-line error: the one way an exception becomes text here.
+
+    Invariants kept: it never raises (an ``__str__`` that raises or returns no string gives a
+    fallback naming that); the result is one line (the message's first non-blank line,
+    stripped) of at most ``limit`` characters of message; it is printable UTF-8 (a lone
+    surrogate is written as a ``\\udxxx`` escape).
+    """
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception as inner:  # a user's exception class whose __str__ raises
+        return f"{name} (its message could not be read: __str__ raised {type(inner).__name__})"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(first) > limit:
+        first = first[: max(limit - 3, 0)] + "..."
+    first = first.encode("utf-8", "backslashreplace").decode("utf-8")
+    return f"{name}: {first}" if first else name
+

@@ -24,8 +24,18 @@ for _module in (
     "pytest_sommelier.plugin.runner",
     "pytest_sommelier.plugin.session",
     "pytest_sommelier.plugin.baseline",
+    "pytest_sommelier.plugin.history",
+    "pytest_sommelier.data.view.html",
+    "pytest_sommelier.data.ci_summary",
 ):
     importlib.import_module(_module)
+
+
+@pytest.fixture(autouse=True)
+def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions under test never append to a CI job's summary (GITHUB_STEP_SUMMARY); tests
+    of that file set the variable themselves."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
 @pytest.fixture(scope="module")

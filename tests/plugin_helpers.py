@@ -40,10 +40,12 @@ PROMPTS = {row["prompt_text"]: row["example_id"]
 
 
 class Fake:
-    def __init__(self, arm):
+    def __init__(self, arm, suite=None):
         self.arm = arm
         self.model_identity = {"fake": "model-1"}
-        self.adapter_identity = None if arm == "base" else {"fake-adapter": arm}
+        # an adapter identity exactly for an arm the suite configures with an adapter
+        adapter = suite.arms[arm].adapter if suite is not None else arm != "base"
+        self.adapter_identity = {"fake-adapter": arm} if adapter else None
 
     def generate(self, prompts, decoding):
         with (HERE / "calls.jsonl").open("a") as log:

@@ -106,6 +106,33 @@ def write_synthetic_run(
     """Write a suite and its run under ``folder``; return the run directory
     (``folder/run``). The first arm is the base (no adapter); every other arm is compared
     against it."""
+    suite, split, arm_runs, identity = synthetic_inputs(
+        folder, roots=roots, translated=translated, arms=arms, seed=seed, resamples=resamples
+    )
+    run_id = "20260101T000000Z-abcdef"
+    outcome = evaluate_run(suite, split, arm_runs, run_id=run_id, model=identity["model"])
+    run_dir = folder / "run"
+    artifacts.write_outcome(
+        run_dir,
+        outcome,
+        resolved={**identity, "run_id": run_id},
+        split=split,
+    )
+    return run_dir
+
+
+def synthetic_inputs(
+    folder: Path,
+    *,
+    roots: int = 60,
+    translated: int = 40,
+    arms: tuple[str, ...] = ("base", "v1", "v3"),
+    seed: int = 7,
+    resamples: int = 200,
+    statistics: dict[str, Any] | None = None,
+) -> tuple[Any, Any, dict[str, ArmRun], dict[str, Any]]:
+    """The suite (written under ``folder/suite``; ``statistics`` merged into its table), split,
+    scripted arm runs and resolved identity of a synthetic run, before the pipeline runs."""
     rng = random.Random(seed)
     rows = []
     golds: dict[str, dict[str, Any]] = {}
@@ -141,7 +168,7 @@ def write_synthetic_run(
         rows=rows,
         arms={arm: ({} if n == 0 else {"adapter": "adapter"}) for n, arm in enumerate(arms)},
         comparisons=[{"candidate": arm, "reference": arms[0]} for arm in arms[1:]],
-        statistics={"resamples": resamples},
+        statistics={"resamples": resamples, **(statistics or {})},
         gates=[
             {
                 "name": f"{arm}-uplift",
@@ -194,13 +221,4 @@ def write_synthetic_run(
                 for r in records
             ],
         )
-    run_id = "20260101T000000Z-abcdef"
-    outcome = evaluate_run(suite, split, arm_runs, run_id=run_id, model=identity["model"])
-    run_dir = folder / "run"
-    artifacts.write_outcome(
-        run_dir,
-        outcome,
-        resolved={**identity, "run_id": run_id},
-        split_path=suite.test_split,
-    )
-    return run_dir
+    return suite, split, arm_runs, identity

@@ -417,3 +417,23 @@ def test_demo_formatted_split_is_reproducible(
     format_split(DEMO_DATA / f"{split}.prepared.jsonl", out, tokenizer_ref=DEMO_TOKENIZER,
                 split=split, tokenizer=demo_tokenizer)
     assert out.read_bytes() == (DEMO_DATA / f"{split}.jsonl").read_bytes()
+
+
+def test_cluster_id_passes_through_format_into_the_split(
+    tmp_path: Path, tokenizer_dir: Path
+) -> None:
+    from pytest_sommelier.data.split import load_split
+
+    prepared_path = write_rows(
+        tmp_path / "p.jsonl", [root_row(cluster_id="doc-7"), hebrew_row(), root_row(
+            example_id="en-0002", query="Weather in Oslo?", cluster_id=None)],
+    )  # fmt: skip
+    out = tmp_path / "test.jsonl"
+    rows = format_split(prepared_path, out, tokenizer_ref=str(tokenizer_dir), split="test")
+    assert rows[0]["cluster_id"] == "doc-7" and list(rows[0])[-1] == "cluster_id"
+    assert "cluster_id" not in rows[1] and "cluster_id" not in rows[2]  # null: as before
+    split = load_split(out, ("en", "he"))
+    by_id = {e.example_id: e for e in split.examples}
+    assert by_id["en-0001"].cluster_id == "doc-7" and by_id["he-0001"].cluster_id is None
+    with pytest.raises(InputError, match="cluster_id"):
+        read_prepared(write_rows(tmp_path / "bad.jsonl", [root_row(cluster_id="")]))

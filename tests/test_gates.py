@@ -218,3 +218,169 @@ def test_gate_entry_fields() -> None:
     assert set(entry) == {"name", "kind", "metric", "slice", "passed", "observed", "threshold",
                           "subject", "reason"}  # fmt: skip
     assert entry["threshold"] == {"min": 0.5}
+
+
+# --- the selected interval, margins both ways, familywise, gate lines -----------------------
+
+from pytest_sommelier.core.gates import gate_text  # noqa: E402
+from pytest_sommelier.core.types import StatisticsConfig  # noqa: E402
+
+
+def selected(lower: float, upper: float, estimate: float, b: int = 12, c: int = 3) -> dict:
+    """An ``intervals`` block (the selected method) holding one metric's entry."""
+    entry = {"estimate": estimate, "lower": lower, "upper": upper, "method": "bonett_price",
+             "discordant": {"candidate_only": b, "reference_only": c}, "degenerate": False,
+             "design_effect": 1.0, "p_value": 0.01}  # fmt: skip
+    return {"confidence_level": 0.95, "interval": "auto", "pairs": 40, "clusters": 40,
+            "clustered": False, "null": 0.0, "seed": 1, "resamples": 100,
+            "intervals": {METRIC: entry}}  # fmt: skip
+
+
+def power_entry(pairs: int = 40, psi: float = 0.375) -> dict:
+    return {METRIC: {"power": 0.8, "confidence_level": 0.95, "pairs": pairs, "clusters": pairs,
+                     "design_effect": 1.0, "discordant_proportion": psi}}  # fmt: skip
+
+
+WITH_INTERVALS = {
+    "adapter-vs-base": {
+        "deltas": {METRIC: 0.2},
+        "ci95": interval_block(0.0, 0.4),  # the bootstrap: not what the gates read
+        "intervals": selected(0.05, 0.35, 0.2),
+        "power": power_entry(),
+        "slices": {},
+    }
+}
+
+
+def run_selected(g: GateConfig) -> dict:
+    return evaluate_gate(g, ARMS, WITH_INTERVALS)
+
+
+def test_gates_read_the_selected_interval_not_the_bootstrap() -> None:
+    result = run_selected(comparison(ci_lower_above=0.0))
+    assert (result["passed"], result["observed"]) == (True, 0.05)
+    assert result["estimate"] == 0.2
+    assert result["interval"]["method"] == "bonett_price"
+    assert (result["interval"]["lower"], result["interval"]["upper"]) == (0.05, 0.35)
+
+
+@pytest.mark.parametrize(
+    ("fields", "passed", "observed"),
+    [
+        ({"ci_upper_below": 0.35}, False, 0.35),  # boundary: upper == x fails (<)
+        ({"ci_upper_below": 0.36}, True, 0.35),
+        ({"ci_upper_at_most": 0.35}, True, 0.35),  # boundary: upper == x passes (<=)
+        ({"ci_upper_at_most": 0.34}, False, 0.35),
+        ({"ci_lower_at_least": -0.02}, True, 0.05),  # non-inferiority
+        ({"ci_lower_at_least": 0.0, "ci_upper_at_most": 0.4}, True, 0.05),  # equivalence
+        ({"ci_lower_at_least": 0.0, "ci_upper_at_most": 0.3}, False, 0.05),
+        ({"ci_lower_at_least": 0.1, "ci_upper_at_most": 0.4}, False, 0.05),
+    ],
+)
+def test_upper_margins_and_equivalence(fields: dict, passed: bool, observed: float) -> None:
+    result = run_selected(comparison(**fields))
+    assert result["passed"] is passed
+    assert result["observed"] == observed
+    assert result["threshold"] == fields
+
+
+def test_gate_line_names_estimate_interval_and_the_bound_tested() -> None:
+    result = run_selected(comparison(ci_lower_above=0.1, ci_upper_at_most=0.3))
+    text = gate_text(result)
+    assert text.startswith("adapter-vs-base full_call_exact_match [overall] delta +0.200 "
+                           "[+0.050, +0.350]: lower bound +0.050 <= 0.1; "
+                           "upper bound +0.350 > 0.3 (95% bonett_price)")  # fmt: skip
+    assert "discordant" not in text  # 15 discordant pairs: not few
+
+
+def test_gate_line_states_few_discordant_pairs_and_underpowered() -> None:
+    reports = {"adapter-vs-base": {**WITH_INTERVALS["adapter-vs-base"],
+                                   "intervals": selected(-0.1, 0.5, 0.2, b=4, c=1),
+                                   "power": power_entry(pairs=12, psi=5 / 12)}}  # fmt: skip
+    result = evaluate_gate(comparison(ci_lower_above=0.0), ARMS, reports)
+    assert result["passed"] is False and result["underpowered"] is True
+    assert "underpowered" in result["reason"]
+    text = gate_text(result)
+    assert "only 5 discordant pairs (fewer than 10)" in text
+    assert "underpowered: detectable at 80% power: ±" in text and "with 12 pairs" in text
+
+
+def test_a_failure_against_the_data_is_not_called_underpowered() -> None:
+    reports = {"adapter-vs-base": {**WITH_INTERVALS["adapter-vs-base"], "deltas": {METRIC: -0.2},
+                                   "intervals": selected(-0.5, 0.1, -0.2, b=1, c=4),
+                                   "power": power_entry(pairs=12, psi=5 / 12)}}  # fmt: skip
+    result = evaluate_gate(comparison(ci_lower_above=0.0), ARMS, reports)
+    assert result["passed"] is False and result["underpowered"] is False
+
+
+def test_arm_gate_line_is_rounded_and_the_verdict_keeps_full_precision() -> None:
+    result = run(gate(kind="arm", arm="adapter", min=0.75))
+    assert gate_text(result) == "adapter full_call_exact_match [overall] value 0.700 < 0.75 (min)"
+    assert result["observed"] == 0.7
+
+
+def stats(familywise: str) -> StatisticsConfig:
+    return StatisticsConfig(seed=1, resamples=100, confidence_level=0.95, familywise=familywise)
+
+
+def test_bonferroni_reads_each_member_at_the_adjusted_level() -> None:
+    asked: list[tuple[str, float, float]] = []
+
+    def interval_at(g: GateConfig, level: float, null: float) -> dict:
+        asked.append((g.name, level, null))
+        return {**selected(0.01, 0.4, 0.2)["intervals"][METRIC], "method": "wider"}
+
+    gates = (comparison(name="a", ci_lower_above=0.0), comparison(name="b", ci_lower_above=0.02),
+             gate("arm", kind="arm", arm="adapter", min=0.5))  # fmt: skip
+    verdict = evaluate_gates(gates, ARMS, WITH_INTERVALS, complete=True, run_id="r",
+                             statistics=stats("bonferroni"), interval_at=interval_at)  # fmt: skip
+    assert asked == [("a", 0.975, 0.0), ("b", 0.975, 0.0)]
+    family = verdict["familywise"]
+    assert (family["method"], family["size"], family["family"]) == ("bonferroni", 2, ["a", "b"])
+    assert family["adjusted_confidence_level"] == {"a": 0.975, "b": 0.975}
+    a, b, _ = verdict["gates"]
+    assert a["passed"] is True and b["passed"] is False  # 0.01 > 0 but not > 0.02
+    assert a["interval"]["confidence_level"] == 0.975 and a["interval"]["method"] == "wider"
+    assert "97.5% wider" in gate_text(a)
+
+
+def test_holm_steps_down_the_members_p_values_at_their_thresholds() -> None:
+    p_at = {("a", 0.0): 0.01, ("b", 0.0): 0.04, ("c", -0.1): 0.03, ("c", 0.5): 0.02}
+
+    def interval_at(g: GateConfig, level: float, null: float) -> dict:
+        assert level == 0.95
+        return {**selected(0.05, 0.35, 0.2)["intervals"][METRIC], "p_value": p_at[g.name, null]}
+
+    gates = (comparison(name="a", ci_lower_above=0.0), comparison(name="b", ci_lower_above=0.0),
+             comparison(name="c", ci_lower_at_least=-0.1, ci_upper_at_most=0.5))  # fmt: skip
+    verdict = evaluate_gates(gates, ARMS, WITH_INTERVALS, complete=True, run_id="r",
+                             statistics=stats("holm"), interval_at=interval_at)  # fmt: skip
+    # raw p: a 0.01, b 0.04, c max(0.03, 0.02) = 0.03; Holm: a 3 x 0.01, c 2 x 0.03, b 0.06
+    adjusted = verdict["familywise"]["adjusted_p_value"]
+    assert adjusted == pytest.approx({"a": 0.03, "b": 0.06, "c": 0.06})
+    assert [g["passed"] for g in verdict["gates"]] == [True, False, False]
+    assert "Holm-adjusted p 0.06 >= 0.05" in verdict["gates"][1]["reason"]  # strict: p < alpha
+    assert "Holm-adjusted p 0.06 > 0.05" in verdict["gates"][2]["reason"]
+    assert verdict["gates"][2]["interval"]["null"] == -0.1  # the larger p-value's threshold
+
+
+def test_holm_counts_a_difference_in_the_wrong_direction_as_no_evidence() -> None:
+    def interval_at(g: GateConfig, level: float, null: float) -> dict:
+        estimate = -0.3 if g.name == "wrong" else 0.2
+        return {**selected(0.05, 0.35, estimate)["intervals"][METRIC], "p_value": 0.001}
+
+    gates = (comparison(name="wrong", ci_lower_above=0.0), comparison(name="b", ci_lower_above=0.0))
+    verdict = evaluate_gates(gates, ARMS, WITH_INTERVALS, complete=True, run_id="r",
+                             statistics=stats("holm"), interval_at=interval_at)  # fmt: skip
+    assert verdict["familywise"]["adjusted_p_value"] == pytest.approx({"wrong": 1.0, "b": 0.002})
+
+
+def test_none_records_the_family_without_recomputing() -> None:
+    def interval_at(g: GateConfig, level: float, null: float) -> dict:
+        raise AssertionError("none adjusts nothing")
+
+    gates = (comparison(name="a", ci_lower_above=0.0), comparison(name="b", ci_lower_above=0.0))
+    verdict = evaluate_gates(gates, ARMS, WITH_INTERVALS, complete=True, run_id="r",
+                             statistics=stats("none"), interval_at=interval_at)  # fmt: skip
+    assert verdict["familywise"]["size"] == 2 and verdict["familywise"]["method"] == "none"
+    assert verdict["gates"][0]["interval"]["confidence_level"] == 0.95

@@ -241,11 +241,12 @@ def test_F04_output_folder_under_a_file(pytester: pytest.Pytester, target: str) 
     blocker.write_text("not a folder\n")
     result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", target)
     text = result.stdout.str() + result.stderr.str()
-    assert result.ret == 1
+    # refused at collection (issue 20): before any model runs, not after every item ran
+    assert result.ret == pytest.ExitCode.INTERRUPTED
     assert "Traceback" not in text
     line = next(x for x in text.splitlines() if "SOM-OUT-UNWRITABLE" in x)
-    assert "blocker" in line
-    assert "no verdict was written" in text and "verdict: PASS" not in text
+    assert "blocker" in line and "not a folder" in line
+    assert "verdict: PASS" not in text and calls(pytester) == [], "no model was called"
     assert blocker.read_text() == "not a folder\n", "the blocking file is untouched"
 
 

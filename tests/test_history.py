@@ -355,7 +355,7 @@ def test_saving_into_a_damaged_store_writes_nothing(pytester: pytest.Pytester) -
     _damage(store, "bad-json")
     with pytest.raises(InputError, match=r"index\.json"):
         save_run(run, store)
-    assert sorted(p.name for p in store.iterdir()) == ["index.json"]
+    assert sorted(p.name for p in store.iterdir()) == [".lock", "index.json"]  # read locked
 
 
 # --- refusing borrowed evidence and self-comparison ----------------------------------------

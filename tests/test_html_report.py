@@ -82,9 +82,15 @@ def test_forest_plot_has_a_row_per_slice_and_metric_and_marks_intervals_off_zero
     run: Path,
 ) -> None:
     report = read(run / "report/adapter-vs-base.json")
-    report["slices"]["en"]["ci95"]["intervals"]["argument_f1"] = {"lower": 0.1, "upper": 0.4}
+    # the plot draws the selected intervals (the ``intervals`` block; ``ci95`` is the seed's
+    # bootstrap kept beside them), so the edits go to both
+    for block, metric, bounds in (
+        (report["slices"]["en"], "argument_f1", {"lower": 0.1, "upper": 0.4}),
+        (report, "valid_json_rate", {"lower": -0.5, "upper": -0.2}),
+    ):
+        block["ci95"]["intervals"][metric] = dict(bounds)
+        block["intervals"]["intervals"][metric].update(bounds)
     report["slices"]["en"]["deltas"]["argument_f1"] = 0.2
-    report["ci95"]["intervals"]["valid_json_rate"] = {"lower": -0.5, "upper": -0.2}
     report["deltas"]["valid_json_rate"] = -0.3
     plot = forest_plot(report)
     assert len(plot["rows"]) == 3 * len(METRIC_NAMES)
@@ -92,7 +98,7 @@ def test_forest_plot_has_a_row_per_slice_and_metric_and_marks_intervals_off_zero
     expected = {
         (label, metric)
         for label, block in [("overall", report), *report["slices"].items()]
-        for metric, i in block["ci95"]["intervals"].items()
+        for metric, i in block["intervals"]["intervals"].items()
         if i["lower"] > 0 or i["upper"] < 0
     }
     assert marked == expected and ("en", "argument_f1") in marked

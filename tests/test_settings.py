@@ -149,6 +149,21 @@ BUILT: list[tuple[str, list[str], str, dict[str, Any]]] = [
      {"cache_dir": "gencache"}),
     ("no-cache", ["--sommelier-no-cache"], "sommelier_no_cache = true", {"no_cache": True}),
     ("engine", ["--sommelier-engine", "vllm"], "sommelier_engine = vllm", {"engine": "vllm"}),
+    ("storage", ["--sommelier-storage", "store"], "sommelier_storage = store",
+     {"storage": "store"}),
+    ("autosave", ["--sommelier-autosave"], "sommelier_autosave = true", {"autosave": True}),
+    ("autosave-all", ["--sommelier-autosave=all"], "sommelier_autosave = all",
+     {"autosave": True, "autosave_all": True}),
+    ("compare", ["--sommelier-compare"], "sommelier_compare = last", {"compare": "last"}),
+    ("compare-num", ["--sommelier-compare=0003"], "sommelier_compare = 0003",
+     {"compare": "0003"}),
+    ("compare-fail", ["--sommelier-compare-fail", "full_call_exact_match:0.02",
+                      "--sommelier-compare-fail=full_call_exact_match:he:0.03",
+                      "--sommelier-compare=3"],
+     "sommelier_compare = 3\nsommelier_compare_fail =\n    full_call_exact_match:0.02\n"
+     "    full_call_exact_match:he:0.03",
+     {"compare": "3",
+      "compare_fail": ("full_call_exact_match:0.02", "full_call_exact_match:he:0.03")}),
 ]  # fmt: skip
 
 
@@ -164,7 +179,7 @@ def test_ini_twin_builds_what_the_flag_builds(
 
 
 def test_every_option_is_covered() -> None:
-    covered = {flag[0] for _, flag, _, _ in BUILT}
+    covered = {flag[0].split("=")[0] for _, flag, _, _ in BUILT}
     assert covered == {option[0] for option in OPTIONS}
 
 
@@ -191,15 +206,64 @@ def test_the_flag_wins_over_the_ini_file(pytester: pytest.Pytester) -> None:
         (["--sommelier-engine", "tgi"], None, "SOM-OPTION-VALUE: --sommelier-engine"),
         (["--sommelier-timeout", "nan"], None, "--sommelier-timeout / ini sommelier_timeout"),
         (["--sommelier-selfcheck", "-2"], None, "ini sommelier_selfcheck: -2 must be 0 or more"),
+        ([], "sommelier_autosave = sometimes", "ini sommelier_autosave: 'sometimes' is not true"),
+        # a bare flag before a test path takes the path as its value: the hint says so
+        (["--sommelier-autosave", "suite"], None,
+         "a bare --sommelier-autosave takes the next argument as its value"),
+        (["--sommelier-compare", "suite"], None,
+         "--sommelier-compare / ini sommelier_compare: 'suite' is not a store number, last, or "
+         "a run folder"),
+        ([], "sommelier_compare = nowhere", "write --sommelier-compare=last"),
+        (["--sommelier-compare", "--sommelier-compare-fail=full_call_exact_match:2%"], None,
+         "SOM-HISTORY-FAIL-SPEC: --sommelier-compare-fail / ini sommelier_compare_fail "
+         "'full_call_exact_match:2%': margin '2%' is a percentage"),
+        (["--sommelier-compare", "--sommelier-compare-fail=exactness:0.02"], None,
+         "metric 'exactness' is not a metric"),
+        (["--sommelier-compare-fail=full_call_exact_match:0.02"], None,
+         "--sommelier-compare-fail / ini sommelier_compare_fail: needs a stored run"),
     ],
-    ids=["ini-misses", "ini-timeout", "ini-gates", "ini-engine", "engine", "nan", "negative"],
-)
+    ids=["ini-misses", "ini-timeout", "ini-gates", "ini-engine", "engine", "nan", "negative",
+         "ini-autosave", "autosave-path", "compare-path", "ini-compare", "fail-percent",
+         "fail-metric", "fail-alone"],
+)  # fmt: skip
 def test_a_bad_value_is_a_usage_error_naming_flag_and_twin(
     pytester: pytest.Pytester, args: list[str], ini: str | None, message: str
 ) -> None:
     with pytest.raises(pytest.UsageError) as error:
         settings(pytester, *args, ini=ini)
     assert message in str(error.value)
+
+
+def test_compare_takes_a_run_folder_relative_to_the_invocation_folder(
+    pytester: pytest.Pytester,
+) -> None:
+    (pytester.path / "runs" / "r1").mkdir(parents=True)
+    (pytester.path / "runs" / "r1" / "suite.resolved.json").write_text("{}")
+    built = settings(pytester, "--sommelier-compare=runs/r1")
+    assert built.compare == str(pytester.path / "runs" / "r1")
+
+
+def test_the_store_is_at_the_rootdir_unless_given(pytester: pytest.Pytester) -> None:
+    from pytest_sommelier.plugin.settings import SETTINGS_KEY, store_path
+
+    for args, expected in (([], pytester.path / ".sommelier"),
+                           (["--sommelier-storage", "s"], pytester.path / "s")):  # fmt: skip
+        config = pytester.parseconfig(*args)
+        config.stash[SETTINGS_KEY] = build_settings(config)
+        assert store_path(config) == expected
+
+
+def test_a_bad_compare_fail_spec_stops_the_session_at_configure(
+    pytester: pytest.Pytester,
+) -> None:
+    write_scripted_suite(pytester, SCRIPT)
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--sommelier-compare", "--sommelier-compare-fail=recall:0.1"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [x for x in result.stderr.lines if "SOM-HISTORY-FAIL-SPEC" in x]
+    assert "'recall' is not a metric" in line and "Traceback" not in result.stderr.str()
+    assert calls(pytester) == []
 
 
 def test_a_bad_value_stops_the_session_at_configure(pytester: pytest.Pytester) -> None:

@@ -26,10 +26,11 @@ def run(pytester: pytest.Pytester, out: str, *args: str) -> pytest.RunResult:
 
 
 def all_json(folder: Path) -> dict[str, str]:
+    """Every report of a run folder (``rescored.json``, the record of a rescore, left out)."""
     return {
         str(p.relative_to(folder)): p.read_text()
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.suffix in (".json", ".md", ".jsonl")
+        if p.is_file() and p.suffix in (".json", ".md", ".jsonl") and p.name != "rescored.json"
     }
 
 

@@ -314,3 +314,63 @@ def test_identity_survives_a_move_and_sees_an_edit(tmp_path: Path) -> None:
     assert suite_identity(load_suite(first)) == suite_identity(load_suite(moved / "sommelier.toml"))
     (moved / "adapter" / "adapter_config.json").write_text('{"peft_type": "LORA", "r": 8}')
     assert suite_identity(load_suite(first)) != suite_identity(load_suite(moved / "sommelier.toml"))
+
+
+# --- [statistics] interval, cluster, familywise, power; margins ------------------------------
+
+
+def test_statistics_defaults_and_settings(tmp_path: Path) -> None:
+    default = load_suite(write_suite(tmp_path / "a")).statistics
+    assert (default.interval, default.cluster, default.familywise, default.power) == (
+        "auto", "root", "none", 0.8)  # fmt: skip
+    chosen = load_suite(write_suite(tmp_path / "b", statistics={
+        "interval": "bootstrap", "cluster": "example", "familywise": "holm", "power": 0.9,
+    })).statistics  # fmt: skip
+    assert chosen == StatisticsConfig(seed=41, resamples=200, confidence_level=0.95,
+                                      interval="bootstrap", cluster="example",
+                                      familywise="holm", power=0.9)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("interval", "bca", "key 'interval': 'bca' is not one of ['auto', 'bootstrap']"),
+        ("cluster", "roots", "key 'cluster': 'roots' is not one of ['root', 'example']"),
+        ("familywise", "sidak", "key 'familywise': 'sidak' is not one of"),
+        ("power", 1.0, "key 'power': 1.0 is greater than or equal to the maximum of 1"),
+        ("power", "high", "key 'power' must be a number"),
+    ],
+)
+def test_statistics_settings_are_refused_naming_the_key(
+    tmp_path: Path, key: str, value: object, message: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        load_suite(write_suite(tmp_path, statistics={key: value}))
+    text = str(caught.value)
+    assert "[statistics]" in text and message in text and "\n" not in text
+
+
+MARGIN = {"name": "m", "candidate": "adapter", "reference": "base", "metric": "argument_f1"}
+
+
+def test_a_gate_takes_a_lower_and_an_upper_margin(tmp_path: Path) -> None:
+    gates = [{**MARGIN, "ci_lower_at_least": -0.05, "ci_upper_at_most": 0.05}]
+    (gate,) = load_suite(write_suite(tmp_path, gates=gates)).gates
+    bounds = (gate.ci_lower_at_least, gate.ci_upper_at_most, gate.ci_upper_below)
+    assert bounds == (-0.05, 0.05, None)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"ci_lower_at_least": 0.1, "ci_upper_at_most": -0.1},
+         "gates.ci_lower_at_least 0.1 is above gates.ci_upper_at_most -0.1"),
+        ({"ci_upper_below": 0.1, "ci_upper_at_most": 0.2}, "needs one of ci_lower_above"),
+        ({"ci_upper_below": 0.1, "delta_at_least": 0.0}, "or delta_at_least alone"),
+        ({"ci_upper_at_most": 1.5}, "gates.ci_upper_at_most = 1.5 is outside [-1, 1]"),
+    ],
+)  # fmt: skip
+def test_margins_that_cannot_work_are_refused(tmp_path: Path, fields: dict, message: str) -> None:
+    with pytest.raises(InputError, match="SOM-SUITE-GATE-THRESHOLD") as caught:
+        load_suite(write_suite(tmp_path, gates=[{**MARGIN, **fields}]))
+    assert message in str(caught.value)

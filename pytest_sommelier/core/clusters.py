@@ -21,10 +21,11 @@ Invariants kept:
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
-from pytest_sommelier.errors import InvariantError
+from pytest_sommelier.errors import InputError, InvariantError
 
 
 def cluster_index(clusters: Sequence[Hashable | None] | None, pairs: int) -> np.ndarray:
@@ -108,3 +109,44 @@ def design_effect(residuals: np.ndarray, index: np.ndarray) -> float:
     return design_effect_from_moments(
         float(values @ values), float(values.size), float(grouped @ grouped), float(k)
     )
+
+
+CLUSTER_MODES: tuple[str, ...] = ("root", "example")
+"""``[statistics] cluster``: ``root`` (a root and its translations form one cluster, or the
+cluster a row declares with ``cluster_id``) or ``example`` (every example alone: the seed's)."""
+
+
+def example_clusters(
+    examples: Sequence[Any], mode: str = "root"
+) -> dict[str, Hashable] | None:
+    """Each example's cluster key under ``mode``, by example id (None under ``example``).
+
+    Under ``root`` an example's key is its own ``cluster_id`` when it declares one, else its
+    root's key (a translation inherits the cluster of the row it names in
+    ``source_example_id``), else its own id for a root. Declared ids and root ids never
+    collide (they are told apart in the key). ``examples`` are ``core.types.Example`` values
+    (anything with ``example_id``, ``source_example_id`` and ``cluster_id``).
+    """
+    if mode not in CLUSTER_MODES:
+        raise InputError(
+            "SOM-STATS-PARAMETER",
+            f"cluster must be one of {', '.join(CLUSTER_MODES)}, got {mode!r}",
+            'set [statistics] cluster to "root" (the default) or "example"',
+            where="statistics.cluster",
+        )
+    if mode == "example":
+        return None
+    by_id = {example.example_id: example for example in examples}
+
+    def own_key(example: Any) -> Hashable:
+        declared = getattr(example, "cluster_id", None)
+        return ("cluster_id", declared) if declared is not None else ("root", example.example_id)
+
+    keys: dict[str, Hashable] = {}
+    for example in examples:
+        root = by_id.get(example.source_example_id) if example.source_example_id else None
+        if getattr(example, "cluster_id", None) is None and root is not None:
+            keys[example.example_id] = own_key(root)
+        else:
+            keys[example.example_id] = own_key(example)
+    return keys

@@ -6,6 +6,13 @@ Invariants kept:
   threshold it sets holds; anything else (missing arm, refused comparison, null metric, missing
   slice or gap, no threshold at all) fails it with ``observed`` null where nothing was observed
   and a ``reason`` that says why.
+- An interval gate reads the interval ``[statistics] interval`` selected (the report's
+  ``intervals`` block; a block written before it existed is read through its ``ci95``), and its
+  verdict entry records what it compared: the estimate, the interval, its method and level.
+- The interval gates of a suite are one family: under ``bonferroni`` each member's interval is
+  computed at ``1 - (1 - cl) / m``, under ``holm`` the members' p-values at their thresholds
+  (from the same method) are stepped down and a member passes only when its interval checks
+  hold *and* its adjusted p-value is at most ``1 - cl``; ``none`` leaves every level alone.
 - The verdict is ``incomplete`` whenever the run is not complete, whatever the gates say;
   otherwise ``fail`` if any gate failed, else ``pass`` (also with no gates).
 """
@@ -14,39 +21,64 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from pytest_sommelier.core import multiplicity
+from pytest_sommelier.core.power import minimum_detectable_effect
 from pytest_sommelier.core.types import (
     ComparisonReport,
+    Discordant,
     EvaluationReport,
+    Familywise,
     GateConfig,
+    GateInterval,
     GateResult,
+    StatisticsConfig,
     Verdict,
     VerdictName,
 )
+from pytest_sommelier.errors import InvariantError
 
 VERDICT_SCHEMA = "sommelier.gate_verdict.v1"
+FEW_DISCORDANT = 10
+"""Below this many discordant pairs a gate line says so: the interval then rests on a handful
+of examples that disagree."""
 
 
 class Threshold(NamedTuple):
     """One threshold key: what it reads, how the observation must compare with it, and the
     signs its reason text uses when it holds and when it does not."""
 
-    reads: str  # "value" (arm gates), "interval" (the lower bound) or "delta" (the difference)
+    reads: str  # "value" (arm gates), "interval" (a bound) or "delta" (the difference)
     holds: Callable[[float, float], bool]
     ok_sign: str
     bad_sign: str
+    bound: str = ""  # "lower" or "upper" for an interval threshold
 
 
 THRESHOLDS: dict[str, Threshold] = {
     "min": Threshold("value", operator.ge, ">=", "<"),
     "max": Threshold("value", operator.le, "<=", ">"),
-    "ci_lower_above": Threshold("interval", operator.gt, ">", "<="),
-    "ci_lower_at_least": Threshold("interval", operator.ge, ">=", "<"),
+    "ci_lower_above": Threshold("interval", operator.gt, ">", "<=", "lower"),
+    "ci_lower_at_least": Threshold("interval", operator.ge, ">=", "<", "lower"),
+    "ci_upper_below": Threshold("interval", operator.lt, "<", ">=", "upper"),
+    "ci_upper_at_most": Threshold("interval", operator.le, "<=", ">", "upper"),
     "delta_at_least": Threshold("delta", operator.ge, ">=", "<"),
 }
 """The one table of threshold keys (``[[gates]]`` keys, ``GateConfig`` fields, verdict
-``threshold`` keys), in the order they are reported."""
+``threshold`` keys), in the order they are reported. A comparison or gap gate takes one lower
+bound, one upper bound or both (non-inferiority: a lower margin; equivalence: both), or
+``delta_at_least`` alone."""
+
+STRICT = frozenset({"ci_lower_above", "ci_upper_below"})
+"""Interval thresholds that fail at equality: under ``holm`` their adjusted p-value must be
+strictly below ``1 - cl``."""
+
+IntervalAt = Callable[[GateConfig, float, float], Mapping[str, Any] | None]
+"""``(gate, confidence_level, null)`` -> the gate's metric entry of its subject's intervals at
+that level, its ``p_value`` testing ``difference == null`` (None: the subject is unavailable).
+The pipeline builds it over the run's records (``core.pipeline``)."""
 
 
 def _keys(reads: str) -> tuple[str, ...]:
@@ -55,9 +87,11 @@ def _keys(reads: str) -> tuple[str, ...]:
 
 ARM_THRESHOLDS = _keys("value")
 INTERVAL_THRESHOLDS = _keys("interval")
+LOWER_THRESHOLDS = tuple(k for k in INTERVAL_THRESHOLDS if THRESHOLDS[k].bound == "lower")
+UPPER_THRESHOLDS = tuple(k for k in INTERVAL_THRESHOLDS if THRESHOLDS[k].bound == "upper")
 DELTA_THRESHOLDS = _keys("delta")
 COMPARISON_THRESHOLDS = INTERVAL_THRESHOLDS + DELTA_THRESHOLDS
-"""The keys a comparison or gap gate takes (exactly one of them)."""
+"""The keys a comparison or gap gate takes (one lower and/or one upper bound, or the delta)."""
 ALL_THRESHOLDS = tuple(THRESHOLDS)
 
 
@@ -129,7 +163,36 @@ def _apply(observations: Mapping[str, float], thresholds: Mapping[str, float]) -
     return True, "; ".join(text for _, text in outcomes)
 
 
-def _arm_observation(gate: GateConfig, report: EvaluationReport) -> dict[str, float]:
+@dataclass
+class _Observed:
+    """What a gate's thresholds compare against: one number per threshold key, and for an
+    interval gate the interval entry read, the level it was computed at and the block's
+    power summary of the metric."""
+
+    values: dict[str, float]
+    estimate: float | None = None
+    entry: Mapping[str, Any] | None = None
+    confidence_level: float | None = None
+    power: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How the familywise setting treats one interval gate: the level its interval is read at
+    (and the entry recomputed there, when that is not the report's level) and, under
+    ``holm``, its adjusted p-value and the familywise alpha it must meet."""
+
+    method: str = "none"
+    size: int = 0
+    entry: Mapping[str, Any] | None = None
+    confidence_level: float | None = None
+    adjusted_p_value: float | None = None
+    alpha: float | None = None
+    p_value: float | None = None  # holm: the member's raw p-value, at the null below
+    null: float | None = None
+
+
+def _arm_observation(gate: GateConfig, report: EvaluationReport) -> _Observed:
     """Observed value of an arm gate: the metric at ``overall`` or at one slice."""
     if gate.slice == "overall":
         metric = _lookup(report, ["metrics", gate.metric], f"arm {gate.arm!r}")
@@ -138,60 +201,91 @@ def _arm_observation(gate: GateConfig, report: EvaluationReport) -> dict[str, fl
             report, ["slices", gate.slice, "metrics", gate.metric], f"arm {gate.arm!r}"
         )
     value = _number(_lookup(metric, ["value"], "the metric"), f"{gate.metric} of {gate.slice}")
-    return dict.fromkeys(ARM_THRESHOLDS, value)
+    return _Observed(dict.fromkeys(ARM_THRESHOLDS, value))
+
+
+def _report_entry(block: Mapping[str, Any], metric: str, what: str) -> tuple[Any, float | None]:
+    """The interval entry of ``metric`` a block's selected intervals hold, and their level;
+    a block without ``intervals`` (written before 0.3) is read through its ``ci95``."""
+    key = "intervals" if "intervals" in block else "ci95"
+    entry = _lookup(block, [key, "intervals", metric], what)
+    level = (block.get(key) or {}).get("confidence_level")
+    if key == "ci95" and isinstance(entry, Mapping) and "method" not in entry:
+        entry = {**entry, "method": (block.get("ci95") or {}).get("method")}
+    return entry, level
 
 
 def _interval_observation(
-    block: Mapping[str, Any], gate: GateConfig, deltas_key: str, what: str
-) -> dict[str, float]:
-    """Observed lower bound and point difference of a comparison or gap block.
+    block: Mapping[str, Any], gate: GateConfig, deltas_key: str, what: str, plan: _Plan | None
+) -> _Observed:
+    """Observed bounds and point difference of a comparison or gap block.
 
     Only the numbers a threshold needs are required (a delta gate ignores a null interval).
     """
     thresholds = _thresholds(gate)
-    observed: dict[str, float] = {}
+    observed = _Observed({})
+    delta = (block.get(deltas_key) or {}).get(gate.metric)
     if any(key in thresholds for key in INTERVAL_THRESHOLDS):
-        found = _lookup(block, ["ci95", "intervals", gate.metric, "lower"], what)
-        lower = _number(found, f"the interval's lower bound for {gate.metric}")
-        observed.update(dict.fromkeys(INTERVAL_THRESHOLDS, lower))
+        entry, level = _report_entry(block, gate.metric, what)
+        if plan is not None and plan.entry is not None:
+            entry, level = plan.entry, plan.confidence_level
+        for key in INTERVAL_THRESHOLDS:
+            bound = THRESHOLDS[key].bound
+            if key in thresholds:
+                found = entry.get(bound) if isinstance(entry, Mapping) else None
+                observed.values[key] = _number(found, f"the interval's {bound} bound for "
+                                               f"{gate.metric}")  # fmt: skip
+        estimate = delta if delta is not None else entry.get("estimate")
+        observed.estimate = None if estimate is None else float(estimate)
+        observed.entry, observed.confidence_level = entry, level
+        observed.power = (block.get("power") or {}).get(gate.metric)
     if "delta_at_least" in thresholds:
-        delta = _lookup(block, [deltas_key, gate.metric], what)
-        observed["delta_at_least"] = _number(delta, f"the point difference of {gate.metric}")
+        found = _lookup(block, [deltas_key, gate.metric], what)
+        observed.values["delta_at_least"] = _number(found, f"the point difference of {gate.metric}")
+        observed.estimate = observed.values["delta_at_least"]
     return observed
 
 
-def _identical_observation(block: Mapping[str, Any], subject: str) -> dict[str, float]:
+def _identical_observation(block: Mapping[str, Any], subject: str) -> _Observed:
     """The fraction of compared examples with byte-identical outputs (``max`` applies)."""
     same = _number(_lookup(block, ["identical_outputs"], f"comparison {subject!r}"), "identical")
     total = _number(_lookup(block, ["compared_examples"], f"comparison {subject!r}"), "examples")
     if total <= 0:
         raise _Unavailable(f"comparison {subject!r} compared no examples")
-    return {"max": same / total}
+    return _Observed({"max": same / total})
 
 
-def _noise_observation(report: Mapping[str, Any], subject: str) -> dict[str, float]:
+def _noise_observation(report: Mapping[str, Any], subject: str) -> _Observed:
     """The noise floor's full-call flips (``max`` applies); none measured is unavailable."""
     what = f"comparison {subject!r}"
     block = _lookup(report, ["noise_floor"], f"{what} (its reference arm was not generated here)")
     if not _number(_lookup(block, ["examples"], what), "noise floor examples"):
         raise _Unavailable(f"{what}: the noise floor re-batched no example")
-    return {"max": _number(_lookup(block, ["full_call_flips"], what), "noise flips")}
+    return _Observed({"max": _number(_lookup(block, ["full_call_flips"], what), "noise flips")})
 
 
 def _comparison_block(
     gate: GateConfig, report: ComparisonReport, subject: str
 ) -> Mapping[str, Any]:
-    """The overall comparison block, or one slice's ``{deltas, ci95}`` block."""
+    """The overall comparison block, or one slice's ``{deltas, ci95, intervals}`` block."""
     if gate.slice == "overall":
         return report
     block: Mapping[str, Any] = _lookup(report, ["slices", gate.slice], f"comparison {subject!r}")
     return block
 
 
+def stored_subject(arm: str, stored: str) -> str:
+    """The subject of a ``stored`` gate: ``adapter-vs-adapter@last``, arm ``adapter`` of this
+    run against the same arm of the stored run ``stored`` names (``last`` or a number)."""
+    return f"{arm}-vs-{arm}@{stored}"
+
+
 def _subject(gate: GateConfig) -> str:
     """The arm or comparison a gate reads."""
     if gate.kind == "comparison":
         return f"{gate.candidate}-vs-{gate.reference}"
+    if gate.kind == "stored":
+        return stored_subject(str(gate.arm), str(gate.stored))
     return str(gate.arm)
 
 
@@ -209,13 +303,14 @@ def _observations(
     arm_reports: Mapping[str, EvaluationReport],
     comparison_reports: Mapping[str, ComparisonReport],
     errors: Mapping[str, str],
-) -> dict[str, float]:
+    plan: _Plan | None = None,
+) -> _Observed:
     """Everything the gate's thresholds compare against (``_Unavailable`` when missing)."""
     if gate.kind == "arm":
         if subject not in arm_reports:
             raise _Unavailable(_missing_reason("arm", subject, errors))
         return _arm_observation(gate, arm_reports[subject])
-    if gate.kind == "comparison":
+    if gate.kind in ("comparison", "stored"):  # a stored gate reads its stored comparison
         if subject not in comparison_reports:
             raise _Unavailable(_missing_reason("comparison", subject, errors))
         if gate.metric == NOISE_METRIC:
@@ -223,21 +318,106 @@ def _observations(
         block = _comparison_block(gate, comparison_reports[subject], subject)
         if gate.metric == IDENTICAL_METRIC:
             return _identical_observation(block, subject)
-        return _interval_observation(block, gate, "deltas", f"comparison {subject!r}")
+        return _interval_observation(block, gate, "deltas", f"comparison {subject!r}", plan)
     if gate.kind == "gap":
         if subject not in arm_reports:
             raise _Unavailable(_missing_reason("gap", subject, errors))
         block = _lookup(arm_reports[subject], ["paired_slices", str(gate.gap)], f"arm {subject!r}")
-        return _interval_observation(block, gate, "gaps", f"gap {gate.gap!r} of arm {subject!r}")
+        what = f"gap {gate.gap!r} of arm {subject!r}"
+        return _interval_observation(block, gate, "gaps", what, plan)
     raise _Unavailable(f"unknown gate kind {gate.kind!r}")
 
 
-def _observed_value(gate: GateConfig, observations: Mapping[str, float]) -> float | None:
-    """The single ``observed`` number reported: the value, else the lower bound, else delta."""
-    for key in ("min", "max", "ci_lower_above", "delta_at_least"):
+def _observed_value(observations: Mapping[str, float]) -> float | None:
+    """The single ``observed`` number reported: the value, else the tested lower bound, else
+    the tested upper bound, else the delta."""
+    for key in ("min", "max", *LOWER_THRESHOLDS, *UPPER_THRESHOLDS, "delta_at_least"):
         if key in observations:
             return observations[key]
     return None
+
+
+def is_interval_gate(gate: GateConfig) -> bool:
+    """Whether a gate tests an interval bound: the members of the familywise family."""
+    return gate.metric != IDENTICAL_METRIC and any(
+        getattr(gate, key, None) is not None for key in INTERVAL_THRESHOLDS
+    )
+
+
+def _distance(estimate: float, thresholds: Mapping[str, float]) -> float | None:
+    """How far the estimate lies on the passing side of its nearest interval threshold
+    (None when it lies on the failing side of one: then the data, not the power, failed it)."""
+    distances = []
+    for key, limit in thresholds.items():
+        rule = THRESHOLDS[key]
+        if rule.reads != "interval":
+            continue
+        distances.append(estimate - limit if rule.bound == "lower" else limit - estimate)
+    if not distances or min(distances) <= 0:
+        return None
+    return min(distances)
+
+
+def _power_at(observed: _Observed) -> tuple[float | None, float | None, int | None]:
+    """``(power, minimum detectable effect, pairs)`` at the level the gate's interval was
+    read at, from the block's power summary of the metric (Nones without one)."""
+    summary, level = observed.power, observed.confidence_level
+    if not summary or level is None or not summary.get("pairs"):
+        return None, None, None
+    mde = minimum_detectable_effect(
+        summary["pairs"], summary["discordant_proportion"], confidence_level=level,
+        power=summary["power"], design_effect=max(1.0, summary.get("design_effect") or 1.0),
+    )  # fmt: skip
+    return float(summary["power"]), mde, int(summary["pairs"])
+
+
+def _discordant(counts: Any) -> Discordant | None:
+    """An interval entry's discordant counts (None for a ``ci95`` entry, which has none)."""
+    if not isinstance(counts, Mapping):
+        return None
+    return {"candidate_only": int(counts["candidate_only"]),
+            "reference_only": int(counts["reference_only"])}  # fmt: skip
+
+
+def _gate_interval(observed: _Observed) -> GateInterval:
+    """The ``interval`` a verdict entry records for an interval gate (full precision)."""
+    entry = observed.entry or {}
+    power, mde, pairs = _power_at(observed)
+    return {
+        "lower": entry.get("lower"),
+        "upper": entry.get("upper"),
+        "method": str(entry.get("method")),
+        "confidence_level": float(observed.confidence_level or 0.0),
+        "discordant": _discordant(entry.get("discordant")),
+        "degenerate": bool(entry.get("degenerate", False)),
+        "design_effect": entry.get("design_effect"),
+        "p_value": entry.get("p_value"),
+        "null": 0.0,
+        "minimum_detectable_effect": mde,
+        "pairs": pairs,
+        "power": power,
+    }
+
+
+def _underpowered(observed: _Observed, thresholds: Mapping[str, float]) -> tuple[bool, str]:
+    """Whether the run could not reliably detect the distance between its estimate and the
+    gate's threshold at the configured power (the minimum detectable effect at the gate's
+    level exceeds it, or no difference is detectable at all), and the phrase saying so."""
+    power, mde, pairs = _power_at(observed)
+    if power is None or observed.estimate is None:
+        return False, ""
+    distance = _distance(observed.estimate, thresholds)
+    if distance is None:
+        return False, ""
+    if mde is None:
+        return True, f"underpowered: no difference is detectable at {power:.0%} power with " \
+                     f"{pairs} pairs"  # fmt: skip
+    if mde <= distance:
+        return False, ""
+    return True, (
+        f"underpowered: detectable at {power:.0%} power: ±{mde:.2f} with {pairs} pairs, "
+        f"more than the estimate's distance {distance:.3f} from the threshold"
+    )
 
 
 def evaluate_gate(
@@ -245,19 +425,24 @@ def evaluate_gate(
     arm_reports: Mapping[str, EvaluationReport],
     comparison_reports: Mapping[str, ComparisonReport],
     errors: Mapping[str, str] | None = None,
+    *,
+    plan: _Plan | None = None,
 ) -> GateResult:
     """One gate's verdict entry: ``{name, kind, metric, slice, passed, observed, threshold,
-    subject, reason}``. A gap gate's ``slice`` is its gap language."""
+    subject, reason}``, plus ``estimate``, ``interval`` and ``underpowered`` for an interval
+    gate (and ``adjusted_p_value`` under ``holm``). A gap gate's ``slice`` is its gap language.
+    """
     subject = _subject(gate)
     thresholds = _thresholds(gate)
+    observed: _Observed | None = None
     try:
-        observations = _observations(gate, subject, arm_reports, comparison_reports, errors or {})
+        observed = _observations(gate, subject, arm_reports, comparison_reports, errors or {}, plan)
     except _Unavailable as missing:
-        passed, observed, reason = False, None, str(missing)
+        passed, value, reason = False, None, str(missing)
     else:
-        passed, reason = _apply(observations, thresholds)
-        observed = _observed_value(gate, observations)
-    return {
+        passed, reason = _apply(observed.values, thresholds)
+        value = _observed_value(observed.values)
+    result: GateResult = {
         "name": gate.name,
         "kind": gate.kind,
         "metric": gate.metric,
@@ -265,9 +450,40 @@ def evaluate_gate(
         "threshold": thresholds,
         "subject": subject,
         "passed": passed,
-        "observed": observed,
+        "observed": value,
         "reason": reason,
     }
+    if observed is None or observed.entry is None:
+        return result
+    result["estimate"] = observed.estimate
+    result["interval"] = _gate_interval(observed)
+    if plan is not None and plan.method == "holm" and plan.size > 1:
+        result["interval"]["p_value"] = plan.p_value
+        result["interval"]["null"] = plan.null
+        result["adjusted_p_value"] = plan.adjusted_p_value
+        alpha, adjusted = plan.alpha or 0.0, plan.adjusted_p_value
+        strict = any(key in STRICT for key in thresholds)
+        meets = adjusted is not None and (adjusted < alpha if strict else adjusted <= alpha)
+        phrase = holm_phrase(adjusted, alpha, strict) + f" (family of {plan.size})"
+        if passed and not meets:
+            passed, reason = False, f"failed: {phrase}; {reason}"
+        else:
+            reason = f"{reason}; {phrase}"
+    underpowered, phrase = _underpowered(observed, thresholds)
+    result["underpowered"] = underpowered
+    if not passed and underpowered:
+        reason = f"{reason}; {phrase}"
+    result["passed"], result["reason"] = passed, reason
+    return result
+
+
+def holm_phrase(adjusted: float | None, alpha: float, strict: bool) -> str:
+    """``Holm-adjusted p 0.012 <= 0.05`` (``<`` for a strict threshold)."""
+    if adjusted is None:
+        return "no Holm-adjusted p-value (the subject is unavailable)"
+    holds = adjusted < alpha if strict else adjusted <= alpha
+    sign = ("<" if holds else ">=") if strict else ("<=" if holds else ">")
+    return f"Holm-adjusted p {adjusted:.4g} {sign} {alpha:.4g}"
 
 
 def verdict_of(complete: bool, results: Sequence[GateResult]) -> VerdictName:
@@ -275,6 +491,74 @@ def verdict_of(complete: bool, results: Sequence[GateResult]) -> VerdictName:
     if not complete:
         return "incomplete"
     return "fail" if any(not result["passed"] for result in results) else "pass"
+
+
+def _gate_p_value(
+    gate: GateConfig, level: float, interval_at: IntervalAt
+) -> tuple[float | None, float | None]:
+    """A member's p-value for Holm and its null: the method's two-sided p-value at each of its
+    interval thresholds as the null, 1 where the estimate lies on the failing side of that
+    threshold (a difference in the wrong direction never counts as evidence, and so never
+    eases another member's test), the largest of them (an equivalence gate passes only when
+    both reject); ``(None, None)`` when its subject is unavailable."""
+    found: list[tuple[float, float]] = []
+    for key in INTERVAL_THRESHOLDS:
+        limit = getattr(gate, key, None)
+        if limit is None:
+            continue
+        entry = interval_at(gate, level, float(limit))
+        p_value = None if entry is None else entry.get("p_value")
+        estimate = None if entry is None else entry.get("estimate")
+        if p_value is None or estimate is None:
+            return None, None
+        lower = THRESHOLDS[key].bound == "lower"
+        passing_side = estimate > limit if lower else estimate < limit
+        found.append((float(p_value) if passing_side else 1.0, float(limit)))
+    return max(found) if found else (None, None)
+
+
+def familywise_plans(
+    gates: Sequence[GateConfig],
+    statistics: StatisticsConfig | None,
+    interval_at: IntervalAt | None,
+) -> tuple[dict[str, _Plan], Familywise]:
+    """Each interval gate's plan under ``[statistics] familywise`` and the verdict's
+    ``familywise`` block (the family, its size, the method and the adjusted levels)."""
+    method = statistics.familywise if statistics is not None else "none"
+    level = statistics.confidence_level if statistics is not None else 0.95
+    family = [gate for gate in gates if is_interval_gate(gate)]
+    size = len(family)
+    block: Familywise = {
+        "method": method, "family": [gate.name for gate in family], "size": size,
+        "confidence_level": float(level), "adjusted_confidence_level": {},
+        "adjusted_p_value": {},
+    }  # fmt: skip
+    if method == "none" or size <= 1:
+        return {gate.name: _Plan(method, size) for gate in family}, block
+    if interval_at is None:
+        raise InvariantError(
+            "SOM-GATE-FAMILYWISE",
+            f"familywise {method!r} needs the run's records to recompute the gates' intervals",
+            "evaluate the gates through core.pipeline.evaluate_run",
+        )
+    if method == "bonferroni":
+        adjusted = multiplicity.bonferroni_confidence_level(level, size)
+        plans = {
+            gate.name: _Plan(method, size, interval_at(gate, adjusted, 0.0), adjusted)
+            for gate in family
+        }
+        block["adjusted_confidence_level"] = {gate.name: adjusted for gate in family}
+        return plans, block
+    raw = [_gate_p_value(gate, level, interval_at) for gate in family]
+    holm = multiplicity.holm_adjusted([p for p, _ in raw])
+    alpha = 1.0 - level
+    plans = {
+        gate.name: _Plan(method, size, adjusted_p_value=p, alpha=alpha, p_value=r[0], null=r[1])
+        for gate, p, r in zip(family, holm, raw, strict=True)
+    }
+    block["adjusted_confidence_level"] = {gate.name: float(level) for gate in family}
+    block["adjusted_p_value"] = {gate.name: p for gate, p in zip(family, holm, strict=True)}
+    return plans, block
 
 
 def evaluate_gates(
@@ -285,17 +569,100 @@ def evaluate_gates(
     complete: bool,
     run_id: str,
     errors: Mapping[str, str] | None = None,
+    statistics: StatisticsConfig | None = None,
+    interval_at: IntervalAt | None = None,
 ) -> Verdict:
-    """The ``gate_verdict.json`` dict: every gate evaluated in configured order, and the verdict.
+    """The ``gate_verdict.json`` dict: every gate evaluated in configured order, the verdict
+    and the ``familywise`` block.
 
     ``errors`` maps an arm or comparison name to why it has no report (e.g. the identity
-    gate's refusal); gates on that subject fail with that reason.
+    gate's refusal); gates on that subject fail with that reason. ``statistics`` gives the
+    familywise method (none without it); ``interval_at`` recomputes a gate's interval at an
+    adjusted level or null (required under ``bonferroni`` and ``holm`` with two or more
+    interval gates).
     """
-    results = [evaluate_gate(gate, arm_reports, comparison_reports, errors) for gate in gates]
+    plans, family = familywise_plans(gates, statistics, interval_at)
+    results = [
+        evaluate_gate(gate, arm_reports, comparison_reports, errors, plan=plans.get(gate.name))
+        for gate in gates
+    ]
     return {
         "schema_version": VERDICT_SCHEMA,
         "run_id": run_id,
         "verdict": verdict_of(complete, results),
         "complete": bool(complete),
         "gates": results,
+        "familywise": family,
     }
+
+
+# --- the text a gate line shows (terminal, Markdown, HTML, JUnit) ---------------------------
+
+
+def _signed(value: Any) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+def _level_text(level: float) -> str:
+    """``95%``, ``98.3%``: a confidence level as shown."""
+    return f"{level * 100:.3g}%"
+
+
+def gate_text(result: Mapping[str, Any]) -> str:
+    """What a gate compared, rounded as displayed (the verdict keeps full precision):
+    ``adapter full_call_exact_match [he] gap -0.333 [-1.000, +0.000]: lower bound -1.000 <
+    -0.15 (95% bonett_price_adjusted_wald)``, with the discordant pairs when fewer than 10,
+    the Holm-adjusted p-value, and (failed) whether the subject was underpowered."""
+    where = f"{result.get('subject', '')} {result['metric']} [{result['slice']}]".strip()
+    thresholds = result.get("threshold") or {}
+    observed = result.get("observed")
+    interval = result.get("interval")
+    if interval is None:
+        if observed is None:
+            return f"{where}: {result.get('reason', '')}"
+        label, shown = "value", f"{observed:.3f}"
+        if result["kind"] != "arm":
+            identical = result["metric"] == IDENTICAL_METRIC
+            label = "identical fraction" if identical else "delta"
+            shown = f"{observed:.3f}" if identical else _signed(observed)
+        checks = []
+        for key, limit in thresholds.items():
+            rule = THRESHOLDS[key]
+            sign = rule.ok_sign if rule.holds(observed, limit) else rule.bad_sign
+            checks.append(f"{sign} {limit:g} ({key})")
+        return f"{where} {label} {shown} " + ", ".join(checks)
+    label = "gap" if result["kind"] == "gap" else "delta"
+    degenerate = " (degenerate)" if interval.get("degenerate") else ""
+    text = (
+        f"{where} {label} {_signed(result.get('estimate'))} "
+        f"[{_signed(interval.get('lower'))}, {_signed(interval.get('upper'))}]{degenerate}: "
+    )
+    checks = []
+    for key, limit in thresholds.items():
+        rule = THRESHOLDS[key]
+        if rule.reads == "interval":
+            value = interval.get(rule.bound)
+            sign = rule.ok_sign if value is not None and rule.holds(value, limit) else rule.bad_sign
+            checks.append(f"{rule.bound} bound {_signed(value)} {sign} {limit:g}")
+        elif result.get("estimate") is not None:
+            estimate = result["estimate"]
+            sign = rule.ok_sign if rule.holds(estimate, limit) else rule.bad_sign
+            checks.append(f"delta {_signed(estimate)} {sign} {limit:g}")
+    text += "; ".join(checks)
+    text += f" ({_level_text(interval['confidence_level'])} {interval['method']})"
+    discordant = interval.get("discordant") or {}
+    pairs = sum(discordant.values()) if discordant else None
+    if pairs is not None and pairs < FEW_DISCORDANT:
+        text += f"; only {pairs} discordant pairs (fewer than {FEW_DISCORDANT})"
+    if "adjusted_p_value" in result:
+        strict = any(key in STRICT for key in thresholds)
+        alpha = 1.0 - interval["confidence_level"]
+        text += "; " + holm_phrase(result["adjusted_p_value"], alpha, strict)
+    if not result.get("passed") and result.get("underpowered"):
+        mde, power = interval.get("minimum_detectable_effect"), interval.get("power") or 0.0
+        if mde is None:
+            text += f"; underpowered: nothing detectable at {power:.0%} power"
+        else:
+            text += (f"; underpowered: detectable at {power:.0%} power: ±{mde:.2f} with "
+                     f"{interval.get('pairs')} pairs")  # fmt: skip
+    return text

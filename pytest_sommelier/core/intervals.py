@@ -102,10 +102,29 @@ def discordant_counts(rows: np.ndarray) -> dict[str, int]:
             "reference_only": int(np.count_nonzero(ref > cand))}  # fmt: skip
 
 
+def counted_rows(rows: np.ndarray) -> np.ndarray:
+    """Which pairs a rate metric counts: those whose denominators are 1 (a pair with 0 over 0
+    on both sides, e.g. ``acceptable_call_match`` of an example without acceptable values, is
+    not an observation of the metric and is left out of its interval)."""
+    return (rows[:, 1] > 0) | (rows[:, 3] > 0)
+
+
+def renumbered(index: np.ndarray) -> np.ndarray:
+    """A subset of a ``cluster_index`` renumbered ``0..K-1`` by first appearance (what
+    ``cluster_index`` would give for the subset's ids)."""
+    _, first, inverse = np.unique(index, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.reshape(-1)]
+
+
 def _check_rate(name: str, rows: np.ndarray) -> None:
-    """A rate metric's components are 0/1 over 1 on both sides, else ``InvariantError``."""
+    """A rate metric's components are 0/1 over 1 on both sides, or 0 over 0 on both sides (a
+    pair the metric does not count), else ``InvariantError``."""
     numerators, denominators = rows[:, [0, 2]], rows[:, [1, 3]]
-    if np.any(denominators != 1) or np.any((numerators != 0) & (numerators != 1)):
+    counted = np.all(denominators == 1, axis=1)
+    uncounted = np.all(rows == 0, axis=1)
+    if np.any(~counted & ~uncounted) or np.any((numerators != 0) & (numerators != 1)):
         raise InvariantError(
             "SOM-STATS-SHAPE",
             f"metric {name} is a rate but its components are not 0/1 over 1",
@@ -286,10 +305,16 @@ def paired_interval_block(
             )
         else:
             _check_rate(name, rows)
-            method = RATE_METHODS[AUTO_RATE_METHOD] + (CLUSTERED_SUFFIX if clustered else "")
+            counted = counted_rows(rows)
+            metric_index = index
+            if not counted.all():
+                rows, metric_index = rows[counted], renumbered(index[counted])
+            method = RATE_METHODS[AUTO_RATE_METHOD] + (
+                CLUSTERED_SUFFIX if is_clustered(metric_index) else ""
+            )
             entries[name] = (
-                rate_interval(rows, index, confidence_level, null=null)
-                if pairs
+                rate_interval(rows, metric_index, confidence_level, null=null)
+                if rows.shape[0]
                 else _empty_interval(method)
             )
     block["intervals"] = entries

@@ -12,12 +12,14 @@ scored and nothing errored.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.canonical import sha256_json, sha256_text
-from pytest_sommelier.core.gates import evaluate_gates
+from pytest_sommelier.core.clusters import example_clusters
+from pytest_sommelier.core.gates import IntervalAt, evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, finish_counts, miss_fields
 from pytest_sommelier.core.noise import noise_floor_block
@@ -30,6 +32,9 @@ from pytest_sommelier.core.parse import (
 from pytest_sommelier.core.reports import (
     build_comparison_report,
     build_evaluation_report,
+    comparison_interval_block,
+    gap_cohort,
+    gap_interval_block,
     order_slice_records,
 )
 from pytest_sommelier.core.types import (
@@ -39,9 +44,11 @@ from pytest_sommelier.core.types import (
     EvaluationReport,
     Example,
     FormattedSplit,
+    GateConfig,
     GenerationRecord,
     RebatchedOutput,
     ScoringRecord,
+    StatisticsConfig,
     Suite,
     Telemetry,
     TelemetrySlice,
@@ -101,13 +108,19 @@ class RunOutcome:
     rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)  # core.noise
 
 
+STATISTICS_ADDED = ("interval", "cluster", "familywise", "power")
+"""``[statistics]`` keys of 0.3, digested by :func:`config_sha256` only away from their defaults."""
+
+
 def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any]) -> str:
     """Digest of the evaluation conditions every arm shares: test split, slices, base model,
     decoding, parser and statistics settings; not arms, comparisons, gates or machine paths.
 
-    The parser's ``arguments_key`` is digested only when it is not the default ``arguments``:
-    a suite without the key (every suite before it existed) keeps the digest it always had,
-    so its stored runs stay comparable, while a ``parameters`` suite digests differently."""
+    The parser's ``arguments_key`` and the ``[statistics]`` keys added in 0.3 (``interval``,
+    ``cluster``, ``familywise``, ``power``) are digested only when they differ from their
+    defaults: a suite without them (every suite before they existed) keeps the digest it always
+    had, so its stored runs stay comparable, while a suite that sets another value digests
+    differently."""
     conditions: dict[str, Any] = {
         "split": split.split,
         "test_split_sha256": split.sha256,
@@ -121,6 +134,11 @@ def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any])
             "confidence_level": suite.statistics.confidence_level,
         },
     }
+    statistics = asdict(suite.statistics)
+    defaults = asdict(StatisticsConfig(seed=0, resamples=1, confidence_level=0.5))
+    for key in STATISTICS_ADDED:
+        if statistics[key] != defaults[key]:
+            conditions["statistics"][key] = statistics[key]
     if suite.arguments_key != DEFAULT_ARGUMENTS_KEY:
         conditions["arguments_key"] = suite.arguments_key
     return sha256_json(conditions)
@@ -201,6 +219,9 @@ def rescored(
     records: Sequence[GenerationRecord],
     split: FormattedSplit,
     arguments_key: str = DEFAULT_ARGUMENTS_KEY,
+    *,
+    arm: str | None = None,
+    model_kind: str | None = None,
 ) -> tuple[list[GenerationRecord], list[ScoringRecord]]:
     """``(generation records, scoring records)`` of ``records``, new dicts; the records given
     are left as they are.
@@ -211,17 +232,25 @@ def rescored(
     ``miss_category`` (and, in a non-reference slice, ``value_language_mismatch``; a stale flag
     is dropped): the one place a record learns its category, so the written
     ``generations.<slice>.jsonl`` (the generation records returned here) and the drilldown
-    agree (core.misses)."""
+    agree (core.misses).
+
+    Every derived field is re-derived, in both records, never copied from the input: the parse
+    (``parsed_call``, ``parse_status``), the miss fields, and (when given: the arm the records
+    are evaluated as) ``arm`` and ``model_kind``. So a stored record edited to claim
+    ``parse_status: ok`` is written back with the parse its ``raw_text`` has."""
     by_id = {example.example_id: example for example in split.examples}
+    owner = {} if arm is None else {"arm": arm}
+    if model_kind is not None:
+        owner["model_kind"] = model_kind
     reference = next(iter(split.slices), None)
     generations: list[GenerationRecord] = []
     scoring_records: list[ScoringRecord] = []
     for record in records:
         example = by_id[record["example_id"]]
         parsed_call, status = parse_tool_call(record["raw_text"], arguments_key=arguments_key)
-        kept: GenerationRecord = {**record}
+        reparsed = {"parsed_call": parsed_call, "parse_status": status, **owner}
+        kept = cast(GenerationRecord, {**record, **reparsed})
         kept.pop(LANGUAGE_FLAG, None)
-        reparsed = {"parsed_call": parsed_call, "parse_status": status}
         scoring = cast(ScoringRecord, {**kept, **reparsed, "gold_call": example.gold_call})
         if example.acceptable_arguments is not None:
             scoring["acceptable_arguments"] = example.acceptable_arguments
@@ -322,7 +351,9 @@ def build_arm_reports(
     built = ArmReports()
     for name, arm in arms.items():
         both = {
-            language: rescored(records, split, suite.arguments_key)
+            language: rescored(
+                records, split, suite.arguments_key, arm=name, model_kind=arm.model_kind
+            )
             for language, records in arm.records.items()
         }
         built.generations[name] = {language: pair[0] for language, pair in both.items()}
@@ -369,10 +400,14 @@ def build_arm_reports(
 
 
 def build_comparisons(
-    suite: Suite, arms: ArmReports
+    suite: Suite, arms: ArmReports, split: FormattedSplit | None = None
 ) -> tuple[dict[str, ComparisonReport], dict[str, str]]:
     """Every comparison to run (``comparisons_to_run``): its report, or why it was refused
-    (an arm not run, or the identity gate's one-line error)."""
+    (an arm not run, or the identity gate's one-line error). With ``split`` the intervals
+    use the clusters ``[statistics] cluster`` gives its examples."""
+    clusters = (
+        None if split is None else example_clusters(split.examples, suite.statistics.cluster)
+    )
     reports: dict[str, ComparisonReport] = {}
     errors: dict[str, str] = {}
     for comparison in comparisons_to_run(suite):
@@ -380,7 +415,7 @@ def build_comparisons(
         candidate, reference = comparison.candidate, comparison.reference
         if candidate not in arms.reports or reference not in arms.reports:
             absent = [a for a in (candidate, reference) if a not in arms.reports]
-            errors[name] = f"arm(s) not run: {', '.join(absent)}"
+            errors[name] = f"arm(s) not run in this selection: {', '.join(absent)}"
             continue
         try:
             reports[name] = build_comparison_report(
@@ -393,6 +428,7 @@ def build_comparisons(
                     candidate: arms.telemetry[candidate],
                     reference: arms.telemetry[reference],
                 },
+                clusters=clusters,
             )
         except (EvaluationError, InvariantError) as error:
             errors[name] = str(error)
@@ -409,6 +445,48 @@ def build_comparisons(
                 arguments_key=suite.arguments_key,
             )
     return reports, errors
+
+
+def gate_intervals(
+    suite: Suite,
+    split: FormattedSplit,
+    arms: ArmReports,
+    comparison_reports: Mapping[str, ComparisonReport],
+) -> IntervalAt:
+    """The familywise recomputation of a gate's interval (``core.gates.IntervalAt``): the same
+    records, clusters and seed as its subject's report block, at another level or null."""
+    clusters = example_clusters(split.examples, suite.statistics.cluster)
+
+    def interval_at(gate: GateConfig, level: float, null: float) -> Mapping[str, Any] | None:
+        if gate.kind == "comparison":
+            name = f"{gate.candidate}-vs-{gate.reference}"
+            if name not in comparison_reports:
+                return None
+            langs = suite.slices if gate.slice == "overall" else (gate.slice,)
+            cand, ref = arms.scoring[str(gate.candidate)], arms.scoring[str(gate.reference)]
+            block = comparison_interval_block(
+                [r for lang in langs for r in ref[lang]],
+                [r for lang in langs for r in cand[lang]],
+                suite.statistics,
+                label=name if gate.slice == "overall" else f"{name}:{gate.slice}",
+                clusters=clusters,
+                acceptable=ACCEPTABLE in arms.reports[str(gate.candidate)]["metrics"],
+                confidence_level=level,
+                null=null,
+                include_bootstrap=False,
+            )
+        elif gate.kind == "gap" and gate.arm in arms.scoring and gate.gap is not None:
+            cohort = gap_cohort(split, suite.reference_slice, gate.gap, arms.scoring[gate.arm])
+            block = gap_interval_block(
+                cohort, gate.arm, gate.gap, suite.statistics, clusters,
+                confidence_level=level, null=null, include_bootstrap=False,
+            )  # fmt: skip
+        else:
+            return None
+        entry: Mapping[str, Any] | None = block["intervals"].get(gate.metric)
+        return entry
+
+    return interval_at
 
 
 def evaluate_run(
@@ -434,7 +512,7 @@ def evaluate_run(
         and all(count == 0 for count in built.missing.values())
         and not list(errored)
     )
-    comparison_reports, comparison_errors = build_comparisons(suite, built)
+    comparison_reports, comparison_errors = build_comparisons(suite, built, split)
     verdict = (
         evaluate_gates(
             suite.gates,
@@ -443,6 +521,8 @@ def evaluate_run(
             complete=complete,
             run_id=run_id,
             errors=comparison_errors,
+            statistics=suite.statistics,
+            interval_at=gate_intervals(suite, split, built, comparison_reports),
         )
         if gates
         else None
@@ -472,6 +552,7 @@ __all__ = [
     "comparisons_to_run",
     "config_sha256",
     "evaluate_run",
+    "gate_intervals",
     "generation_record",
     "order_records",
     "rescored",

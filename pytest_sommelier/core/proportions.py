@@ -66,7 +66,10 @@ def _tango_statistic(delta: np.ndarray, b: np.ndarray, c: np.ndarray, n: np.ndar
     with np.errstate(divide="ignore", invalid="ignore"):
         p21 = np.where(bq > 0, -2.0 * cq / (root + bq), (root - bq) / (2.0 * a2))
         variance = n * (2.0 * p21 + delta * (1.0 - delta))
-        return (b - c - n * delta) / np.sqrt(np.where(variance > 0, variance, np.nan))
+        statistic: np.ndarray = (b - c - n * delta) / np.sqrt(
+            np.where(variance > 0, variance, np.nan)
+        )
+        return statistic
 
 
 def tango_interval(
@@ -206,8 +209,8 @@ def newcombe_interval(
     Needs the whole 2x2 table (the concordant cells enter the margins' Wilson intervals and
     phi*), not just the discordant counts.
     """
-    cells = _arrays(both, candidate_only, reference_only, neither)
-    lower, upper = _newcombe_bounds(*cells, normal_quantile(confidence_level))
+    both_, b, c, neither_ = _arrays(both, candidate_only, reference_only, neither)
+    lower, upper = _newcombe_bounds(both_, b, c, neither_, normal_quantile(confidence_level))
     return _scalar_or_array(lower), _scalar_or_array(upper)
 
 

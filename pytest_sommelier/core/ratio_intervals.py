@@ -90,7 +90,7 @@ def acceleration(jackknife: Any, weights: Any = None) -> float:
     square = float(w @ (d * d))
     if square <= _TOLERANCE * _TOLERANCE * max(1.0, float(w.sum())):
         return 0.0
-    return float(w @ (d * d * d)) / (6.0 * square**1.5)
+    return float(w @ (d * d * d)) / (6.0 * float(square**1.5))
 
 
 def is_constant(rows: Any) -> bool:

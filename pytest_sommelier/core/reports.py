@@ -17,7 +17,7 @@ Invariants kept:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar, cast
 
@@ -32,6 +32,8 @@ from pytest_sommelier.core.acceptable import (
     acceptable_metric,
     carries_acceptable,
 )
+from pytest_sommelier.core.clusters import example_clusters
+from pytest_sommelier.core.intervals import RATIO_OF_SUMS
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     component_arrays,
@@ -40,12 +42,13 @@ from pytest_sommelier.core.metrics import (
 )
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, MISS_CATEGORIES, miss_counts
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, recorded_arguments_key
+from pytest_sommelier.core.power import power_summary
+from pytest_sommelier.core.proportions import mcnemar_mid_p
 from pytest_sommelier.core.stats import (
     check_paired_records,
     derive_seed,
     mcnemar_exact,
-    paired_bootstrap,
-    paired_bootstrap_arrays,
+    paired_intervals_arrays,
 )
 from pytest_sommelier.core.types import (
     ArmEfficiency,
@@ -57,10 +60,13 @@ from pytest_sommelier.core.types import (
     FormattedSplit,
     IntervalBlock,
     MarginalGap,
+    McNemar,
     Metrics,
     MetricValue,
     MissCounts,
+    PairedIntervals,
     PairedSlice,
+    PowerBlock,
     ScoringRecord,
     SharedBlock,
     SliceBlock,
@@ -84,6 +90,8 @@ _SHORT = 40
 
 Records = Sequence[ScoringRecord]
 Row = TypeVar("Row", bound=Mapping[str, Any])
+Clusters = Mapping[str, Hashable] | None
+"""Example id -> cluster key (``core.clusters.example_clusters``); None: every example alone."""
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -243,6 +251,55 @@ def _short(value: Any) -> str:
 # --- evaluation report ---------------------------------------------------------------------
 
 
+def gap_cohort(
+    split: FormattedSplit, reference_slice: str, lang: str, scored: Mapping[str, Records]
+) -> list[tuple[ScoringRecord, ScoringRecord]]:
+    """The matched cohort of one target slice: ``split.pairs[lang]`` restricted to the pairs
+    whose root and target were both scored, in target split order, as (root, target) records."""
+    roots_by_id = {r["example_id"]: r for r in scored[reference_slice]}
+    targets_by_id = {r["example_id"]: r for r in scored[lang]}
+    return [
+        (roots_by_id[root_id], targets_by_id[target_id])
+        for root_id, target_id in split.pairs.get(lang, ())
+        if root_id in roots_by_id and target_id in targets_by_id
+    ]
+
+
+def gap_label(arm: str, lang: str) -> str:
+    """The seed name of an arm's matched language gap."""
+    return f"gap:{arm}:{lang}"
+
+
+def gap_interval_block(
+    cohort: Sequence[tuple[ScoringRecord, ScoringRecord]],
+    arm: str,
+    lang: str,
+    statistics: StatisticsConfig,
+    clusters: Clusters,
+    *,
+    confidence_level: float | None = None,
+    null: float = 0.0,
+    include_bootstrap: bool = True,
+) -> dict[str, Any]:
+    """The gap intervals of one cohort (translation minus root, paired by root): a pair's
+    cluster is its root's, so root clustering leaves pairs alone and a declared ``cluster_id``
+    groups them."""
+    roots = [root for root, _ in cohort]
+    targets = [target for _, target in cohort]
+    ref_num, ref_den = component_arrays(roots)
+    tgt_num, tgt_den = component_arrays(targets)
+    return interval_block(
+        (ref_num, ref_den, tgt_num, tgt_den),
+        statistics,
+        label=gap_label(arm, lang),
+        clusters=record_clusters(roots, clusters),
+        metric_names=METRIC_NAMES,
+        confidence_level=confidence_level,
+        null=null,
+        include_bootstrap=include_bootstrap,
+    )
+
+
 def _paired_slice(
     split: FormattedSplit,
     arm: str,
@@ -250,27 +307,23 @@ def _paired_slice(
     lang: str,
     scored: Mapping[str, Records],
     statistics: StatisticsConfig,
+    clusters: Clusters,
 ) -> PairedSlice:
     """The matched-cohort block of one target slice (``paired_slices.<lang>``).
 
     The cohort is ``split.pairs[lang]`` restricted to pairs whose root and target were both
     scored, in target split order; coverage is pairs over the reference slice's size in the
-    split; the interval resamples pairs with seed ``derive_seed(seed, "gap:<arm>:<lang>")``.
+    split; ``ci95`` resamples pairs with seed ``derive_seed(seed, "gap:<arm>:<lang>")`` and
+    ``intervals`` (the selected method) comes from the same draw.
     """
-    roots_by_id = {r["example_id"]: r for r in scored[reference_slice]}
-    targets_by_id = {r["example_id"]: r for r in scored[lang]}
-    cohort = [
-        (roots_by_id[root_id], targets_by_id[target_id])
-        for root_id, target_id in split.pairs.get(lang, ())
-        if root_id in roots_by_id and target_id in targets_by_id
-    ]
+    cohort = gap_cohort(split, reference_slice, lang, scored)
     roots = [root for root, _ in cohort]
     targets = [target for _, target in cohort]
     reference_size = len(_slice_examples(split, reference_slice))
     reference_metrics = compute_metrics(roots)
     target_metrics = compute_metrics(targets)
-    ref_num, ref_den = component_arrays(roots)
-    tgt_num, tgt_den = component_arrays(targets)
+    block = gap_interval_block(cohort, arm, lang, statistics, clusters)
+    ci95 = block.pop("bootstrap")
     return {
         "reference_slice": reference_slice,
         "pairs": len(cohort),
@@ -282,15 +335,9 @@ def _paired_slice(
         "reference_metrics": reference_metrics,
         "target_metrics": target_metrics,
         "gaps": metric_gaps(target_metrics, reference_metrics),
-        "ci95": paired_bootstrap_arrays(
-            ref_num,
-            ref_den,
-            tgt_num,
-            tgt_den,
-            seed=derive_seed(statistics.seed, f"gap:{arm}:{lang}"),
-            resamples=statistics.resamples,
-            confidence_level=statistics.confidence_level,
-        ),
+        "ci95": ci95,
+        "intervals": cast(PairedIntervals, block),
+        "power": power_block(block, record_clusters(roots, clusters), statistics),
     }
 
 
@@ -365,6 +412,7 @@ def build_evaluation_report(
         for lang in slices
     }
     reference_slice, targets = slices[0], slices[1:]
+    clusters = example_clusters(split.examples, statistics.cluster)
     all_scored = all(len(scored[lang]) == len(_slice_examples(split, lang)) for lang in slices)
     return {
         "schema_version": EVALUATION_SCHEMA,
@@ -382,7 +430,7 @@ def build_evaluation_report(
         "slice_order": list(slices),
         "slices": slice_blocks,
         "paired_slices": {
-            lang: _paired_slice(split, arm, reference_slice, lang, scored, statistics)
+            lang: _paired_slice(split, arm, reference_slice, lang, scored, statistics, clusters)
             for lang in targets
         },
         "language_gaps": {
@@ -468,16 +516,63 @@ def _first_difference(path: str, left: Any, right: Any) -> tuple[str, Any, Any] 
     return None
 
 
+def _underneath(candidate: EvaluationReport, reference: EvaluationReport) -> str:
+    """What differs underneath ``config_sha256`` (a digest of the split, slices, base model,
+    decoding, parser and statistics settings): the first later identity field that differs,
+    else the parts only the digest holds."""
+    later = zip(_identity_fields(candidate), _identity_fields(reference), strict=False)
+    for (name, cand_value), (_, ref_value) in later:
+        if name in ("model_identity", "config_sha256"):
+            continue
+        diff = _first_difference(name, cand_value, ref_value)
+        if diff:
+            return f"{diff[0]}: {_short(diff[1])} vs {_short(diff[2])}"
+    return "a setting only the digest holds: the base model reference or [statistics]"
+
+
+def _subset_note(
+    candidate: EvaluationReport, reference: EvaluationReport, path: str
+) -> str | None:
+    """For a prompt- or pair-set difference: which arm scored fewer examples (pairs) of the
+    slice (a ``-k`` / ``--deselect`` subset run), or None when both scored as many."""
+    parts = path.split(".")
+    if len(parts) != 3 or parts[2] not in ("prompt_set_sha256", "pair_set_sha256"):
+        return None
+    block, lang = parts[0], parts[1]
+    unit = "examples" if block == "slices" else "pairs"
+    counts = [_field(report, block, lang, unit) for report in (candidate, reference)]
+    if not all(isinstance(count, int) for count in counts) or counts[0] == counts[1]:
+        return None
+    which = "candidate" if counts[0] < counts[1] else "reference"
+    fewer, more = sorted(counts)
+    return (
+        f"the {which} scored {fewer} of the {more} {unit} of slice {lang!r} the other scored "
+        "(a subset run: -k, --deselect or a crash)"
+    )
+
+
 def _refuse_identity(
     candidate: EvaluationReport, reference: EvaluationReport, diff: tuple[str, Any, Any]
 ) -> EvaluationError:
-    """The identity-gate refusal naming the field and both (shortened) values."""
+    """The identity-gate refusal naming the field and both (shortened) values; for
+    ``config_sha256`` also what differs underneath it, for a prompt set the subset run."""
     path, cand_value, ref_value = diff
     cand_arm, ref_arm = candidate.get("arm", "candidate"), reference.get("arm", "reference")
+    subset = _subset_note(candidate, reference, path)
+    if subset is not None:
+        return EvaluationError(
+            "SOM-COMPARE-IDENTITY",
+            f"arms disagree on {path}: {subset}; refusing to compare",
+            "compare arms of complete runs, every example scored in both",
+            where=path,
+        )
+    detail = ""
+    if path == "config_sha256":
+        detail = f" (underneath: {_underneath(candidate, reference)})"
     return EvaluationError(
         "SOM-COMPARE-IDENTITY",
         f"arms disagree on {path}: candidate {cand_arm!r} has {_short(cand_value)}, "
-        f"reference {ref_arm!r} has {_short(ref_value)}; refusing to compare",
+        f"reference {ref_arm!r} has {_short(ref_value)}{detail}; refusing to compare",
         "evaluate both arms under the same model, split, slices, prompts, parser and decoding "
         "(batch size included), with every example scored in both",
         where=path,
@@ -630,26 +725,148 @@ def efficiency_block(
     return block
 
 
-def _interval_with_acceptable(
-    ref_records: Records, cand_records: Records, label: str, statistics: StatisticsConfig
-) -> IntervalBlock:
-    """``paired_bootstrap`` with ``acceptable_call_match`` as a sixth column (same seed, so the
-    same resampled pairs, and the five intervals are those ``paired_bootstrap`` gives)."""
-    check_paired_records(ref_records, cand_records)
-    sides = []
+Matrices = tuple[Any, Any, Any, Any]
+"""``(ref_num, ref_den, cand_num, cand_den)`` component arrays, one row per pair."""
+
+
+def record_clusters(records: Records, clusters: Clusters) -> list[Hashable] | None:
+    """The cluster key of each record (by its example id), or None without clusters."""
+    if clusters is None:
+        return None
+    return [clusters.get(record["example_id"]) for record in records]
+
+
+def comparison_arrays(
+    ref_records: Records, cand_records: Records, acceptable: bool
+) -> tuple[Matrices, tuple[str, ...]]:
+    """Both sides' component arrays and their metric names: the five, then
+    ``acceptable_call_match`` as a sixth column when the arms carry it."""
+    sides: list[Any] = []
     for records in (ref_records, cand_records):
         num, den = component_arrays(list(records))
-        extra_num, extra_den = acceptable_arrays(list(records))
-        sides += [np.hstack([num, extra_num]), np.hstack([den, extra_den])]
-    return paired_bootstrap_arrays(
-        *sides,
+        if acceptable:
+            extra_num, extra_den = acceptable_arrays(list(records))
+            num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
+        sides += [num, den]
+    names = (*METRIC_NAMES, ACCEPTABLE) if acceptable else tuple(METRIC_NAMES)
+    return (sides[0], sides[1], sides[2], sides[3]), names
+
+
+def interval_block(
+    matrices: Matrices,
+    statistics: StatisticsConfig,
+    *,
+    label: str,
+    clusters: Sequence[Hashable] | None,
+    metric_names: Sequence[str],
+    confidence_level: float | None = None,
+    null: float = 0.0,
+    include_bootstrap: bool = True,
+) -> dict[str, Any]:
+    """The ``intervals`` block the suite's ``[statistics] interval`` selects, seed
+    ``derive_seed(seed, label)``, at the suite's level unless ``confidence_level`` is given;
+    with ``include_bootstrap`` also ``bootstrap``, the seed's ``ci95`` block, from the same
+    draw (so writing both costs about one bootstrap)."""
+    return paired_intervals_arrays(
+        *matrices,
         seed=derive_seed(statistics.seed, label),
         resamples=statistics.resamples,
-        confidence_level=statistics.confidence_level,
-        metric_names=(*METRIC_NAMES, ACCEPTABLE),
+        confidence_level=(
+            statistics.confidence_level if confidence_level is None else confidence_level
+        ),
+        clusters=clusters,
+        interval=statistics.interval,
+        include_bootstrap=include_bootstrap,
+        metric_names=metric_names,
+        null=null,
     )
 
 
+def comparison_interval_block(
+    ref_records: Records,
+    cand_records: Records,
+    statistics: StatisticsConfig,
+    *,
+    label: str,
+    clusters: Clusters,
+    acceptable: bool,
+    confidence_level: float | None = None,
+    null: float = 0.0,
+    include_bootstrap: bool = True,
+) -> dict[str, Any]:
+    """:func:`interval_block` over two paired record lists (checked: same ids, same order)."""
+    check_paired_records(ref_records, cand_records)
+    matrices, names = comparison_arrays(ref_records, cand_records, acceptable)
+    return interval_block(
+        matrices, statistics, label=label, clusters=record_clusters(ref_records, clusters),
+        metric_names=names, confidence_level=confidence_level, null=null,
+        include_bootstrap=include_bootstrap,
+    )  # fmt: skip
+
+
+def power_block(
+    block: Mapping[str, Any],
+    clusters: Sequence[Hashable] | None,
+    statistics: StatisticsConfig,
+    counted: Mapping[str, Sequence[bool]] | None = None,
+) -> PowerBlock:
+    """``power``: per rate metric, what the pairs can detect at the suite's power and the
+    block's level (core.power.power_summary, with the interval's design effect and clusters).
+    ``counted`` names, per metric, the pairs it counts (default: all)."""
+    out: PowerBlock = {}
+    for metric, entry in block["intervals"].items():
+        if metric in RATIO_OF_SUMS:
+            continue
+        mask = list(counted[metric]) if counted and metric in counted else None
+        pairs = block["pairs"] if mask is None else sum(mask)
+        if mask is None:
+            cluster_count = block["clusters"]
+        elif clusters is None:
+            cluster_count = pairs
+        else:
+            keys = [k for k, m in zip(clusters, mask, strict=True) if m]
+            cluster_count = len({("own", i) if k is None else k for i, k in enumerate(keys)})
+        discordant = entry["discordant"]
+        out[metric] = cast(Any, power_summary(
+            discordant["candidate_only"], discordant["reference_only"], pairs,
+            clusters=cluster_count, design_effect=max(1.0, entry.get("design_effect") or 1.0),
+            confidence_level=block["confidence_level"], power=statistics.power,
+        ))  # fmt: skip
+    return out
+
+
+def _counted(matrices: Matrices, names: Sequence[str]) -> dict[str, list[bool]]:
+    """Per metric, the pairs it counts (a denominator above 0 on either side)."""
+    ref_den, cand_den = np.asarray(matrices[1]), np.asarray(matrices[3])
+    return {
+        name: [bool(x) for x in (ref_den[:, j] > 0) | (cand_den[:, j] > 0)]
+        for j, name in enumerate(names)
+    }
+
+
+def _comparison_part(
+    ref_records: Records,
+    cand_records: Records,
+    statistics: StatisticsConfig,
+    label: str,
+    clusters: Clusters,
+    acceptable: bool,
+) -> tuple[IntervalBlock, PairedIntervals, PowerBlock]:
+    """``(ci95, intervals, power)`` of one comparison block, from one bootstrap draw."""
+    check_paired_records(ref_records, cand_records)
+    matrices, names = comparison_arrays(ref_records, cand_records, acceptable)
+    keys = record_clusters(ref_records, clusters)
+    block = interval_block(matrices, statistics, label=label, clusters=keys, metric_names=names)
+    ci95 = cast(IntervalBlock, block.pop("bootstrap"))
+    counted = _counted(matrices, names) if acceptable else None
+    return ci95, cast(PairedIntervals, block), power_block(block, keys, statistics, counted)
+
+
+def mcnemar_block(ref_records: Records, cand_records: Records) -> McNemar:
+    """McNemar's exact test on full_call_exact_match with the mid-p value beside it."""
+    exact = mcnemar_exact(ref_records, cand_records)
+    exact["mid_p_value"] = mcnemar_mid_p(exact["candidate_only"], exact["reference_only"])
+    return exact
 
 
 def identical_outputs(reference_records: Records, candidate_records: Records) -> int:
@@ -679,6 +896,7 @@ def build_comparison_report(
     statistics: StatisticsConfig,
     *,
     telemetry: Mapping[str, Telemetry] | None = None,
+    clusters: Clusters = None,
 ) -> ComparisonReport:
     """Build ``report/<candidate>-vs-<reference>.json`` (candidate minus reference).
 
@@ -686,6 +904,9 @@ def build_comparison_report(
     records against its report and pairs them by example (``InvariantError`` otherwise).
     Overall records are the slices concatenated in configured order. Seeds:
     ``derive_seed(seed, name)`` overall, ``derive_seed(seed, f"{name}:{lang}")`` per slice.
+    ``clusters`` maps example ids to cluster keys (``core.clusters.example_clusters`` of the
+    split; None: every example alone): the ``intervals`` and ``power`` blocks use them, the
+    ``ci95`` block (the seed's bootstrap over examples) never does.
     """
     shared = check_identity(candidate_report, reference_report)
     cand_arm, ref_arm = candidate_report["arm"], reference_report["arm"]
@@ -699,18 +920,12 @@ def build_comparison_report(
     ref_all = [r for lang in langs for r in ref[lang]]
 
     acceptable = ACCEPTABLE in candidate_report["metrics"]
-
-    def interval(label: str, ref_records: Records, cand_records: Records) -> IntervalBlock:
-        if acceptable:  # one more column; the resampled pairs (and five intervals) are the same
-            return _interval_with_acceptable(ref_records, cand_records, label, statistics)
-        return paired_bootstrap(
-            ref_records,
-            cand_records,
-            seed=derive_seed(statistics.seed, label),
-            resamples=statistics.resamples,
-            confidence_level=statistics.confidence_level,
-        )
-
+    overall = _comparison_part(ref_all, cand_all, statistics, name, clusters, acceptable)
+    per_slice = {
+        lang: _comparison_part(ref[lang], cand[lang], statistics, f"{name}:{lang}", clusters,
+                               acceptable)
+        for lang in langs
+    }  # fmt: skip
     return {
         "schema_version": COMPARISON_SCHEMA,
         "name": name,
@@ -720,15 +935,19 @@ def build_comparison_report(
         "identical_outputs": identical_outputs(ref_all, cand_all),
         "compared_examples": len(cand_all),
         "deltas": metric_gaps(candidate_report["metrics"], reference_report["metrics"]),
-        "ci95": interval(name, ref_all, cand_all),
-        "mcnemar": mcnemar_exact(ref_all, cand_all),
+        "ci95": overall[0],
+        "intervals": overall[1],
+        "power": overall[2],
+        "mcnemar": mcnemar_block(ref_all, cand_all),
         "slices": {
             lang: {
                 "deltas": metric_gaps(
                     candidate_report["slices"][lang]["metrics"],
                     reference_report["slices"][lang]["metrics"],
                 ),
-                "ci95": interval(f"{name}:{lang}", ref[lang], cand[lang]),
+                "ci95": per_slice[lang][0],
+                "intervals": per_slice[lang][1],
+                "power": per_slice[lang][2],
                 "identical_outputs": identical_outputs(ref[lang], cand[lang]),
                 "compared_examples": len(cand[lang]),
             }

@@ -12,6 +12,7 @@ suites) holds::
     report/<comparison>.json, .md            comparison reports (and compare-<NNNN>.json/.md)
     report/summary.md                        the CI step summary
     gate_verdict.json                        the gate results, written last
+    rescored.json                            only in a rescored run (sommelier rescore)
     report.html                              the page (sommelier report)
     parity/<engine>.json                     sommelier parity reports
 
@@ -39,6 +40,7 @@ REPORT = "report"
 SUMMARY = f"{REPORT}/summary.md"
 VERDICT = "gate_verdict.json"
 PAGE = "report.html"
+RESCORED = "rescored.json"
 PARITY = "parity"
 
 
@@ -129,6 +131,11 @@ def verdict(run_dir: Path) -> Path:
     return run_dir / VERDICT
 
 
+def rescored(run_dir: Path) -> Path:
+    """``rescored.json``: when, by what and from what ``sommelier rescore`` re-scored the run."""
+    return run_dir / RESCORED
+
+
 def page(run_dir: Path) -> Path:
     """``report.html``."""
     return run_dir / PAGE
@@ -137,3 +144,19 @@ def page(run_dir: Path) -> Path:
 def parity_report(run_dir: Path, engine: str) -> Path:
     """``parity/<engine>.json``."""
     return run_dir / PARITY / f"{engine}.json"
+
+
+def is_run_file(run_dir: Path, path: Path) -> bool:
+    """Whether ``path`` (both resolved by the caller) is, or would be, one of the files the run
+    itself owns in ``run_dir``: its resolved suite, verdict, split copy, or anything under
+    ``eval/``, ``report/``, ``inputs/`` or ``parity/`` (the page is not: it is re-rendered).
+    Pure: compares paths only."""
+    try:
+        parts = path.relative_to(run_dir).parts
+    except ValueError:
+        return False
+    if not parts:
+        return True
+    owned_folders = {EVAL, REPORT, PARITY, Path(SPLIT_COPY).parts[0]}
+    return parts[0] in owned_folders or parts == (RESOLVED,) or parts == (VERDICT,)
+

@@ -424,8 +424,8 @@ def paired_intervals_arrays(
 
 
 def paired_intervals(
-    reference_records: Sequence[dict[str, Any]],
-    candidate_records: Sequence[dict[str, Any]],
+    reference_records: Sequence[ScoringRecord],
+    candidate_records: Sequence[ScoringRecord],
     *,
     seed: int,
     resamples: int = 2000,

@@ -75,20 +75,35 @@ class ComparisonConfig:
         return f"{self.candidate}-vs-{self.reference}"
 
 
+INTERVAL_CHOICES: tuple[str, ...] = ("auto", "bootstrap")
+CLUSTER_CHOICES: tuple[str, ...] = ("root", "example")
+FAMILYWISE_CHOICES: tuple[str, ...] = ("none", "bonferroni", "holm")
+
+
 @dataclass(frozen=True)
 class StatisticsConfig:
-    """``[statistics]``: paired-bootstrap settings; ``noise_floor`` reference-arm examples
-    re-batched to measure engine noise (core.noise; 0 is off)."""
+    """``[statistics]``: the bootstrap's seed, resamples and level, the interval method
+    (``auto``: per-metric intervals; ``bootstrap``: the seed's percentile bootstrap), the
+    clusters (``root``: a root and its translations, or a row's ``cluster_id``; ``example``:
+    every example alone), the familywise adjustment of the interval gates and the power the
+    minimum detectable effect is computed at, and ``noise_floor`` reference-arm examples
+    re-batched to measure engine noise (core.noise; 0 is off). The last five have defaults so
+    a resolved suite written before they existed still loads."""
 
     seed: int
     resamples: int
     confidence_level: float
+    interval: str = "auto"
+    cluster: str = "root"
+    familywise: str = "none"
+    power: float = 0.8
     noise_floor: int = 0
 
 
 @dataclass(frozen=True)
 class GateConfig:
-    """One ``[[gates]]`` entry; ``kind`` is derived from its keys ("arm", "comparison", "gap")."""
+    """One ``[[gates]]`` entry; ``kind`` is derived from its keys ("arm", "comparison", "gap",
+    "stored")."""
 
     name: str
     kind: str
@@ -103,6 +118,9 @@ class GateConfig:
     ci_lower_above: float | None
     ci_lower_at_least: float | None
     delta_at_least: float | None
+    ci_upper_below: float | None = None  # defaults: a resolved suite of 0.2 has no such keys
+    ci_upper_at_most: float | None = None
+    stored: str | None = None  # a "stored" gate: "last" or a store number (its arm's stored twin)
 
 
 SPLIT_TOKENIZER_POLICIES: tuple[str, ...] = ("base", "any")
@@ -150,11 +168,16 @@ class Example:
     gold_call: Call
     line: int
     acceptable_arguments: dict[str, Any] | None = None  # BFCL's acceptable values (core.acceptable)
+    cluster_id: str | None = None  # the row's declared cluster (core.clusters.example_clusters)
 
 
 @dataclass(frozen=True)
 class FormattedSplit:
-    """A validated split partitioned into the configured slices (``slices[0]`` is the root)."""
+    """A validated split partitioned into the configured slices (``slices[0]`` is the root).
+
+    ``raw`` is the file's bytes exactly as read (``sha256`` is their digest): a run's copy of
+    its split is written from them, so the copy is the split the run used, byte for byte, even
+    when the file changes on disk after loading."""
 
     path: Path
     sha256: str
@@ -164,6 +187,9 @@ class FormattedSplit:
     prompt_set_sha256: dict[str, str]
     pairs: dict[str, tuple[tuple[str, str], ...]]
     pair_set_sha256: dict[str, str]
+    raw: bytes = field(default=b"", repr=False, compare=False)
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Rows of languages that are not a configured slice (language -> rows): not evaluated."""
 
 
 # --------------------------------------------------------------------------- records
@@ -331,6 +357,58 @@ class IntervalBlock(TypedDict):
     intervals: dict[str, Interval]
 
 
+class Discordant(TypedDict):
+    candidate_only: int
+    reference_only: int
+
+
+class PairedInterval(TypedDict):
+    """One metric's entry of an ``intervals`` block (core.intervals.paired_interval_block)."""
+
+    estimate: float | None
+    lower: float | None
+    upper: float | None
+    method: str
+    discordant: Discordant
+    degenerate: bool
+    design_effect: float | None
+    p_value: float | None
+
+
+class PairedIntervals(TypedDict):
+    """An ``intervals`` block: the intervals ``[statistics] interval`` selects, candidate minus
+    reference (core.stats.paired_intervals_arrays without its ``bootstrap`` part)."""
+
+    confidence_level: float
+    interval: str
+    pairs: int
+    clusters: int
+    clustered: bool
+    null: float
+    seed: int
+    resamples: int
+    intervals: dict[str, PairedInterval]
+
+
+class PowerSummary(TypedDict):
+    """What one paired rate comparison can detect (core.power.power_summary)."""
+
+    power: float
+    confidence_level: float
+    pairs: int
+    clusters: int
+    design_effect: float
+    effective_pairs: float | None
+    discordant_proportion: float | None
+    discordance_floored: bool
+    minimum_detectable_effect: float | None
+    attainable: bool
+
+
+PowerBlock = dict[str, PowerSummary]
+"""``power``: a rate metric's name -> its power summary (argument_f1 is not a proportion)."""
+
+
 class MissCounts(TypedDict):
     """A ``misses`` block (core.misses): the category counts sum to ``misses``."""
 
@@ -360,6 +438,8 @@ class PairedSlice(TypedDict):
     target_metrics: Metrics
     gaps: Deltas
     ci95: IntervalBlock
+    intervals: NotRequired[PairedIntervals]  # absent in reports written before 0.3
+    power: NotRequired[PowerBlock]
 
 
 class MarginalGap(TypedDict):
@@ -445,6 +525,7 @@ class McNemar(TypedDict):
     reference_only: int
     p_value: float
     method: str
+    mid_p_value: NotRequired[float]  # core.proportions.mcnemar_mid_p (absent before 0.3)
 
 
 class ComparisonSlice(TypedDict):
@@ -452,6 +533,8 @@ class ComparisonSlice(TypedDict):
 
     deltas: Deltas
     ci95: IntervalBlock
+    intervals: NotRequired[PairedIntervals]
+    power: NotRequired[PowerBlock]
     identical_outputs: int
     compared_examples: int
 
@@ -516,6 +599,8 @@ class ComparisonReport(TypedDict):
     compared_examples: int
     deltas: Deltas
     ci95: IntervalBlock
+    intervals: NotRequired[PairedIntervals]
+    power: NotRequired[PowerBlock]
     mcnemar: McNemar
     slices: dict[str, ComparisonSlice]
     paired_language_gaps: dict[str, dict[str, PairedSlice]]
@@ -537,6 +622,46 @@ class GateResult(TypedDict):
     passed: bool
     observed: float | None
     reason: str
+    # interval gates only (core.gates): what the gate compared, at full precision
+    estimate: NotRequired[float | None]
+    interval: NotRequired[GateInterval]
+    adjusted_p_value: NotRequired[float | None]  # familywise "holm"
+    underpowered: NotRequired[bool]
+    # compare-fail gates (data.history_gate): the paired difference, its interval and the
+    # flipped examples against the stored run, shown beside a failed gate
+    evidence: NotRequired[str]
+    stored: NotRequired[str]
+
+
+class GateInterval(TypedDict):
+    """The interval an interval gate read: the bounds, the method and level it was computed
+    at, the discordant pairs, the design effect, the p-value at the gate's threshold (holm)
+    and what the run could detect at that level (null for argument_f1)."""
+
+    lower: float | None
+    upper: float | None
+    method: str
+    confidence_level: float
+    discordant: Discordant | None  # None: read from a ci95 block, which has no counts
+    degenerate: bool
+    design_effect: float | None
+    p_value: float | None
+    null: float | None
+    minimum_detectable_effect: float | None
+    pairs: int | None
+    power: float | None
+
+
+class Familywise(TypedDict):
+    """``familywise`` of a verdict: the family (the suite's interval gates), its size, the
+    method and the level each member's interval was computed at (or its adjusted p-value)."""
+
+    method: str
+    family: list[str]
+    size: int
+    confidence_level: float
+    adjusted_confidence_level: dict[str, float]
+    adjusted_p_value: dict[str, float | None]
 
 
 class Verdict(TypedDict):
@@ -547,6 +672,7 @@ class Verdict(TypedDict):
     verdict: VerdictName
     complete: bool
     gates: list[GateResult]
+    familywise: NotRequired[Familywise]
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,13 @@ midway never leaves a verdict beside missing reports; JSON is UTF-8 with sorted 
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import secrets
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -21,12 +24,14 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.types import (
     ComparisonReport,
     EvaluationReport,
+    FormattedSplit,
     GenerationRecord,
     RebatchedOutput,
     Telemetry,
     Verdict,
 )
 from pytest_sommelier.data.atomic import CannotCreateError, write_atomic
+from pytest_sommelier.data.split import json_lines
 from pytest_sommelier.data.suite_names import valid_name
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
@@ -36,6 +41,11 @@ if TYPE_CHECKING:
 StoredArm = tuple[EvaluationReport, Telemetry | None, dict[str, list[GenerationRecord]]]
 """A stored arm folder as :func:`read_arm` returns it: (report, telemetry or None, records per
 slice)."""
+
+
+RECORD_FIELDS = frozenset(GenerationRecord.__required_keys__ | GenerationRecord.__optional_keys__)
+"""The fields a stored generation record may have: a record with any other is refused, so
+rescore never copies a field nothing derived."""
 
 
 def new_run_id() -> str:
@@ -49,7 +59,7 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str | bytes) -> None:
     """Write one artifact through the one atomic writer (``data.atomic.write_atomic``), with
     the file mode the umask gives; an ``OSError`` becomes an error naming the folder."""
     try:
@@ -68,6 +78,18 @@ def atomic_write_text(path: Path, text: str) -> None:
         ) from exc
 
 
+def copy_input(path: Path, data: bytes) -> None:
+    """Write the bytes of an input (the split, a staged file) into a run folder as they are: a
+    byte copy, never text re-encoded. A file already holding exactly these bytes is left
+    untouched."""
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    atomic_write_text(path, data)
+
+
 def atomic_write_json(path: Path, value: Any) -> None:
     atomic_write_text(path, dumps(value))
 
@@ -83,7 +105,7 @@ def write_run(
     run_dir: Path,
     *,
     resolved: dict[str, Any],
-    split_path: Path,
+    split: FormattedSplit,
     generations: dict[str, dict[str, list[GenerationRecord]]],
     telemetry: dict[str, Telemetry],
     arm_reports: dict[str, EvaluationReport],
@@ -93,11 +115,14 @@ def write_run(
     rebatched: dict[str, dict[str, RebatchedOutput]] | None = None,
 ) -> None:
     """Write a whole run directory in dependency order, verdict last (an arm's re-batched
-    outputs, where the noise floor made some, beside its generations)."""
+    outputs, where the noise floor made some, beside its generations).
+
+    The split copy is ``split.raw``, the bytes the run loaded (never the file re-read, which
+    may have changed since, nor re-encoded text), and ``resolved`` records their digest."""
+    recorded = {**resolved.get("test_split", {}), "sha256": split.sha256}
+    resolved = {**resolved, "test_split": recorded}
     atomic_write_json(runlayout.resolved(run_dir), resolved)
-    copy = runlayout.split_copy(run_dir)
-    if split_path.resolve() != copy.resolve():
-        atomic_write_text(copy, split_path.read_text(encoding="utf-8"))
+    copy_input(runlayout.split_copy(run_dir), split.raw)
     for arm, by_slice in generations.items():
         arm_dir = runlayout.arm_dir(run_dir, arm)
         for language, records in by_slice.items():
@@ -125,7 +150,7 @@ def write_comparison(folder: Path, name: str, report: Any, markdown: str) -> tup
 
 
 def write_outcome(
-    run_dir: Path, outcome: RunOutcome, *, resolved: dict[str, Any], split_path: Path
+    run_dir: Path, outcome: RunOutcome, *, resolved: dict[str, Any], split: FormattedSplit
 ) -> None:
     """Write a :class:`pipeline.RunOutcome` with :func:`write_run`: its generation records
     (with their miss fields) and reports, the comparison reports rendered to Markdown too."""
@@ -134,7 +159,7 @@ def write_outcome(
     write_run(
         run_dir,
         resolved=resolved,
-        split_path=split_path,
+        split=split,
         generations=outcome.generations,
         telemetry=outcome.telemetry,
         arm_reports=outcome.arm_reports,
@@ -147,20 +172,116 @@ def write_outcome(
     )
 
 
-def remove_stale(run_dir: Path) -> None:
-    """Remove the reports, verdict and HTML page of an earlier write to ``run_dir`` (used
-    before a rewrite, so no report from a previous attempt can pass for this one's)."""
-    for path in (
+def remove_stale(run_dir: Path, *, keep_generations: bool = True) -> None:
+    """Remove what an earlier write to ``run_dir`` left, the verdict first, so nothing of a
+    previous attempt can pass for this one's: verdict, HTML page, comparison reports, arm
+    reports, the rescore record and leftover temporary files of an interrupted atomic write
+    (``.*.tmp``); with
+    ``keep_generations=False`` (a new run into a reused folder) also the resolved suite, the
+    split copy, parity reports and every arm folder (an arm of the earlier run this one
+    lacks included).
+    Raises ``OSError`` as the file system does (see :func:`claim_run`)."""
+    doomed = [
         runlayout.verdict(run_dir),
         runlayout.page(run_dir),
+        runlayout.rescored(run_dir),
         runlayout.report_dir(run_dir),
-    ):
-        if path.is_dir():
+    ]
+    if keep_generations:
+        doomed += sorted(runlayout.eval_dir(run_dir).glob(f"*/{runlayout.ARM_REPORT}"))
+        doomed += sorted(runlayout.eval_dir(run_dir).glob("*/.*.tmp"))
+    else:
+        doomed += [
+            runlayout.eval_dir(run_dir),
+            runlayout.split_copy(run_dir).parent,
+            run_dir / runlayout.PARITY,
+            runlayout.resolved(run_dir),
+        ]
+    doomed += sorted(run_dir.glob(".*.tmp"))
+    for path in doomed:
+        if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
-        elif path.exists():
+        elif path.exists() or path.is_symlink():
             path.unlink()
-    for report in runlayout.eval_dir(run_dir).glob(f"*/{runlayout.ARM_REPORT}"):
-        report.unlink()
+
+
+def check_writable(folder: Path) -> None:
+    """Refuse (``SOM-OUT-UNWRITABLE``) a run folder that could not be written, before anything
+    runs: its nearest existing ancestor (itself, if it exists) is not a folder, or is one this
+    process may not write (a read-only file system, permissions; ``os.access``). Writes
+    nothing."""
+    probe = Path(os.path.abspath(folder))
+    try:
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        usable = probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+    except OSError:
+        usable = False
+    if not usable:
+        why = "not a folder" if probe.exists() and not probe.is_dir() else "not writable"
+        raise SommelierEnvironmentError(
+            "SOM-OUT-UNWRITABLE",
+            f"cannot write to {folder}: {probe} is {why}; nothing was run and an earlier "
+            "run's files there are left as they were",
+            "choose a writable folder with --sommelier-out",
+        )
+
+
+@contextmanager
+def claim_run(run_dir: Path, *, keep_generations: bool = False) -> Iterator[None]:
+    """Hold ``run_dir`` for one writer for the block, after removing what an earlier write left
+    (:func:`remove_stale`; the verdict first).
+
+    The claim is an exclusive ``flock`` on the folder itself (no lock file is written): a
+    second writer (another session given the same ``--sommelier-out``, a rescore) is refused
+    with ``SOM-OUT-IN-USE`` and touches nothing, so a folder never mixes two runs' files. A
+    folder that cannot be created or cleared is ``SOM-OUT-UNWRITABLE``, one line."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run_dir, os.O_RDONLY)
+    except OSError as exc:
+        raise SommelierEnvironmentError(
+            "SOM-OUT-UNWRITABLE",
+            f"cannot write to {run_dir}: {exc.strerror or exc}",
+            "choose a writable folder with --sommelier-out",
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SommelierEnvironmentError(
+                "SOM-OUT-IN-USE",
+                f"{run_dir} is being written by another session or rescore right now; "
+                "nothing of this run was written there",
+                "give each concurrent session its own --sommelier-out",
+            ) from None
+        try:
+            remove_stale(run_dir, keep_generations=keep_generations)
+        except OSError as exc:
+            left = (
+                " (its earlier gate_verdict.json is still there)"
+                if runlayout.verdict(run_dir).exists()
+                else ""
+            )
+            raise SommelierEnvironmentError(
+                "SOM-OUT-UNWRITABLE",
+                f"cannot replace the earlier run in {run_dir}: removing "
+                f"{exc.filename or 'a file'} failed: {exc.strerror or exc}{left}",
+                "choose a writable folder with --sommelier-out",
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def install_run(stage: Path, target: Path) -> None:
+    """Copy every file of a run written whole in ``stage`` into ``target`` (claimed), as bytes
+    through the atomic writer, in dependency order: everything else, then the verdict, then
+    the page. A file already holding the same bytes is left untouched."""
+    last = [runlayout.verdict(stage), runlayout.page(stage)]
+    files = [p for p in sorted(stage.rglob("*")) if p.is_file() and p not in last]
+    for path in [*files, *(p for p in last if p.is_file())]:
+        copy_input(target / path.relative_to(stage), path.read_bytes())
 
 
 def arm_names(run_dir: Path, configured: list[str]) -> list[str]:
@@ -207,14 +328,27 @@ def read_resolved(run_dir: Path) -> dict[str, Any]:
 
 
 def read_jsonl(path: Path) -> list[GenerationRecord]:
-    """Read a generations file; each broken line is an InputError naming ``file:line``."""
+    """Read a generations file; each broken line is an InputError naming ``file:line``.
+
+    Lines end at ``\n`` only (``split.json_lines``): a model's text may hold a raw U+2028 or
+    U+0085, which JSON writes unescaped and ``str.splitlines`` would split at."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = json_lines(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise InputError(
             "SOM-STORED-MISSING",
             f"{path}: not found",
             "the arm folder is missing a generations file",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            "SOM-STORED-BROKEN",
+            f"{path}: not valid UTF-8 (byte {exc.start})",
+            "the generations file was edited; regenerate this arm",
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            "SOM-STORED-UNREADABLE", f"{path}: {exc.strerror or exc}", "check permissions"
         ) from None
     records: list[GenerationRecord] = []
     for number, line in enumerate(lines, start=1):
@@ -229,6 +363,14 @@ def read_jsonl(path: Path) -> list[GenerationRecord]:
         if not isinstance(record, dict):
             raise InputError(
                 "SOM-STORED-BROKEN", f"{path}:{number}: not a JSON object", "regenerate this arm"
+            )
+        unknown = sorted(set(record) - RECORD_FIELDS)
+        if unknown:
+            raise InputError(
+                "SOM-STORED-FIELD",
+                f"{path}:{number}: unknown field {unknown[0]!r} in a generation record",
+                "the generations file was edited; a record has exactly the documented fields "
+                "(docs/artifacts.md)",
             )
         for key in ("example_id", "raw_text", "prompt_sha256", "language", "decoding"):
             if key not in record:

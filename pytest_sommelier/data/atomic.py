@@ -37,9 +37,10 @@ def file_mode() -> int:
     return 0o666 & ~current_umask()
 
 
-def write_atomic(path: str | os.PathLike[str], chunks: str | Iterable[str]) -> None:
+def write_atomic(path: str | os.PathLike[str], chunks: bytes | str | Iterable[str]) -> None:
     """Write ``chunks`` (one string, or strings written in order) to ``path`` atomically, as
-    UTF-8 with ``\\n`` line ends; creates missing parent folders.
+    UTF-8 with ``\\n`` line ends, or ``bytes`` exactly as they are (a byte copy of an input);
+    creates missing parent folders.
 
     Raises :class:`CannotCreateError` when the folder or the temporary file cannot be created,
     any other ``OSError`` when writing or renaming fails (the target is then untouched).
@@ -58,6 +59,13 @@ def write_atomic(path: str | os.PathLike[str], chunks: str | Iterable[str]) -> N
         except BaseException:
             os.close(fd)
             raise
+        if isinstance(chunks, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(chunks)
+                binary.flush()
+                os.fsync(binary.fileno())
+            os.replace(tmp, target)
+            return
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             if isinstance(chunks, str):
                 handle.write(chunks)

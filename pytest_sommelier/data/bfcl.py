@@ -43,11 +43,13 @@ from typing import Any
 import jsonschema
 
 from pytest_sommelier.core.acceptable import call_acceptable
+from pytest_sommelier.data.example_ids import EXAMPLE_ID_TEXT, example_id_problem
 from pytest_sommelier.data.formatting import POLICY_TOOLS_IN_SYSTEM_V1
 from pytest_sommelier.data.importers import common
 from pytest_sommelier.data.importers.common import Skipped, gold_problem, prepared_line
 from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1
 from pytest_sommelier.data.schema import parameters_error
+from pytest_sommelier.data.split import json_lines, lone_surrogate_path
 from pytest_sommelier.errors import InputError
 
 __all__ = ["Skipped", "prepared_line"]  # shared with the other importers (data.importers)
@@ -338,7 +340,7 @@ def _gold_dict(acceptable: dict[str, Any]) -> dict[str, Any]:
 
 def _jsonl(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line; InputError naming file:line if bad."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):  # \n only: U+2028 in a string
         if not line.strip():
             continue
         where = f"{label}:{number}"
@@ -356,6 +358,23 @@ def _jsonl(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 "SOM-BFCL-FIELD",
                 "field 'id': missing or not a string",
                 "each line is a BFCL record with an id",
+                where=where,
+            )
+        surrogate = lone_surrogate_path(row)
+        if surrogate is not None:
+            raise InputError(
+                "SOM-BFCL-JSON",
+                f"field {surrogate!r} holds a lone UTF-16 surrogate (e.g. \\ud800), which is "
+                "not valid Unicode text",
+                "use BFCL's files as shipped",
+                where=where,
+            )
+        problem = example_id_problem(row["id"])  # the id becomes the example id
+        if problem is not None:
+            raise InputError(
+                "SOM-BFCL-FIELD",
+                f"field 'id' {problem}",
+                f"an example id is {EXAMPLE_ID_TEXT}",
                 where=where,
             )
         yield number, row
@@ -626,7 +645,10 @@ def import_bfcl(
     rows = sample_rows([row for result in results for row in result.rows], sample, seed)
     if not rows:
         raise InputError(
-            "SOM-BFCL-EMPTY", "no row converted", "see the skipped rows", where=located.label
+            "SOM-BFCL-EMPTY",
+            common.nothing_converted([item for result in results for item in result.skipped]),
+            "rows BFCL's method does not score as one call are skipped: see docs/benchmarks.md",
+            where=located.label,
         )
     common.write_prepared(out, rows)
     return ImportOutcome(results, len(rows))

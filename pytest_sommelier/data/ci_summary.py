@@ -27,7 +27,14 @@ from pytest_sommelier.core.reports import COMPARISON_SCHEMA
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history_compare import COMPARE_SCHEMA, compare_markdown, md_cell
 from pytest_sommelier.data.history_record import arm_reports
-from pytest_sommelier.data.view.text import fmt, fmt_interval, md_table
+from pytest_sommelier.data.view.text import (
+    fmt,
+    fmt_interval,
+    md_table,
+    methods_text,
+    selected_block,
+    selected_interval,
+)
 from pytest_sommelier.errors import SommelierEnvironmentError
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -77,9 +84,9 @@ def _metric_rows(reports: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
 def _delta_rows(report: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for label, block in [("overall", report), *(report.get("slices") or {}).items()]:
-        intervals = (block.get("ci95") or {}).get("intervals") or {}
         cells = [
-            f"{fmt((block.get('deltas') or {}).get(m), True)} {fmt_interval(intervals.get(m))}"
+            f"{fmt((block.get('deltas') or {}).get(m), True)} "
+            f"{fmt_interval(selected_interval(block, m))}"
             for m in METRIC_NAMES
         ]
         rows.append([md_cell(label), *cells])
@@ -110,12 +117,12 @@ def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None
         header = ["arm", "slice", *METRIC_NAMES, "n"]
         lines += ["", "### Metrics", "", *md_table(header, _metric_rows(reports))]
     for report in _reports(run_dir, COMPARISON_SCHEMA).values():
-        ci = report.get("ci95") or {}
+        ci = selected_block(report)
         lines += [
             "",
             f"### {md_cell(report.get('candidate'))} vs {md_cell(report.get('reference'))}",
             "",
-            f"Candidate minus reference, paired by example ({md_cell(ci.get('method', ''))}, "
+            f"Candidate minus reference, paired by example ({md_cell(methods_text(report))}, "
             f"confidence {ci.get('confidence_level', '')}).",
             "",
             *md_table(["slice", *METRIC_NAMES], _delta_rows(report)),

@@ -2,7 +2,8 @@
 
 A *prepared example* is one JSONL object with exactly the keys ``example_id``, ``language``,
 ``source_example_id`` (null for a root row), ``query``, ``tools`` (a list of JSON-schema function
-descriptions ``{name, description?, parameters}``) and ``gold_call`` (``{name, arguments}``).
+descriptions ``{name, description?, parameters}``) and ``gold_call`` (``{name, arguments}``),
+and optionally ``acceptable_arguments``, ``system`` and ``cluster_id`` (passed through).
 
 A *formatted example* (``sommelier.formatted_example.v2``) adds the rendered ``messages``,
 ``prompt_text``, ``target_text``, ``full_text``, ``prompt_sha256``, the tokenizer identity and the
@@ -40,6 +41,7 @@ from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.parse import call_shape_error
 from pytest_sommelier.core.types import Call
 from pytest_sommelier.data.atomic import write_atomic
+from pytest_sommelier.data.example_ids import EXAMPLE_ID_TEXT, example_id_problem
 from pytest_sommelier.data.native_policy import (
     POLICY_NATIVE_TOOLS_V1,
     check_arguments_key,
@@ -48,7 +50,7 @@ from pytest_sommelier.data.native_policy import (
 )
 from pytest_sommelier.data.prepared_hints import neighbour_shape
 from pytest_sommelier.data.schema import SCHEMA_VERSION, arguments_error, parameters_error
-from pytest_sommelier.data.split import json_lines, strict_json
+from pytest_sommelier.data.split import json_lines, lone_surrogate_path, strict_json
 from pytest_sommelier.errors import InputError
 
 POLICY_TOOLS_IN_SYSTEM_V1 = "sommelier.tools-in-system.v1"
@@ -79,9 +81,8 @@ FORMATTED_KEYS: tuple[str, ...] = (
 )
 TOOL_KEYS = frozenset({"name", "description", "parameters"})
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
-_LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
-_SPLIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*\Z")  # \Z: no trailing newline
+_SPLIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 TOOLS_IN_SYSTEM_V1_INSTRUCTION = (
     "You call tools. Reply with exactly one tool call and nothing else: a JSON array holding "
@@ -103,6 +104,7 @@ class PreparedExample:
     line: int
     acceptable_arguments: dict[str, Any] | None = None
     system: str | None = None
+    cluster_id: str | None = None
 
 
 OPTIONAL_KEY = "acceptable_arguments"
@@ -112,6 +114,10 @@ SYSTEM_KEY = "system"
 """Optional prepared key: the row's own system turn (used by the native policy only)."""
 TOOLS_KEY = "tools"
 """Optional formatted key: the function specs a native-policy row was rendered with."""
+CLUSTER_KEY = "cluster_id"
+"""Optional prepared and formatted key: the cluster a row belongs to (rows whose outcomes are
+not independent evidence, e.g. BFCL rows sharing one function document); passed through to
+the formatted row, where the statistics read it (docs/statistics.md, Clusters)."""
 
 
 # ---------------------------------------------------------------- reading and validation
@@ -215,35 +221,56 @@ def _check_string(row: dict[str, Any], field: str, pattern: re.Pattern[str] | No
     return value
 
 
+def _check_id(row: dict[str, Any], field: str, where: str) -> str:
+    """An example id (or the root id a translation names) under the one id rule
+    (``data.example_ids``)."""
+    problem = example_id_problem(row[field])
+    if problem is not None:
+        raise _bad(where, field, problem, f"an id is {EXAMPLE_ID_TEXT}")
+    return row[field]
+
+
 def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     """Validate one decoded prepared row (exact key set, types, tools, gold) -> PreparedExample."""
     if not isinstance(row, dict):
         raise InputError(
             "SOM-PREPARED-JSON", "line is not a JSON object", "one object per line", where=where
         )
+    surrogate = lone_surrogate_path(row)
+    if surrogate is not None:
+        raise InputError(
+            "SOM-PREPARED-ENCODING",
+            f"field {surrogate!r} holds a lone UTF-16 surrogate (e.g. \\ud800), which is not "
+            "valid Unicode text",
+            "write the text as UTF-8; drop or fix the broken escape",
+            where=where,
+        )
     shape = neighbour_shape(row, _LANGUAGE_RE)
     if shape is not None:
         raise _bad(where, *shape)
-    unknown = sorted(set(row) - set(PREPARED_KEYS) - {OPTIONAL_KEY, SYSTEM_KEY})
+    unknown = sorted(set(row) - set(PREPARED_KEYS) - {OPTIONAL_KEY, SYSTEM_KEY, CLUSTER_KEY})
     if unknown:
         raise _bad(where, unknown[0], "unknown key", f"allowed keys: {', '.join(PREPARED_KEYS)}")
     missing = [key for key in PREPARED_KEYS if key not in row]
     if missing:
         raise _bad(where, missing[0], "missing", f"every row needs: {', '.join(PREPARED_KEYS)}")
-    example_id = _check_string(row, "example_id", _ID_RE, where)
+    example_id = _check_id(row, "example_id", where)
     language = _check_string(row, "language", _LANGUAGE_RE, where)
     query = _check_string(row, "query", None, where)
     source = row["source_example_id"]
     if source is not None:
-        source = _check_string(row, "source_example_id", _ID_RE, where)
+        source = _check_id(row, "source_example_id", where)
         if source == example_id:
             raise _bad(where, "source_example_id", "names the row itself", "name its root row")
     tools = _check_tools(row["tools"], where)
     gold = _check_gold(row["gold_call"], tools, where)
     acceptable = _check_acceptable(row.get(OPTIONAL_KEY), gold, where)
     system = _check_string(row, SYSTEM_KEY, None, where) if SYSTEM_KEY in row else None
+    cluster = row.get(CLUSTER_KEY)
+    if cluster is not None:
+        cluster = _check_string(row, CLUSTER_KEY, None, where)
     return PreparedExample(
-        example_id, language, source, query, tools, gold, line, acceptable, system
+        example_id, language, source, query, tools, gold, line, acceptable, system, cluster
     )
 
 
@@ -478,7 +505,8 @@ def _formatted_row(
 ) -> dict[str, Any]:
     """The one ``sommelier.formatted_example.v2`` row shape, for every template policy:
     ``texts`` is (prompt, target, full), ``tokenizer`` (id, revision); ``extra`` holds the
-    policy's own keys (the native policy's tools); the optional acceptable arguments last."""
+    policy's own keys (the native policy's tools); the optional acceptable arguments and
+    cluster id last."""
     prompt, target, full = texts
     return {
         "schema_version": SCHEMA_VERSION,
@@ -500,6 +528,7 @@ def _formatted_row(
             if example.acceptable_arguments is not None
             else {}
         ),
+        **({CLUSTER_KEY: example.cluster_id} if example.cluster_id is not None else {}),
     }
 
 
@@ -577,8 +606,9 @@ def format_examples(
 
 def formatted_line(row: dict[str, Any]) -> str:
     """One JSONL line for a formatted row: UTF-8 text, field order of the v2 schema (the
-    optional ``tools`` then ``acceptable_arguments`` last, when present)."""
-    keys = (*FORMATTED_KEYS, *(key for key in (TOOLS_KEY, OPTIONAL_KEY) if key in row))
+    optional ``tools``, ``acceptable_arguments`` then ``cluster_id`` last, when present)."""
+    optional = (TOOLS_KEY, OPTIONAL_KEY, CLUSTER_KEY)
+    keys = (*FORMATTED_KEYS, *(key for key in optional if key in row))
     return json.dumps({key: row[key] for key in keys}, ensure_ascii=False, allow_nan=False)
 
 

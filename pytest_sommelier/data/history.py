@@ -43,6 +43,7 @@ from pytest_sommelier.data.history_record import describe_run, git_state, value_
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 DEFAULT_STORE = ".sommelier"
+LAST = "last"  # the newest comparable stored run of the suite
 INDEX = "index.json"
 LOCK = ".lock"
 RECORD = "stored_run.json"
@@ -128,13 +129,45 @@ def _check_entry(path: Path, position: int, entry: Any) -> dict[str, Any]:
 
 
 def read_index(store: Path) -> list[dict[str, Any]]:
-    """The entries of ``<store>/index.json`` in number order ([] for a store not made yet).
+    """The entries of ``<store>/index.json`` in number order ([] for a store not made yet),
+    read under a shared ``flock`` on ``<store>/.lock`` so that a save in progress in another
+    process (a folder renamed, its index entry not yet written) is never seen half done.
 
     A file that is not valid JSON, has another schema, or holds an entry whose number or
     folder does not fit is an ``InputError`` naming the file (``SOM-HISTORY-INDEX``); so is a
     store whose folders do not fit (:func:`check_store`).
     """
     store = Path(store)
+    if not store.exists():
+        return []
+    with _shared_lock(store):
+        return _read_index(store)
+
+
+@contextmanager
+def _shared_lock(store: Path) -> Iterator[None]:
+    """A shared ``flock`` on ``<store>/.lock`` for the block (the file is created if needed,
+    as writers do; a read-only store that has none is read without a lock)."""
+    handle = None
+    for mode in ("a", "r"):
+        try:
+            handle = open(store / LOCK, mode)
+            break
+        except OSError:
+            continue
+    if handle is None:
+        yield
+        return
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+        yield
+    finally:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
+
+
+def _read_index(store: Path) -> list[dict[str, Any]]:
+    """:func:`read_index` without the lock (for a caller that holds :func:`store_lock`)."""
     check_store(store)
     path = store / INDEX
     if not path.exists():
@@ -302,8 +335,8 @@ def save_run(
         store.mkdir(parents=True, exist_ok=True)
         shutil.copytree(run_dir, temporary, copy_function=shutil.copy2)
         now = (moment or datetime.now(UTC)).astimezone(UTC)
-        with store_lock(store):
-            entries = read_index(store)
+        with store_lock(store):  # the exclusive lock: only the unlocked reader inside
+            entries = _read_index(store)
             twin = next((e for e in entries if e.get("run_id") == record["run_id"]), None)
             if twin is not None:  # stored by a concurrent save meanwhile
                 return StoredRun(number=twin["number"], path=store / twin["folder"], entry=twin)
@@ -369,7 +402,7 @@ def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> Store
     """
     store = Path(store)
     text = spec.strip()
-    if text == "last":
+    if text == LAST:
         runs = [run for run in stored_runs(store, suite=suite) if run.comparable]
         if not runs:
             of = f" of suite {suite!r}" if suite else ""
@@ -405,10 +438,29 @@ def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> Store
     return run_at(path)
 
 
+def describe_arm_folder(arm_dir: Path) -> str:
+    """Where a stored arm folder (``.../eval/<arm>``) comes from, as the terminal names it:
+    ``stored arm 0003 (commit abc1234)`` for an arm of a stored run, else
+    ``stored arm runs/r1/eval/base (run <run id>)``."""
+    arm_dir = Path(arm_dir)
+    run_dir = arm_dir.parent.parent
+    match = FOLDER.match(run_dir.name)
+    if match is not None and (run_dir / RECORD).is_file():
+        record = artifacts.read_json(run_dir / RECORD)
+        entry = record if isinstance(record, dict) else {}
+        stored = StoredRun(number=int(match.group("number")), path=run_dir, entry=entry)
+        return "stored arm " + stored.describe().removeprefix("stored run ")
+    resolved = runlayout.resolved(run_dir)
+    data = artifacts.read_json(resolved) if resolved.is_file() else None
+    run_id = data.get("run_id") if isinstance(data, dict) else None
+    return f"stored arm {arm_dir}" + (f" (run {run_id})" if run_id else "")
+
+
 __all__ = [
     "DEFAULT_STORE",
     "StoredRun",
     "check_store",
+    "describe_arm_folder",
     "folder_name",
     "read_index",
     "read_record",

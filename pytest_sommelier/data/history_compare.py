@@ -14,61 +14,90 @@ Invariants kept:
   and a stored arm stands in for a configured arm only when it is the same adapter.
 - A run is never compared with itself (the same folder, or a copy with the same run id), nor
   with an incomplete run.
-- Every interval comes from :func:`paired_interval` (one function, so the method is changed
-  in one line); deltas are ``core.reports.metric_gaps`` of the re-derived reports; fixed and
-  broken counts equal McNemar's discordant counts (both from the full-call hit rule).
+- Every interval comes from :func:`paired_interval`: the intervals the suite's ``[statistics]``
+  selects (what gates read) and the percentile bootstrap ``ci95`` beside them; deltas are
+  ``core.reports.metric_gaps`` of the re-derived reports; fixed and broken counts equal
+  McNemar's discordant counts (both from the full-call hit rule).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
+from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.metrics import METRIC_NAMES, full_call_hit
 from pytest_sommelier.core.pipeline import (
     ArmRun,
     build_arm_reports,
     config_sha256,
 )
-from pytest_sommelier.core.reports import check_identity, identical_outputs, metric_gaps
+from pytest_sommelier.core.reports import (
+    check_identity,
+    comparison_interval_block,
+    identical_outputs,
+    metric_gaps,
+)
 from pytest_sommelier.core.stats import (
     check_paired_records,
-    derive_seed,
     mcnemar_exact,
-    paired_bootstrap,
 )
-from pytest_sommelier.core.types import StatisticsConfig
+from pytest_sommelier.core.types import (
+    EvaluationReport,
+    IntervalBlock,
+    ScoringRecord,
+    StatisticsConfig,
+)
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history import StoredRun
 from pytest_sommelier.data.history_record import config_difference
 from pytest_sommelier.data.stored import load_run_inputs, stored_arm
-from pytest_sommelier.data.view.text import SHORT, fmt, fmt_interval, md_table, table
+from pytest_sommelier.data.view.text import (
+    SHORT,
+    fmt,
+    fmt_interval,
+    md_table,
+    methods_text,
+    selected_block,
+    selected_interval,
+    table,
+)
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
 
 COMPARE_SCHEMA = "sommelier.stored_comparison.v1"
 DEFAULT_FLIPS = 10
 
-Records = Sequence[Mapping[str, Any]]
+Records = Sequence[ScoringRecord]
 
 
 # --- the rules -----------------------------------------------------------------------------
 
 
 def paired_interval(
-    reference_records: Records, candidate_records: Records, statistics: StatisticsConfig, label: str
-) -> dict[str, Any]:
-    """The interval block of candidate minus reference over paired records: the one place a
-    comparison with a stored run computes an interval (seed ``derive_seed(seed, label)``)."""
-    return paired_bootstrap(
-        list(reference_records),
-        list(candidate_records),
-        seed=derive_seed(statistics.seed, label),
-        resamples=statistics.resamples,
-        confidence_level=statistics.confidence_level,
+    reference_records: Records,
+    candidate_records: Records,
+    statistics: StatisticsConfig,
+    label: str,
+    clusters: Mapping[str, Hashable] | None = None,
+) -> tuple[IntervalBlock, dict[str, Any]]:
+    """``(ci95, intervals)`` of candidate minus reference over paired records: the one place
+    a comparison with a stored run computes intervals (seed ``derive_seed(seed, label)``).
+    ``intervals`` are the ones the suite's ``[statistics] interval`` selects, over the
+    clusters of ``[statistics] cluster`` (what gates read, as for every comparison);
+    ``ci95`` is the percentile bootstrap from the same draw."""
+    block = comparison_interval_block(
+        reference_records,
+        candidate_records,
+        statistics,
+        label=label,
+        clusters=clusters,
+        acceptable=False,
     )
+    ci95 = cast(IntervalBlock, block.pop("bootstrap"))
+    return ci95, block
 
 
 def refuse_same_run(candidate: StoredRun, reference: StoredRun) -> None:
@@ -187,7 +216,8 @@ def refuse_borrowed_stand_in(configured: Mapping[str, Any], name: str, arm_dir: 
     resolved_path = runlayout.resolved(runlayout.run_of_arm(arm_dir))
     stored_resolved = artifacts.read_json(resolved_path) if resolved_path.is_file() else {}
     stored_resolved = stored_resolved if isinstance(stored_resolved, dict) else {}
-    stored_name = report.get("arm") if isinstance(report.get("arm"), str) else arm_dir.name
+    arm_field = report.get("arm")
+    stored_name = arm_field if isinstance(arm_field, str) else arm_dir.name
     stored = arm_origin(stored_resolved, report, stored_name)
     if not stored_resolved:
         stored = {**stored, "suite": configured.get("name"), "adapter": None}
@@ -226,7 +256,8 @@ def _scored_arms(run: StoredRun) -> tuple[dict, Any, dict, dict, dict[str, str]]
 
 def _flips(reference: Records, candidate: Records, slices: Mapping[str, str], limit: int) -> dict:
     """Fixed (reference missed, candidate hit) and broken (the reverse) examples, paired."""
-    fixed, broken = [], []
+    fixed: list[dict[str, str]] = []
+    broken: list[dict[str, str]] = []
     for ref, cand in zip(reference, candidate, strict=True):
         ref_hit = full_call_hit(ref, ref["gold_call"])
         cand_hit = full_call_hit(cand, cand["gold_call"])
@@ -249,6 +280,7 @@ def _pair_block(
     ref: Mapping[str, Records],
     statistics: StatisticsConfig,
     limit: int,
+    clusters: Mapping[str, Hashable] | None = None,
 ) -> dict[str, Any]:
     """Deltas, intervals, McNemar and flips of one accepted pair, overall and per slice."""
     langs = list(cand_report["slice_order"])
@@ -268,17 +300,23 @@ def _pair_block(
         "compared_examples": len(cand_all),
         "identical_outputs": identical_outputs(ref_all, cand_all),
         "deltas": metric_gaps(cand_report["metrics"], ref_report["metrics"]),
-        "ci95": paired_interval(ref_all, cand_all, statistics, f"stored:{name}"),
         "mcnemar": mcnemar_exact(ref_all, cand_all),
         "flips": _flips(ref_all, cand_all, slice_of, limit),
         "slices": {},
     }
+    block["ci95"], block["intervals"] = paired_interval(
+        ref_all, cand_all, statistics, f"stored:{name}", clusters
+    )
     for lang in langs:
+        ci95, intervals = paired_interval(
+            ref[lang], cand[lang], statistics, f"stored:{name}:{lang}", clusters
+        )
         block["slices"][lang] = {
             "deltas": metric_gaps(
                 cand_report["slices"][lang]["metrics"], ref_report["slices"][lang]["metrics"]
             ),
-            "ci95": paired_interval(ref[lang], cand[lang], statistics, f"stored:{name}:{lang}"),
+            "ci95": ci95,
+            "intervals": intervals,
             "mcnemar": mcnemar_exact(ref[lang], cand[lang]),
             "identical_outputs": identical_outputs(ref[lang], cand[lang]),
             "compared_examples": len(cand[lang]),
@@ -327,6 +365,8 @@ def compare_runs(
         )
     cand_resolved, suite, cand_reports, cand_scoring, cand_problems = _scored_arms(candidate)
     ref_resolved, _, ref_reports, ref_scoring, ref_problems = _scored_arms(reference)
+    _, _, split = load_run_inputs(candidate.path)
+    clusters = example_clusters(split.examples, suite.statistics.cluster)
     label = reference.label
     arms: dict[str, Any] = {}
     for name in [*cand_reports, *cand_problems]:
@@ -354,7 +394,9 @@ def compare_runs(
                 stand_in=False,
             )
             try:
-                check_identity(cand_report, ref_report)
+                check_identity(
+                    cast(EvaluationReport, cand_report), cast(EvaluationReport, ref_report)
+                )
             except EvaluationError as error:
                 change = (
                     config_difference(ref_resolved, cand_resolved)
@@ -373,6 +415,7 @@ def compare_runs(
                 ref_scoring[name],
                 suite.statistics,
                 flips,
+                clusters,
             )
         except SommelierError as error:
             arms[name] = {"status": "refused", "reason": str(error)}
@@ -391,7 +434,8 @@ def compare_runs(
 
 
 def _cell(block: Mapping[str, Any], metric: str) -> str:
-    interval = ((block.get("ci95") or {}).get("intervals") or {}).get(metric)
+    """A delta with its selected interval (the ``ci95`` of a report written before 0.3)."""
+    interval = selected_interval(block, metric)
     return f"{fmt(block['deltas'].get(metric), True)} {fmt_interval(interval)}"
 
 
@@ -402,9 +446,13 @@ def _ids(items: Sequence[Mapping[str, Any]], count: int) -> str:
 
 
 def _level(report: Mapping[str, Any]) -> str:
+    """``95% intervals, interval = auto: rates bonett_price_adjusted_wald, args_f1 ...``."""
     for block in report["arms"].values():
         if block.get("status") == "compared":
-            return f"{block['ci95'].get('confidence_level', 0.95):.0%} {block['ci95']['method']}"
+            selected = selected_block(block)
+            level = selected.get("confidence_level", 0.95)
+            kind = selected.get("interval", "bootstrap")
+            return f"{level:.0%} intervals, interval = {kind}: {methods_text(block)}"
     return "paired"
 
 

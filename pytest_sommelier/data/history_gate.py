@@ -22,7 +22,7 @@ from typing import Any
 from pytest_sommelier.core.gates import evaluate_gate, verdict_of
 from pytest_sommelier.core.types import GateConfig
 from pytest_sommelier.data.suite import GATE_METRICS, OVERALL, valid_name
-from pytest_sommelier.data.view.text import fmt, fmt_interval
+from pytest_sommelier.data.view.text import fmt, fmt_interval, selected_interval
 from pytest_sommelier.errors import InputError
 
 OPTION = "--sommelier-compare-fail"
@@ -131,7 +131,7 @@ def _evidence(block: Mapping[str, Any], spec: FailSpec, label: str) -> str:
     part = block if spec.slice == OVERALL else (block.get("slices") or {}).get(spec.slice)
     if not isinstance(part, Mapping):
         return ""
-    interval = ((part.get("ci95") or {}).get("intervals") or {}).get(spec.metric)
+    interval = selected_interval(part, spec.metric)
     delta = (part.get("deltas") or {}).get(spec.metric)
     text = f"this run minus {label} [{spec.slice}]: {fmt(delta, True)} {fmt_interval(interval)}"
     flips = part.get("flips")
@@ -187,6 +187,7 @@ def evaluate_fail_specs(
             evidence = _evidence(block, spec, label) if compared else ""
             if evidence:
                 result["reason"] = f"{result['reason']}; {evidence}"
+                result["evidence"] = evidence
             results.append({**result, "stored": stored})
     return results
 

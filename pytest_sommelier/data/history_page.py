@@ -21,7 +21,7 @@ import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 
@@ -29,6 +29,7 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.reports import check_identity
+from pytest_sommelier.core.types import EvaluationReport
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.history import PAGE, StoredRun, read_record, stored_runs
 from pytest_sommelier.data.history_record import arm_reports, identity_field
@@ -87,7 +88,10 @@ def _mark(
             f"{prev_report.get('model_kind')} -> {report.get('model_kind')}",
         }
     try:
-        check_identity({**report, "arm": arm}, {**prev_report, "arm": f"{arm}@{prev_run.label}"})
+        check_identity(
+            cast(EvaluationReport, {**report, "arm": arm}),
+            cast(EvaluationReport, {**prev_report, "arm": f"{arm}@{prev_run.label}"}),
+        )
     except EvaluationError as error:
         field = identity_field(error, prev_resolved, resolved)
         return {
@@ -206,7 +210,9 @@ def chart(runs: Sequence[Mapping[str, Any]], arms: Sequence[str], metric: str, s
     xs = [round(LEFT + STEP * (i + 0.5), 2) for i in range(len(runs))]
     series = []
     for index, arm in enumerate(arms):
-        points, segments, current = [], [], []
+        points: list[dict[str, Any]] = []
+        segments: list[list[str]] = []
+        current: list[str] = []  # the points of one line, as "x,y"
         offset = (index - (len(arms) - 1) / 2) * 5.0  # arms side by side at each run
         for base_x, run in zip(xs, runs, strict=True):
             x = round(base_x + offset, 2)

@@ -24,6 +24,7 @@ from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
 from pytest_sommelier.core.parse import recorded_arguments_key
 from pytest_sommelier.core.pipeline import rescored
 from pytest_sommelier.core.stats import derive_seed, paired_bootstrap_arrays
+from pytest_sommelier.core.types import ScoringRecord
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.stored import load_run_inputs, stored_arm
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
@@ -177,7 +178,7 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
 
 
 def value_intervals_of(
-    scoring: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], statistics: Any
+    scoring: Mapping[str, Mapping[str, Sequence[ScoringRecord]]], statistics: Any
 ) -> dict[str, Any]:
     """Per arm, slice (and ``overall``) and metric of scoring records (arm -> slice -> records,
     as ``RunOutcome.records``): the value with its percentile-bootstrap interval (the arm's
@@ -224,7 +225,7 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
         _, suite, split = load_run_inputs(run_dir)
     except SommelierError as error:
         return {"intervals": {}, "note": f"no intervals: {error.message}"}
-    scoring: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    scoring: dict[str, dict[str, list[ScoringRecord]]] = {}
     for name in suite.arms:
         arm_dir = runlayout.arm_dir(run_dir, name)
         if not runlayout.arm_report(arm_dir).is_file():

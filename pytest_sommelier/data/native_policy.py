@@ -41,7 +41,8 @@ from pytest_sommelier.core.parse import (
     STATUS_OK,
     parse_tool_call,
 )
-from pytest_sommelier.errors import InputError
+from pytest_sommelier.core.types import Call
+from pytest_sommelier.errors import InputError, exception_text
 
 POLICY_NATIVE_TOOLS_V1 = "sommelier.native-tools.v1"
 
@@ -51,11 +52,16 @@ _EXCERPT = 80
 class NativeExample(Protocol):
     """What the policy reads of a prepared example (``formatting.PreparedExample`` has it)."""
 
-    example_id: str
-    query: str
-    tools: tuple[dict[str, Any], ...]
-    gold_call: dict[str, Any]
-    system: str | None
+    @property
+    def example_id(self) -> str: ...
+    @property
+    def query(self) -> str: ...
+    @property
+    def tools(self) -> tuple[dict[str, Any], ...]: ...
+    @property
+    def gold_call(self) -> Call: ...
+    @property
+    def system(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,7 @@ def native_messages(example: NativeExample) -> list[dict[str, str]]:
     return [*head, {"role": "user", "content": example.query}]
 
 
-def gold_message(gold_call: dict[str, Any]) -> dict[str, Any]:
+def gold_message(gold_call: Call) -> dict[str, Any]:
     """The gold call as the assistant message HF templates render (no ``content`` key)."""
     function = {"name": gold_call["name"], "arguments": gold_call["arguments"]}
     return {"role": "assistant", "tool_calls": [{"type": "function", "function": function}]}
@@ -114,7 +120,7 @@ def check_arguments_key(arguments_key: str) -> str:
 
 def read_gold_call(
     target_text: str, arguments_key: str = DEFAULT_ARGUMENTS_KEY
-) -> tuple[dict[str, Any] | None, str]:
+) -> tuple[Call | None, str]:
     """The gold call of a native row: parser v1 over ``target_text`` (the one reading rule for
     format-time checks and split loading); ``(call, "ok")`` or ``(None, status)``."""
     return parse_tool_call(target_text, arguments_key=arguments_key)
@@ -150,8 +156,7 @@ def _render_or_none(
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:160] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"
+    return exception_text(exc, 160)
 
 
 _TOOLS_IN_SYSTEM_HINT = "or format with --policy sommelier.tools-in-system.v1"

@@ -30,8 +30,8 @@ from pathlib import Path
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 PKG_PREFIX = "pkg:"
-_PACKAGE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_PACKAGE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 """The one hub-id rule: ``org/name``, exactly one slash, each part starting with a letter or
 digit (bare names such as ``gpt2`` are not hub ids)."""
 

@@ -1,6 +1,6 @@
 """A stored run read whole, for the views: the run store's reader of everything the HTML page
-shows (``suite.resolved.json``, the verdict, each arm folder, the comparison reports and the
-split copy), at the paths of ``core.runlayout``.
+shows (``suite.resolved.json``, the verdict, each arm folder, the comparison reports, the
+comparisons with stored runs and the split copy), at the paths of ``core.runlayout``.
 
 Invariants kept: only the run's own files are read, through ``data.artifacts``; a folder that
 is not one suite's run is an ``InputError`` (naming the sub-folders when it holds several
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,6 +22,8 @@ from pytest_sommelier.core.canonical import sha256_bytes
 from pytest_sommelier.core.types import ComparisonReport
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.artifacts import StoredArm
+from pytest_sommelier.data.history_compare import COMPARE_SCHEMA
+from pytest_sommelier.data.split import json_lines
 from pytest_sommelier.errors import InputError
 
 
@@ -39,6 +41,7 @@ class RunFiles:
     rows: list[dict[str, Any]] | None
     notes: list[str]
     split_notes: list[str]
+    stored_comparisons: list[dict[str, Any]] = field(default_factory=list)  # compare-<NNNN>
 
 
 def read_run(run_dir: Path) -> RunFiles:
@@ -51,7 +54,8 @@ def read_run(run_dir: Path) -> RunFiles:
     arms = _read_arms(run_dir, resolved, notes)
     comparisons = _comparison_reports(run_dir, resolved, notes)
     rows = _read_split_rows(run_dir, resolved, split_notes)
-    return RunFiles(resolved, verdict, arms, comparisons, rows, notes, split_notes)
+    stored = _stored_comparisons(run_dir)
+    return RunFiles(resolved, verdict, arms, comparisons, rows, notes, split_notes, stored)
 
 
 def _optional_json(path: Path, notes: list[str]) -> Any:
@@ -121,10 +125,21 @@ def _read_split_rows(
         )
         return None
     try:
-        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+        lines = json_lines(data.decode("utf-8"))  # at \n only, as the split loader reads it
+        return [json.loads(line) for line in lines if line.strip()]
     except (UnicodeDecodeError, json.JSONDecodeError):  # pragma: no cover - digest matched
         notes.append(f"{runlayout.SPLIT_COPY} could not be read")
         return None
+
+
+def _stored_comparisons(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's comparisons with stored runs (``report/compare-<NNNN>.json``), by file name."""
+    found = []
+    for path in sorted(runlayout.report_dir(run_dir).glob("*.json")):
+        report = artifacts.read_json(path)
+        if isinstance(report, dict) and report.get("schema_version") == COMPARE_SCHEMA:
+            found.append(report)
+    return found
 
 
 def _comparison_reports(

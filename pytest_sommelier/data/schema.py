@@ -14,11 +14,12 @@ missing keys, then types, then other rules; shallow before deep; ties by path).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import jsonschema
 
@@ -122,23 +123,110 @@ def json_path_text(path: Iterable[Any]) -> str:
     return text
 
 
+def parameters_validator(parameters: Any) -> Any:
+    """The JSON Schema validator class a tool's ``parameters`` are checked with: the draft its
+    ``$schema`` names (draft 3, 4, 6, 7, 2019-09, 2020-12), else Draft 2020-12; None for a
+    ``$schema`` that names no draft jsonschema knows."""
+    default = jsonschema.Draft202012Validator
+    if not isinstance(parameters, dict) or "$schema" not in parameters:
+        return default
+    return jsonschema.validators.validator_for(parameters, default=None)
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = (
+    "items", "additionalProperties", "additionalItems", "not", "if", "then", "else",
+    "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
+)
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def _schemas(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every (sub)schema of ``schema``, by keyword (so a property named ``$ref`` is a name,
+    and ``enum``/``const``/``default`` values are data, not schemas)."""
+    if not isinstance(schema, dict):
+        return
+    yield schema
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            for sub in value.values():
+                yield from _schemas(sub)
+        elif key in (*_SCHEMA_LISTS, "items") and isinstance(value, list):
+            for sub in value:
+                yield from _schemas(sub)
+        elif key in _SCHEMA_ONE:
+            yield from _schemas(value)
+
+
+def _pointer_target(root: Any, ref: str) -> bool:
+    """Whether the local ``ref`` (``#`` or ``#/a/b``, RFC 6901 escapes) points into ``root``."""
+    if ref == "#":
+        return True
+    node = root
+    for raw in ref[2:].split("/"):
+        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
+
+
+def ref_problem(parameters: Any) -> str | None:
+    """Why a ``$ref`` of a tool's ``parameters`` cannot be used, or None: every reference must
+    be local (``#`` or ``#/<pointer>``) and resolve inside the parameters themselves, and no
+    ``$id`` may move where references resolve. Nothing is ever fetched: a URL or a file name
+    is refused, not retrieved."""
+    for schema in _schemas(parameters):
+        if "$id" in schema:
+            return "uses $id, which makes $ref resolve against a URL; remove it"
+        for key in _REF_KEYS:
+            ref = schema.get(key)
+            if key not in schema:
+                continue
+            if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+                return (
+                    f"{key} {ref!r} is not in the tool's parameters (a URL or a file is never "
+                    "fetched): use a local reference such as '#/$defs/<name>'"
+                )
+            if not _pointer_target(parameters, ref):
+                return f"{key} {ref!r} does not resolve inside the tool's parameters"
+    return None
+
+
 def parameters_error(parameters: Any) -> str | None:
-    """Why a tool's ``parameters`` is not a valid JSON Schema (Draft 2020-12), or None."""
+    """Why a tool's ``parameters`` is not a valid JSON Schema (of the draft its ``$schema``
+    names, else Draft 2020-12; :func:`parameters_validator`), or holds a ``$ref`` that cannot
+    be resolved locally (:func:`ref_problem`), or None."""
+    validator = parameters_validator(parameters)
+    if validator is None:
+        return (
+            f"$schema {parameters.get('$schema')!r} names no known JSON Schema draft (drafts "
+            "3, 4, 6, 7, 2019-09 and 2020-12 are; without $schema, 2020-12 is used)"
+        )
     try:
-        jsonschema.Draft202012Validator.check_schema(parameters)
+        validator.check_schema(parameters)
     except jsonschema.SchemaError as exc:
         return str(exc.message)
-    return None
+    return ref_problem(parameters)
 
 
 def arguments_error(parameters: Any, arguments: Any) -> tuple[str, str] | None:
     """The first violation of ``arguments`` against a tool's (valid) ``parameters`` schema, by
     path: ``(path as [..] segments, message)``, or None when they validate. Used for gold calls
-    by ``sommelier format`` and ``sommelier import bfcl`` alike."""
-    errors = sorted(
-        jsonschema.Draft202012Validator(parameters).iter_errors(arguments),
-        key=lambda error: list(error.absolute_path),
-    )
+    by ``sommelier format`` and ``sommelier import bfcl`` alike. ``parameters`` must have
+    passed :func:`parameters_error` (so every ``$ref`` resolves locally); a validator that
+    still fails is reported as a violation, never raised."""
+    validator = (parameters_validator(parameters) or jsonschema.Draft202012Validator)(parameters)
+    try:
+        errors = sorted(
+            validator.iter_errors(arguments), key=lambda error: list(error.absolute_path)
+        )
+    except Exception as exc:  # a reference the checks let through: a line, never a traceback
+        return "", f"the tool's parameters cannot be applied ({type(exc).__name__})"
     if not errors:
         return None
     return "".join(f"[{part!r}]" for part in errors[0].absolute_path), str(errors[0].message)

@@ -6,12 +6,14 @@ then the row rules), in file order, so the first bad line is the one reported; e
 
 Invariants kept by a returned ``FormattedSplit``:
 
-- ``sha256`` is the SHA-256 of the file's bytes exactly as read (every line, blank or not);
+- ``sha256`` is the SHA-256 of the file's bytes exactly as read (every line, blank or not),
+  and ``raw`` holds those bytes (what a run copies into its folder);
 - every example's ``prompt_sha256`` equals ``sha256(prompt_text)`` (else ``InvariantError``);
 - example ids are unique in the file, every row has the same ``split`` value, and every
   ``gold_call`` is one ``{"name": non-empty str, "arguments": object}`` call;
 - ``slices`` holds every configured language, in configured order, each non-empty and in
-  file order; rows of other languages are left out of ``examples`` and ``slices``;
+  file order; rows of other languages are left out of ``examples`` and ``slices`` and
+  counted in ``left_out`` (which the session summary says);
 - ``pairs[target]`` lists ``(root_id, target_id)`` in target-slice file order, each root a
   row of the reference slice (``slices[0]``) and used at most once per target slice.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -33,6 +36,7 @@ from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_text
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, call_shape_error
 from pytest_sommelier.core.types import Call, Example, FormattedSplit
+from pytest_sommelier.data.example_ids import EXAMPLE_ID_TEXT, example_id_problem
 from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1, read_gold_call
 from pytest_sommelier.data.schema import (
     EXAMPLE_SCHEMA_FILE,
@@ -53,7 +57,7 @@ def load_split(
     ``arguments_key`` is the key parser v1 reads native-policy targets with."""
     label = str(path)
     slice_names = _check_slice_names(slices)
-    digest = hashlib.sha256()
+    digest = _Digest()
     examples: list[Example] = []
     lines_by_id: dict[str, int] = {}
     split_value: tuple[str, int] | None = None
@@ -84,6 +88,8 @@ def load_split(
     return FormattedSplit(
         path=Path(path),
         sha256=digest.hexdigest(),
+        raw=b"".join(digest.chunks),
+        left_out=dict(Counter(e.language for e in examples if e.language not in by_slice)),
         split=split_value[0] if split_value else "",
         examples=tuple(e for e in examples if e.language in by_slice),
         slices=by_slice,
@@ -98,6 +104,21 @@ def load_split(
             for target, p in pairs.items()
         },
     )
+
+
+class _Digest:
+    """SHA-256 of the bytes fed in, which it keeps too (the split's ``raw``)."""
+
+    def __init__(self) -> None:
+        self.sha = hashlib.sha256()
+        self.chunks: list[bytes] = []
+
+    def update(self, data: bytes) -> None:
+        self.sha.update(data)
+        self.chunks.append(data)
+
+    def hexdigest(self) -> str:
+        return self.sha.hexdigest()
 
 
 def _check_slice_names(slices: Sequence[str]) -> tuple[str, ...]:
@@ -215,6 +236,31 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def lone_surrogate_path(value: Any, path: str = "") -> str | None:
+    """The path (``query``, ``tools[0].description``) of the first string, key or value, in
+    the decoded JSON ``value`` that holds a lone UTF-16 surrogate (a ``\\ud800`` escape,
+    which JSON allows and UTF-8 cannot encode), or None. The one check every reader of JSON
+    input applies before the text is digested, written or printed."""
+    if not _has_lone_surrogate(value):
+        return None
+    if isinstance(value, str):
+        return path or "(the value)"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if _has_lone_surrogate(key):
+                return f"{where} (a key)"
+            found = lone_surrogate_path(item, where)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = lone_surrogate_path(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return path or "(the value)"
+
+
 def _one_line(text: str, limit: int = 200) -> str:
     """``text`` on one line, at most ``limit`` characters."""
     line = " ".join(text.split())
@@ -287,7 +333,16 @@ def _schema_error(found: Violation, where: str) -> InputError:
 def _example(
     record: dict[str, Any], line: int, where: str, arguments_key: str = "arguments"
 ) -> Example:
-    """An ``Example`` from a schema-valid record, after the digest and gold-call checks."""
+    """An ``Example`` from a schema-valid record, after the id, digest and gold-call checks."""
+    for field in ("example_id", "source_example_id"):
+        problem = None if record[field] is None else example_id_problem(record[field])
+        if problem is not None:
+            raise InputError(
+                "SOM-SPLIT-FIELD",
+                f"field {field!r} {problem}",
+                f"an example id is {EXAMPLE_ID_TEXT}: re-run sommelier format",
+                where=where,
+            )
     if sha256_text(record["prompt_text"]) != record["prompt_sha256"]:
         raise InvariantError(
             "SOM-SPLIT-PROMPT-SHA",
@@ -304,6 +359,7 @@ def _example(
         gold_call=row_gold_call(record, where, arguments_key),
         line=line,
         acceptable_arguments=_acceptable(record, where),
+        cluster_id=record.get("cluster_id"),
     )
 
 

@@ -1,5 +1,5 @@
-"""Stored runs: re-deriving a run directory (``sommelier rescore``) and comparing two stored
-arms (``sommelier compare``), with no model.
+"""Stored runs: reading a run directory's inputs and arms back (for ``sommelier rescore``,
+``data.rescore``), and comparing two stored arms (``sommelier compare``), with no model.
 
 Invariants kept: a run is re-derived only from its own files (``suite.resolved.json``, the
 split copy in ``inputs/`` and each arm's ``generations.<slice>.jsonl``) after the same
@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
-from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
+from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
 from pytest_sommelier.core.reports import build_comparison_report
 from pytest_sommelier.core.types import (
     ArmConfig,
@@ -26,11 +26,12 @@ from pytest_sommelier.core.types import (
     ModelConfig,
     StatisticsConfig,
     Suite,
+    model_kind_of,
 )
 from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.split import load_split
+from pytest_sommelier.data.statistics_bounds import statistics_problem
 from pytest_sommelier.data.suite import valid_name
-from pytest_sommelier.data.view.html import write_report
 from pytest_sommelier.errors import InputError, InvariantError
 
 
@@ -61,6 +62,14 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             "SOM-STORED-FIELD",
             f"{where}: {bad[0]!r} is not a valid arm or slice name",
             "names are letters, digits, '_' and '-'; the resolved suite was edited",
+        )
+    recorded = resolved.get("statistics")
+    bounded = statistics_problem(recorded if isinstance(recorded, dict) else {})
+    if bounded is not None:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: statistics.{bounded[0]} {bounded[1]}",
+            "the resolved suite was edited; a run is re-scored with the settings it ran with",
         )
     arguments_key = recorded_arguments_key(resolved)
     if arguments_key is None:
@@ -139,7 +148,7 @@ def stored_arm(
     decoding = report.get("decoding") if as_baseline else None
     return ArmRun(
         name=arm,
-        model_kind=report.get("model_kind", "base"),
+        model_kind=model_kind_of(report.get("adapter_identity")),  # the one rule, not a claim
         model_identity=report.get("model_identity"),
         adapter_identity=report.get("adapter_identity"),
         records=order_records(suite, split, arm, flat, decoding=decoding),
@@ -147,36 +156,6 @@ def stored_arm(
         stored_telemetry=telemetry,
         rebatched=artifacts.read_rebatched(arm_dir),
     )
-
-
-def rescore_run(run_dir: Path, out_dir: Path | None = None) -> tuple[Path, RunOutcome]:
-    """Re-derive every report and the verdict of ``run_dir`` from stored ``raw_text``, then
-    write the HTML page (``report.html``) beside them."""
-    resolved, suite, split = load_run_inputs(run_dir)
-    arms: dict[str, ArmRun] = {}
-    for name in suite.arms:
-        arm_dir = runlayout.arm_dir(run_dir, name)
-        if arm_dir.is_dir():
-            arms[name] = stored_arm(suite, split, arm_dir)
-    outcome = evaluate_run(
-        suite,
-        split,
-        arms,
-        run_id=resolved.get("run_id", run_dir.name),
-        model=resolved["model"],
-        gates=True,
-    )
-    target = out_dir or run_dir
-    if target != run_dir:
-        artifacts.remove_stale(target)
-    else:
-        # in place: keep generations and telemetry; rewrite reports and verdict only
-        for name in suite.arms:
-            runlayout.arm_report(runlayout.arm_dir(run_dir, name)).unlink(missing_ok=True)
-        artifacts.remove_stale(run_dir)
-    artifacts.write_outcome(target, outcome, resolved=resolved, split_path=suite.test_split)
-    write_report(target)
-    return target, outcome
 
 
 def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
@@ -217,4 +196,4 @@ def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
     )
 
 
-__all__ = ["compare_arms", "load_run_inputs", "rescore_run", "suite_from_resolved"]
+__all__ = ["compare_arms", "load_run_inputs", "stored_arm", "suite_from_resolved"]

@@ -32,6 +32,7 @@ from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.types import GateConfig as GateConfig
 from pytest_sommelier.core.types import StatisticsConfig, Suite
 from pytest_sommelier.data.references import inside_folder, probe_path
+from pytest_sommelier.data.statistics_bounds import statistics_problem
 from pytest_sommelier.data.suite_arms import (
     arm_configs,
     comparison_configs,
@@ -49,7 +50,17 @@ from pytest_sommelier.data.suite_names import valid_name as valid_name
 from pytest_sommelier.data.suite_toml import read_toml, validate_structure
 from pytest_sommelier.errors import InputError
 
-DEFAULT_STATISTICS: dict[str, Any] = {"seed": 41, "resamples": 2000, "confidence_level": 0.95}
+DEFAULT_STATISTICS: dict[str, Any] = {
+    "seed": 41,
+    "resamples": 2000,
+    "confidence_level": 0.95,
+    "interval": "auto",
+    "cluster": "root",
+    "familywise": "none",
+    "power": 0.8,
+}
+"""``[statistics]`` defaults; the schema (``schemas/suite.schema.json``) checks every key's
+type and choices (``interval``, ``cluster``, ``familywise``, ``power`` in (0, 1))."""
 
 
 def load_suite(path: str | os.PathLike[str]) -> Suite:
@@ -67,6 +78,14 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     comparisons = comparison_configs(data.get("comparisons", []), arms, label)
     gates = gate_configs(data.get("gates", []), arms, comparisons, slices, label)
     statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
+    bounded = statistics_problem(statistics)
+    if bounded is not None:
+        raise InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            f"key {bounded[0]!r} {bounded[1]}",
+            "see docs/suite.md, [statistics]",
+            where=f"{label}: [statistics]",
+        )
     test_split = _split_path(section["test_split"], folder, label)
     engine = engine_config(data.get("engine", {}), label)
     return Suite(
@@ -82,6 +101,10 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             seed=statistics["seed"],
             resamples=statistics["resamples"],
             confidence_level=float(statistics["confidence_level"]),
+            interval=statistics["interval"],
+            cluster=statistics["cluster"],
+            familywise=statistics["familywise"],
+            power=float(statistics["power"]),
             noise_floor=_noise_floor(statistics, gates, label),
         ),
         gates=gates,

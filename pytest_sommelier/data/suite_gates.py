@@ -1,8 +1,9 @@
 """The suite's ``[[gates]]`` tables: each gate's kind, references, slice and thresholds checked.
 
 Invariant kept: every returned ``GateConfig`` names configured arms, a configured comparison (for
-a comparison gate), a known metric and slice, and exactly the thresholds its kind takes, within
-their ranges; gate names are unique.
+a comparison gate) or a stored run (``last`` or a number, for a stored gate), a known metric
+and slice, and exactly the thresholds its kind takes, within their ranges; gate names are
+unique.
 """
 
 from __future__ import annotations
@@ -16,10 +17,18 @@ from pytest_sommelier.core.gates import (
     ARM_THRESHOLDS,
     COMPARISON_THRESHOLDS,
     IDENTICAL_METRIC,
+    LOWER_THRESHOLDS,
     NOISE_METRIC,
+    UPPER_THRESHOLDS,
 )
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.types import ArmConfig, ComparisonConfig, GateConfig
+from pytest_sommelier.core.types import (
+    ArmConfig,
+    ComparisonConfig,
+    FormattedSplit,
+    GateConfig,
+    Suite,
+)
 from pytest_sommelier.data.suite_arms import require_arm
 from pytest_sommelier.data.suite_names import OVERALL
 from pytest_sommelier.errors import InputError
@@ -27,6 +36,23 @@ from pytest_sommelier.errors import InputError
 GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
 """Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES`` and
 ``acceptable_call_match`` (present only when the split's examples carry acceptable values)."""
+
+
+RESERVED_GATE_NAME = "verdict"
+"""The verdict's own name in the summary and in JUnit (``<suite>::gates::verdict``)."""
+
+
+def gate_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a gate, or None: it becomes a line of the summary and the
+    JUnit case ``<suite>::gates::<name>``, so not ``verdict``, blank, ``::`` or a control
+    character (a newline)."""
+    if name.strip().lower() == RESERVED_GATE_NAME:
+        return f"is reserved: {RESERVED_GATE_NAME!r} names the verdict's own line and JUnit case"
+    if not name.strip() or not name.isprintable():
+        return "is blank or holds a control character"
+    if "::" in name:
+        return "holds '::', which separates the parts of a JUnit case name"
+    return None
 
 
 def gate_configs(
@@ -40,6 +66,14 @@ def gate_configs(
     gates: list[GateConfig] = []
     for index, entry in enumerate(entries):
         where = f"{label}: [[gates]] #{index + 1} ({entry['name']!r})"
+        problem = gate_name_problem(entry["name"])
+        if problem is not None:
+            raise InputError(
+                "SOM-SUITE-BAD-NAME",
+                f"gate name {entry['name']!r} {problem}",
+                "a gate name is printable text without '::'; 'verdict' is the verdict's",
+                where=where,
+            )
         if any(gate.name == entry["name"] for gate in gates):
             raise InputError(
                 "SOM-SUITE-DUPLICATE-GATE",
@@ -52,10 +86,20 @@ def gate_configs(
 
 
 def _gate_kind(entry: Mapping[str, Any], where: str) -> str:
-    """Derive the kind: ``arm`` -> "arm"; ``arm`` + ``gap`` -> "gap";
-    ``candidate`` + ``reference`` -> "comparison"; anything else is an error."""
+    """Derive the kind: ``arm`` -> "arm"; ``arm`` + ``gap`` -> "gap"; ``arm`` + ``stored`` ->
+    "stored"; ``candidate`` + ``reference`` -> "comparison"; anything else is an error."""
     has_arm = "arm" in entry
     has_pair = "candidate" in entry or "reference" in entry
+    if "stored" in entry:
+        if has_arm and not has_pair and "gap" not in entry:
+            return "stored"
+        raise InputError(
+            "SOM-SUITE-GATE-KIND",
+            "a stored gate names arm and stored only (not candidate, reference or gap)",
+            'write arm = "adapter" and stored = "last": this run\'s arm against the same arm '
+            "of a stored run",
+            where=where,
+        )
     if has_arm and not has_pair:
         return "gap" if "gap" in entry else "arm"
     if has_pair and not has_arm and "gap" not in entry:
@@ -89,7 +133,14 @@ def _gate_config(
     for key in ("arm", "candidate", "reference"):
         if key in entry:
             require_arm(entry[key], arms, f"gates.{key}", where)
-    if entry["metric"] in (IDENTICAL_METRIC, NOISE_METRIC) and kind != "comparison":
+    if entry["metric"] == NOISE_METRIC and kind != "comparison":
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric {NOISE_METRIC!r} is a comparison gate's metric",
+            "name candidate and reference (and max) instead of arm",
+            where=where,
+        )
+    if entry["metric"] == IDENTICAL_METRIC and kind not in ("comparison", "stored"):
         raise InputError(
             "SOM-SUITE-UNKNOWN-METRIC",
             f"gates.metric {entry['metric']!r} is a comparison gate's metric",
@@ -107,6 +158,7 @@ def _gate_config(
         _require_comparison(entry["candidate"], entry["reference"], comparisons, where)
     slice_name = _gate_slice(entry, kind, slices, where)
     _check_thresholds(entry, kind, where)
+    stored = _stored_spec(entry["stored"], where) if kind == "stored" else None
     return GateConfig(
         name=entry["name"],
         kind=kind,
@@ -117,6 +169,22 @@ def _gate_config(
         reference=entry.get("reference"),
         gap=entry.get("gap"),
         **{key: _float_or_none(entry.get(key)) for key in ALL_THRESHOLDS},
+        stored=stored,
+    )
+
+
+def _stored_spec(value: Any, where: str) -> str:
+    """A stored gate's run: ``"last"`` or a store number (``3``, ``"0003"``), as text."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return str(value)
+    if isinstance(value, str) and (value == "last" or (value.isdigit() and int(value) >= 1)):
+        return value
+    raise InputError(
+        "SOM-SUITE-GATE-STORED",
+        f"gates.stored = {value!r} is not \"last\" or a store number",
+        'write stored = "last" (the newest complete stored run of this suite) or a number '
+        "that `sommelier history` lists",
+        where=where,
     )
 
 
@@ -165,7 +233,10 @@ def _gate_slice(entry: Mapping[str, Any], kind: str, slices: Sequence[str], wher
 
 def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
     """Arm gates: ``min`` and/or ``max`` in [0, 1]; an ``identical_outputs`` comparison gate:
-    ``max`` in [0, 1]; others: exactly one threshold in [-1, 1]."""
+    ``max`` in [0, 1]; a ``noise_flips`` comparison gate: ``max`` >= 0 (a count), overall only;
+    others (a stored gate too): one lower bound (``ci_lower_above`` /
+    ``ci_lower_at_least``), one upper bound (``ci_upper_below`` / ``ci_upper_at_most``), both
+    (an equivalence margin, lower <= upper), or ``delta_at_least`` alone, each in [-1, 1]."""
     if kind == "comparison" and entry.get("metric") == NOISE_METRIC:
         wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
         if wrong or "max" not in entry or entry["max"] < 0:
@@ -185,7 +256,7 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
                 where=where,
             )
         return
-    if kind == "comparison" and entry.get("metric") == IDENTICAL_METRIC:
+    if kind in ("comparison", "stored") and entry.get("metric") == IDENTICAL_METRIC:
         wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
         if wrong or "max" not in entry:
             raise InputError(
@@ -217,12 +288,17 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
             where=where,
         )
     present = [key for key in allowed if key in entry]
-    if not present or (kind != "arm" and len(present) > 1):
-        wanted = "min and/or max" if kind == "arm" else f"exactly one of {', '.join(allowed)}"
+    if not present or (kind != "arm" and not _one_design(present)):
+        wanted = (
+            "min and/or max"
+            if kind == "arm"
+            else f"one of {', '.join(LOWER_THRESHOLDS)} and/or one of "
+            f"{', '.join(UPPER_THRESHOLDS)}, or delta_at_least alone"
+        )
         raise InputError(
             "SOM-SUITE-GATE-THRESHOLD",
             f"{_article(kind)} {kind} gate needs {wanted}",
-            "see docs/suite.md, [[gates]]",
+            "see docs/suite.md, [[gates]] (superiority, non-inferiority, equivalence)",
             where=where,
         )
     low = 0.0 if kind == "arm" else -1.0
@@ -241,6 +317,27 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
             "no value could pass this gate",
             where=where,
         )
+    if kind != "arm" and len(present) == 2:
+        (lower,) = (key for key in present if key in LOWER_THRESHOLDS)
+        (upper,) = (key for key in present if key in UPPER_THRESHOLDS)
+        if entry[lower] > entry[upper]:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.{lower} {entry[lower]!r} is above gates.{upper} {entry[upper]!r}",
+                "no interval could pass this gate (an equivalence margin is lower <= upper)",
+                where=where,
+            )
+
+
+def _one_design(present: Sequence[str]) -> bool:
+    """A comparison or gap gate's thresholds form one design: at most one lower and at most
+    one upper interval bound (superiority, non-inferiority, equivalence), or the delta alone."""
+    lower = [key for key in present if key in LOWER_THRESHOLDS]
+    upper = [key for key in present if key in UPPER_THRESHOLDS]
+    delta = [key for key in present if key not in LOWER_THRESHOLDS + UPPER_THRESHOLDS]
+    if delta:
+        return len(present) == 1
+    return len(lower) <= 1 and len(upper) <= 1
 
 
 def _article(word: str) -> str:
@@ -251,3 +348,36 @@ def _article(word: str) -> str:
 def _float_or_none(value: Any) -> float | None:
     """Thresholds are stored as floats (an integer 0 in TOML becomes 0.0)."""
     return None if value is None else float(value)
+
+
+def check_gates_against_split(suite: Suite, split: FormattedSplit) -> None:
+    """Refuse, at load, a gate on ``acceptable_call_match`` whose slices hold no example with
+    ``acceptable_arguments`` (the metric exists only for those): without this it was found
+    only after every item had run. A gap gate needs them in its gap slice and the reference
+    slice; an ``overall`` gate in any slice."""
+    for gate in suite.gates:
+        if gate.metric != ACCEPTABLE_METRIC:
+            continue
+        if gate.kind == "gap":
+            wanted = [suite.slices[0], gate.slice]
+        elif gate.slice == OVERALL:
+            wanted = list(suite.slices)
+        else:
+            wanted = [gate.slice]
+        needs_all = gate.kind == "gap"
+        present = [
+            any(e.acceptable_arguments is not None for e in split.slices.get(name, ()))
+            for name in wanted
+        ]
+        if all(present) if needs_all else any(present):
+            continue
+        missing = [name for name, ok in zip(wanted, present, strict=True) if not ok]
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric {ACCEPTABLE_METRIC!r} needs examples with acceptable_arguments, and "
+            f"the split has none in slice(s) {', '.join(missing)}",
+            "write the split with sommelier import bfcl and sommelier format, or gate another "
+            "metric",
+            where=f"{suite.path}: [[gates]] ({gate.name!r})",
+        )
+

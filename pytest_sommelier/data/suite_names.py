@@ -12,7 +12,7 @@ import re
 OVERALL = "overall"
 """The slice name of the whole split (reserved: no configured slice may use it)."""
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*\Z")  # \Z, not $: no trailing newline
 
 
 def valid_name(name: object) -> bool:

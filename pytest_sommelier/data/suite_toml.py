@@ -29,8 +29,9 @@ from pytest_sommelier.errors import InputError
 
 
 def read_toml(path: Path, label: str) -> dict[str, Any]:
-    """Parse the file as TOML; a missing file, bad UTF-8, bad syntax, nesting too deep to read
-    or a value Python cannot hold (an integer over 4300 digits) is an ``InputError``."""
+    """Parse the file as TOML (after a leading UTF-8 byte-order mark, which is accepted); a
+    missing file, bad UTF-8, bad syntax, nesting too deep to read or a value Python cannot hold
+    (an integer over 4300 digits) is an ``InputError``."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -45,7 +46,8 @@ def read_toml(path: Path, label: str) -> dict[str, Any]:
             where=label,
         ) from None
     try:
-        text = raw.decode("utf-8")
+        # a UTF-8 byte-order mark (what some Windows editors write first) is not TOML: dropped
+        text = raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(

@@ -52,6 +52,24 @@ CACHE_SCHEMA = "sommelier.generation_cache.v1"
 LIBRARIES = ("torch", "transformers", "peft")
 
 
+ARM_NAME_KEY = "name"
+"""The entry the engines add to an adapter identity for the arm's name
+(``engines.adapter_refs``): not part of the cache key."""
+
+
+def adapter_content(adapter_identity: Any) -> Any:
+    """The adapter identity as the cache keys it: without the arm's name, so the same adapter
+    files under another arm name (a rename, "v2 of the same checkpoint") hit the same entries,
+    and without the preflight's record (``protocol.PREFLIGHT_KEY``: derived from the files the
+    identity already pins); a content digest, hub id and revision, served name or any other
+    entry stays."""
+    if isinstance(adapter_identity, Mapping):
+        return {
+            k: v for k, v in adapter_identity.items() if k not in (ARM_NAME_KEY, PREFLIGHT_KEY)
+        }
+    return adapter_identity
+
+
 class GenerationCacheWarning(UserWarning):
     """The generation cache could not store or key an output (the run itself goes on)."""
 
@@ -113,13 +131,6 @@ def _cuda_name(device: Any) -> str:
         return "unknown"
 
 
-def keyed_adapter_identity(identity: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The adapter identity as the key holds it: without the preflight's record."""
-    if identity is None:
-        return None
-    return {key: value for key, value in identity.items() if key != PREFLIGHT_KEY}
-
-
 def generator_class(generator: Any) -> str:
     """``module.QualName`` of the generator's class (a fake and a real backend never share)."""
     kind = type(generator)
@@ -165,7 +176,7 @@ class GenerationCache:
             "schema_version": CACHE_SCHEMA,
             "generator_class": generator_class(generator),
             "model_identity": generator.model_identity,
-            "adapter_identity": keyed_adapter_identity(generator.adapter_identity),
+            "adapter_identity": adapter_content(generator.adapter_identity),
             "cache_identity": cache_identity_of(generator),
             "prompt_sha256": prompt_sha256,
             "decoding": dict(decoding),

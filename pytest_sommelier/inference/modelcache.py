@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.errors import SommelierEnvironmentError
+from pytest_sommelier.errors import SommelierEnvironmentError, exception_text
 
 CACHE_DIR_ENV = "SOMMELIER_CACHE_DIR"
 CACHE_SWITCH_ENV = "SOMMELIER_MODEL_CACHE"
@@ -250,8 +250,8 @@ def _convert(converter: Converter, gguf_path: Path) -> tuple[Any, Any]:
     except Exception as exc:
         raise SommelierEnvironmentError(
             "SOM-BACKEND-GGUF-LOAD",
-            f"could not load the GGUF file {gguf_path.name!r}: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0][:200] if str(exc) else ''}",
+            f"could not load the GGUF file {gguf_path.name!r}: "
+            f"{exception_text(exc, 200)}",
             "install the 'gguf' package and check that the file is a complete GGUF model",
             where=gguf_path.name,
         ) from exc

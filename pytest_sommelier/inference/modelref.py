@@ -27,7 +27,7 @@ from pytest_sommelier.data.references import (
     require_revision,
     resolve_local_path,
 )
-from pytest_sommelier.errors import SommelierEnvironmentError
+from pytest_sommelier.errors import SommelierEnvironmentError, exception_text
 
 # Files that define a tokenizer in a folder (the union with the tokenizer's own
 # ``vocab_files_names`` is digested; weights and model configs are not part of it).
@@ -90,7 +90,7 @@ def load_tokenizer(
     except Exception as exc:
         raise SommelierEnvironmentError(
             "SOM-MODELREF-TOKENIZER-LOAD",
-            f"could not load a tokenizer: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
+            f"could not load a tokenizer: {exception_text(exc)}",
             "for a hub id, make sure it is cached or the hub is reachable; for a .gguf file, "
             "install the 'gguf' package",
             where=repr(ref),

@@ -51,6 +51,7 @@ from pytest_sommelier.errors import (
     InputError,
     SommelierEnvironmentError,
     SommelierError,
+    exception_text,
 )
 from pytest_sommelier.inference import engines, modelcache, modelref
 from pytest_sommelier.inference.engines import VLLM_LORA_RANKS, BaseSource
@@ -261,7 +262,7 @@ def _gguf_tensors(path: Path) -> BaseTensors:
         raise SommelierEnvironmentError(
             "SOM-ADAPTER-GGUF-HEADER",
             f"could not read the tensor names of {path.name!r} from its GGUF header: "
-            f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}",
+            f"{exception_text(exc, 160)}",
             "install the 'gguf' package, or run the suite once so the model cache holds the "
             "converted copy",
             where=path.name,

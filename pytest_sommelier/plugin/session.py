@@ -7,14 +7,16 @@ them from the suite items' reports (handed over by ``hooks.SuiteReports``; the a
 created on the first) and writes the run once. Invariants kept: nothing is written by a
 worker; a suite whose items errored or were not all run gets ``complete: false`` and verdict
 ``incomplete``; any SommelierError at finish is shown as one line and makes the exit status
-non-zero, and leaves no report that looks complete.
+non-zero, and leaves no report that looks complete. After the run is written, runs over time
+(``plugin.history``) may add gates to its verdict (compared with stored runs, before this run
+is stored); the page, JUnit cases and exit status all follow that final verdict.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,12 +26,15 @@ from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.split import FormattedSplit
 from pytest_sommelier.data.suite import Suite, suite_identity
 from pytest_sommelier.data.view import terminal
-from pytest_sommelier.errors import InvariantError, SommelierError
+from pytest_sommelier.errors import InvariantError, SommelierError, exception_text
 from pytest_sommelier.plugin.collect import load_suite_once
 from pytest_sommelier.plugin.junit import add_gate_cases
 from pytest_sommelier.plugin.keys import suite_nodeid
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
+
+if TYPE_CHECKING:
+    from pytest_sommelier.plugin.history import OverTime
 
 
 @dataclass
@@ -44,6 +49,9 @@ class SuiteResult:
     errored_items: list[str] = field(default_factory=list)
     page: str | None = None  # the HTML report written after the verdict, or why it was not
     page_written: bool = False
+    notices: list[str] = field(default_factory=list)  # said before the run's lines
+    origins: list[str] = field(default_factory=list)  # per arm: generated, cached or stored
+    over_time: OverTime | None = None  # stored-run comparisons, summary, autosave
 
 
 class SommelierSession:
@@ -94,8 +102,10 @@ class SommelierSession:
             verdict = result.outcome.verdict if result.outcome else None
             if verdict is not None:
                 add_gate_cases(self.config, nodeid, verdict)
-            failed = result.error is not None or (
-                result.outcome is not None and not result.page_written
+            failed = (
+                result.error is not None
+                or (result.outcome is not None and not result.page_written)
+                or bool(result.over_time is not None and result.over_time.errors)
             )
             if failed or (verdict is not None and verdict["verdict"] != "pass"):
                 exit_override = int(pytest.ExitCode.TESTS_FAILED)
@@ -107,39 +117,93 @@ class SommelierSession:
         try:
             suite, split = load_suite_once(self.config, self.config.rootpath / nodeid)
             result.name = suite.name
+            left_out = terminal.left_out_line(split.left_out, suite.slices)
+            result.notices += [left_out] if left_out else []
             result.run_dir = self.out_dir(suite, several)
-            arms = self._arm_runs(suite, split, self.payloads.get(nodeid, []))
-            arms.update(self._baselines(suite, split))
-            identity = suite_identity(suite)
-            outcome = evaluate_run(
-                suite,
-                split,
-                arms,
-                run_id=self.run_id,
-                model=identity["model"],
-                errored=result.errored_items,
-                gates=settings_of(self.config).gates,
-            )
-            artifacts.remove_stale(result.run_dir)
-            artifacts.write_outcome(
-                result.run_dir,
-                outcome,
-                resolved={**identity, "run_id": self.run_id},
-                split_path=suite.test_split,
-            )
-            result.outcome = outcome
+            # the folder is claimed (one writer) and the earlier run's files removed, verdict
+            # first, before anything is evaluated: whatever fails below, no stale verdict stays
+            with artifacts.claim_run(result.run_dir):
+                self._evaluate_and_write(result, suite, split)
         except SommelierError as error:
             result.error = str(error)
-            return result
-        # imported here, not at plugin load: Jinja2 and the template module cost every pytest
-        # run in the environment start-up time, and only a session finish with a suite needs them
-        from pytest_sommelier.data.view.html import write_report
+        except Exception as exc:  # a bug or exhausted resources: one line, never a traceback
+            result.outcome = None
+            result.error = str(
+                InvariantError(
+                    "SOM-SESSION-FINISH",
+                    f"finishing suite {result.name!r} failed: {exception_text(exc)}",
+                    "the items' results are above; re-run (check memory and the statistics "
+                    "settings), and report it if it persists",
+                )
+            )
+        return result
 
-        try:  # the page comes last: a view of the run, written only beside its verdict
+    def _evaluate_and_write(self, result: SuiteResult, suite: Suite, split: FormattedSplit) -> None:
+        """Evaluate one suite's run and write it into its (claimed, cleared) folder: reports,
+        the comparisons with stored runs (before this run is stored, so it is never compared
+        with itself) and the verdict they complete, the HTML page, then the summary and the
+        autosave."""
+        assert result.run_dir is not None
+        arms = self._arm_runs(suite, split, self.payloads.get(result.nodeid, []))
+        arms.update(self._baselines(suite, split))
+        result.origins = self._origins(suite, arms)
+        identity = suite_identity(suite)
+        outcome = evaluate_run(
+            suite,
+            split,
+            arms,
+            run_id=self.run_id,
+            model=identity["model"],
+            errored=result.errored_items,
+            gates=settings_of(self.config).gates,
+        )
+        artifacts.write_outcome(
+            result.run_dir,
+            outcome,
+            resolved={**identity, "run_id": self.run_id},
+            split=split,
+        )
+        result.outcome = outcome
+        # imported here, not at plugin load: Jinja2, the template module and the run store cost
+        # every pytest run start-up time, and only a session finish with a suite needs them
+        from pytest_sommelier.data.view.html import write_report
+        from pytest_sommelier.plugin.history import OverTime, against_stored, summarise_and_store
+
+        result.over_time = over = OverTime()
+        try:
+            result.outcome = against_stored(self.config, suite, result.run_dir, outcome, over)
+        except SommelierError as error:
+            over.errors.append(str(error))
+        try:  # the page: a view of the run, written only beside its final verdict
             result.page, result.page_written = str(write_report(result.run_dir)), True
         except SommelierError as error:
             result.page = str(error)
-        return result
+        summarise_and_store(self.config, suite, result.run_dir, result.outcome, over)
+
+    def _origins(self, suite: Suite, arms: dict[str, ArmRun]) -> list[str]:
+        """Per arm, where its generations came from: ``84 of 84 from the generation cache``,
+        ``84 generated``, or the stored arm (``stored arm 0003 (commit abc1234)``)."""
+        from pytest_sommelier.plugin.baseline import baseline_origins
+
+        stored = baseline_origins(self.config)
+        lines = []
+        for name in (name for name in suite.arms if name in arms):  # the suite's order
+            arm = arms[name]
+            if name in stored:
+                lines.append(f"{name}: {stored[name]}")
+                continue
+            total = len(arm.timings)
+            cached = sum(bool(t["cached"]) for t in arm.timings)
+            if cached == total:
+                lines.append(f"{name}: {cached} of {total} from the generation cache")
+            elif cached:
+                lines.append(
+                    f"{name}: {total - cached} generated, {cached} of {total} from the "
+                    "generation cache"
+                )
+            else:
+                lines.append(f"{name}: {total} generated")
+        return lines
 
 
     def _arm_runs(
@@ -198,16 +262,28 @@ class SommelierSession:
         misses_wanted = settings_of(self.config).misses
         for result in self.results:
             terminalreporter.write_sep("=", f"sommelier: {result.name}")
+            for notice in result.notices:
+                terminalreporter.write_line(notice, yellow=True)
             if result.error is not None:
                 terminalreporter.write_line(f"ERROR {result.error}", red=True)
                 terminalreporter.write_line("no verdict was written for this suite", red=True)
                 continue
             assert result.outcome is not None
+            over = result.over_time
             for line, markup in terminal.run_summary_lines(
-                result.outcome, result.run_dir, len(result.errored_items), misses_wanted
+                result.outcome,
+                result.run_dir,
+                len(result.errored_items),
+                misses_wanted,
+                origins=result.origins,
+                stored=over.lines if over is not None else (),
             ):
                 terminalreporter.write_line(line, **markup)
             if result.page_written:
                 terminalreporter.write_line(f"HTML report: {result.page}")
             else:
                 terminalreporter.write_line(f"HTML report not written: {result.page}", red=True)
+            if over is not None and over.stored:
+                terminalreporter.write_line(over.stored)
+            for error in over.errors if over is not None else ():
+                terminalreporter.write_line(f"ERROR {error}", red=True)

@@ -12,11 +12,19 @@ entry point builds them in every pytest run).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 DEFAULT_MISSES = 10
+LAST = "last"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+_VALUE_HINT = (
+    "a bare {flag} takes the next argument as its value: write {flag}={form}, or put the flag "
+    "after the test paths"
+)
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,7 @@ class Settings:
 
     out: str | None = None
     strict: bool = False
+    strict_arms: tuple[str, ...] = ()  # with strict: only these arms' misses fail (empty: all)
     misses: int = DEFAULT_MISSES
     gates: bool = True
     baseline: tuple[str, ...] = ()
@@ -33,6 +42,11 @@ class Settings:
     cache_dir: str | None = None
     no_cache: bool = False
     engine: str | None = None
+    storage: str | None = None  # the run store; None: <rootdir>/.sommelier
+    autosave: bool = False
+    autosave_all: bool = False  # keep incomplete runs too (marked incomplete)
+    compare: str | None = None  # NUM, "last" or a run folder
+    compare_fail: tuple[str, ...] = ()  # METRIC[:SLICE]:MARGIN, each checked at configure
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -46,9 +60,11 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     (
         "--sommelier-strict",
-        {"dest": "sommelier_strict", "action": "store_true", "default": None},
-        "make every non-exact example a failure (must-pass suites, --lf drilldown)",
-        "bool",
+        {"dest": "sommelier_strict", "nargs": "?", "const": "all", "metavar": "ARM[,ARM]",
+         "default": None},
+        "make every non-exact example a failure (must-pass suites, --lf drilldown); "
+        "--sommelier-strict=ARM[,ARM] for those arms only (ini: true, or the arms)",
+        "string",
     ),
     (
         "--sommelier-misses",
@@ -102,6 +118,52 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
         "docs/engines.md)",
         "string",
     ),
+    (
+        "--sommelier-storage",
+        {"dest": "sommelier_storage", "metavar": "DIR", "default": None},
+        "the run store that --sommelier-autosave writes and --sommelier-compare reads "
+        "(default: .sommelier at the rootdir)",
+        "string",
+    ),
+    (
+        "--sommelier-autosave",
+        {
+            "dest": "sommelier_autosave",
+            "metavar": "all",
+            "nargs": "?",
+            "const": "true",
+            "default": None,
+        },
+        "after the session, copy each complete suite run into the run store as its next "
+        "numbered run; =all keeps incomplete runs too, marked incomplete (ini: true or all)",
+        "string",
+    ),
+    (
+        "--sommelier-compare",
+        {
+            "dest": "sommelier_compare",
+            "metavar": "NUM|last|PATH",
+            "nargs": "?",
+            "const": LAST,
+            "default": None,
+        },
+        "compare every arm with the same-named arm of a stored run: a store number, last "
+        "(the default: the newest complete run of the suite) or a run folder",
+        "string",
+    ),
+    (
+        "--sommelier-compare-fail",
+        {
+            "dest": "sommelier_compare_fail",
+            "metavar": "METRIC[:SLICE]:MARGIN",
+            "action": "append",
+            "default": None,
+        },
+        "fail when this run's METRIC (in SLICE, default overall) minus the stored run's, "
+        "paired by example, is below -MARGIN, e.g. full_call_exact_match:0.02; repeatable "
+        "(ini: one per line); needs --sommelier-compare",
+        "linelist",
+    ),
 ]
 
 
@@ -148,8 +210,91 @@ def _number(config: pytest.Config, name: str, kind: type, *, positive: bool) -> 
 def _bool(config: pytest.Config, name: str) -> bool:
     value = _raw(config, name)
     if isinstance(value, str):  # an ini value pytest did not convert
-        return value.strip().lower() in ("1", "true", "yes", "on")
+        return value.strip().lower() in _TRUE
     return bool(value)
+
+
+def _strict(config: pytest.Config) -> tuple[bool, tuple[str, ...]]:
+    """``--sommelier-strict`` / ini ``sommelier_strict``: off, every arm (a bare flag, ``true``)
+    or the arms named (``--sommelier-strict=adapter,v2``); arm names follow the suite's name
+    rule, so a path a bare flag swallowed (``--sommelier-strict tests/``) is a usage error."""
+    value = _raw(config, "sommelier_strict")
+    if value is None or isinstance(value, bool):
+        return bool(value), ()
+    text = str(value).strip()
+    if text.lower() in (*_TRUE, "all"):
+        return True, ()
+    if text.lower() in _FALSE:
+        return False, ()
+    arms = tuple(part.strip() for part in text.split(","))
+    bad = next((a for a in arms if not a or not all(c.isalnum() or c in "_-" for c in a)), None)
+    if bad is not None:
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {_flag('sommelier_strict')}: {text!r} is not ARM[,ARM] "
+            "(write --sommelier-strict=ARM; a path right after a bare --sommelier-strict is "
+            "read as its value: put paths first)"
+        )
+    return True, arms
+
+
+def _autosave(config: pytest.Config) -> tuple[bool, bool]:
+    """``(autosave, keep incomplete)`` from ``--sommelier-autosave[=all]`` or its ini twin."""
+    value = _raw(config, "sommelier_autosave")
+    if value is None:
+        return False, False
+    text = str(value).strip().lower()
+    if text == "all":
+        return True, True
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE, False
+    raise pytest.UsageError(
+        f"SOM-OPTION-VALUE: {_flag('sommelier_autosave')}: {value!r} is not true, false or all "
+        f"(hint: {_VALUE_HINT.format(flag='--sommelier-autosave', form='all')})"
+    )
+
+
+def _compare(config: pytest.Config) -> str | None:
+    """The stored run to compare with: ``last``, a store number, or a run folder (one that
+    holds ``suite.resolved.json``; relative to the invocation folder)."""
+    value = _raw(config, "sommelier_compare")
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text == LAST or text.isdigit():
+        return text
+    folder = Path(text)
+    if not folder.is_absolute():
+        folder = config.invocation_params.dir / folder
+    if not (folder / "suite.resolved.json").is_file():
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {_flag('sommelier_compare')}: {value!r} is not a store number, "
+            "last, or a run folder (a folder holding suite.resolved.json) (hint: "
+            f"{_VALUE_HINT.format(flag='--sommelier-compare', form='last')})"
+        )
+    return str(folder)
+
+
+def _compare_fail(config: pytest.Config, compare: str | None) -> tuple[str, ...]:
+    """Every ``METRIC[:SLICE]:MARGIN``, parsed once here so a bad one stops the session before
+    any model loads (``data.history_gate`` is imported only when the option is given)."""
+    values = _raw(config, "sommelier_compare_fail") or []
+    if not values:
+        return ()
+    from pytest_sommelier.data.history_gate import parse_fail_spec
+    from pytest_sommelier.errors import SommelierError
+
+    texts = []
+    for value in values:
+        try:
+            texts.append(parse_fail_spec(str(value), option=_flag("sommelier_compare_fail")).text)
+        except SommelierError as error:
+            raise pytest.UsageError(str(error)) from None
+    if compare is None:
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {_flag('sommelier_compare_fail')}: needs a stored run to compare "
+            f"with (hint: add --sommelier-compare=last, or a store number; ini sommelier_compare)"
+        )
+    return tuple(texts)
 
 
 def build_settings(config: pytest.Config) -> Settings:
@@ -169,14 +314,19 @@ def build_settings(config: pytest.Config) -> Settings:
                 f"SOM-OPTION-VALUE: {_flag('sommelier_engine')}: {engine!r} is not one of "
                 f"{', '.join(ENGINE_NAMES)}"
             )
+    strict, strict_arms = _strict(config)
     misses = _number(config, "sommelier_misses", int, positive=False)
     selfcheck = _number(config, "sommelier_selfcheck", int, positive=False)
     baseline = _raw(config, "sommelier_baseline") or []
     out = _raw(config, "sommelier_out")
     cache_dir = _raw(config, "sommelier_cache_dir")
+    storage = _raw(config, "sommelier_storage")
+    autosave, autosave_all = _autosave(config)
+    compare = _compare(config)
     return Settings(
         out=None if out is None else str(out),
-        strict=_bool(config, "sommelier_strict"),
+        strict=strict,
+        strict_arms=strict_arms,
         misses=DEFAULT_MISSES if misses is None else misses,
         gates=gates is None or str(gates).lower() == "on",
         baseline=tuple(str(value) for value in baseline),
@@ -185,6 +335,11 @@ def build_settings(config: pytest.Config) -> Settings:
         cache_dir=None if cache_dir is None else str(cache_dir),
         no_cache=_bool(config, "sommelier_no_cache"),
         engine=None if engine is None else str(engine),
+        storage=None if storage is None else str(storage),
+        autosave=autosave,
+        autosave_all=autosave_all,
+        compare=compare,
+        compare_fail=_compare_fail(config, compare),
     )
 
 
@@ -198,3 +353,15 @@ def configure_settings(config: pytest.Config) -> Settings:
 def settings_of(config: pytest.Config) -> Settings:
     """The session's settings (built at configure time)."""
     return config.stash[SETTINGS_KEY]
+
+
+def store_path(config: pytest.Config) -> Path:
+    """The run store's folder: ``--sommelier-storage`` (relative to the invocation folder,
+    like every path option), else ``.sommelier`` at the rootdir."""
+    from pytest_sommelier.data.history import DEFAULT_STORE  # called at session finish only
+
+    storage = settings_of(config).storage
+    if storage is None:
+        return config.rootpath / DEFAULT_STORE
+    path = Path(storage)
+    return path if path.is_absolute() else config.invocation_params.dir / path

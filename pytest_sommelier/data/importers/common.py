@@ -318,6 +318,22 @@ def sample_rows(
     return [row for row, key in zip(rows, keys, strict=True) if key in chosen]
 
 
+def nothing_converted(skipped: Sequence[Skipped]) -> str:
+    """The message of an import that converted no row, with the skips it would otherwise only
+    point at: ``no row converted: 3 skipped (several_calls 2, no_call 1); first: ID (reason):
+    detail [where]`` (one line; the error's own collapsing of white space keeps it so)."""
+    if not skipped:
+        return "no row converted: the input holds no row"
+    counts = Counter(item.reason for item in skipped)
+    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+    first = skipped[0]
+    detail = first.detail if len(first.detail) <= 160 else first.detail[:157] + "..."
+    return (
+        f"no row converted: {len(skipped)} skipped ({reasons}); first: {first.example_id} "
+        f"({first.reason}): {detail} [{first.where}]"
+    )
+
+
 def summary_lines(
     label: str,
     converted: int,

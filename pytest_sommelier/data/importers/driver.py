@@ -34,6 +34,7 @@ from pytest_sommelier.data.importers.common import (
     Skip,
     Skipped,
     check_candidate,
+    nothing_converted,
     sample_rows,
     write_prepared,
     wrong_type,
@@ -160,7 +161,10 @@ def import_file(
     )
     if not rows:
         raise InputError(
-            "SOM-IMPORT-EMPTY", "no row converted", "see the skipped rows", where=str(path)
+            "SOM-IMPORT-EMPTY",
+            nothing_converted(result.skipped),
+            "rows the method cannot score are skipped: see docs/format.md for each reason",
+            where=str(path),
         )
     chosen = {row["example_id"] for row in rows}
     check_pairs([example for row, example, _ in kept if row["example_id"] in chosen], str(path))

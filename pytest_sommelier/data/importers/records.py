@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.data.split import json_lines, strict_json
-from pytest_sommelier.errors import InputError, SommelierEnvironmentError
+from pytest_sommelier.data.split import json_lines, lone_surrogate_path, strict_json
+from pytest_sommelier.errors import InputError, SommelierEnvironmentError, exception_text
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -57,6 +57,19 @@ def _not_object(where: str, value: Any) -> InputError:
     )
 
 
+def _refuse_surrogates(where: str, row: dict[str, Any]) -> None:
+    """A row holding a lone surrogate (``\\ud800``) is one line, before it is converted."""
+    found = lone_surrogate_path(row)
+    if found is not None:
+        raise InputError(
+            "SOM-IMPORT-ENCODING",
+            f"field {found!r} holds a lone UTF-16 surrogate (e.g. \\ud800), which is not valid "
+            "Unicode text",
+            "fix or drop the broken escape",
+            where=where,
+        )
+
+
 def _json_rows(path: Path) -> Iterator[Row]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -79,6 +92,8 @@ def _json_rows(path: Path) -> Iterator[Row]:
             where = f"{path}: row {index}"
             if not isinstance(row, dict):
                 raise _not_object(where, row)
+            if "\\u" in text:  # a lone surrogate can only come from an escape
+                _refuse_surrogates(where, row)
             yield where, index, row
         return
     for number, line in enumerate(json_lines(text), start=1):
@@ -96,6 +111,8 @@ def _json_rows(path: Path) -> Iterator[Row]:
             ) from exc
         if not isinstance(row, dict):
             raise _not_object(where, row)
+        if "\\u" in line:  # a lone surrogate can only come from an escape
+            _refuse_surrogates(where, row)
         yield where, number, row
 
 
@@ -120,7 +137,7 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise InputError(
             "SOM-IMPORT-PARQUET-READ",
-            f"not a readable Parquet file: {str(exc).splitlines()[0][:160]}",
+            f"not a readable Parquet file: {exception_text(exc, 160)}",
             "give a Parquet file as written by pyarrow or datasets",
             where=str(path),
         ) from exc

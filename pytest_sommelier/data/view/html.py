@@ -41,7 +41,7 @@ import jinja2
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_NAME
-from pytest_sommelier.core.gates import threshold_text
+from pytest_sommelier.core.gates import gate_text, threshold_text
 from pytest_sommelier.core.metrics import (
     call_match,
     flatten_arguments,
@@ -61,11 +61,20 @@ from pytest_sommelier.data.artifacts import StoredArm
 from pytest_sommelier.data.runread import read_run
 from pytest_sommelier.data.split import row_gold_call
 from pytest_sommelier.data.view.terminal import (
+    familywise_lines,
     no_effect_lines,
     noise_floor_line,
     truncation_lines,
 )
-from pytest_sommelier.data.view.text import fmt, fmt_interval
+from pytest_sommelier.data.view.text import (
+    discordant_text,
+    fmt,
+    fmt_interval,
+    methods_text,
+    power_text,
+    selected_block,
+    selected_interval,
+)
 from pytest_sommelier.errors import InputError
 
 REPORT_FILE = runlayout.PAGE
@@ -74,7 +83,7 @@ RAW_LIMIT = 4000
 """Raw outputs longer than this many characters are cut in the page (the stored file keeps
 them whole); the cut is said on the page."""
 
-_HEX = re.compile(r"^(sha256:)?[0-9a-f]{16,}$")
+_HEX = re.compile(r"^(sha256:)?[0-9a-f]{16,}\Z")
 _RUN_STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
 
 
@@ -151,7 +160,8 @@ def _tick_label(value: float) -> str:
 
 def forest_plot(report: ComparisonReport) -> dict[str, Any]:
     """Geometry of one comparison's forest plot: one row per (slice, metric), the delta with
-    its paired-bootstrap interval; ``excludes_zero`` marks intervals that do not contain 0."""
+    its selected interval (``intervals``; the ``ci95`` bootstrap for a metric or a report
+    without one); ``excludes_zero`` marks intervals that do not contain 0."""
     blocks: list[tuple[str, Mapping[str, Any]]] = [
         ("overall", report),
         *(report.get("slices") or {}).items(),
@@ -161,7 +171,7 @@ def forest_plot(report: ComparisonReport) -> dict[str, Any]:
         intervals = ((block.get("ci95") or {}).get("intervals")) or {}
         for metric in metric_order(block.get("deltas") or {}):
             delta = (block.get("deltas") or {}).get(metric)
-            interval = intervals.get(metric) or {}
+            interval = selected_interval(block, metric) or intervals.get(metric) or {}
             lower, upper = interval.get("lower"), interval.get("upper")
             rows.append(
                 {
@@ -397,7 +407,13 @@ def _environment() -> jinja2.Environment:
     env.filters["j"] = lambda v: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
     env.filters["threshold"] = threshold_text
     env.filters["metric_label"] = metric_label
-    env.globals.update(identity_items=identity_items, metric_order=metric_order)
+    env.filters["gate_text"] = gate_text
+    env.filters["discordant"] = discordant_text
+    env.globals.update(
+        identity_items=identity_items, metric_order=metric_order, methods_text=methods_text,
+        power_text=power_text, selected_block=selected_block, selected_interval=selected_interval,
+        familywise_lines=familywise_lines,
+    )  # fmt: skip
     return env
 
 
@@ -532,6 +548,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "verdict": verdict,
         "arms": arms,
         "comparisons": comparisons,
+        "compares": files.stored_comparisons,
         "forests": {name: forest_plot(report) for name, report in comparisons.items()},
         "metric_names": metric_names,
         "slices": slices,
@@ -563,6 +580,13 @@ def write_report(run_dir: Path | str, out: Path | str | None = None) -> Path:
     ``<run_dir>/report.html``); returns the path written."""
     run_dir = Path(run_dir)
     target = Path(out) if out is not None else runlayout.page(run_dir)
+    if out is not None and runlayout.is_run_file(run_dir.resolve(), target.resolve()):
+        raise InputError(
+            "SOM-REPORT-OUT",
+            f"--out {out} is one of the run's own files (or folders); the page would "
+            "overwrite it",
+            "write the page elsewhere, or leave --out out (RUN_DIR/report.html)",
+        )
     artifacts.atomic_write_text(target, render_report(run_dir))
     return target
 

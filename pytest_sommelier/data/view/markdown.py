@@ -15,7 +15,16 @@ from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.types import ComparisonReport
-from pytest_sommelier.data.view.text import fmt, fmt_interval, md_table
+from pytest_sommelier.data.view.text import (
+    discordant_text,
+    fmt,
+    fmt_interval,
+    md_table,
+    methods_text,
+    power_text,
+    selected_block,
+    selected_interval,
+)
 
 
 def _acceptable_markdown(report: ComparisonReport) -> list[str]:
@@ -33,16 +42,17 @@ def _acceptable_markdown(report: ComparisonReport) -> list[str]:
         [
             lang or "overall",
             fmt(block["deltas"].get(ACCEPTABLE), True),
+            fmt_interval(selected_interval(block, ACCEPTABLE)),
             fmt_interval(block["ci95"]["intervals"].get(ACCEPTABLE)),
         ]
         for lang, block in _comparison_blocks(report)
     ]
-    return lines + md_table(["slice", "delta", "interval"], rows)
+    return lines + md_table(["slice", "delta", "interval", "bootstrap (ci95)"], rows)
 
 
 def _comparison_blocks(report: ComparisonReport) -> list[tuple[str | None, Mapping[str, Any]]]:
     """``(None, the overall block)``, then ``(lang, slice block)`` per slice: each has
-    ``deltas`` and ``ci95``."""
+    ``deltas``, ``ci95`` and (0.3 on) ``intervals`` and ``power``."""
     return [(None, report), *report.get("slices", {}).items()]
 
 
@@ -64,40 +74,67 @@ def _misses_markdown(report: ComparisonReport) -> list[str]:
     return ["", "## Misses by category", "", *table]
 
 
+def _power_markdown(report: ComparisonReport) -> list[str]:
+    """Per block: the pairs, clusters and design effect behind the intervals, their methods,
+    and what the pairs can detect (absent for a report written before 0.3)."""
+    if "power" not in report:
+        return []
+    rows = []
+    for lang, block in _comparison_blocks(report):
+        selected = selected_block(block)
+        rows.append([lang or "overall", str(selected.get("pairs", "n/a")),
+                     str(selected.get("clusters", "n/a")), methods_text(block),
+                     power_text(block) or "n/a"])  # fmt: skip
+    table = md_table(["slice", "pairs", "clusters", "methods", "full_call_exact_match"], rows)
+    return ["", "## Intervals, clusters and power", "", *table]
+
+
 def comparison_markdown(report: ComparisonReport) -> str:
     """The Markdown twin of a comparison report; matched-pair and marginal gaps in separate
     tables, the marginal one labelled descriptive."""
     ci = report["ci95"]
+    selected = selected_block(report)
     lines = [
         f"# {report['candidate']} vs {report['reference']}",
         "",
-        f"Candidate minus reference, paired by example. Intervals: {ci['method']}, "
-        f"{ci['resamples']} resamples, confidence {ci['confidence_level']}, seed {ci['seed']}.",
+        f"Candidate minus reference, paired by example. Intervals: `interval = "
+        f"{selected.get('interval', 'bootstrap')}`, confidence "
+        f"{selected.get('confidence_level', ci['confidence_level'])}, seed {ci['seed']}; the "
+        f"bootstrap column is the seed's {ci['method']} ({ci['resamples']} resamples), from the "
+        "same draw.",
         "",
         "## Adapter gain",
         "",
     ]
-    header = ["slice", "metric", "delta", "interval"]
+    header = ["slice", "metric", "delta", "interval", "method", "discordant", "bootstrap (ci95)"]
     rows = []
     for lang, block in _comparison_blocks(report):
         for metric in METRIC_NAMES:
+            entry = selected_interval(block, metric)
+            degenerate = " degenerate" if (entry or {}).get("degenerate") else ""
             rows.append(
                 [
                     lang or "overall",
                     metric,
                     fmt(block["deltas"].get(metric), True),
+                    fmt_interval(entry) + degenerate,
+                    str((entry or {}).get("method") or ci["method"]),
+                    discordant_text(entry),
                     fmt_interval(block["ci95"]["intervals"].get(metric)),
                 ]
             )
     lines.extend(md_table(header, rows))
+    lines += _power_markdown(report)
     lines += _acceptable_markdown(report) + _misses_markdown(report)
     mcnemar = report.get("mcnemar")
     if mcnemar:
+        mid = mcnemar.get("mid_p_value")
         lines += [
             "",
-            f"McNemar exact test on full_call_exact_match (supporting evidence): candidate-only "
+            f"McNemar test on full_call_exact_match (supporting evidence): candidate-only "
             f"{mcnemar['candidate_only']}, reference-only {mcnemar['reference_only']}, "
-            f"two-sided p = {mcnemar['p_value']:.4g}.",
+            f"exact two-sided p = {mcnemar['p_value']:.4g}"
+            + (f", mid-p = {mid:.4g}." if mid is not None else "."),
         ]
     lines += ["", "## Language gaps, matched pairs (primary)", ""]
     rows = []
@@ -112,13 +149,19 @@ def comparison_markdown(report: ComparisonReport) -> str:
                         f"{block['coverage']:.2f}",
                         metric,
                         fmt(block["gaps"].get(metric), True),
+                        fmt_interval(selected_interval(block, metric))
+                        + (" degenerate" if (selected_interval(block, metric) or {}).get(
+                            "degenerate") else ""),
+                        str((selected_interval(block, metric) or {}).get("method") or "n/a"),
+                        discordant_text(selected_interval(block, metric)),
                         fmt_interval(block["ci95"]["intervals"].get(metric)),
                     ]
                 )
     if rows:
-        lines.extend(
-            md_table(["arm", "gap", "pairs", "coverage", "metric", "gap value", "interval"], rows)
-        )
+        header = ["arm", "gap", "pairs", "coverage", "metric", "gap value", "interval", "method",
+                  "discordant", "bootstrap (ci95)"]  # fmt: skip
+        lines.extend(md_table(header, rows))
+        lines += ["", "Discordant: pairs where only the translation / only the root is right."]
     else:
         lines.append("No non-reference slice with matched pairs.")
     lines += [

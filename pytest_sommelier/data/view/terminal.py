@@ -7,13 +7,13 @@ matched-pair language gaps are never shown in the same table as marginal full-sl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
-from pytest_sommelier.core.gates import threshold_text
+from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     argument_diff_paths,
@@ -33,7 +33,17 @@ from pytest_sommelier.core.types import (
     NoiseFloor,
     Verdict,
 )
-from pytest_sommelier.data.view.text import SHORT, fmt, fmt_interval, table
+from pytest_sommelier.data.view.text import (
+    SHORT,
+    discordant_text,
+    fmt,
+    fmt_interval,
+    methods_text,
+    power_text,
+    selected_block,
+    selected_interval,
+    table,
+)
 
 
 def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
@@ -146,11 +156,14 @@ def miss_category_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str
 def comparison_lines(
     comparison_reports: Mapping[str, ComparisonReport], errors: Mapping[str, str]
 ) -> list[str]:
-    """Deltas with paired-bootstrap intervals, overall and per slice, for each comparison."""
+    """Deltas with the selected intervals, overall and per slice, for each comparison; then per
+    block the method, the clusters and design effect, and what the pairs can detect."""
     lines: list[str] = []
     for name, report in comparison_reports.items():
-        level = report["ci95"].get("confidence_level", 0.95)
-        lines.append(f"{name} (candidate - reference, {level:.0%} paired bootstrap)")
+        selected = selected_block(report)
+        level = selected.get("confidence_level", 0.95)
+        kind = selected.get("interval", "bootstrap")
+        lines.append(f"{name} (candidate - reference, {level:.0%} intervals, interval = {kind})")
         header = ["slice", *[SHORT[m] for m in METRIC_NAMES]]
         rows = [["overall", *[_delta_cell(report, None, m) for m in METRIC_NAMES]]]
         for lang in report.get("slices", {}):
@@ -162,11 +175,18 @@ def comparison_lines(
                 f"{lang} {_delta_cell(report, lang, ACCEPTABLE)}" for lang in report["slices"]
             ]
             lines.append(f"  {ACCEPTABLE_LABEL}: {'; '.join(cells)}")
+        for lang, block in [("overall", report), *report.get("slices", {}).items()]:
+            detail = power_text(block)
+            lines.append(
+                f"  {lang}: {methods_text(block)}" + (f"; {detail}" if detail else "")
+            )
         mcnemar = report.get("mcnemar")
         if mcnemar:
+            mid = mcnemar.get("mid_p_value")
             lines.append(
-                f"  McNemar exact (full_call): candidate-only {mcnemar['candidate_only']}, "
-                f"reference-only {mcnemar['reference_only']}, p = {mcnemar['p_value']:.4g}"
+                f"  McNemar (full_call): candidate-only {mcnemar['candidate_only']}, "
+                f"reference-only {mcnemar['reference_only']}, exact p = {mcnemar['p_value']:.4g}"
+                + (f", mid-p = {mid:.4g}" if mid is not None else "")
             )
         if report.get("compared_examples"):
             lines.append(
@@ -203,17 +223,22 @@ def _delta_cell(report: ComparisonReport, lang: str | None, metric: str) -> str:
     """A delta with its interval, overall (``lang`` None) or in one slice."""
     block: Mapping[str, Any] = report if lang is None else report["slices"][lang]
     delta = block["deltas"].get(metric)
-    interval = block["ci95"]["intervals"].get(metric)
-    return f"{fmt(delta, True)} {fmt_interval(interval)}"
+    interval = selected_interval(block, metric)
+    degenerate = " degenerate" if interval and interval.get("degenerate") else ""
+    return f"{fmt(delta, True)} {fmt_interval(interval)}{degenerate}"
 
 
 def gap_lines(
     arm_reports: Mapping[str, EvaluationReport], metric: str = "full_call_exact_match"
 ) -> list[str]:
-    """Matched-pair language gaps (target - reference) with intervals, one row per arm/slice."""
+    """Matched-pair language gaps (target - reference) with the selected intervals, one row per
+    arm/slice: the discordant pairs (target-only/root-only), the method and what the pairs can
+    detect."""
     rows = []
     for arm, report in arm_reports.items():
         for lang, block in (report.get("paired_slices") or {}).items():
+            entry = selected_interval(block, metric)
+            detail = power_text(block, metric) or ""
             rows.append(
                 [
                     arm,
@@ -221,34 +246,107 @@ def gap_lines(
                     str(block["pairs"]),
                     f"{block['coverage']:.2f}",
                     fmt(block["gaps"].get(metric), True),
-                    fmt_interval(block["ci95"]["intervals"].get(metric)),
+                    fmt_interval(entry),
+                    discordant_text(entry),
+                    str((entry or {}).get("method") or selected_block(block).get("method")),
+                    detail.removeprefix("detectable at "),
                 ]
             )
     if not rows:
         return []
-    return table(["arm", "gap", "pairs", "coverage", SHORT[metric], "interval"], rows)
+    header = ["arm", "gap", "pairs", "coverage", SHORT[metric], "interval", "discordant",
+              "method", "detectable"]  # fmt: skip
+    return table(header, rows)
 
 
-def gate_lines(verdict: Verdict | None) -> list[str]:
-    """Each gate with its observed value and threshold, then the verdict."""
+def gate_lines(verdict: Verdict | None, not_run: Mapping[str, str] | None = None) -> list[str]:
+    """Each gate with its observed value and threshold, then the verdict. A gate named in
+    ``not_run`` (:func:`not_run_reasons`) reads ``NOT RUN`` with the reason, never PASS or
+    FAIL: its subject was not fully run, so its line is no result."""
     if verdict is None:
         return ["gates: off (--sommelier-gates=off)"]
-    return [*gate_result_lines(verdict["gates"]), f"verdict: {verdict['verdict'].upper()}"]
+    family = familywise_lines(verdict)
+    skipped = not_run or {}
+    results = [
+        f"NOT RUN {gate['name']}: {gate.get('subject', '')} {gate['metric']} [{gate['slice']}]: "
+        f"{skipped[gate['name']]}"
+        if gate["name"] in skipped
+        else gate_result_lines([gate])[0]
+        for gate in verdict["gates"]
+    ]
+    return [*results, *family, f"verdict: {verdict['verdict'].upper()}"]
+
+
+def not_run_reasons(outcome: RunOutcome) -> dict[str, str]:
+    """Gate name -> why the gate's subject was not fully run (an arm gate's or gap gate's arm,
+    a comparison gate's two arms), for a run that is incomplete; empty for a complete run. A
+    gap gate whose arm scored none of the reference slice (``-k he``) says that the gap needs
+    its roots."""
+    if outcome.complete or outcome.verdict is None:
+        return {}
+    reasons: dict[str, str] = {}
+    for gate in outcome.verdict["gates"]:
+        subject = gate.get("subject", "")
+        if gate["kind"] == "comparison":
+            report = outcome.comparison_reports.get(subject)
+            if report is None:
+                error = outcome.comparison_errors.get(subject, "was not built")
+                reasons[gate["name"]] = f"comparison {subject!r}: {error}"
+                continue
+            arms = [report["candidate"], report["reference"]]
+        else:
+            arms = [subject]
+        for arm in arms:
+            arm_report = outcome.arm_reports.get(arm)
+            if arm_report is None:
+                reasons[gate["name"]] = f"arm {arm!r} was not run in this selection"
+                break
+            if arm_report.get("complete"):
+                continue
+            order = arm_report.get("slice_order") or []
+            root = order[0] if order else ""
+            root_block = arm_report["slices"].get(root) if "slices" in arm_report else None
+            roots = root_block["examples"] if root_block else None
+            if gate["kind"] == "gap" and roots == 0:
+                reasons[gate["name"]] = (
+                    f"the gap {gate['slice']} - {root} needs its {root} roots, which this "
+                    "selection left out"
+                )
+            else:
+                missing = outcome.missing.get(arm, 0)
+                reasons[gate["name"]] = (
+                    f"arm {arm!r} was not fully run ({missing} example(s) not scored in this "
+                    "selection)"
+                )
+            break
+    return reasons
+
+
+def familywise_lines(verdict: Verdict) -> list[str]:
+    """The family of interval gates when it has more than one member: its size and how (or
+    that nothing) adjusts for it."""
+    family = verdict.get("familywise")
+    if not family or family["size"] <= 1:
+        return []
+    size, method, level = family["size"], family["method"], family["confidence_level"]
+    if method == "bonferroni":
+        adjusted = next(iter(family["adjusted_confidence_level"].values()), level)
+        return [f"familywise: bonferroni over {size} interval gates: each interval at "
+                f"{adjusted * 100:.3g}%"]  # fmt: skip
+    if method == "holm":
+        return [f"familywise: holm over {size} interval gates: p-values stepped down at "
+                f"{1 - level:.3g}"]  # fmt: skip
+    return [f"familywise: none: {size} interval gates, each at {level:.0%} with no adjustment "
+            "(set [statistics] familywise to bonferroni or holm)"]  # fmt: skip
 
 
 def gate_result_lines(gates: Iterable[GateResult]) -> list[str]:
-    """One line per gate: PASS/FAIL, its subject, observed value and threshold (and the
-    reason of a failure)."""
-    lines = []
-    for gate in gates:
-        status = "PASS" if gate["passed"] else "FAIL"
-        threshold = threshold_text(gate["threshold"])
-        where = f"{gate.get('subject', '')} {gate['metric']} [{gate['slice']}]".strip()
-        line = f"{status} {gate['name']}: {where} observed {fmt(gate['observed'])} ({threshold})"
-        if not gate["passed"] and gate.get("reason"):
-            line += f": {gate['reason']}"
-        lines.append(line)
-    return lines
+    """One line per gate: PASS/FAIL, then what it compared (``core.gates.gate_text``: the
+    estimate, the interval, the bound tested, rounded as displayed); a failed compare-fail gate
+    also its ``evidence`` (the paired interval and the flips against the stored run)."""
+    return [f"{'PASS' if gate['passed'] else 'FAIL'} {gate['name']}: {gate_text(gate)}"
+            + (f"; {gate['evidence']}" if not gate["passed"] and gate.get("evidence") else "")
+            for gate in gates]  # fmt: skip
 
 
 def describe_miss(record: GenerationRecord, gold_call: Call) -> str:
@@ -278,13 +376,35 @@ Line = tuple[str, dict[str, bool]]
 """A terminal line and its markup (``{"red": True}``, ``{"bold": True, "green": True}``...)."""
 
 
+def left_out_line(left_out: Mapping[str, int], slices: Iterable[str]) -> str | None:
+    """The notice for split rows that were not evaluated because their language is not a
+    configured slice (a ``fr`` row, a ``He`` typo), or None when every row was a slice's."""
+    if not left_out:
+        return None
+    counts = ", ".join(f"{language!r} {n}" for language, n in sorted(left_out.items()))
+    rows = sum(left_out.values())
+    return (
+        f"split: {rows} row(s) not evaluated, their language is not in suite.slices "
+        f"({', '.join(slices)}): {counts}"
+    )
+
+
 def run_summary_lines(
-    outcome: RunOutcome, run_dir: str | PathLike[str] | None, errored_items: int, misses_wanted: int
+    outcome: RunOutcome,
+    run_dir: str | PathLike[str] | None,
+    errored_items: int,
+    misses_wanted: int,
+    *,
+    origins: Sequence[str] = (),
+    stored: Sequence[str] = (),
 ) -> list[Line]:
     """Every line of one suite's terminal summary after its run was evaluated (a
-    ``pipeline.RunOutcome``): run folder, completeness, metrics, comparisons, language gaps,
-    gates and verdict (coloured), and the first ``misses_wanted`` misses."""
+    ``pipeline.RunOutcome``): run folder, where each arm came from (``origins``),
+    completeness, metrics, comparisons, language gaps, the comparison with stored runs
+    (``stored``, already rendered), gates and verdict (coloured), and the first
+    ``misses_wanted`` misses."""
     lines: list[Line] = [(f"run directory: {run_dir}", {})]
+    lines += [(line, {}) for line in origins]
     if not outcome.complete:
         missing = ", ".join(f"{a}: {n}" for a, n in outcome.missing.items() if n)
         detail = f"not scored: {missing}; " if missing else ""
@@ -315,12 +435,17 @@ def run_summary_lines(
     if categories:
         lines.append(("", {}))
         lines += [(line, {}) for line in categories]
+    if stored:
+        lines.append(("", {}))
+        lines += [(line, {}) for line in stored]
     lines.append(("", {}))
-    for line in gate_lines(outcome.verdict):
-        colour = {"PASS": "green", "FAIL": "red"}.get(line.split(" ", 1)[0])
+    for line in gate_lines(outcome.verdict, not_run_reasons(outcome)):
+        colour = {"PASS": "green", "FAIL": "red", "NOT": "yellow"}.get(line.split(" ", 1)[0])
         verdict_line = line.startswith("verdict:")
         passed = verdict_line and line.endswith("PASS")
         markup = {"green": True} if (colour == "green" or passed) else {}
+        if colour == "yellow":
+            markup = {"yellow": True}
         if colour == "red" or (verdict_line and not passed):
             markup = {"red": True}
         if verdict_line:
