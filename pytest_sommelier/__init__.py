@@ -1,6 +1,7 @@
 """pytest-sommelier: evaluate LoRA tool-calling adapters against their base model in pytest.
 
-The public facade: the version, the generator protocol engines implement, and the error
+The public facade: the version, the generator protocol engines implement (and the
+``Completion`` a generator's optional ``generate_completions`` returns), and the error
 classes (with their stable ``SOM-...`` codes). Everything else lives in the layers
 ``core`` <- ``data`` <- ``inference`` <- ``plugin`` (see docs/architecture.md).
 """
@@ -16,11 +17,13 @@ from pytest_sommelier.errors import (
 )
 
 if TYPE_CHECKING:
+    from pytest_sommelier.core.types import Completion
     from pytest_sommelier.inference.protocol import Generator
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Completion",
     "EvaluationError",
     "Generator",
     "InputError",
@@ -32,10 +35,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``Generator`` on first use: the package (which the pytest entry point sits in) imports no
-    layer module when it is loaded."""
+    """``Generator`` and ``Completion`` on first use: the package (which the pytest entry point
+    sits in) imports no layer module when it is loaded."""
     if name == "Generator":
         from pytest_sommelier.inference.protocol import Generator
 
         return Generator
+    if name == "Completion":
+        from pytest_sommelier.core.types import Completion
+
+        return Completion
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
