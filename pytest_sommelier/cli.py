@@ -524,15 +524,22 @@ def _add_plan_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
-    """``sommelier parity RUN_DIR --engine NAME``: regenerate a sample on another engine."""
+    """``sommelier parity RUN_DIR --engine NAME``: regenerate a sample on another engine;
+    ``--rebatch``: on the run's own engine at batch size 1 in reverse order (the noise floor)."""
     from pytest_sommelier.core import runlayout
     from pytest_sommelier.data import artifacts
     from pytest_sommelier.inference import parity
 
     result = parity.run_parity(
-        Path(args.run_dir), Path(args.suite), args.engine, sample=args.sample, seed=args.seed
+        Path(args.run_dir),
+        Path(args.suite),
+        args.engine,
+        sample=args.sample,
+        seed=args.seed,
+        rebatch=args.rebatch,
     )
-    out = Path(args.out) if args.out else runlayout.parity_report(Path(args.run_dir), args.engine)
+    name = "rebatch" if args.rebatch else result["engine"]
+    out = Path(args.out) if args.out else runlayout.parity_report(Path(args.run_dir), name)
     artifacts.atomic_write_json(out, result)
     print(parity.render_parity(result))
     print(f"parity report written to {out}")
@@ -550,14 +557,26 @@ def _add_parity_parser(subparsers: argparse._SubParsersAction) -> None:
         help="regenerate a seeded sample of a stored run with another engine and compare",
         description="Regenerate a seeded sample of a stored run on another engine and report, "
         "per arm, byte-identical outputs, equal parse status and equal full-call outcome "
-        "(docs/engines.md). Exit 4 when --min-identical is not met.",
+        "(docs/engines.md). With --rebatch, regenerate on the run's own engine one example at "
+        "a time in reverse order: how much of the run is batch noise. Exit 4 when "
+        "--min-identical is not met.",
     )
     parser.add_argument("run_dir", help="a run directory (runs/<run_id>)")
-    parser.add_argument("--engine", required=True, choices=ENGINE_NAMES, help="engine to use")
+    parser.add_argument(
+        "--engine", default=None, choices=ENGINE_NAMES, help="engine to use (required unless "
+        "--rebatch, whose default is the run's own)"
+    )
+    parser.add_argument(
+        "--rebatch",
+        action="store_true",
+        help="same engine, batch size 1, reverse order (default out RUN_DIR/parity/rebatch.json)",
+    )
     parser.add_argument("--suite", required=True, help="the suite file the run was made with")
     parser.add_argument("--sample", type=int, default=None, help="examples (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="sample seed (default 0)")
-    parser.add_argument("--out", default=None, help="default RUN_DIR/parity/<engine>.json")
+    parser.add_argument(
+        "--out", default=None, help="default RUN_DIR/parity/<engine>.json (rebatch.json)"
+    )
     parser.add_argument(
         "--min-identical", type=float, default=None, help="fail below this identical fraction"
     )
@@ -565,14 +584,26 @@ def _add_parity_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """``sommelier check SUITE``: the adapter preflight of every adapter arm, nothing loaded."""
+    """``sommelier check SUITE``: the split's tokenizer against the base's, then the adapter
+    preflight of every adapter arm; nothing loaded."""
     from pytest_sommelier.data.suite import load_suite
     from pytest_sommelier.inference import preflight
+    from pytest_sommelier.inference.split_check import check_split_tokenizer
 
     suite = load_suite(args.suite)
     result = preflight.preflight_suite(suite)
     tied = " (LM head tied to the embedding)" if result.base.tied_head else ""
     print(f"base: {result.base.read} tensors read from {result.base.source}{tied}")
+    split_error: SommelierError | None = None
+    if suite.split_tokenizer == "any":
+        print('split: tokenizer not checked ([suite] split_tokenizer = "any")')
+    else:
+        try:
+            check_split_tokenizer(suite)
+            print("split: formatted with the base model's tokenizer")
+        except SommelierError as error:
+            print(f"sommelier check: {error}", file=sys.stderr)
+            split_error = error
     if not result.arms:
         print("no adapter arm: nothing to check")
     for arm, outcome in result.arms.items():
@@ -582,7 +613,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{arm}: {outcome.line()}")
         for warning in outcome.warnings:
             print(f"{arm}: warning: {warning}")
-    error = result.first_error
+    error = split_error or result.first_error
     return error.exit_code if error is not None else 0
 
 

@@ -10,7 +10,10 @@ tell which model answered which prompt. Faults are queued per completion request
 - ``"garbage"``: a 200 whose body is not JSON;
 - ``"wrong-model"``: a 200 that names another model;
 - ``"two-choices"``: a 200 with two choices;
-- ``"echo-auth"``: a 500 whose body repeats the request's Authorization header.
+- ``"echo-auth"``: a 500 whose body repeats the request's Authorization header;
+- ``"length"``: a 200 whose choice ended at ``max_tokens`` (``finish_reason: "length"``).
+
+Every answer carries ``usage.completion_tokens`` (one token per character of its text).
 
 ``delay(body)`` (optional) returns seconds to wait before answering a request (used to make
 responses arrive out of order). With ``return_token_ids=True`` a request asking for them also
@@ -168,15 +171,23 @@ class FaultServer:
                     self._send(400, {"error": {"message": "prompt must be a string"}})
                     return
                 text = completion_text(model, body["prompt"])
-                choice = {"index": 0, "text": text, "finish_reason": "stop"}
+                finish = "length" if fault == "length" else "stop"
+                choice = {"index": 0, "text": text, "finish_reason": finish}
                 if server.return_token_ids and body.get("return_token_ids"):
                     choice["token_ids"] = completion_ids(body["prompt"])
                 choices = [choice, {**choice, "index": 1}] if fault == "two-choices" else [choice]
                 answered = "someone-else" if fault == "wrong-model" else model
                 with server.lock:
                     server.finished.append(body["prompt"])
+                usage = {"completion_tokens": len(text)}
                 self._send(
-                    200, {"object": "text_completion", "model": answered, "choices": choices}
+                    200,
+                    {
+                        "object": "text_completion",
+                        "model": answered,
+                        "choices": choices,
+                        "usage": usage,
+                    },
                 )
 
         return Handler

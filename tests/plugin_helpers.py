@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from suite_factory import make_row, write_suite
+from suite_factory import make_row, match_base_tokenizer, write_suite
 
 GOLD = {
     "en-0": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}},
@@ -64,6 +64,8 @@ class Fake:
                    for p in prompts]
         if special == "batchdep" and len(prompts) > 1:
             outputs = [o + " (batched)" for o in outputs]
+        if special == "batchflip" and len(prompts) > 1:  # batched: prose; alone: the answer
+            outputs = ["I think you should check the weather." for o in outputs]
         return outputs
 
 
@@ -116,7 +118,7 @@ def tiny_suite(pytester: pytest.Pytester, tiny: tuple[Path, Path]) -> Path:
     shutil.copytree(model, suite.parent / "model")
     shutil.rmtree(suite.parent / "adapter")
     shutil.copytree(adapter, suite.parent / "adapter")
-    return suite
+    return match_base_tokenizer(suite)
 
 
 def read_json(path: Path) -> Any:

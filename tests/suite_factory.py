@@ -6,7 +6,10 @@
 - ``default_rows()`` is a small split: three English roots, two Hebrew translations (he-0 of
   en-0, he-1 of en-1);
 - ``write_suite(directory, **overrides)`` writes a valid ``sommelier.toml``, its split and a
-  placeholder local adapter directory, and returns the suite file's path.
+  placeholder local adapter directory, and returns the suite file's path;
+- ``match_base_tokenizer(suite_file)`` rewrites the split's ``tokenizer_id`` and
+  ``tokenizer_revision`` to the suite's base's (for suites over a real local model: the split
+  belongs to the base, ``inference.split_check``).
 
 Invariant: with no overrides, ``load_suite(write_suite(d))`` and ``load_split`` both succeed.
 """
@@ -50,7 +53,7 @@ def make_row(
         "target_text": target,
         "full_text": prompt + target,
         "prompt_sha256": sha256_text(prompt),
-        "tokenizer_id": "fake-org/fake-tokenizer",
+        "tokenizer_id": "fake-org/fake-model",  # the default base's own tokenizer
         "tokenizer_revision": FAKE_REVISION,
         "template_policy": "chat_template",
     }
@@ -186,3 +189,18 @@ def _value(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def match_base_tokenizer(suite_file: Path) -> Path:
+    """Give every row of the suite's split the base model's tokenizer identity (in place)."""
+    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.inference.split_check import base_tokenizer
+
+    suite = load_suite(suite_file)
+    tokenizer_id, revision = base_tokenizer(suite)
+    lines = suite.test_split.read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    for row in rows:
+        row.update(tokenizer_id=tokenizer_id, tokenizer_revision=revision)
+    write_split(suite.test_split, rows)
+    return suite_file

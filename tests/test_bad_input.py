@@ -248,19 +248,15 @@ def test_adapter_hub_id_without_revision(tmp_path: Path) -> None:
     )
 
 
-def test_path_escaping_suite_folder(tmp_path: Path) -> None:
+def test_an_adapter_path_may_leave_the_suite_folder(tmp_path: Path) -> None:
+    """Decision (0.3): model and adapter paths are relative to the suite file and may leave its
+    folder (``../checkpoints/checkpoint-500``, where training put it); the split may not."""
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     suite = write_suite(
         tmp_path / "suite", arms={"base": {}, "adapter": {"adapter": "../elsewhere"}}
     )
-    expect_error(
-        lambda: load_suite(suite),
-        InputError,
-        "SOM-SUITE-PATH-ESCAPE",
-        f"{suite}: [arms.adapter]",
-        "'../elsewhere' leaves the suite folder",
-    )
+    assert load_suite(suite).arms["adapter"].adapter == str(outside)
 
 
 def test_split_path_escaping_suite_folder(tmp_path: Path) -> None:

@@ -267,8 +267,8 @@ SUITE_TABLE_ROWS: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "S21-adapter-dot-dot-inside-path",
         {"arms": {"base": {}, "adapter": {"adapter": "adapter/../../x"}}},
-        "SOM-SUITE-PATH-ESCAPE",
-        "arms.adapter.adapter 'adapter/../../x' leaves the suite folder",
+        "SOM-SUITE-PATH-MISSING",
+        "arms.adapter.adapter 'adapter/../../x': no such file or directory",
     ),
     (
         "S22-nul-in-model-path",
@@ -530,13 +530,18 @@ ADAPTER_ROWS: list[tuple[str, Callable[[Path], None], str, str]] = [
         "SOM-BACKEND-ADAPTER-PICKLE",
         "found pickle-based adapter_model.bin; pickle-based adapters are refused",
     ),
-    ("A03-broken-config-json", _broken_config, "SOM-BACKEND-ADAPTER-LOAD", "arms.adapter.adapter"),
+    (  # 0.3: the preflight at session start finds it, before any weights load
+        "A03-broken-config-json",
+        _broken_config,
+        "SOM-ADAPTER-CONFIG-JSON",
+        "arms.adapter.adapter: adapter folder 'adapter': adapter_config.json is not readable JSON",
+    ),
     ("A04-no-config", _no_config, "SOM-BACKEND-ADAPTER-CONFIG", "has no adapter_config.json"),
-    (
+    (  # 0.3: the preflight reads the header and finds it cut
         "A05-truncated-safetensors",
         _truncated_weights,
-        "SOM-BACKEND-ADAPTER-LOAD",
-        "arms.adapter.adapter",
+        "SOM-ADAPTER-HEADER",
+        "adapter_model.safetensors is not a readable safetensors file: header length",
     ),
 ]
 

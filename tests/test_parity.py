@@ -126,3 +126,30 @@ def test_sample_ids_is_a_deterministic_subset(ids: list[str], sample: int, seed:
 def test_a_non_positive_sample_is_refused() -> None:
     with pytest.raises(InputError, match="SOM-PARITY-SAMPLE"):
         parity.sample_ids(["a", "b", "c"], 0, 0)
+
+
+@pytest.mark.slow
+def test_rebatch_regenerates_on_the_runs_own_engine_one_at_a_time(
+    stored_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--rebatch``: no ``--engine`` needed (the stored run's), batch size 1 in reverse order;
+    the stored identities (engine included) must be the live ones."""
+    from pytest_sommelier.cli import main
+
+    run, suite = stored_run
+    assert main(["parity", str(run), "--suite", str(suite), "--rebatch"]) == 0
+    out = capsys.readouterr().out
+    assert "re-batched (batch size 1, reverse order) on its own engine transformers" in out
+    written = json.loads((run / "parity" / "rebatch.json").read_text(encoding="utf-8"))
+    assert written["rebatch"] is True and written["engine"] == TRANSFORMERS
+    for arm in ("base", "adapter"):
+        assert written["arms"][arm]["identical_outputs"] == 2  # the tiny model on a CPU
+    assert main(["parity", str(run), "--suite", str(suite)]) == 2  # neither --engine nor --rebatch
+    assert "SOM-PARITY-ENGINE" in capsys.readouterr().err
+    report = run / "eval" / "base" / "evaluation_report.json"
+    stored = json.loads(report.read_text(encoding="utf-8"))
+    stored["model_identity"]["engine"]["version"] = "0.0-other"
+    report.write_text(json.dumps(stored), encoding="utf-8")
+    with pytest.raises(EvaluationError, match="SOM-PARITY-IDENTITY"):
+        parity.run_parity(run, suite, None, rebatch=True)
+    parity.run_parity(run, suite, TRANSFORMERS)  # across engines the engine entry is set aside

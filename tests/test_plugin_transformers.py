@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("torch")
 
 from plugin_helpers import read_json, read_jsonl, rows
-from suite_factory import write_suite
+from suite_factory import match_base_tokenizer, write_suite
 from tiny import make_tiny_adapter_dir, make_tiny_model_dir
 
 pytestmark = pytest.mark.slow  # real-model sessions (a tiny Llama through transformers + peft)
@@ -71,7 +71,7 @@ def write_tiny_suite(pytester: pytest.Pytester, tiny_dirs: tuple[Path, Path]) ->
     shutil.rmtree(suite.parent / "adapter")
     shutil.copytree(model, suite.parent / "model")
     shutil.copytree(adapter, suite.parent / "adapter")
-    return suite
+    return match_base_tokenizer(suite)
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["serial", "n2"])

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from suite_factory import make_row, write_suite
+from suite_factory import make_row, match_base_tokenizer, write_suite
 
 from pytest_sommelier import cli
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError, SommelierError
@@ -561,9 +561,14 @@ def test_a_suite_without_adapter_arms_has_nothing_to_check(
     suite = write_suite(
         tmp_path, model={"base": str(model), "revision": None}, arms={"base": {}}, comparisons=None
     )
+    assert cli.main(["check", str(suite)]) == 2  # the split says fake-org/fake-model
+    assert "SOM-SPLIT-TOKENIZER" in capsys.readouterr().err
+    match_base_tokenizer(suite)
     assert cli.main(["check", str(suite)]) == 0
     assert capsys.readouterr().out == (
-        "base: 1 tensors read from safetensors headers\nno adapter arm: nothing to check\n"
+        "base: 1 tensors read from safetensors headers\n"
+        "split: formatted with the base model's tokenizer\n"
+        "no adapter arm: nothing to check\n"
     )
 
 

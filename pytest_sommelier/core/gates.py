@@ -106,6 +106,12 @@ IDENTICAL_METRIC = "identical_outputs"
 byte-identical to the reference's, and takes ``max`` (require fewer identical outputs)."""
 
 
+NOISE_METRIC = "noise_flips"
+"""A comparison gate on this metric reads the noise floor of the comparison's reference arm
+(``core.noise``): how many full-call outcomes flip when its sampled examples are re-batched; it
+takes ``max`` (a count) and needs ``[statistics] noise_floor`` on."""
+
+
 class _Unavailable(Exception):
     """The gate's subject or value could not be found; the message is the reason."""
 
@@ -249,6 +255,15 @@ def _identical_observation(block: Mapping[str, Any], subject: str) -> _Observed:
     return _Observed({"max": same / total})
 
 
+def _noise_observation(report: Mapping[str, Any], subject: str) -> _Observed:
+    """The noise floor's full-call flips (``max`` applies); none measured is unavailable."""
+    what = f"comparison {subject!r}"
+    block = _lookup(report, ["noise_floor"], f"{what} (its reference arm was not generated here)")
+    if not _number(_lookup(block, ["examples"], what), "noise floor examples"):
+        raise _Unavailable(f"{what}: the noise floor re-batched no example")
+    return _Observed({"max": _number(_lookup(block, ["full_call_flips"], what), "noise flips")})
+
+
 def _comparison_block(
     gate: GateConfig, report: ComparisonReport, subject: str
 ) -> Mapping[str, Any]:
@@ -298,6 +313,8 @@ def _observations(
     if gate.kind in ("comparison", "stored"):  # a stored gate reads its stored comparison
         if subject not in comparison_reports:
             raise _Unavailable(_missing_reason("comparison", subject, errors))
+        if gate.metric == NOISE_METRIC:
+            return _noise_observation(comparison_reports[subject], subject)
         block = _comparison_block(gate, comparison_reports[subject], subject)
         if gate.metric == IDENTICAL_METRIC:
             return _identical_observation(block, subject)

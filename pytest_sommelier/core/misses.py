@@ -4,14 +4,16 @@ Pure functions over the same records the metrics read (``parse_status``, ``parse
 ``gold_call``). A *miss* is an example whose ``full_call_exact_match`` component is 0; each miss
 gets exactly one category, the first that applies in this order:
 
-1. ``parse_no_json`` / ``parse_invalid_json`` / ``parse_invalid_shape``: the parse status;
-2. ``wrong_function``: parsed, but the name differs from the gold name;
-3. ``missing_argument``: a gold (top-level) argument is absent;
-4. ``unexpected_argument``: an argument the gold call does not have is present;
-5. ``wrong_type``: same argument names, and some value has another JSON type than the gold at
+1. ``truncated``: no call parsed and the output hit ``max_new_tokens`` (its record's
+   ``finish_reason`` is ``length``): a cut-off answer, not malformed JSON;
+2. ``parse_no_json`` / ``parse_invalid_json`` / ``parse_invalid_shape``: the parse status;
+3. ``wrong_function``: parsed, but the name differs from the gold name;
+4. ``missing_argument``: a gold (top-level) argument is absent;
+5. ``unexpected_argument``: an argument the gold call does not have is present;
+6. ``wrong_type``: same argument names, and some value has another JSON type than the gold at
    the same path (``"2"`` for ``2``, ``2.0`` for ``2``, ``[..]`` for ``".."``), looking inside
    objects (shared keys) and arrays (shared indexes);
-6. ``wrong_value``: everything else (same names, same types, different values).
+7. ``wrong_value``: everything else (same names, same types, different values).
 
 Besides, ``value_language_mismatch`` flags a miss of a *translated* example where some string
 value is written in another script than the gold value at the same path (e.g. a Hebrew city
@@ -26,13 +28,20 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, NotRequired, TypedDict
 
 from pytest_sommelier.core.metrics import full_call_hit
-from pytest_sommelier.core.types import MissCounts, ScoringRecord
+from pytest_sommelier.core.types import (
+    FINISH_LENGTH,
+    FINISH_REASONS,
+    FINISH_UNKNOWN,
+    MissCounts,
+    ScoringRecord,
+)
 
 MISS_CATEGORIES: tuple[str, ...] = (
+    "truncated",
     "parse_no_json",
     "parse_invalid_json",
     "parse_invalid_shape",
@@ -96,6 +105,8 @@ def miss_category(record: ScoringRecord) -> str | None:
         return None
     parsed = record.get("parsed_call")
     if parsed is None:
+        if record.get("finish_reason") == FINISH_LENGTH:
+            return "truncated"
         return f"parse_{record['parse_status']}"
     gold = record["gold_call"]
     if parsed["name"] != gold["name"]:
@@ -166,3 +177,13 @@ def miss_counts(records: Iterable[ScoringRecord], *, translated: bool) -> MissCo
     if translated:
         result[LANGUAGE_FLAG] = flagged
     return result
+
+
+def finish_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How many records ended each way: ``{"stop", "length", "unknown"}`` (every key listed;
+    a record without a ``finish_reason``, written before 0.3, counts as unknown)."""
+    counts = dict.fromkeys(FINISH_REASONS, 0)
+    for record in records:
+        reason = record.get("finish_reason")
+        counts[reason if reason in counts else FINISH_UNKNOWN] += 1
+    return counts

@@ -21,7 +21,8 @@ from pytest_sommelier.core.canonical import sha256_json, sha256_text
 from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.gates import IntervalAt, evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.misses import LANGUAGE_FLAG, miss_fields
+from pytest_sommelier.core.misses import LANGUAGE_FLAG, finish_counts, miss_fields
+from pytest_sommelier.core.noise import noise_floor_block
 from pytest_sommelier.core.parse import (
     DEFAULT_ARGUMENTS_KEY,
     PARSER_VERSION,
@@ -37,6 +38,7 @@ from pytest_sommelier.core.reports import (
     order_slice_records,
 )
 from pytest_sommelier.core.types import (
+    FINISH_UNKNOWN,
     ComparisonConfig,
     ComparisonReport,
     EvaluationReport,
@@ -44,6 +46,7 @@ from pytest_sommelier.core.types import (
     FormattedSplit,
     GateConfig,
     GenerationRecord,
+    RebatchedOutput,
     ScoringRecord,
     StatisticsConfig,
     Suite,
@@ -83,6 +86,7 @@ class ArmRun:
     timings: list[Timing] = field(default_factory=list)  # one per generated record
     stored_report: EvaluationReport | None = None  # a baseline arm's report from an earlier run
     stored_telemetry: Telemetry | None = None
+    rebatched: dict[str, RebatchedOutput] = field(default_factory=dict)  # core.noise
 
 
 @dataclass
@@ -101,6 +105,7 @@ class RunOutcome:
     records: dict[str, dict[str, list[ScoringRecord]]]  # arm -> slice -> scoring records
     missing: dict[str, int]  # arm -> examples not scored
     generations: dict[str, Generations] = field(default_factory=dict)  # arm -> slice -> records
+    rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)  # core.noise
 
 
 STATISTICS_ADDED = ("interval", "cluster", "familywise", "power")
@@ -185,11 +190,14 @@ def generation_record(
     raw_text: str,
     decoding: Mapping[str, Any],
     cached: bool,
+    finish_reason: str = FINISH_UNKNOWN,
+    generated_tokens: int | None = None,
     arguments_key: str = DEFAULT_ARGUMENTS_KEY,
 ) -> GenerationRecord:
     """The generation record of one output: parsed by ``sommelier.parser.v1`` with the suite's
     ``arguments_key``, carrying the prompt digest recomputed from the prompt that was sent (so
-    a record never claims a prompt it was not generated from)."""
+    a record never claims a prompt it was not generated from) and the engine's finish reason
+    and new-token count."""
     parsed_call, status = parse_tool_call(raw_text, arguments_key=arguments_key)
     return {
         "example_id": example.example_id,
@@ -201,6 +209,8 @@ def generation_record(
         "parsed_call": parsed_call,
         "parse_status": status,
         "decoding": dict(decoding),
+        "finish_reason": finish_reason,
+        "generated_tokens": generated_tokens,
         "cached": cached,
     }
 
@@ -329,6 +339,7 @@ class ArmReports:
     telemetry: dict[str, Telemetry] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)
     generations: dict[str, Generations] = field(default_factory=dict)
+    rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)
 
 
 def build_arm_reports(
@@ -374,12 +385,17 @@ def build_arm_reports(
             complete=built.missing[name] == 0,
             ordered=True,
         )
+        report["finish_reasons"] = finish_counts(
+            record for records in built.generations[name].values() for record in records
+        )
         if stored is not None:
             conditions = {key: value for key, value in stored.items() if key in STORED_CONDITIONS}
             conditions["arguments_key"] = recorded_arguments_key(stored) or stored["arguments_key"]
             report = cast(EvaluationReport, {**report, **conditions})
         built.reports[name] = report
         built.telemetry[name] = telemetry_for(arm, suite)
+        if arm.stored_report is None:
+            built.rebatched[name] = arm.rebatched
     return built
 
 
@@ -416,6 +432,18 @@ def build_comparisons(
             )
         except (EvaluationError, InvariantError) as error:
             errors[name] = str(error)
+            continue
+        requested = int(suite.statistics.noise_floor)
+        if requested > 0 and reference in arms.rebatched:
+            reports[name]["noise_floor"] = noise_floor_block(
+                reference,
+                arms.scoring[reference],
+                arms.rebatched[reference],
+                requested=requested,
+                seed=suite.statistics.seed,
+                comparison=reports[name],
+                arguments_key=suite.arguments_key,
+            )
     return reports, errors
 
 
@@ -510,6 +538,7 @@ def evaluate_run(
         records=built.scoring,
         missing=built.missing,
         generations=built.generations,
+        rebatched=built.rebatched,
     )
 
 

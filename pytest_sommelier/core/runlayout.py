@@ -7,6 +7,7 @@ suites) holds::
     inputs/test_split.jsonl                  a copy of the formatted split
     eval/<arm>/generations.<slice>.jsonl     generation records, split order
     eval/<arm>/inference_telemetry.json      timings and device of the arm's generation
+    eval/<arm>/rebatched.jsonl               the noise floor's re-batched outputs (core.noise)
     eval/<arm>/evaluation_report.json        the arm report
     report/<comparison>.json, .md            comparison reports (and compare-<NNNN>.json/.md)
     report/summary.md                        the CI step summary
@@ -34,6 +35,7 @@ SPLIT_COPY = "inputs/test_split.jsonl"
 EVAL = "eval"
 ARM_REPORT = "evaluation_report.json"
 TELEMETRY = "inference_telemetry.json"
+REBATCHED = "rebatched.jsonl"
 REPORT = "report"
 SUMMARY = f"{REPORT}/summary.md"
 VERDICT = "gate_verdict.json"
@@ -80,6 +82,11 @@ def arm_report(arm_folder: Path) -> Path:
 def telemetry(arm_folder: Path) -> Path:
     """``eval/<arm>/inference_telemetry.json``."""
     return arm_folder / TELEMETRY
+
+
+def rebatched(arm_folder: Path) -> Path:
+    """``eval/<arm>/rebatched.jsonl``: the noise floor's re-batched outputs of a reference arm."""
+    return arm_folder / REBATCHED
 
 
 def generations(arm_folder: Path, slice_name: str) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,9 @@ class StatisticsConfig:
     (``auto``: per-metric intervals; ``bootstrap``: the seed's percentile bootstrap), the
     clusters (``root``: a root and its translations, or a row's ``cluster_id``; ``example``:
     every example alone), the familywise adjustment of the interval gates and the power the
-    minimum detectable effect is computed at. The last four have defaults so a resolved suite
-    written before they existed still loads."""
+    minimum detectable effect is computed at, and ``noise_floor`` reference-arm examples
+    re-batched to measure engine noise (core.noise; 0 is off). The last five have defaults so
+    a resolved suite written before they existed still loads."""
 
     seed: int
     resamples: int
@@ -96,6 +97,7 @@ class StatisticsConfig:
     cluster: str = "root"
     familywise: str = "none"
     power: float = 0.8
+    noise_floor: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,12 @@ class GateConfig:
     stored: str | None = None  # a "stored" gate: "last" or a store number (its arm's stored twin)
 
 
+SPLIT_TOKENIZER_POLICIES: tuple[str, ...] = ("base", "any")
+"""``[suite] split_tokenizer``: ``base`` (the default) requires the split to be formatted with
+the base model's own tokenizer; ``any`` accepts another one on purpose (recorded in the
+resolved suite)."""
+
+
 @dataclass(frozen=True)
 class Suite:
     """A loaded, validated suite; ``slices[0]`` is the reference (root) slice.
@@ -140,6 +148,7 @@ class Suite:
     gates: tuple[GateConfig, ...]
     engine: EngineConfig = field(default_factory=EngineConfig)
     arguments_key: str = "arguments"
+    split_tokenizer: str = "base"  # SPLIT_TOKENIZER_POLICIES: "any" accepts another tokenizer's
 
     @property
     def reference_slice(self) -> str:
@@ -218,9 +227,30 @@ class Decoding(TypedDict):
     batch_size: int
 
 
+FINISH_STOP: Literal["stop"] = "stop"
+FINISH_LENGTH: Literal["length"] = "length"
+FINISH_UNKNOWN: Literal["unknown"] = "unknown"
+FINISH_REASONS: tuple[str, ...] = (FINISH_STOP, FINISH_LENGTH, FINISH_UNKNOWN)
+"""Why a completion ended: ``stop`` (an end-of-sequence or stop token came within
+``max_new_tokens``), ``length`` (``max_new_tokens`` was reached first) or ``unknown`` (the
+generator does not say: a user-written one that returns plain strings)."""
+
+
+class Completion(NamedTuple):
+    """One completion as an engine's ``generate_completions`` returns it: the text, why it
+    ended (one of :data:`FINISH_REASONS`) and how many new tokens were generated (the stop token
+    included; None when unknown)."""
+
+    text: str
+    finish_reason: str = FINISH_UNKNOWN
+    generated_tokens: int | None = None
+
+
 class GenerationRecord(TypedDict):
     """One line of ``eval/<arm>/generations.<slice>.jsonl`` (``cached`` only in a run's own
-    records: whether the output came from the generation cache)."""
+    records: whether the output came from the generation cache). ``finish_reason`` and
+    ``generated_tokens`` are the engine's (:class:`Completion`); records written before 0.3 have
+    neither and are read as ``unknown``."""
 
     example_id: str
     arm: str
@@ -231,6 +261,8 @@ class GenerationRecord(TypedDict):
     parsed_call: Call | None
     parse_status: str
     decoding: dict[str, Any]
+    finish_reason: NotRequired[str]  # FINISH_REASONS
+    generated_tokens: NotRequired[int | None]
     cached: NotRequired[bool]
     miss_category: NotRequired[str | None]  # core.misses; set when the run is scored
     value_language_mismatch: NotRequired[bool]  # translated examples only
@@ -275,6 +307,16 @@ class WorkerPayload(TypedDict):
     device: DeviceInfo
     hit: bool
     selfcheck_differs: bool | None
+    rebatched: NotRequired[RebatchedOutput | None]  # the noise floor's (core.noise)
+
+
+class RebatchedOutput(TypedDict):
+    """A reference-arm output generated again for the noise floor (batch size 1, another
+    order, same engine and decoding), as it travels in a payload."""
+
+    raw_text: str
+    finish_reason: str
+    generated_tokens: int | None
 
 
 # --------------------------------------------------------------------------- reports
@@ -438,6 +480,7 @@ class EvaluationReport(Conditions):
     metrics: Metrics
     misses: MissCounts
     complete: bool
+    finish_reasons: NotRequired[dict[str, int]]  # core.misses.finish_counts: stop/length/unknown
 
 
 class TelemetrySlice(TypedDict):
@@ -519,6 +562,31 @@ Efficiency = dict[str, Any]
 and two fixed keys side by side, so not a TypedDict; ``reports.efficiency_block`` builds it)."""
 
 
+class NoiseDiff(TypedDict):
+    """One re-batched output that differs from the run's."""
+
+    example_id: str
+    language: str
+    full_call_flips: bool
+    text: str
+    rebatched_text: str
+
+
+class NoiseFloor(TypedDict):
+    """``noise_floor`` of a comparison report (docs/artifacts.md)."""
+
+    arm: str
+    requested: int
+    examples: int
+    outputs_differ: int
+    full_call_flips: int
+    seed: int
+    method: str
+    candidate_outputs_differ: int
+    candidate_discordant: int
+    differing: list[NoiseDiff]
+
+
 class ComparisonReport(TypedDict):
     """``report/<candidate>-vs-<reference>.json``: candidate minus reference (core.reports)."""
 
@@ -539,6 +607,7 @@ class ComparisonReport(TypedDict):
     language_gaps: MarginalGaps
     efficiency: Efficiency
     misses: dict[str, ArmMisses]
+    noise_floor: NotRequired[NoiseFloor]  # core.noise, with [statistics] noise_floor > 0
 
 
 class GateResult(TypedDict):

@@ -14,7 +14,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +26,7 @@ from pytest_sommelier.core.types import (
     EvaluationReport,
     FormattedSplit,
     GenerationRecord,
+    RebatchedOutput,
     Telemetry,
     Verdict,
 )
@@ -93,7 +94,7 @@ def atomic_write_json(path: Path, value: Any) -> None:
     atomic_write_text(path, dumps(value))
 
 
-def jsonl(records: list[GenerationRecord]) -> str:
+def jsonl(records: Sequence[Mapping[str, Any]]) -> str:
     """One compact JSON object per line, sorted keys, in the given order."""
     return "".join(
         json.dumps(r, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n" for r in records
@@ -111,8 +112,10 @@ def write_run(
     comparison_reports: dict[str, ComparisonReport],
     comparison_markdown: dict[str, str],
     verdict: Verdict | None,
+    rebatched: dict[str, dict[str, RebatchedOutput]] | None = None,
 ) -> None:
-    """Write a whole run directory in dependency order, verdict last.
+    """Write a whole run directory in dependency order, verdict last (an arm's re-batched
+    outputs, where the noise floor made some, beside its generations).
 
     The split copy is ``split.raw``, the bytes the run loaded (never the file re-read, which
     may have changed since, nor re-encoded text), and ``resolved`` records their digest."""
@@ -125,6 +128,10 @@ def write_run(
         for language, records in by_slice.items():
             atomic_write_text(runlayout.generations(arm_dir, language), jsonl(records))
         atomic_write_json(runlayout.telemetry(arm_dir), telemetry[arm])
+    for arm, outputs in (rebatched or {}).items():
+        if outputs:
+            rows = [{"example_id": key, **value} for key, value in outputs.items()]
+            atomic_write_text(runlayout.rebatched(runlayout.arm_dir(run_dir, arm)), jsonl(rows))
     for arm, arm_report in arm_reports.items():
         atomic_write_json(runlayout.arm_report(runlayout.arm_dir(run_dir, arm)), arm_report)
     for name, comparison in comparison_reports.items():
@@ -161,6 +168,7 @@ def write_outcome(
             name: comparison_markdown(report) for name, report in outcome.comparison_reports.items()
         },
         verdict=outcome.verdict,
+        rebatched=outcome.rebatched,
     )
 
 
@@ -390,6 +398,35 @@ def read_jsonl(path: Path) -> list[GenerationRecord]:
             ) from None
         records.append(cast(GenerationRecord, record))
     return records
+
+
+def read_rebatched(arm_dir: Path) -> dict[str, RebatchedOutput]:
+    """An arm folder's ``rebatched.jsonl`` by example id ({} when it has none); a line that is
+    not a re-batched output is an InputError naming ``file:line``."""
+    path = runlayout.rebatched(arm_dir)
+    if not path.is_file():
+        return {}
+    outputs: dict[str, RebatchedOutput] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            row = json.loads(line)
+            key, text = row["example_id"], row["raw_text"]
+            valid = isinstance(key, str) and isinstance(text, str)
+        except (json.JSONDecodeError, KeyError, TypeError):
+            valid = False
+        if not valid:
+            raise InputError(
+                "SOM-STORED-BROKEN",
+                f"{path}:{number}: not a re-batched output (example_id, raw_text)",
+                "the file was edited or truncated; remove it (the noise floor is then not "
+                "measured) or regenerate the run",
+            )
+        outputs[key] = {
+            "raw_text": text,
+            "finish_reason": str(row.get("finish_reason", "unknown")),
+            "generated_tokens": row.get("generated_tokens"),
+        }
+    return outputs
 
 
 def read_arm(arm_dir: Path) -> StoredArm:

@@ -9,8 +9,9 @@ A reference is one of:
 
 Two entry points apply the same order (``pkg:`` -> an existing local path -> a hub id):
 :func:`resolve_reference`, the strict one a suite's ``model.base`` and ``arms.*.adapter`` go
-through (paths relative to the suite folder and kept inside it, revisions only on hub ids,
-every refusal an ``InputError`` naming the key), and :func:`resolve_local_path`, which maps an
+through (paths relative to the suite file, which may leave its folder: ``../checkpoints/
+checkpoint-500`` is where training put it; revisions only on hub ids, every refusal an
+``InputError`` naming the key), and :func:`resolve_local_path`, which maps an
 already resolved reference (or the ``--tokenizer`` of ``sommelier format``) to its local file
 or folder, or None for a hub id. :func:`reference_kind` names the kind of a resolved reference.
 
@@ -193,10 +194,11 @@ def resolve_reference(
 ) -> str:
     """Classify and resolve a model/adapter reference (see docs/suite.md, "References").
 
-    Order: ``pkg:`` prefix -> package file; absolute (or ``~``) path -> local; a relative path
-    that leaves the suite folder -> error; an existing relative path -> local; ``org/name``
+    Order: ``pkg:`` prefix -> package file; absolute (or ``~``) path -> local; an existing
+    path relative to the suite file's folder (it may leave the folder) -> local; ``org/name``
     -> hub id (needs a revision); anything else -> error. Local and package references must
-    not carry a revision; a hub id must.
+    not carry a revision; a hub id must. A local reference is identified by its content
+    digest wherever it lies (``suite_identity``), so no machine path reaches an artifact.
     """
     if is_pkg_ref(value):
         try:
@@ -231,8 +233,8 @@ def resolve_reference(
 def _local_path(value: str, folder: Path, *, field: str, where: str) -> Path | None:
     """The resolved local path for ``value``, or None when it is no existing relative path.
 
-    An absolute path must exist; a relative path must stay inside ``folder`` (checked on the
-    written path, lexically: a symlink inside the folder may point anywhere).
+    An absolute path must exist; a relative path is resolved against ``folder`` lexically
+    (``normpath``) and may leave it.
     """
     expanded = os.path.expanduser(value)
     if os.path.isabs(expanded):
@@ -245,7 +247,7 @@ def _local_path(value: str, folder: Path, *, field: str, where: str) -> Path | N
                 where=where,
             )
         return path
-    path = inside_folder(value, folder, field=field, where=where)
+    path = Path(os.path.normpath(folder / expanded))
     return path if probe_path(path, Path.exists, value, field=field, where=where) else None
 
 
@@ -272,13 +274,14 @@ def _unusable_path(value: str, exc: OSError, *, field: str, where: str) -> Input
 
 
 def inside_folder(value: str, folder: Path, *, field: str, where: str) -> Path:
-    """``folder / value`` normalised; an ``InputError`` when it leaves ``folder``."""
+    """``folder / value`` normalised; an ``InputError`` when it leaves ``folder`` (the rule of
+    ``suite.test_split``: the split is the suite's own data; model and adapter paths may leave)."""
     path = Path(os.path.normpath(folder / value))
     if path != folder and folder not in path.parents:
         raise InputError(
             "SOM-SUITE-PATH-ESCAPE",
             f"{field} {value!r} leaves the suite folder {folder}",
-            "keep relative paths inside the suite's folder, or write an absolute path",
+            "keep the split inside the suite's folder, or write an absolute path",
             where=where,
         )
     return path

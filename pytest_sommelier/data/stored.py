@@ -154,6 +154,7 @@ def stored_arm(
         records=order_records(suite, split, arm, flat, decoding=decoding),
         stored_report=report if as_baseline else None,
         stored_telemetry=telemetry,
+        rebatched=artifacts.read_rebatched(arm_dir),
     )
 
 

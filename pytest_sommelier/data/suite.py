@@ -14,9 +14,10 @@ arms, comparisons, engine), ``suite_gates`` (gates), ``suite_names`` (arm and sl
 ``suite_identity`` (the resolved suite written into a run); this module composes them.
 
 Invariant kept: a ``Suite`` returned by :func:`load_suite` is internally consistent (every name
-a comparison or gate uses exists, the split file exists, local paths stay inside the suite's
-folder unless written as absolute paths) and describes exactly what is on disk: nothing is
-silently coerced or defaulted other than the documented defaults.
+a comparison or gate uses exists, the split file exists and stays inside the suite's folder
+unless written as an absolute path; model and adapter paths are relative to the suite file and
+may leave its folder) and describes exactly what is on disk: nothing is silently coerced or
+defaulted other than the documented defaults.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.decoding import validate_decoding as validate_decoding
+from pytest_sommelier.core.gates import NOISE_METRIC
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.types import GateConfig as GateConfig
 from pytest_sommelier.core.types import StatisticsConfig, Suite
@@ -103,11 +105,27 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             cluster=statistics["cluster"],
             familywise=statistics["familywise"],
             power=float(statistics["power"]),
+            noise_floor=_noise_floor(statistics, gates, label),
         ),
         gates=gates,
         engine=engine,
         arguments_key=section.get("arguments_key", DEFAULT_ARGUMENTS_KEY),
+        split_tokenizer=section.get("split_tokenizer", "base"),
     )
+
+
+def _noise_floor(statistics: dict[str, Any], gates: tuple[GateConfig, ...], label: str) -> int:
+    """``[statistics] noise_floor`` (default 0: off); a ``noise_flips`` gate needs it on."""
+    count = int(statistics.get("noise_floor", 0))
+    gate = next((gate for gate in gates if gate.metric == NOISE_METRIC), None)
+    if gate is not None and count == 0:
+        raise InputError(
+            "SOM-SUITE-GATE-NOISE",
+            f"gate {gate.name!r} reads {NOISE_METRIC}, but [statistics] noise_floor is 0 (off)",
+            "set [statistics] noise_floor = N (e.g. 32) to measure it",
+            where=f"{label}: [statistics]",
+        )
+    return count
 
 
 def _split_path(value: str, folder: Path, label: str) -> Path:

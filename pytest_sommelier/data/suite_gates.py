@@ -18,6 +18,7 @@ from pytest_sommelier.core.gates import (
     COMPARISON_THRESHOLDS,
     IDENTICAL_METRIC,
     LOWER_THRESHOLDS,
+    NOISE_METRIC,
     UPPER_THRESHOLDS,
 )
 from pytest_sommelier.core.metrics import METRIC_NAMES
@@ -132,14 +133,21 @@ def _gate_config(
     for key in ("arm", "candidate", "reference"):
         if key in entry:
             require_arm(entry[key], arms, f"gates.{key}", where)
-    if entry["metric"] == IDENTICAL_METRIC and kind not in ("comparison", "stored"):
+    if entry["metric"] == NOISE_METRIC and kind != "comparison":
         raise InputError(
             "SOM-SUITE-UNKNOWN-METRIC",
-            f"gates.metric {IDENTICAL_METRIC!r} is a comparison gate's metric",
+            f"gates.metric {NOISE_METRIC!r} is a comparison gate's metric",
             "name candidate and reference (and max) instead of arm",
             where=where,
         )
-    if entry["metric"] not in (*GATE_METRICS, IDENTICAL_METRIC):
+    if entry["metric"] == IDENTICAL_METRIC and kind not in ("comparison", "stored"):
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric {entry['metric']!r} is a comparison gate's metric",
+            "name candidate and reference (and max) instead of arm",
+            where=where,
+        )
+    if entry["metric"] not in (*GATE_METRICS, IDENTICAL_METRIC, NOISE_METRIC):
         raise InputError(
             "SOM-SUITE-UNKNOWN-METRIC",
             f"gates.metric names unknown metric {entry['metric']!r}",
@@ -225,9 +233,29 @@ def _gate_slice(entry: Mapping[str, Any], kind: str, slices: Sequence[str], wher
 
 def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
     """Arm gates: ``min`` and/or ``max`` in [0, 1]; an ``identical_outputs`` comparison gate:
-    ``max`` in [0, 1]; others (a stored gate too): one lower bound (``ci_lower_above`` /
+    ``max`` in [0, 1]; a ``noise_flips`` comparison gate: ``max`` >= 0 (a count), overall only;
+    others (a stored gate too): one lower bound (``ci_lower_above`` /
     ``ci_lower_at_least``), one upper bound (``ci_upper_below`` / ``ci_upper_at_most``), both
     (an equivalence margin, lower <= upper), or ``delta_at_least`` alone, each in [-1, 1]."""
+    if kind == "comparison" and entry.get("metric") == NOISE_METRIC:
+        wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
+        if wrong or "max" not in entry or entry["max"] < 0:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"a {NOISE_METRIC} gate takes max >= 0 (the most full-call outcomes that may "
+                f"flip when re-batched){f', not {wrong[0]!r}' if wrong else ''}",
+                "write e.g. max = 0",
+                where=where,
+            )
+        if entry.get("slice", OVERALL) != OVERALL:
+            raise InputError(
+                "SOM-SUITE-UNKNOWN-SLICE",
+                f"a {NOISE_METRIC} gate reads the whole noise floor, not slice "
+                f"{entry['slice']!r}",
+                "remove slice",
+                where=where,
+            )
+        return
     if kind in ("comparison", "stored") and entry.get("metric") == IDENTICAL_METRIC:
         wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
         if wrong or "max" not in entry:

@@ -23,10 +23,11 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
     ``{"kind": "local", "sha256": ...}``, package references as ``{"kind": "pkg", "ref": ...,
     "sha256": ...}``, hub ids as ``{"kind": "hub", "id": ..., "revision": ...}``; the split as
     its file name and digest; ``arguments_key`` is the parser's argument key (a run written
-    before it was recorded has none, and read ``arguments``). No absolute path of this machine
-    appears anywhere.
+    before it was recorded has none, and read ``arguments``); ``split_tokenizer: "any"`` when
+    the suite accepts a split formatted with another tokenizer than the base's. No absolute
+    path of this machine appears anywhere.
     """
-    return {
+    identity: dict[str, Any] = {
         "schema_version": SUITE_IDENTITY_VERSION,
         "name": suite.name,
         "test_split": {"file": suite.test_split.name, "sha256": sha256_path(suite.test_split)},
@@ -55,6 +56,9 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
         "statistics": asdict(suite.statistics),
         "gates": [asdict(gate) for gate in suite.gates],
     }
+    if suite.split_tokenizer != "base":
+        identity["split_tokenizer"] = suite.split_tokenizer
+    return identity
 
 
 def reference_identity(value: str, revision: str | None) -> dict[str, Any]:

@@ -18,22 +18,31 @@ what an arm *is*. The rules kept here, once, for all of them:
   tokenized by the base's own tokenizer with ``add_special_tokens=False``, and a prompt that
   tokenizes to nothing is an error, never a guess (:func:`prompt_token_ids`);
 - a completion is decoded from its new token ids with ``skip_special_tokens=True``
-  (:func:`decode_token_rows`) wherever the engine has token ids.
+  (:func:`decode_token_rows`) wherever the engine has token ids;
+- a completion says why it ended: ``stop`` when a stop id came within ``max_new_tokens``,
+  ``length`` when the limit came first (:func:`finish_of` where the engine has the token ids,
+  :func:`server_finish` where a server reports it), ``unknown`` otherwise.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.types import ENGINE_NAMES as ENGINE_NAMES
+from pytest_sommelier.core.types import (
+    FINISH_LENGTH,
+    FINISH_STOP,
+    FINISH_UNKNOWN,
+    ArmConfig,
+    ModelConfig,
+)
 from pytest_sommelier.core.types import PROMPT_FORMATS as PROMPT_FORMATS
-from pytest_sommelier.core.types import ArmConfig, ModelConfig
 from pytest_sommelier.core.types import EngineConfig as EngineConfig
 from pytest_sommelier.data import digests, references
 from pytest_sommelier.data.suite import validate_decoding
@@ -403,3 +412,32 @@ def decode_token_rows(tokenizer: Any, rows: Any) -> list[str]:
 def decode_new_tokens(tokenizer: Any, token_ids: Sequence[int]) -> str:
     """One completion's text from its new token ids (:func:`decode_token_rows`)."""
     return decode_token_rows(tokenizer, [list(token_ids)])[0]
+
+
+# --------------------------------------------------------------------------- finish reasons
+
+
+def finish_of(
+    new_tokens: Sequence[int], stop_ids: Collection[int], max_new_tokens: int
+) -> tuple[str, int]:
+    """Why one row of new token ids ended, and how many tokens were generated.
+
+    ``stop`` at the first stop id (counted: the stop token is a generated token; what follows
+    it is padding), else ``length`` when the row holds ``max_new_tokens`` tokens, else
+    ``unknown`` (a row that ended for a reason this rule does not know).
+    """
+    stops = set(stop_ids)
+    for index, token in enumerate(new_tokens):
+        if int(token) in stops:
+            return FINISH_STOP, index + 1
+    if len(new_tokens) >= max_new_tokens:
+        return FINISH_LENGTH, max_new_tokens
+    return FINISH_UNKNOWN, len(new_tokens)
+
+
+def server_finish(reason: object) -> str:
+    """A finish reason as an engine or server reports it (vLLM, OpenAI-compatible servers):
+    ``stop`` and ``length`` as they are, anything else (``abort``, absent) ``unknown``."""
+    if reason in (FINISH_STOP, FINISH_LENGTH):
+        return str(reason)
+    return FINISH_UNKNOWN

@@ -2,13 +2,16 @@
 
 ``GenerationCache(folder)`` stores one completion per key as a small JSON file::
 
-    <folder>/<key[:2]>/<key>.json   {"schema_version", "key_fields", "output"}
+    <folder>/<key[:2]>/<key>.json   {"schema_version", "key_fields", "output",
+                                     "finish_reason", "generated_tokens"}
 
 The key is ``sha256_json(key_fields)`` where ``key_fields`` (see :meth:`GenerationCache.
 key_fields`) holds everything that can change a greedy output: the generator's class, its
 ``model_identity`` (base, tokenizer, dtype) and ``adapter_identity``, the prompt digest, the
 decoding dict (``batch_size`` included), the device kind (and the GPU's name on CUDA), the
-torch/transformers/peft versions and a generator's optional ``cache_identity``.
+torch/transformers/peft versions and a generator's optional ``cache_identity``. The preflight's
+record in ``adapter_identity`` (``protocol.PREFLIGHT_KEY``) is left out: it is derived from the
+adapter files the identity already pins.
 
 Invariants kept here:
 
@@ -16,6 +19,8 @@ Invariants kept here:
   fsynced and renamed over the final name; temporary files are never read;
 - ``get`` returns exactly the ``str`` that ``put`` stored, and only when the entry's stored
   ``key_fields`` equal the live ones (a hash collision or a tampered entry is a miss);
+  ``get_completion`` returns it with the finish reason and token count stored beside it (an
+  entry written before they were stored reads as ``unknown``; neither is part of the key);
 - a corrupt, unreadable or mismatched entry is a miss and is removed, never an error;
 - only ``str`` outputs are stored (anything else is an :class:`InvariantError`);
 - the cache never fails an evaluation: an unwritable folder or a failing write is a warning
@@ -35,10 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.canonical import canonical_json_text, sha256_text
+from pytest_sommelier.core.types import FINISH_REASONS, FINISH_UNKNOWN, Completion
 from pytest_sommelier.data.atomic import write_atomic
 from pytest_sommelier.errors import InvariantError
 from pytest_sommelier.inference.device import device_of
-from pytest_sommelier.inference.protocol import Generator, cache_identity_of
+from pytest_sommelier.inference.protocol import PREFLIGHT_KEY, Generator, cache_identity_of
 
 CACHE_SCHEMA = "sommelier.generation_cache.v1"
 """Stored in every entry and in its key fields: a format change invalidates old entries."""
@@ -53,10 +59,14 @@ ARM_NAME_KEY = "name"
 
 def adapter_content(adapter_identity: Any) -> Any:
     """The adapter identity as the cache keys it: without the arm's name, so the same adapter
-    files under another arm name (a rename, "v2 of the same checkpoint") hit the same entries;
-    a content digest, hub id and revision, served name or any other entry stays."""
+    files under another arm name (a rename, "v2 of the same checkpoint") hit the same entries,
+    and without the preflight's record (``protocol.PREFLIGHT_KEY``: derived from the files the
+    identity already pins); a content digest, hub id and revision, served name or any other
+    entry stays."""
     if isinstance(adapter_identity, Mapping):
-        return {k: v for k, v in adapter_identity.items() if k != ARM_NAME_KEY}
+        return {
+            k: v for k, v in adapter_identity.items() if k not in (ARM_NAME_KEY, PREFLIGHT_KEY)
+        }
     return adapter_identity
 
 
@@ -216,6 +226,20 @@ class GenerationCache:
         batch_prompts: Sequence[str] | None = None,
     ) -> str | None:
         """The stored output for this key, or None (a miss; a bad entry is removed)."""
+        found = self.get_completion(
+            generator, prompt_sha256, decoding, batch_prompts=batch_prompts
+        )
+        return None if found is None else found.text
+
+    def get_completion(
+        self,
+        generator: Generator,
+        prompt_sha256: str,
+        decoding: Mapping[str, Any],
+        *,
+        batch_prompts: Sequence[str] | None = None,
+    ) -> Completion | None:
+        """The stored completion for this key (output, finish reason, token count), or None."""
         located = self._locate(generator, prompt_sha256, decoding, batch_prompts)
         if located is None:
             self.stats.misses += 1
@@ -236,8 +260,11 @@ class GenerationCache:
         output: str,
         *,
         batch_prompts: Sequence[str] | None = None,
+        finish_reason: str = FINISH_UNKNOWN,
+        generated_tokens: int | None = None,
     ) -> None:
-        """Store ``output`` atomically under its key (a failing write is a warning, no entry)."""
+        """Store ``output`` atomically under its key, with its finish reason and token count
+        (a failing write is a warning, no entry)."""
         if not isinstance(output, str):
             raise InvariantError(
                 "SOM-CACHE-NONSTR",
@@ -253,6 +280,8 @@ class GenerationCache:
             "schema_version": CACHE_SCHEMA,
             "key_fields": json.loads(canonical),
             "output": output,
+            "finish_reason": finish_reason,
+            "generated_tokens": generated_tokens,
         }
         text = json.dumps(entry, sort_keys=True, ensure_ascii=False, allow_nan=False)
         try:
@@ -265,8 +294,10 @@ class GenerationCache:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _read(self, path: Path, canonical: str) -> str | None:
-        """The entry's output when it is whole and its key fields match; else None (removed)."""
+    def _read(self, path: Path, canonical: str) -> Completion | None:
+        """The entry's completion when it is whole and its key fields match; else None
+        (removed). An entry without a finish reason (written before they were stored) reads
+        as ``unknown``; one with a finish reason or count that is not one is bad."""
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -278,17 +309,21 @@ class GenerationCache:
             entry = json.loads(text)
             stored = canonical_json_text(entry["key_fields"])
             output = entry["output"]
+            finish = entry.get("finish_reason", FINISH_UNKNOWN)
+            tokens = entry.get("generated_tokens")
             valid = (
                 entry.get("schema_version") == CACHE_SCHEMA
                 and stored == canonical
                 and isinstance(output, str)
+                and finish in FINISH_REASONS
+                and (tokens is None or (type(tokens) is int and tokens >= 0))
             )
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             valid = False
         if not valid:
             self._remove(path)
             return None
-        return output
+        return Completion(output, finish, tokens)
 
     def _remove(self, path: Path) -> None:
         """Remove a bad entry (best effort: a read-only cache just keeps missing)."""

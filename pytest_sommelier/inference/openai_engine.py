@@ -15,7 +15,9 @@ Invariants kept here:
 - only connection errors, 429 and 5xx are retried, at most ``max_retries`` times with a bounded
   backoff; a request still failing (or not answered within ``request_timeout_s``) fails the
   whole batch, and no output of that batch is returned;
-- outputs come back in input order whatever order the responses arrive in;
+- outputs come back in input order whatever order the responses arrive in, each with the
+  server's ``finish_reason`` (``stop``/``length``; anything else ``unknown``) and its number of
+  new tokens (the returned token ids, else ``usage.completion_tokens``, else unknown);
 - the API key is read from the environment variable *named* by ``api_key_env`` and is sent only
   in the ``Authorization`` header: it never enters an identity, an artifact or an error message
   (any server text quoted in an error has it masked); a ``base_url`` holding credentials is
@@ -38,9 +40,15 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from pytest_sommelier.core.types import ArmConfig, DeviceInfo, EngineConfig, ModelConfig
+from pytest_sommelier.core.types import (
+    ArmConfig,
+    Completion,
+    DeviceInfo,
+    EngineConfig,
+    ModelConfig,
+)
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -255,9 +263,10 @@ class OpenAIServer:
 
     def complete(
         self, served_name: str, prompt: list[int] | str, max_tokens: int
-    ) -> tuple[str, list[int] | None]:
-        """One greedy completion of ``prompt`` by ``served_name``: the text of its one choice and,
-        where the server returns them (vLLM's ``return_token_ids``), its new token ids."""
+    ) -> Answer:
+        """One greedy completion of ``prompt`` by ``served_name``: the text of its one choice,
+        where the server returns them (vLLM's ``return_token_ids``) its new token ids, its
+        finish reason and the completion's token count."""
         body: dict[str, Any] = {
             "model": served_name,
             "prompt": prompt,
@@ -296,19 +305,25 @@ class OpenAIServer:
                 where=self.base_url,
             )
         ids = choices[0].get("token_ids")
-        valid = isinstance(ids, list) and all(
-            isinstance(i, int) and not isinstance(i, bool) for i in ids
+        valid = isinstance(ids, list) and all(_is_count(i) for i in ids)
+        usage = answer.get("usage")
+        used = usage.get("completion_tokens") if isinstance(usage, dict) else None
+        tokens = len(ids) if valid else (used if _is_count(used) else None)
+        return Answer(
+            choices[0]["text"],
+            ids if valid else None,
+            engines.server_finish(choices[0].get("finish_reason")),
+            tokens,
         )
-        return choices[0]["text"], (ids if valid else None)
 
     def complete_all(
         self, served_name: str, prompts: Sequence[list[int] | str], max_tokens: int
-    ) -> list[tuple[str, list[int] | None]]:
+    ) -> list[Answer]:
         """Every prompt's completion, in input order, at most ``concurrency`` in flight; the
         first failure cancels what has not started and is raised (no partial list)."""
         if not prompts:
             return []
-        outputs: list[tuple[str, list[int] | None] | None] = [None] * len(prompts)
+        outputs: list[Answer | None] = [None] * len(prompts)
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(prompts)))) as pool:
             futures = {
                 pool.submit(self.complete, served_name, prompt, max_tokens): index
@@ -325,6 +340,20 @@ class OpenAIServer:
             for future, index in futures.items():
                 outputs[index] = future.result()
         return [output for output in outputs if output is not None]
+
+
+class Answer(NamedTuple):
+    """One completion as the server answered it (``token_ids`` only where it returns them)."""
+
+    text: str
+    token_ids: list[int] | None
+    finish_reason: str
+    generated_tokens: int | None
+
+
+def _is_count(value: object) -> bool:
+    """An int that is not a bool (JSON numbers a server sends as token ids or counts)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _read_error_body(exc: urllib.error.HTTPError) -> str:
@@ -376,6 +405,12 @@ class OpenAIGenerator:
 
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Greedy completions, one per prompt, in input order (the whole list is one batch)."""
+        return [completion.text for completion in self.generate_completions(prompts, decoding)]
+
+    def generate_completions(
+        self, prompts: list[str], decoding: dict[str, Any]
+    ) -> list[Completion]:
+        """:meth:`generate` with the server's finish reason and token count of each."""
         max_tokens = engines.decoding_settings(decoding, self.name).max_new_tokens
         if self.prompt_format == "token_ids":
             payload: list[Any] = engines.prompt_token_ids(self.tokenizer(), prompts, self.name)
@@ -383,8 +418,14 @@ class OpenAIGenerator:
             payload = list(engines.check_prompts(prompts, self.name))
         answers = self.server.complete_all(self.served_name, payload, max_tokens)
         outputs = [
-            text if ids is None else engines.decode_new_tokens(self.tokenizer(), ids)
-            for text, ids in answers
+            Completion(
+                answer.text
+                if answer.token_ids is None
+                else engines.decode_new_tokens(self.tokenizer(), answer.token_ids),
+                answer.finish_reason,
+                answer.generated_tokens,
+            )
+            for answer in answers
         ]
         if len(outputs) != len(prompts):
             raise InvariantError(

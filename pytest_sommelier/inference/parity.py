@@ -1,6 +1,8 @@
 """``sommelier parity``: regenerate a seeded sample of a stored run with another engine and report,
 per arm, how many outputs are byte-identical, how many parse the same way and how many have the
-same full-call outcome, with the examples that differ.
+same full-call outcome, with the examples that differ. ``--rebatch`` regenerates on the run's
+own engine instead, one example at a time (batch size 1) in reverse order: the noise floor of
+a stored run (``core.noise``), the engine's full identity then required to be the stored one.
 
 A run folder records digests, not machine paths, so the suite file the run came from is given
 too (``--suite``); it must describe the same conditions (split digest, decoding) and the same
@@ -10,7 +12,8 @@ models: every arm's ``model_identity`` (the ``engine`` entry aside) and ``adapte
 Invariants kept: the sample is a pure function of the split and the seed (the same examples for
 every arm and every engine); examples are generated per slice, in split order, in chunks of the
 run's ``batch_size`` (with the whole split this is the run's own fixed batches); every prompt is
-checked against the stored ``prompt_sha256`` before it is sent.
+checked against the stored ``prompt_sha256`` before it is sent; every adapter arm passes the
+adapter preflight first (``inference.preflight``), as in a session.
 """
 
 from __future__ import annotations
@@ -23,14 +26,15 @@ from typing import Any
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import parse_tool_call
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data import artifacts, stored
 from pytest_sommelier.data.suite import load_suite
 from pytest_sommelier.errors import EvaluationError, InputError, InvariantError
-from pytest_sommelier.inference import select_engine
-from pytest_sommelier.inference.protocol import Generator
+from pytest_sommelier.inference import preflight, select_engine
+from pytest_sommelier.inference.protocol import PREFLIGHT_KEY, Generator
 
 PARITY_SCHEMA = "sommelier.parity.v1"
 SNIPPET = 160
@@ -52,9 +56,9 @@ def sample_ids(example_ids: list[str], sample: int | None, seed: int) -> set[str
     return {ordered[index] for index in sample_positions(len(ordered), sample, seed)}
 
 
-def without(identity: Mapping[str, Any] | None, key: str) -> dict[str, Any] | None:
-    """``identity`` without ``key`` (None stays None)."""
-    return None if identity is None else {k: v for k, v in identity.items() if k != key}
+def without(identity: Mapping[str, Any] | None, *keys: str) -> dict[str, Any] | None:
+    """``identity`` without ``keys`` (None stays None)."""
+    return None if identity is None else {k: v for k, v in identity.items() if k not in keys}
 
 
 def recorded_engine(identity: Mapping[str, Any] | None) -> str:
@@ -85,13 +89,17 @@ def _check_conditions(resolved: Mapping[str, Any], suite: Suite, run_dir: Path) 
         )
 
 
-def _check_identity(arm: str, report: Mapping[str, Any], generator: Generator) -> None:
-    """The regenerating arm must be the stored arm's model and adapter (engine aside)."""
+def _check_identity(
+    arm: str, report: Mapping[str, Any], generator: Generator, *, same_engine: bool = False
+) -> None:
+    """The regenerating arm must be the stored arm's model and adapter (the engine aside,
+    unless ``same_engine``; the preflight's derived record aside: runs before 0.3 have none)."""
+    engine = () if same_engine else ("engine",)
     pairs = (
-        ("model_identity", without(report.get("model_identity"), "engine"),
-         without(generator.model_identity, "engine")),
-        ("adapter_identity", without(report.get("adapter_identity"), "served_name"),
-         without(generator.adapter_identity, "served_name")),
+        ("model_identity", without(report.get("model_identity"), *engine),
+         without(generator.model_identity, *engine)),
+        ("adapter_identity", without(report.get("adapter_identity"), "served_name", PREFLIGHT_KEY),
+         without(generator.adapter_identity, "served_name", PREFLIGHT_KEY)),
     )  # fmt: skip
     for field, old, new in pairs:
         if old != new:
@@ -104,27 +112,53 @@ def _check_identity(arm: str, report: Mapping[str, Any], generator: Generator) -
             )
 
 
+def stored_engine(run_dir: Path, resolved: Mapping[str, Any]) -> str:
+    """The engine the stored run's first arm was generated on (``recorded_engine``)."""
+    for arm in resolved.get("arms", {}):
+        path = runlayout.arm_report(runlayout.arm_dir(run_dir, arm))
+        if path.is_file():
+            return recorded_engine(artifacts.read_json(path).get("model_identity"))
+    return "transformers"
+
+
 def run_parity(
     run_dir: Path,
     suite_path: Path,
-    engine_name: str,
+    engine_name: str | None,
     *,
     sample: int | None = None,
     seed: int = 0,
+    rebatch: bool = False,
 ) -> dict[str, Any]:
     """Regenerate the sampled examples of every stored arm on the engine named (configured by
-    the suite's ``[engine]`` table, its name replaced); the parity report."""
+    the suite's ``[engine]`` table, its name replaced; with ``rebatch``, default the run's own
+    engine, one example at a time in reverse order); the parity report."""
     run_dir = Path(run_dir)
     resolved, recorded, split = stored.load_run_inputs(run_dir)
     suite = load_suite(suite_path)
     _check_conditions(resolved, suite, run_dir)
+    if engine_name is None:
+        if not rebatch:
+            raise InputError(
+                "SOM-PARITY-ENGINE",
+                "sommelier parity needs --engine (or --rebatch, which uses the run's own)",
+                "give --engine transformers|vllm|openai, or --rebatch",
+                where="--engine",
+            )
+        engine_name = stored_engine(run_dir, resolved)
     engine = replace(suite.engine, name=engine_name)
     chosen = sample_ids([e.example_id for e in split.examples], sample, seed)
+    outcomes = preflight.session_preflight(suite, engine.name)
     generators = select_engine.load_generators(
         engine, suite.model, suite.arms, suite_dir=suite.path.parent
     )
+    failed = preflight.with_preflight(generators, outcomes)
+    if failed:
+        raise next(iter(failed.values()))
     decoding: dict[str, Any] = dict(suite.decoding)
     size = int(decoding.get("batch_size", 1))
+    if rebatch:
+        decoding["batch_size"], size = 1, 1
     arms: dict[str, Any] = {}
     run_id = None
     for arm in resolved.get("arms", {}):
@@ -137,16 +171,25 @@ def run_parity(
             )
         report, _, records = artifacts.read_arm(runlayout.arm_dir(run_dir, arm))
         run_id = run_id or report.get("run_id")
-        _check_identity(arm, report, generators[arm])
+        _check_identity(arm, report, generators[arm], same_engine=rebatch)
         by_id = {r["example_id"]: r for rows in records.values() for r in rows}
         arms[arm] = _arm_parity(
-            arm, generators[arm], split, by_id, chosen, decoding, size, recorded.arguments_key
+            arm,
+            generators[arm],
+            split,
+            by_id,
+            chosen,
+            decoding,
+            size,
+            recorded.arguments_key,
+            reverse=rebatch,
         )
         arms[arm]["stored_engine"] = recorded_engine(report.get("model_identity"))
     return {
         "schema_version": PARITY_SCHEMA,
         "run_id": run_id,
         "engine": engine.name,
+        "rebatch": rebatch,
         "sample": {"seed": seed, "examples": len(chosen), "of": len(split.examples)},
         "arms": arms,
     }
@@ -161,13 +204,19 @@ def _arm_parity(
     decoding: dict[str, Any],
     size: int,
     arguments_key: str,
+    *,
+    reverse: bool = False,
 ) -> dict[str, Any]:
-    """Generate the arm's sampled examples slice by slice and compare them with the stored
-    (outputs parsed with the run's ``arguments_key``)."""
+    """Generate the arm's sampled examples slice by slice (in reverse order with ``reverse``,
+    ``core.noise.rebatch_order``) and compare them with the stored (outputs parsed with the
+    run's ``arguments_key``)."""
     counts = {"examples": 0, "identical_outputs": 0, "equal_parse_status": 0, "equal_full_call": 0}
     differing: list[dict[str, Any]] = []
     for language, examples in split.slices.items():
         picked = [e for e in examples if e.example_id in chosen]
+        if reverse:
+            ordered = {e.example_id: e for e in picked}
+            picked = [ordered[key] for key in rebatch_order(list(ordered))]
         for start in range(0, len(picked), size):
             batch = picked[start : start + size]
             for example in batch:
@@ -224,8 +273,13 @@ def check_min_identical(result: Mapping[str, Any], fraction: float) -> None:
 def render_parity(result: Mapping[str, Any]) -> str:
     """The parity report as terminal lines (one per arm, then the differing examples)."""
     sample = result["sample"]
+    how = (
+        f"re-batched (batch size 1, reverse order) on its own engine {result['engine']}"
+        if result.get("rebatch")
+        else f"on engine {result['engine']}"
+    )
     lines = [
-        f"parity of run {result['run_id']} on engine {result['engine']}: "
+        f"parity of run {result['run_id']} {how}: "
         f"{sample['examples']} of {sample['of']} examples (seed {sample['seed']})"
     ]
     for arm, row in result["arms"].items():

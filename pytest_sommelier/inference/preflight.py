@@ -47,6 +47,7 @@ from typing import Any
 from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data import digests
 from pytest_sommelier.errors import (
+    EvaluationError,
     InputError,
     SommelierEnvironmentError,
     SommelierError,
@@ -54,6 +55,7 @@ from pytest_sommelier.errors import (
 )
 from pytest_sommelier.inference import engines, modelcache, modelref
 from pytest_sommelier.inference.engines import VLLM_LORA_RANKS, BaseSource
+from pytest_sommelier.inference.protocol import PREFLIGHT_KEY
 
 PEFT_PREFIX = "base_model.model."
 LORA_PARTS = ("lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B")
@@ -828,12 +830,14 @@ class SuitePreflight:
         return next((o for o in self.arms.values() if isinstance(o, SommelierError)), None)
 
 
-def preflight_suite(suite: Suite) -> SuitePreflight:
+def preflight_suite(suite: Suite, engine: str | None = None) -> SuitePreflight:
     """Run the preflight for every adapter arm of a loaded suite, nothing loaded.
 
-    The base and the adapter folders are resolved the way the engines resolve them
-    (``engines.base_ref``, ``engines.adapter_refs``). A base whose headers cannot be read
-    raises; an arm's failure is recorded for that arm and the others are still checked.
+    ``engine`` is the engine the arms will run on (default: the suite's ``[engine] name``; the
+    session passes ``--sommelier-engine`` when given). The base and the adapter folders are
+    resolved the way the engines resolve them (``engines.base_ref``, ``engines.adapter_refs``).
+    A base whose headers cannot be read raises; an arm's failure is recorded for that arm and
+    the others are still checked.
     """
     suite_dir = Path(suite.path).parent
     base_ref = engines.base_ref(suite.model, suite_dir)
@@ -849,7 +853,7 @@ def preflight_suite(suite: Suite) -> SuitePreflight:
             outcomes[key] = check_adapter(
                 ref.folder,
                 base,
-                engine=suite.engine.name,
+                engine=engine or suite.engine.name,
                 arm=key,
                 suite_base=suite.model.base,
                 split_tokenizer=split_tokenizer,
@@ -857,3 +861,59 @@ def preflight_suite(suite: Suite) -> SuitePreflight:
         except SommelierError as error:
             outcomes[key] = error
     return SuitePreflight(base, outcomes)
+
+
+def session_preflight(
+    suite: Suite, engine: str | None = None
+) -> dict[str, AdapterPreflight | SommelierError]:
+    """Every adapter arm's preflight outcome, for a session or ``sommelier parity``: a base
+    whose headers cannot be read is every adapter arm's error (an adapter that cannot be
+    checked is not trusted), never a raise."""
+    adapters = [key for key, arm in suite.arms.items() if arm.adapter is not None]
+    if not adapters:
+        return {}
+    try:
+        return dict(preflight_suite(suite, engine).arms)
+    except SommelierError as error:
+        return dict.fromkeys(adapters, error)
+
+
+def with_preflight(
+    generators: Mapping[str, Any], outcomes: Mapping[str, AdapterPreflight | SommelierError]
+) -> dict[str, SommelierError]:
+    """Record each passed arm's preflight in its generator's ``adapter_identity`` (under
+    ``preflight``: the counts and warnings); return the arms whose preflight failed, with their
+    error (those generators are left as they are and must not be used)."""
+    failed: dict[str, SommelierError] = {}
+    for arm, outcome in outcomes.items():
+        if isinstance(outcome, SommelierError):
+            failed[arm] = outcome
+            continue
+        generator = generators.get(arm)
+        identity = getattr(generator, "adapter_identity", None)
+        if generator is not None and isinstance(identity, dict):
+            generator.adapter_identity = {**identity, PREFLIGHT_KEY: outcome.identity()}
+    return failed
+
+
+def check_loaded_modules(
+    adapter_identity: Mapping[str, Any] | None, loaded: int | None, *, arm: str, engine: str
+) -> None:
+    """After load: the number of modules the engine put the adapter's LoRA on must be the
+    preflight's ``mapped_modules``; an EvaluationError otherwise. Nothing is checked when the
+    engine does not expose the count (``loaded`` None), when the identity holds no preflight
+    record (a generator made outside a session) or for a non-LoRA adapter."""
+    record = (adapter_identity or {}).get(PREFLIGHT_KEY)
+    if loaded is None or not isinstance(record, Mapping) or record.get("peft_type") != "LORA":
+        return
+    expected = int(record.get("mapped_modules", -1))
+    if loaded != expected:
+        raise EvaluationError(
+            "SOM-ADAPTER-LOADED-COUNT",
+            f"the {engine} engine applied the adapter's LoRA to {loaded} modules, the "
+            f"preflight mapped {expected} from its tensors: the adapter "
+            f"{'applies only in part' if loaded < expected else 'touches more than it carries'}",
+            "run sommelier check SUITE; check the adapter's target_modules and tensor names "
+            "against the base",
+            where=f"arms.{arm}.adapter",
+        )

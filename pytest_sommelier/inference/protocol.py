@@ -7,13 +7,17 @@ per prompt, in order; ``model_identity`` is JSON-safe and equal across compared 
 ``adapter_identity`` is a JSON-safe dict (content digest or pinned revision) or None for a base
 arm.
 
-Three members are optional, so a user-written generator needs only the three above:
+Four members are optional, so a user-written generator needs only the three above:
 ``device_info()`` (telemetry and the generation cache's device fields), ``cache_identity``
-(anything else that can change an output, for the generation cache key) and ``close()``
-(called once at session end). Their typed shapes are :class:`ReportsDevice`,
-:class:`HasCacheIdentity` and :class:`Closable`; the code reads them only through
-:func:`device_info_of`, :func:`cache_identity_of` and :func:`close_generator`, the one place
-each optional member is looked up.
+(anything else that can change an output, for the generation cache key), ``close()`` (called
+once at session end) and ``generate_completions(prompts, decoding)``, which returns
+:class:`~pytest_sommelier.core.types.Completion` objects (text, ``finish_reason`` ``stop`` or
+``length``, ``generated_tokens``) instead of strings, so truncation is visible. Their typed
+shapes are :class:`ReportsDevice`, :class:`HasCacheIdentity`, :class:`Closable` and
+:class:`GeneratesCompletions`; the code reads them only through :func:`device_info_of`,
+:func:`cache_identity_of`, :func:`close_generator` and :func:`completions_of`, the one place
+each optional member is looked up. A generator with only ``generate`` keeps working: its
+outputs are recorded with ``finish_reason`` ``unknown``.
 
 An engine is a loader with the :class:`EngineLoader` signature, registered by module path in
 :mod:`pytest_sommelier.inference.select_engine` (see docs/engines.md, "Adding an engine").
@@ -29,7 +33,20 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from pytest_sommelier.core.types import ArmConfig, DeviceInfo, EngineConfig, ModelConfig
+    from pytest_sommelier.core.types import (
+        ArmConfig,
+        Completion,
+        DeviceInfo,
+        EngineConfig,
+        ModelConfig,
+    )
+
+
+PREFLIGHT_KEY = "preflight"
+"""The key under which a session records an adapter arm's preflight (its mapped-module counts
+and warnings, ``inference.preflight``) in the generator's ``adapter_identity``. It is derived
+from the adapter's files and the base, which the identity already pins, so it is no part of
+the generation cache's key (``gencache``)."""
 
 
 @runtime_checkable
@@ -69,6 +86,18 @@ class Closable(Protocol):
         ...
 
 
+@runtime_checkable
+class GeneratesCompletions(Protocol):
+    """Optional: a generator that says why each completion ended (every shipped engine)."""
+
+    def generate_completions(
+        self, prompts: list[str], decoding: dict[str, Any]
+    ) -> list[Completion]:
+        """Exactly one :class:`Completion` per prompt, in order (``generate`` returns their
+        texts)."""
+        ...
+
+
 class EngineLoader(Protocol):
     """An engine: one generator per arm of one suite, nothing loaded before ``generate``.
 
@@ -102,6 +131,16 @@ def cache_identity_of(generator: object) -> dict[str, Any] | None:
     """The generator's ``cache_identity``, or None when it has none (the one lookup of it)."""
     value: dict[str, Any] | None = getattr(generator, "cache_identity", None)
     return value
+
+
+def completions_of(generator: Any, prompts: list[str], decoding: dict[str, Any]) -> Any:
+    """What the generator returns for ``prompts``: its ``generate_completions`` result when it
+    has one, else its ``generate`` result (the one lookup of it; the runner checks the
+    contract on either and reads a plain string as a completion of unknown finish)."""
+    richer = getattr(generator, "generate_completions", None)
+    if callable(richer):
+        return richer(prompts, decoding)
+    return generator.generate(prompts, decoding)
 
 
 def close_generator(generator: object) -> None:

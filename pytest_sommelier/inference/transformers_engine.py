@@ -16,7 +16,10 @@ Invariants kept here:
 - generation is greedy (``do_sample=False`` with a clean generation config, so nothing from a
   model's own ``generation_config.json`` such as a temperature or repetition penalty leaks in),
   batched with left padding and an attention mask, and ``generate`` returns exactly one string
-  per prompt, in order;
+  per prompt, in order (``generate_completions`` the same as completions: a row ``stop``s at
+  its first end-of-sequence id, else it hit ``max_new_tokens``: ``length``);
+- after an adapter is attached, the modules peft put its LoRA layers on are counted, and the
+  count must be the preflight's (``preflight.check_loaded_modules``), or the arm errors;
 - identities are JSON-safe and hold no machine paths; ``model_identity`` is the same dict for
   every arm of one base.
 """
@@ -32,7 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.core.types import ArmConfig, DeviceInfo, EngineConfig, ModelConfig
+from pytest_sommelier.core.types import (
+    ArmConfig,
+    Completion,
+    DeviceInfo,
+    EngineConfig,
+    ModelConfig,
+)
 from pytest_sommelier.data import digests
 from pytest_sommelier.errors import (
     EvaluationError,
@@ -41,7 +50,7 @@ from pytest_sommelier.errors import (
     SommelierEnvironmentError,
     exception_text,
 )
-from pytest_sommelier.inference import engines, gencache, modelcache, modelref
+from pytest_sommelier.inference import engines, gencache, modelcache, modelref, preflight
 from pytest_sommelier.inference.engines import BaseSource
 
 ENGINE = "transformers"
@@ -237,6 +246,22 @@ def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[s
     return name, identity
 
 
+def injected_lora_modules(model: Any, adapter_name: str) -> int:
+    """How many modules of ``model`` peft put a LoRA layer of ``adapter_name`` on (its
+    ``LoraLayer`` instances holding that adapter's A matrix, linear or embedding)."""
+    from peft.tuners.lora import LoraLayer
+
+    return sum(
+        1
+        for module in model.modules()
+        if isinstance(module, LoraLayer)
+        and (
+            adapter_name in getattr(module, "lora_A", {})
+            or adapter_name in getattr(module, "lora_embedding_A", {})
+        )
+    )
+
+
 # --------------------------------------------------------------------------- generation
 
 
@@ -293,10 +318,18 @@ class TransformersGenerator:
 
     @property
     def base(self) -> LoadedBase:
-        """This process's loaded base, with this arm's adapter attached."""
+        """This process's loaded base, with this arm's adapter attached (and its injected LoRA
+        layers counted against the preflight's count, once)."""
         loaded = self.handle.get()
         if self.arm is not None and self._peft_name is None:
-            self._peft_name, _ = attach_adapter(loaded, self.arm, self.handle.suite_dir)
+            name, _ = attach_adapter(loaded, self.arm, self.handle.suite_dir)
+            preflight.check_loaded_modules(
+                self.adapter_identity,
+                injected_lora_modules(loaded.model, name),
+                arm=self.name,
+                engine=ENGINE,
+            )
+            self._peft_name = name
         return loaded
 
     @property
@@ -327,6 +360,12 @@ class TransformersGenerator:
 
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Greedy completions, one per prompt in order, in batches of ``decoding["batch_size"]``."""
+        return [completion.text for completion in self.generate_completions(prompts, decoding)]
+
+    def generate_completions(
+        self, prompts: list[str], decoding: dict[str, Any]
+    ) -> list[Completion]:
+        """:meth:`generate` with each completion's finish reason and generated token count."""
         import torch
 
         engines.check_prompts(prompts, self.name)
@@ -335,7 +374,7 @@ class TransformersGenerator:
             return []
         engines.prompt_token_ids(self.base.tokenizer, prompts, self.name)  # loads on first use
         config = _generation_config(self.base.model, self.base.tokenizer, max_new_tokens)
-        outputs: list[str] = []
+        outputs: list[Completion] = []
         with torch.inference_mode(), self._adapter_context():
             for start in range(0, len(prompts), batch_size):
                 outputs.extend(self._generate_batch(prompts[start : start + batch_size], config))
@@ -348,7 +387,7 @@ class TransformersGenerator:
             )
         return outputs
 
-    def _generate_batch(self, batch: list[str], config: Any) -> list[str]:
+    def _generate_batch(self, batch: list[str], config: Any) -> list[Completion]:
         """One left-padded batch through ``model.generate``; decodes only the new tokens."""
         tokenizer = self.base.tokenizer
         encoded = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(
@@ -368,7 +407,17 @@ class TransformersGenerator:
                 where=f"arm {self.name}",
             ) from exc
         new_tokens = generated[:, encoded["input_ids"].shape[1] :]
-        return engines.decode_token_rows(tokenizer, new_tokens)
+        texts = engines.decode_token_rows(tokenizer, new_tokens)
+        eos = config.eos_token_id
+        stops = [] if eos is None else [int(eos)] if isinstance(eos, int) else [int(e) for e in eos]
+        finishes = [
+            engines.finish_of(row, stops, int(config.max_new_tokens))
+            for row in new_tokens.tolist()
+        ]
+        return [
+            Completion(text, reason, count)
+            for text, (reason, count) in zip(texts, finishes, strict=True)
+        ]
 
 
 def load_generators(

@@ -21,19 +21,32 @@ Invariants kept here:
 - ``[engine].options`` reach ``vllm.LLM`` as written, except the keys this module owns, which
   are refused by name; the options are part of ``model_identity``;
 - a batch is submitted whole (one ``LLM.generate`` call) and comes back one text per prompt,
-  in input order, or the call is an error.
+  in input order, or the call is an error; each completion carries vLLM's finish reason
+  (``stop``/``length``) and its number of new tokens;
+- ``VLLM_BATCH_INVARIANT`` (vLLM's batch-invariant kernels) is read from the environment into
+  ``model_identity``: outputs made with and without it never compare or share a cache entry;
+- after an adapter's first request, the modules vLLM loaded its LoRA weights onto are counted
+  where vLLM exposes them (the engine core in this process, ``VLLM_ENABLE_V1_MULTIPROCESSING=0``)
+  and must be the preflight's count (``preflight.check_loaded_modules``); elsewhere skipped.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.core.types import ArmConfig, DeviceInfo, EngineConfig, ModelConfig
+from pytest_sommelier.core.types import (
+    ArmConfig,
+    Completion,
+    DeviceInfo,
+    EngineConfig,
+    ModelConfig,
+)
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -41,7 +54,7 @@ from pytest_sommelier.errors import (
     SommelierEnvironmentError,
     exception_text,
 )
-from pytest_sommelier.inference import engines
+from pytest_sommelier.inference import engines, preflight
 
 ENGINE = "vllm"
 GREEDY_SEED = 0
@@ -114,8 +127,22 @@ def lora_rank_for(ranks: list[int]) -> int:
     )
 
 
+BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
+
+
+def batch_invariant() -> bool | str:
+    """Whether vLLM's batch-invariant mode is on, read as vLLM reads ``VLLM_BATCH_INVARIANT``
+    (an integer, default 0); a value vLLM would not parse is recorded as written."""
+    raw = os.environ.get(BATCH_INVARIANT_ENV, "0").strip() or "0"
+    try:
+        return bool(int(raw))
+    except ValueError:
+        return raw
+
+
 def engine_fields(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``engine`` entry of ``model_identity`` (package and version read without import)."""
+    """The ``engine`` entry of ``model_identity`` (package and version read without import;
+    the batch-invariant mode from the environment)."""
     package, version = engines.package_version("vllm")
     return {
         "name": ENGINE,
@@ -123,7 +150,42 @@ def engine_fields(options: Mapping[str, Any]) -> dict[str, Any]:
         "version": version,
         "prompt_input": "token_ids",
         "options": dict(sorted(options.items())),
+        "batch_invariant": batch_invariant(),
     }
+
+
+IN_PROCESS_LORA_MANAGER = (
+    "llm_engine",
+    "engine_core",
+    "engine_core",
+    "model_executor",
+    "driver_worker",
+    "worker",
+    "model_runner",
+    "lora_manager",
+    "_adapter_manager",
+)
+"""Where a vLLM 0.1x ``LLM`` whose engine core runs in this process keeps its LoRA manager."""
+
+
+def loaded_lora_modules(llm: Any, int_id: int) -> int | None:
+    """How many base modules vLLM loaded the LoRA ``int_id`` onto (a packed entry such as
+    ``qkv_proj`` counts each sub-module it holds), or None where vLLM does not expose it here
+    (its engine core in another process, another vLLM layout)."""
+    manager = llm
+    for name in IN_PROCESS_LORA_MANAGER:
+        manager = getattr(manager, name, None)
+        if manager is None:
+            return None
+    try:
+        lora = manager._registered_adapters[int_id]
+        count = 0
+        for weights in lora.loras.values():
+            parts = getattr(weights, "lora_a", None)
+            count += sum(1 for part in parts if part is not None) if isinstance(parts, list) else 1
+        return count
+    except Exception:  # a layout this rule does not know: not exposed
+        return None
 
 
 @dataclass(frozen=True)
@@ -149,6 +211,7 @@ class VllmEngine:
     stop_ids: list[int] = field(default_factory=list)
     max_lora_rank: int | None = None
     loads: int = 0
+    counted: set[int] = field(default_factory=set)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def register(self, ref: engines.AdapterRef) -> _Lora:
@@ -231,9 +294,15 @@ class VllmEngine:
                 pass
 
     def generate(
-        self, arm: str, lora: _Lora | None, prompts: list[str], max_new_tokens: int
-    ) -> list[str]:
-        """One greedy completion per prompt, in order, from one ``LLM.generate`` call."""
+        self,
+        arm: str,
+        lora: _Lora | None,
+        prompts: list[str],
+        max_new_tokens: int,
+        adapter_identity: Mapping[str, Any] | None = None,
+    ) -> list[Completion]:
+        """One greedy completion per prompt, in order, from one ``LLM.generate`` call; after an
+        adapter's first request its loaded modules are counted against the preflight's."""
         with self._lock:
             if self.llm is None:
                 self._build()
@@ -268,10 +337,20 @@ class VllmEngine:
                     "check the prompt lengths against max_model_len and the adapter",
                     where=f"arm {arm}",
                 ) from exc
-            return self._texts(arm, ids, results)
+            completions = self._completions(arm, ids, results)
+            if lora is not None and lora.int_id not in self.counted:
+                preflight.check_loaded_modules(
+                    adapter_identity,
+                    loaded_lora_modules(self.llm, lora.int_id),
+                    arm=arm,
+                    engine=ENGINE,
+                )
+                self.counted.add(lora.int_id)
+            return completions
 
-    def _texts(self, arm: str, ids: list[list[int]], results: list[Any]) -> list[str]:
-        """Decode each result's one completion; refuse a count, order or n mismatch."""
+    def _completions(self, arm: str, ids: list[list[int]], results: list[Any]) -> list[Completion]:
+        """Decode each result's one completion with its finish reason and new-token count;
+        refuse a count, order or n mismatch."""
         if len(results) != len(ids):
             raise InvariantError(
                 "SOM-BACKEND-COUNT",
@@ -289,7 +368,14 @@ class VllmEngine:
                     "report this as a bug",
                     where=f"arm {arm}",
                 )
-            texts.append(engines.decode_new_tokens(self.tokenizer, result.outputs[0].token_ids))
+            output = result.outputs[0]
+            texts.append(
+                Completion(
+                    engines.decode_new_tokens(self.tokenizer, output.token_ids),
+                    engines.server_finish(getattr(output, "finish_reason", None)),
+                    len(output.token_ids),
+                )
+            )
         return texts
 
 
@@ -326,9 +412,17 @@ class VllmGenerator:
 
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Greedy completions, one per prompt, in order; the list is one vLLM batch."""
+        return [completion.text for completion in self.generate_completions(prompts, decoding)]
+
+    def generate_completions(
+        self, prompts: list[str], decoding: dict[str, Any]
+    ) -> list[Completion]:
+        """:meth:`generate` with vLLM's finish reason and new-token count of each completion."""
         max_new_tokens = engines.decoding_settings(decoding, self.name).max_new_tokens
         engines.check_prompts(prompts, self.name)
-        return self.engine.generate(self.name, self.lora, prompts, max_new_tokens)
+        return self.engine.generate(
+            self.name, self.lora, prompts, max_new_tokens, self.adapter_identity
+        )
 
 
 _ENGINES: dict[str, VllmEngine] = {}

@@ -38,11 +38,13 @@ BATCH_KEY = pytest.StashKey[tuple[Any, "BatchOutcome"]]()
 def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, FormattedSplit]:
     """A suite file and its split, loaded once per process and session (kept in
     ``config.stash``): collection and the session finish share them. The split's native-policy
-    targets are read with the suite's ``arguments_key``. A load error is raised each time and
+    targets are read with the suite's ``arguments_key``, and the split must have been formatted
+    with the base's tokenizer (``inference.split_check``). A load error is raised each time and
     never kept."""
     from pytest_sommelier.data.split import load_split
     from pytest_sommelier.data.suite import load_suite
     from pytest_sommelier.data.suite_gates import check_gates_against_split
+    from pytest_sommelier.inference.split_check import check_split_tokenizer
 
     loaded = config.stash.setdefault(SUITES_KEY, {})
     key = str(Path(path).resolve())
@@ -50,6 +52,7 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
         suite = load_suite(path)
         split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
         check_gates_against_split(suite, split)
+        check_split_tokenizer(suite)
         loaded[key] = (suite, split)
     return loaded[key]
 
@@ -95,6 +98,22 @@ def generation_cache(config: pytest.Config) -> Any:
 
 
 
+def noise_plan(suite: Suite, split: FormattedSplit) -> dict[str, frozenset[str]]:
+    """arm -> the example ids its noise floor re-batches (``core.noise``): the seeded sample of
+    ``[statistics] noise_floor`` examples for every comparison's reference arm; empty when the
+    noise floor is off."""
+    count = int(getattr(suite.statistics, "noise_floor", 0) or 0)
+    if count <= 0:
+        return {}
+    from pytest_sommelier.core.noise import noise_arms, noise_sample
+    from pytest_sommelier.core.pipeline import comparisons_to_run
+
+    sample = frozenset(
+        noise_sample((e.example_id for e in split.examples), count, suite.statistics.seed)
+    )
+    return dict.fromkeys(noise_arms(comparisons_to_run(suite)), sample)
+
+
 def refuse_unwritable_out(config: pytest.Config) -> None:
     """Refuse, at collection and before any model runs, an output folder that could not be
     written (``artifacts.check_writable``): an earlier run there is then left as it was, never
@@ -137,6 +156,7 @@ class SuiteFile(pytest.Module):
         self.suite: Suite = suite
         self.split: FormattedSplit = split
         self._fixtureinfo_shared: Any = None
+        self.noise = noise_plan(suite, split)
         # marked once here, inherited by every item (cheaper than 2 marks on each item)
         self.add_marker(pytest.mark.eval)
         self.add_marker(pytest.mark.usefixtures("sommelier_model"))
@@ -242,12 +262,15 @@ class EvalItem(pytest.Item):
         generator = runner.generator(str(self.suite_file.path), self.arm, suite, factory)
         size = int(suite.decoding["batch_size"])
         examples = split.slices[self.example.language]
+        batch = examples[self.batch_index * size : (self.batch_index + 1) * size]
+        sample = self.suite_file.noise.get(self.arm, frozenset())
         outcome = runner.batch(
             self.batch_key,
-            examples[self.batch_index * size : (self.batch_index + 1) * size],
+            batch,
             suite.decoding,
             generator,
             warmup_prompt=split.slices[suite.reference_slice][0].prompt_text,
+            rebatch=[e.example_id for e in batch if e.example_id in sample],
         )
         self.stash[BATCH_KEY] = (generator, outcome)
 

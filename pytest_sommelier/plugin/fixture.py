@@ -6,8 +6,14 @@ arm's generator from the suite's engine (``[engine] name``, overridden by
 engine computes identities without loading weights and loads the base (once per process) on the
 first generation the cache cannot answer; the worker number passed to the engine is the
 session's xdist role (``plugin.role``). Override the fixture in a ``conftest.py`` to replace
-the backend for every arm (see docs/backend.md, docs/engines.md). Invariant kept: one set of
-generators per suite per process, however many items ask.
+the backend for every arm (see docs/backend.md, docs/engines.md).
+
+Before any generator of a suite exists, every adapter arm goes through the adapter preflight
+(``inference.preflight``: configs and safetensors headers, no weights): a passed arm's counts
+and warnings join its ``adapter_identity`` (``preflight``), a failed arm's error is what asking
+for that arm raises (its items error with that one line; the other arms run). Invariants kept:
+one preflight and one set of generators per suite per process, however many items ask; no
+weights load before the preflight of every adapter arm of the suite has run.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ def sommelier_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., An
     """Yield ``get(arm_name, *, suite)``: the arm's generator from the suite's engine; at the
     end of the session every generator with a ``close()`` (a vLLM engine) is closed."""
     loaded: dict[str, dict[str, Any]] = {}
+    failed: dict[str, dict[str, Any]] = {}  # suite -> arm -> its preflight error
     chosen = settings_of(request.config).engine
     worker_index = role_of(request.config).index  # gw3 -> 3: the CUDA device choice
 
@@ -40,16 +47,23 @@ def sommelier_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., An
             )
         key = str(suite.path)
         if key not in loaded:
+            from pytest_sommelier.inference.preflight import session_preflight, with_preflight
             from pytest_sommelier.inference.select_engine import load_generators
 
             engine = suite.engine if chosen is None else replace(suite.engine, name=chosen)
-            loaded[key] = load_generators(
+            outcomes = session_preflight(suite, engine.name)  # before anything can load
+            generators = load_generators(
                 engine,
                 suite.model,
                 suite.arms,
                 suite_dir=suite.path.parent,
                 worker_index=worker_index,
             )
+            failed[key] = with_preflight(generators, outcomes)
+            loaded[key] = generators
+        error = failed[key].get(arm_name)
+        if error is not None:  # a fresh copy each time: one line per item, no growing traceback
+            raise type(error)(error.code, error.message, error.hint, where=error.where)
         return loaded[key][arm_name]
 
     yield get

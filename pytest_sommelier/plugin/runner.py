@@ -8,10 +8,14 @@ Generation is batched by fixed batches: batch ``k`` of an (arm, slice) is always
 ``[k*B, (k+1)*B)`` of that slice in split order, whatever subset of items was selected, so an
 example gets the same output in a full run, a ``-k`` drilldown and under xdist. Invariants kept:
 every prompt sent is checked against its recorded ``prompt_sha256`` before it is sent; a
-generator must return exactly one ``str`` per prompt, in order, or every item of that batch is
-an error; each batch is generated at most once per process; time is measured only around
-``generate`` calls (after one untimed warm-up call per generator), never around loading,
-parsing or I/O.
+generator must return exactly one ``str`` (from ``generate``) or
+:class:`~pytest_sommelier.core.types.Completion` (from the optional ``generate_completions``)
+per prompt, in order, or every item of that batch is an error; a plain string is a completion
+whose finish reason is ``unknown``; each batch is generated at most once per process; time is
+measured only around ``generate`` calls (after one untimed warm-up call per generator), never
+around loading, parsing, I/O or the noise floor's re-batched generations (``core.noise``:
+the batch's sampled examples of a reference arm, one at a time in reverse order, never read
+from or written to the generation cache).
 """
 
 from __future__ import annotations
@@ -26,9 +30,18 @@ from typing import Any
 
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.pipeline import generation_record
-from pytest_sommelier.core.types import BatchKey, Example, WorkerPayload, model_kind_of
+from pytest_sommelier.core.types import (
+    FINISH_REASONS,
+    BatchKey,
+    Completion,
+    Example,
+    RebatchedOutput,
+    WorkerPayload,
+    model_kind_of,
+)
 from pytest_sommelier.errors import (
     EvaluationError,
     InvariantError,
@@ -36,17 +49,18 @@ from pytest_sommelier.errors import (
     exception_text,
 )
 from pytest_sommelier.inference.device import device_of
-from pytest_sommelier.inference.protocol import Generator
+from pytest_sommelier.inference.protocol import Generator, completions_of
 
 
 @dataclass
 class BatchOutcome:
     """The result of one fixed batch: outputs by example id, or the error every item gets."""
 
-    outputs: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, Completion] = field(default_factory=dict)
     cached: dict[str, bool] = field(default_factory=dict)
     seconds_per_example: float = 0.0
     selfcheck: dict[str, bool] = field(default_factory=dict)  # example id -> output differs
+    rebatched: dict[str, Completion] = field(default_factory=dict)  # the noise floor's
     error: SommelierError | None = None
 
 
@@ -206,12 +220,16 @@ class Runner:
         generator: Any,
         *,
         warmup_prompt: str,
+        rebatch: Sequence[str] = (),
     ) -> BatchOutcome:
         """The outcome of fixed batch ``key`` (its ``examples``), generated at most once per
-        process; raises the batch's error for every item of a failed batch."""
+        process, with the examples named in ``rebatch`` (the noise floor's sample) generated
+        again one at a time; raises the batch's error for every item of a failed batch."""
         outcome = self._batches.get(key)
         if outcome is None:
             outcome = self._generate_batch(key, examples, decoding, generator, warmup_prompt)
+            if outcome.error is None and rebatch:
+                outcome = self._rebatch(key.arm, generator, examples, rebatch, decoding, outcome)
             self._batches[key] = outcome
         if outcome.error is not None:
             raise outcome.error
@@ -251,7 +269,7 @@ class Runner:
         )
         if self.cache is not None:
             hits = {
-                e.example_id: self.cache.get(
+                e.example_id: self.cache.get_completion(
                     generator, e.prompt_sha256, decoding, batch_prompts=batch_prompts
                 )
                 for e in examples
@@ -284,14 +302,42 @@ class Runner:
                         generator,
                         example.prompt_sha256,
                         decoding,
-                        output,
+                        output.text,
                         batch_prompts=batch_prompts,
+                        finish_reason=output.finish_reason,
+                        generated_tokens=output.generated_tokens,
                     )
         return outcome
 
-    def _call(self, generator: Any, arm: str, prompts: list[str], decoding: dict) -> list[str]:
-        """Call ``generate`` (under the per-batch timeout, if any) and enforce its contract
-        (one ``str`` per prompt, in order)."""
+    def _rebatch(
+        self,
+        arm: str,
+        generator: Any,
+        examples: Sequence[Example],
+        chosen: Sequence[str],
+        decoding: Mapping[str, Any],
+        outcome: BatchOutcome,
+    ) -> BatchOutcome:
+        """The noise floor's part of one batch: each chosen example generated again alone
+        (batch size 1, reverse batch order, same generator and decoding), untimed and past
+        the cache; a failure is the batch's error, as any generation failure is."""
+        by_id = {example.example_id: example for example in examples}
+        wanted = [example_id for example_id in by_id if example_id in set(chosen)]
+        single = {**decoding, "batch_size": 1}
+        try:
+            for example_id in rebatch_order(wanted):
+                (again,) = self._call(generator, arm, [by_id[example_id].prompt_text], single)
+                outcome.rebatched[example_id] = again
+        except SommelierError as error:
+            return BatchOutcome(error=error)
+        return outcome
+
+    def _call(
+        self, generator: Any, arm: str, prompts: list[str], decoding: dict
+    ) -> list[Completion]:
+        """Call ``generate_completions`` or ``generate`` (under the per-batch timeout, if any)
+        and enforce the contract (one ``str`` or ``Completion`` per prompt, in order); a plain
+        string becomes a completion of unknown finish."""
         if id(generator) in self._timed_out:
             raise EvaluationError(
                 "SOM-MODEL-TIMEOUT",
@@ -315,23 +361,7 @@ class Runner:
                 f"arm '{arm}': generate() returned {count} outputs for {len(prompts)} prompts",
                 "a generator must return exactly one completion per prompt, in order",
             )
-        for output in outputs:
-            if not isinstance(output, str):
-                raise InvariantError(
-                    "SOM-GEN-TYPE",
-                    f"arm '{arm}': generate() returned a {type(output).__name__}, not a str",
-                    "a generator must return completions as strings",
-                )
-            try:
-                output.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InvariantError(
-                    "SOM-GEN-TYPE",
-                    f"arm '{arm}': generate() returned a str that is not valid Unicode text "
-                    f"({exc.reason} at index {exc.start})",
-                    "decode model outputs to text (e.g. tokenizer.decode) before returning them",
-                ) from None
-        return list(outputs)
+        return [_completion(output, arm) for output in outputs]
 
     def _generate_with_timeout(
         self, generator: Any, arm: str, prompts: list[str], decoding: dict
@@ -339,12 +369,12 @@ class Runner:
         """``generator.generate`` in this thread, or in a daemon thread joined for at most
         ``--sommelier-timeout`` seconds; a timeout marks the generator as hung for good."""
         if not self.timeout:
-            return generator.generate(list(prompts), dict(decoding))
+            return completions_of(generator, list(prompts), dict(decoding))
         box: dict[str, Any] = {}
 
         def target() -> None:
             try:
-                box["outputs"] = generator.generate(list(prompts), dict(decoding))
+                box["outputs"] = completions_of(generator, list(prompts), dict(decoding))
             except BaseException as exc:  # re-raised in the calling thread
                 box["error"] = exc
 
@@ -368,7 +398,7 @@ class Runner:
         generator: Any,
         arm: str,
         pending: Sequence[Example],
-        outputs: list[str],
+        outputs: list[Completion],
         decoding: dict,
     ) -> dict[str, bool]:
         """Regenerate up to the remaining self-check budget of this generator one prompt at a
@@ -380,7 +410,7 @@ class Runner:
         result = {}
         for example, output in list(zip(pending, outputs, strict=True))[:budget]:
             (again,) = self._call(generator, arm, [example.prompt_text], single)
-            result[example.example_id] = again != output
+            result[example.example_id] = again.text != output.text
         self._checked[id(generator)] = self._checked.get(id(generator), 0) + len(result)
         return result
 
@@ -399,14 +429,27 @@ class Runner:
     ) -> WorkerPayload:
         """Parse (parser v1 with the suite's ``arguments_key``) and score one output of a
         generated batch into the item's payload."""
+        output = outcome.outputs[example.example_id]
         record = generation_record(
             example,
             arm=key.arm,
             model_kind=model_kind_of(generator.adapter_identity),
-            raw_text=outcome.outputs[example.example_id],
+            raw_text=output.text,
             decoding=decoding,
             cached=outcome.cached[example.example_id],
+            finish_reason=output.finish_reason,
+            generated_tokens=output.generated_tokens,
             arguments_key=arguments_key,
+        )
+        again = outcome.rebatched.get(example.example_id)
+        rebatched: RebatchedOutput | None = (
+            None
+            if again is None
+            else {
+                "raw_text": again.text,
+                "finish_reason": again.finish_reason,
+                "generated_tokens": again.generated_tokens,
+            }
         )
         return {
             "suite": suite_nodeid,
@@ -419,4 +462,49 @@ class Runner:
             "device": device_of(generator),
             "hit": full_call_hit(record, example.gold_call),
             "selfcheck_differs": outcome.selfcheck.get(example.example_id),
+            "rebatched": rebatched,
         }
+
+
+def _completion(output: Any, arm: str) -> Completion:
+    """One returned output as a completion: a ``str`` (finish ``unknown``) or a ``Completion``
+    whose text is valid Unicode, finish reason one of ``FINISH_REASONS`` and token count a
+    non-negative int or None; anything else is an InvariantError."""
+    if isinstance(output, str):
+        completion = Completion(output)
+    elif isinstance(output, Completion):
+        completion = output
+    else:
+        raise InvariantError(
+            "SOM-GEN-TYPE",
+            f"arm '{arm}': generate() returned a {type(output).__name__}, not a str",
+            "a generator must return completions as strings (or Completion objects from "
+            "generate_completions)",
+        )
+    text, reason, tokens = completion
+    if not isinstance(text, str):
+        raise InvariantError(
+            "SOM-GEN-TYPE",
+            f"arm '{arm}': a Completion's text is a {type(text).__name__}, not a str",
+            "give Completion(text, finish_reason, generated_tokens) a str text",
+        )
+    if reason not in FINISH_REASONS or not (
+        tokens is None or (type(tokens) is int and tokens >= 0)
+    ):
+        raise InvariantError(
+            "SOM-GEN-TYPE",
+            f"arm '{arm}': a Completion has finish_reason {reason!r} and generated_tokens "
+            f"{tokens!r}",
+            f"finish_reason is one of {', '.join(FINISH_REASONS)}; generated_tokens a count "
+            "or None",
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvariantError(
+            "SOM-GEN-TYPE",
+            f"arm '{arm}': generate() returned a str that is not valid Unicode text "
+            f"({exc.reason} at index {exc.start})",
+            "decode model outputs to text (e.g. tokenizer.decode) before returning them",
+        ) from None
+    return Completion(str(text), reason, tokens)

@@ -244,6 +244,9 @@ class SommelierSession:
                     }
                     for p in rows
                 ],
+                rebatched={
+                    p["record"]["example_id"]: p["rebatched"] for p in rows if p.get("rebatched")
+                },
             )
         return arms
 

@@ -60,7 +60,12 @@ from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.artifacts import StoredArm
 from pytest_sommelier.data.runread import read_run
 from pytest_sommelier.data.split import row_gold_call
-from pytest_sommelier.data.view.terminal import familywise_lines, no_effect_lines
+from pytest_sommelier.data.view.terminal import (
+    familywise_lines,
+    no_effect_lines,
+    noise_floor_line,
+    truncation_lines,
+)
 from pytest_sommelier.data.view.text import (
     discordant_text,
     fmt,
@@ -459,6 +464,12 @@ def _banners(
     reports = {arm: data[0] for arm, data in arms.items()}
     for line in no_effect_lines(comparisons, reports):
         banners.append({"kind": "noeffect", "text": line[0].upper() + line[1:] + "."})
+    for line in truncation_lines(reports):
+        banners.append({"kind": "finish", "text": line[0].upper() + line[1:] + "."})
+    for name, comparison in comparisons.items():
+        if "noise_floor" in comparison:
+            line = noise_floor_line(comparison["noise_floor"])
+            banners.append({"kind": "noise", "text": f"{name}: {line}."})
     for name, comparison in comparisons.items():
         efficiency = comparison.get("efficiency")
         if efficiency and not efficiency.get("cross_comparable"):

@@ -30,6 +30,7 @@ from pytest_sommelier.core.types import (
     EvaluationReport,
     GateResult,
     GenerationRecord,
+    NoiseFloor,
     Verdict,
 )
 from pytest_sommelier.data.view.text import (
@@ -76,6 +77,60 @@ def acceptable_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
         f"{ACCEPTABLE_LABEL}:",
         *("  " + line for line in table(["arm", "slice", "value", "hits/n"], rows)),
     ]
+
+
+def noise_floor_line(block: NoiseFloor) -> str:
+    """The terminal's line for a noise floor: ``noise floor: 0 of 32 base outputs differ when
+    re-batched``; when some do, the full-call flips and the candidate's discordance beside."""
+    text = (
+        f"noise floor: {block['outputs_differ']} of {block['examples']} {block['arm']} outputs "
+        "differ when re-batched"
+    )
+    if block["examples"] < block["requested"]:
+        text += f" (of {block['requested']} sampled, {block['examples']} were run)"
+    if block["outputs_differ"]:
+        text += (
+            f", {block['full_call_flips']} full-call outcome(s) flip; the candidate differs "
+            f"from it on {block['candidate_outputs_differ']} outputs, "
+            f"{block['candidate_discordant']} full-call outcomes"
+        )
+    return text
+
+
+def truncation_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
+    """How many outputs of each arm hit ``max_new_tokens`` (its report's ``finish_reasons``),
+    and how many ended for a reason the generator did not say."""
+    cells = []
+    for arm, report in arm_reports.items():
+        counts = report.get("finish_reasons")
+        if not counts:
+            continue
+        total = sum(counts.values())
+        cell = f"{arm} {counts.get('length', 0)} of {total}"
+        if counts.get("unknown"):
+            cell += f" ({counts['unknown']} finish reason unknown)"
+        cells.append(cell)
+    return [f"outputs that hit max_new_tokens: {', '.join(cells)}"] if cells else []
+
+
+def preflight_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[Line]:
+    """Each adapter arm's preflight (the counts its ``adapter_identity`` records) and, once
+    each, its warnings (in yellow)."""
+    lines: list[Line] = []
+    for arm, report in arm_reports.items():
+        record = (report.get("adapter_identity") or {}).get("preflight")
+        if not isinstance(record, Mapping):
+            continue
+        lines.append(
+            (
+                f"preflight: {arm}: {record.get('lora_tensors')} LoRA tensors map onto "
+                f"{record.get('mapped_modules')} modules of the base (rank {record.get('rank')})",
+                {},
+            )
+        )
+        for warning in dict.fromkeys(record.get("warnings") or []):
+            lines.append((f"preflight: {arm}: warning: {warning}", {"yellow": True}))
+    return lines
 
 
 def miss_category_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
@@ -138,6 +193,8 @@ def comparison_lines(
                 f"  identical outputs (byte for byte): {report['identical_outputs']} of "
                 f"{report['compared_examples']}"
             )
+        if "noise_floor" in report:
+            lines.append(f"  {noise_floor_line(report['noise_floor'])}")
     for name, message in errors.items():
         lines.append(f"{name}: REFUSED: {message}")
     return lines
@@ -358,9 +415,11 @@ def run_summary_lines(
                 {"yellow": True},
             )
         )
+    lines += preflight_lines(outcome.arm_reports)
     lines.append(("", {}))
     lines += [(line, {}) for line in metrics_lines(outcome.arm_reports)]
     lines += [(line, {}) for line in acceptable_lines(outcome.arm_reports)]
+    lines += [(line, {}) for line in truncation_lines(outcome.arm_reports)]
     comparisons = comparison_lines(outcome.comparison_reports, outcome.comparison_errors)
     if comparisons:
         lines.append(("", {}))

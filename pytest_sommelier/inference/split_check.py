@@ -1,0 +1,111 @@
+"""The split belongs to the base: a formatted split's tokenizer must be the base model's own.
+
+A prompt is the chat template of the tokenizer the split was formatted with, rendered into text
+and tokenized again by the base's tokenizer at generation time; formatted with another
+tokenizer's template, it reaches the base in a format the base was not trained on, silently.
+:func:`check_split_tokenizer` compares every row's ``tokenizer_id``/``tokenizer_revision``
+with the base's tokenizer identity (``engines.base_ref``: references and digests, nothing
+loaded):
+
+- where both sides have a content digest (``sha256:...``: a local folder's tokenizer files, a
+  ``.gguf`` or ``pkg:`` file; a pinned hub revision counts when its snapshot is in the local
+  hub cache, digested the same way), the digests must be equal, whatever the names;
+- otherwise the id and the revision must be equal (a hub id pinned to the same commit).
+
+A mismatch is an ``InputError`` naming both, saying to re-run ``sommelier format``; ``[suite]
+split_tokenizer = "any"`` accepts another tokenizer on purpose (and ``suite.resolved.json``
+records it). Invariant kept: nothing here loads a tokenizer or weights, or reaches the network.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pytest_sommelier.core.types import Suite
+from pytest_sommelier.data.references import is_hub_id
+from pytest_sommelier.errors import InputError, SommelierError
+from pytest_sommelier.inference import engines, modelref
+
+DIGEST_PREFIX = "sha256:"
+
+
+def split_tokenizers(path: Path) -> list[tuple[str, str]]:
+    """The distinct ``(tokenizer_id, tokenizer_revision)`` pairs of a split's rows, in file
+    order (rows the split loader refuses are its business: they are skipped here)."""
+    found: dict[tuple[str, str], None] = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                row = json.loads(line)
+                found[(str(row["tokenizer_id"]), str(row["tokenizer_revision"]))] = None
+            except (ValueError, KeyError, TypeError):
+                continue
+    return list(found)
+
+
+def content_digest(tokenizer_id: str, revision: str) -> str | None:
+    """The tokenizer's content digest: the revision itself when it is one, else (a hub id
+    pinned to a commit) the digest of its tokenizer files in the local hub cache's snapshot,
+    computed as ``sommelier format`` computes a folder's; None when there is none to read."""
+    if revision.startswith(DIGEST_PREFIX):
+        return revision
+    if not is_hub_id(tokenizer_id):
+        return None
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(tokenizer_id, revision=revision, local_files_only=True))
+        return DIGEST_PREFIX + modelref.folder_files_sha256(folder, modelref.TOKENIZER_FILES)
+    except Exception:  # not in the local hub cache (or no huggingface_hub): compare by name
+        return None
+
+
+def same_tokenizer(split: tuple[str, str], base: tuple[str, str]) -> bool:
+    """Whether two tokenizer identities name the same tokenizer: equal digests where both
+    sides have one, else an equal id and revision."""
+    if split == base:
+        return True
+    split_digest, base_digest = content_digest(*split), content_digest(*base)
+    if split_digest is not None and base_digest is not None:
+        return split_digest == base_digest
+    return False
+
+
+def base_tokenizer(suite: Suite) -> tuple[str, str]:
+    """The base model's tokenizer identity, as every engine records it in ``model_identity``
+    (``engines.model_identity_for``: ``modelref.tokenizer_identity`` of the base reference)."""
+    identity = engines.base_ref(suite.model, Path(suite.path).parent).identity
+    return str(identity["tokenizer_id"]), str(identity["tokenizer_revision"])
+
+
+def check_split_tokenizer(suite: Suite) -> None:
+    """Refuse a split formatted with another tokenizer than the base's (see the module
+    docstring); ``[suite] split_tokenizer = "any"`` skips the check. A base the engines would
+    refuse (no safetensors, no tokenizer files) is not judged here: the engine's own error
+    names it when its arm is set up."""
+    if suite.split_tokenizer == "any":
+        return
+    try:
+        base = base_tokenizer(suite)
+    except SommelierError:
+        return
+    for split in split_tokenizers(Path(suite.test_split)):
+        if not same_tokenizer(split, base):
+            raise InputError(
+                "SOM-SPLIT-TOKENIZER",
+                f"the split was formatted with tokenizer {_shown(split)}, the base model's "
+                f"tokenizer is {_shown(base)}: the prompts are in another tokenizer's chat "
+                "template",
+                "re-run sommelier format with --tokenizer set to the base model, or set "
+                '[suite] split_tokenizer = "any" if the split uses another tokenizer on purpose',
+                where=f"{suite.path.name}: [suite] test_split",
+            )
+
+
+def _shown(identity: tuple[str, str]) -> str:
+    """``id (revision)`` with a digest cut to 12 hex digits."""
+    tokenizer_id, revision = identity
+    if revision.startswith(DIGEST_PREFIX):
+        revision = revision[: len(DIGEST_PREFIX) + 12]
+    return f"{tokenizer_id} ({revision})"
