@@ -613,8 +613,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{arm}: {outcome.line()}")
         for warning in outcome.warnings:
             print(f"{arm}: warning: {warning}")
-    error = split_error or result.first_error
-    return error.exit_code if error is not None else 0
+    first = split_error or result.first_error
+    return first.exit_code if first is not None else 0
 
 
 def _add_check_parser(subparsers: argparse._SubParsersAction) -> None:

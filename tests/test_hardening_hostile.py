@@ -13,6 +13,7 @@ that does not fit its arm.
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -703,18 +704,21 @@ def test_H09_a_rescore_refused_by_its_last_check_writes_nothing(
 ) -> None:
     """The page is rendered last; when it refuses (any check of the page), neither ``--out``
     nor the run in place has been written to."""
-    from pytest_sommelier.data import stored
     from pytest_sommelier.errors import InputError
 
     hostile_suite(pytester)
     session(pytester)
+    # the module the command will run (sys.modules'), imported after the session: pytester
+    # drops the modules a session imported first
+    rescore = importlib.import_module("pytest_sommelier.data.rescore")
+
     run = pytester.path / "out"
     before = _snapshot(run)
 
     def refusing(run_dir: Path, out: Path | None = None) -> Path:
         raise InputError("SOM-STORED-FIELD", "a record the page refuses", "fix the record")
 
-    monkeypatch.setattr(stored, "write_report", refusing)
+    monkeypatch.setattr(rescore, "write_report", refusing)
     capsys.readouterr()
     again = pytester.path / "again"
     assert main(["rescore", str(run), "--out", str(again)]) == 2

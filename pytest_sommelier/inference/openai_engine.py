@@ -308,7 +308,8 @@ class OpenAIServer:
         valid = isinstance(ids, list) and all(_is_count(i) for i in ids)
         usage = answer.get("usage")
         used = usage.get("completion_tokens") if isinstance(usage, dict) else None
-        tokens = len(ids) if valid else (used if _is_count(used) else None)
+        counted = len(ids) if valid and isinstance(ids, list) else None
+        tokens = counted if counted is not None else (used if _is_count(used) else None)
         return Answer(
             choices[0]["text"],
             ids if valid else None,
