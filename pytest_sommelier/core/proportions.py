@@ -207,11 +207,12 @@ def newcombe_interval(
     """Newcombe's hybrid score interval (method 10) for the paired difference ``(b - c) / n``.
 
     Needs the whole 2x2 table (the concordant cells enter the margins' Wilson intervals and
-    phi*), not just the discordant counts.
+    phi*), not just the discordant counts. Truncated to [-1, 1] (rounding in the Wilson bounds
+    can leave an ulp outside at a difference of +-1).
     """
     both_, b, c, neither_ = _arrays(both, candidate_only, reference_only, neither)
     lower, upper = _newcombe_bounds(both_, b, c, neither_, normal_quantile(confidence_level))
-    return _scalar_or_array(lower), _scalar_or_array(upper)
+    return _scalar_or_array(np.maximum(-1.0, lower)), _scalar_or_array(np.minimum(1.0, upper))
 
 
 def newcombe_p_value(
