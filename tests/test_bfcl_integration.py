@@ -184,6 +184,10 @@ def test_sixth_metric_intervals_leave_the_five_unchanged(pytester: pytest.Pytest
     """The same resampled pairs: the five intervals equal those of a split without the field."""
     write(pytester)
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sommelier-out", "with", "-m", "eval")
+    # the same suite without acceptable values: a gate on the sixth metric is refused at load
+    # there (hardening H16), so this run gates another metric (and gates are off anyway)
+    other = {"name": "json", "arm": "adapter", "metric": "valid_json_rate", "min": 0}
+    write(pytester, gates=[other])
     split = pytester.path / "suite" / "data" / "test.jsonl"
     plain = [
         {k: v for k, v in json.loads(line).items() if k != "acceptable_arguments"}

@@ -317,8 +317,10 @@ def test_a_scripted_run_scores_the_family_output_format_ok(pytester: pytest.Pyte
                  "--out", str(split), "--policy", NATIVE, "--arguments-key", key]) == 0
     rows = read_jsonl(split)
     suite_key = None if key == "arguments" else key  # the default is written by leaving it out
+    # the base is the scripted fake, not the family tokenizer the split was formatted with
     suite = write_suite(pytester.path / "suite", rows=rows,
-                        suite={"slices": ["en"], "arguments_key": suite_key}, comparisons=None)
+                        suite={"slices": ["en"], "arguments_key": suite_key,
+                               "split_tokenizer": "any"}, comparisons=None)
     (suite.parent / "conftest.py").write_text(CONFTEST)
     answers = {r["example_id"]: r["target_text"].removesuffix(END_OF_TURN[family]) for r in rows}
     assert all(key in answer for answer in answers.values())  # the family's own key
