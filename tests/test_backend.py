@@ -15,7 +15,6 @@ pytest.importorskip("torch")
 
 import torch
 
-from pytest_sommelier.core.types import ArmConfig, ModelConfig
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierEnvironmentError
 from pytest_sommelier.inference import transformers_engine as backend
 
@@ -39,22 +38,7 @@ PROMPTS = [
 DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 8, "batch_size": 1}
 
 
-def model_config(
-    base: str,
-    *,
-    dtype: str | None = None,
-    device: str | None = None,
-    served_name: str | None = None,
-) -> ModelConfig:
-    """The suite's ``[model]`` record as the loader builds it (a local base needs no revision)."""
-    return ModelConfig(base, None, dtype, device, served_name)
-
-
-def arm_config(
-    name: str, adapter: str | None = None, *, served_name: str | None = None
-) -> ArmConfig:
-    """One ``[arms.NAME]`` record (a local adapter needs no revision)."""
-    return ArmConfig(name, adapter, None, served_name)
+from engine_configs import arm_config, model_config  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_sommelier.core.types import ArmConfig, ModelConfig
+from pytest_sommelier.core.types import ArmConfig
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -27,22 +28,11 @@ DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 7, "batch_
 PROMPTS = ["hello", "שלום עולם", '{"name": "f"}', "a" * 30, "x"]
 
 
-def model_config(
-    base: str,
-    *,
-    dtype: str | None = None,
-    device: str | None = None,
-    served_name: str | None = "smol",
-) -> ModelConfig:
-    """The suite's ``[model]`` record as the loader builds it (a local base needs no revision)."""
-    return ModelConfig(base, None, dtype, device, served_name)
+from engine_configs import arm_config  # noqa: E402
+from engine_configs import model_config as _model_config  # noqa: E402
 
-
-def arm_config(
-    name: str, adapter: str | None = None, *, served_name: str | None = None
-) -> ArmConfig:
-    """One ``[arms.NAME]`` record (a local adapter needs no revision)."""
-    return ArmConfig(name, adapter, None, served_name)
+model_config = partial(_model_config, served_name="smol")
+"""This module's ``[model]`` record (its defaults as keyword arguments)."""
 
 
 @pytest.fixture(scope="module")

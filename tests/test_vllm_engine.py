@@ -10,11 +10,11 @@ import subprocess
 import sys
 import time
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from pytest_sommelier.core.types import ArmConfig, ModelConfig
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.inference import engines, openai_engine, vllm_engine
 
@@ -24,22 +24,11 @@ DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 12, "batch
 PROMPTS = ["hello", "שלום עולם", '{"name": "get_weather", "arguments": {}}', "a" * 30, "xy"]
 
 
-def model_config(
-    base: str,
-    *,
-    dtype: str | None = "float32",
-    device: str | None = None,
-    served_name: str | None = "tiny",
-) -> ModelConfig:
-    """The suite's ``[model]`` record as the loader builds it (a local base needs no revision)."""
-    return ModelConfig(base, None, dtype, device, served_name)
+from engine_configs import arm_config  # noqa: E402
+from engine_configs import model_config as _model_config  # noqa: E402
 
-
-def arm_config(
-    name: str, adapter: str | None = None, *, served_name: str | None = None
-) -> ArmConfig:
-    """One ``[arms.NAME]`` record (a local adapter needs no revision)."""
-    return ArmConfig(name, adapter, None, served_name)
+model_config = partial(_model_config, dtype="float32", served_name="tiny")
+"""This module's ``[model]`` record (its defaults as keyword arguments)."""
 
 
 ARMS = {
