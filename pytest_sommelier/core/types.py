@@ -470,6 +470,7 @@ class EvaluationReport(Conditions):
 
     schema_version: str
     run_id: str
+    plugin_version: str  # the pytest-sommelier release that scored the arm
     arm: str
     model_kind: str
     adapter_identity: dict[str, Any] | None

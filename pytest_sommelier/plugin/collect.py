@@ -4,9 +4,9 @@
 ``EvalItem`` (one per example), so node ids read
 ``eval_suites/demo/sommelier.toml::adapter::he::he-0042`` and ``-k``, ``--lf``, ``--deselect``
 and node-id arguments select the obvious things. Invariant: items are yielded in configured
-arm order, configured slice order, then split order; every item carries the ``eval`` marker and
-an ``xdist_group`` mark naming its own fixed batch (``plugin.scheduling``); a bad suite is a
-collection error with the error's code and hint, never a traceback.
+arm order, configured slice order, then split order; every item carries the ``eval`` marker (its
+fixed batch is derived from its node id by the xdist controller, ``plugin.scheduling``); a bad
+suite is a collection error with the error's code and hint, never a traceback.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from pytest_sommelier.data.view.terminal import describe_miss
 from pytest_sommelier.errors import InputError, SommelierError
 from pytest_sommelier.plugin.keys import RESULT_KEY
 from pytest_sommelier.plugin.role import role_of
-from pytest_sommelier.plugin.scheduling import batch_group, watch_collection
 from pytest_sommelier.plugin.settings import settings_of
 
 if TYPE_CHECKING:
@@ -33,6 +32,8 @@ SUITES_KEY = pytest.StashKey[dict[str, "tuple[Suite, FormattedSplit]"]]()
 RUNNER_KEY = pytest.StashKey["Runner"]()
 BATCH_KEY = pytest.StashKey[tuple[Any, "BatchOutcome"]]()
 """An item's generator and its batch's outcome, set in ``setup``."""
+FIXTUREINFO_KEY = pytest.StashKey[Any]()
+"""A suite file's fixture closure, shared by its items (set by the first)."""
 
 
 def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, FormattedSplit]:
@@ -155,12 +156,10 @@ class SuiteFile(pytest.Module):
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite
         self.split: FormattedSplit = split
-        self._fixtureinfo_shared: Any = None
         self.noise = noise_plan(suite, split)
         # marked once here, inherited by every item (cheaper than 2 marks on each item)
         self.add_marker(pytest.mark.eval)
         self.add_marker(pytest.mark.usefixtures("sommelier_model"))
-        watch_collection(self.config)  # an xdist worker reports each item's batch group
         from pytest_sommelier.plugin.baseline import baseline_map
 
         stored = baseline_map(self.config)
@@ -203,9 +202,18 @@ class SliceNode(pytest.Collector):
             )
 
 
-class EvalItem(pytest.Item):
+def evaluated_example(sommelier_model: Any) -> None:
+    """The callable behind every ``EvalItem`` (never called: ``EvalItem.runtest`` scores the
+    item's output). Its one argument is how pytest's own fixture machinery learns that a
+    suite item needs the ``sommelier_model`` fixture."""
+
+
+class EvalItem(pytest.Function):
     """One (arm, example): generation happens in ``setup`` (so model errors and invariant
-    violations are errors, ``E``), parsing and scoring in ``runtest``."""
+    violations are errors, ``E``), parsing and scoring in ``runtest``. A ``pytest.Function``
+    built with pytest's public constructor arguments (``callobj``, ``fixtureinfo``), so
+    fixtures, ``usefixtures`` and conftest overrides of ``sommelier_model`` resolve as for any
+    test, and nothing of pytest's own state is written by hand."""
 
     def __init__(
         self,
@@ -216,28 +224,16 @@ class EvalItem(pytest.Item):
         batch_index: int,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        # every item of a suite file has the same node chain above it, so the fixture closure
+        # is computed for the file's first item and passed to the rest
+        shared = suite_file.stash.get(FIXTUREINFO_KEY, None)
+        super().__init__(callobj=evaluated_example, fixtureinfo=shared, **kwargs)
+        if shared is None:
+            suite_file.stash[FIXTUREINFO_KEY] = self._fixtureinfo
         self.suite_file = suite_file
         self.arm = arm
         self.example = example
         self.batch_index = batch_index
-        # the scope xdist sends this item with: its own fixed batch (plugin.scheduling)
-        self.batch_group = batch_group(suite_file.nodeid, self.batch_key)
-        self.add_marker(pytest.mark.xdist_group(self.batch_group))
-        # Fixture support, as pytest's own DoctestItem does it. Every item of a suite file has
-        # the same node chain above it, so the fixture closure is computed once per file.
-        from _pytest.fixtures import TopRequest
-
-        self.obj = None
-        if suite_file._fixtureinfo_shared is None:
-            fixture_manager = self.session._fixturemanager
-            suite_file._fixtureinfo_shared = fixture_manager.getfixtureinfo(
-                node=self, func=None, cls=None
-            )
-        self._fixtureinfo = suite_file._fixtureinfo_shared
-        self.fixturenames = self._fixtureinfo.names_closure
-        self.funcargs: dict[str, object] = {}
-        self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
 
     @property
     def suite(self) -> Suite:
@@ -255,7 +251,7 @@ class EvalItem(pytest.Item):
 
     def setup(self) -> None:
         """Generate this item's fixed batch (once per process); model errors are errors here."""
-        self._request._fillfixtures()
+        super().setup()  # pytest fills the item's fixtures
         factory = self.funcargs["sommelier_model"]
         runner = runner_for(self.config)
         suite, split = self.suite, self.split
@@ -293,10 +289,10 @@ class EvalItem(pytest.Item):
         if not payload["hit"] and must_pass:
             pytest.fail(describe_miss(payload["record"], self.example.gold_call), pytrace=False)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, SommelierError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
+        return super().repr_failure(excinfo)
 
     def _repr_failure_py(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

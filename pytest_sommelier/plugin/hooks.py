@@ -37,8 +37,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "eval: one evaluated example of a sommelier suite (select with -m eval)"
     )
-    if not config.pluginmanager.hasplugin("xdist"):  # suite items carry xdist_group marks
-        config.addinivalue_line("markers", "xdist_group: the generation batch of a suite item")
     configure_settings(config)
     config.pluginmanager.register(SuiteReports(config), "sommelier-session")
 
@@ -99,13 +97,6 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     if report.when == "call" and report.passed and record is not None and not record["hit"]:
         return "missed", "m", ("MISS", {"yellow": True})
     return None
-
-
-@pytest.hookimpl(optionalhook=True)  # only exists when pytest-xdist is loaded
-def pytest_configure_node(node: Any) -> None:
-    from pytest_sommelier.plugin.scheduling import configure_node
-
-    configure_node(node)
 
 
 @pytest.hookimpl(optionalhook=True)  # only exists when pytest-xdist is loaded

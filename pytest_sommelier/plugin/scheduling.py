@@ -1,129 +1,135 @@
 """xdist scheduling that keeps each fixed generation batch in one process.
 
-Used when the user asked for ``-n N`` without choosing ``--dist`` (xdist's default ``load``).
-Every suite item carries an ``xdist_group`` mark naming its own batch (:func:`batch_group`, built
-from its ``BatchKey``: suite node id, arm, slice, batch index), so the scope an item is sent
-with comes from the item, never from its position in the selected collection or from
-re-reading a file: ``-k``, ``--lf`` and ``--deselect`` cannot split a batch across workers.
+The controller (which never collects) derives every suite item's batch itself: a suite item's
+node id reads ``<suite file>::<arm>::<slice>::<example id>``, and the suite file's formatted
+split (loaded on the controller with ``collect.load_suite_once``, the same loader the workers
+and the session finish use) says where that example sits in its slice, so its fixed batch is
+``position // batch_size`` (:func:`batch_index_map`). Nothing travels through a node id and no
+private attribute of a pytest or xdist object is written: items keep their own node ids in every
+report, ``--lf``, junit and the run, on every pytest (pytest 9.2 keeps node ids structurally;
+xdist's own ``loadgroup`` depends on rewriting them, pytest-xdist issue 1386).
 
-How the group reaches the controller (which never collects): xdist's ``--dist loadgroup``
-appends ``@<group>`` to each item's node id for good, which breaks ``--lf`` and every report
-name. Here the suffix is shown only in the collection a worker sends the controller (the
-``collectionfinish`` event, :class:`BatchGroups`) and taken off again at once, so reports,
-``--lf``, junit and the run keep the item's own node id. The controller's
-:class:`BatchScheduling` (xdist's ``LoadGroupScheduling``) sends each group to one worker as a
-unit; every other test is its own scope (as with ``load``).
+:class:`BatchScheduling` (xdist's ``LoadScopeScheduling`` with its own scope rule) replaces the
+scheduler of ``load`` (implicit ``-n N`` or explicit), ``loadscope``, ``loadfile``,
+``loadgroup`` and ``worksteal``: a suite item's unit is its batch; any other test keeps the unit
+its ``--dist`` mode gives it (:func:`scope_of`). ``each`` and ``no`` are left to xdist.
 
 Invariants kept: items of one batch are sent to one worker together, so a batch is generated
-once per run; should a suite item ever arrive without its group (a pytest that ignores the
-node-id suffix), its scope is its whole (suite, arm, slice), coarser but still never split;
-a batch whose worker crashed is not retried on another worker (its items stay unrun and the
-run is incomplete). With an explicit ``--dist loadgroup`` xdist groups by the same marks
-itself (and keeps its own node-id suffix and retry rule); other explicit ``--dist`` modes are
-left alone.
+once per run, under any selection (``-k``, ``--deselect``, ``--lf``, node ids); a suite item
+whose batch cannot be derived (its suite failed to load on the controller, an example id the
+split does not hold) is sent with its whole (suite, arm, slice), coarser but never split; a
+batch whose worker crashed is not retried on another worker (its items stay unrun and the run
+is incomplete).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_sommelier.plugin.keys import suite_nodeid
 
-if TYPE_CHECKING:
-    from pytest_sommelier.core.types import BatchKey
-
 GROUP_PREFIX = "sommelier:"
-WORKER_FLAG = "sommelier_batch_groups"
-"""``workerinput`` key: the controller schedules by batch group (set in ``configure_node``)."""
+TAKEN_OVER = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
+"""The ``--dist`` modes whose scheduler :class:`BatchScheduling` replaces."""
+
+BatchIndex = dict[tuple[str, str], int]
+"""(slice, example id) -> the index of the example's fixed batch in its slice."""
 
 
-def batch_group(suite: str, key: BatchKey) -> str:
-    """The ``xdist_group`` name of batch ``key`` of the suite with node id ``suite``: unique per
-    batch of a run, free of ``@`` (xdist splits a node id at its last ``@``)."""
-    name = f"{GROUP_PREFIX}{suite}::{key.arm}::{key.language}::batch{key.index}"
-    return name.replace("@", "%40")
+def batch_group(suite: str, arm: str, language: str, index: int) -> str:
+    """The unit name of batch ``index`` of slice ``language`` of ``arm`` in the suite with
+    node id ``suite``: two batches share a name exactly when all four agree."""
+    return f"{GROUP_PREFIX}{suite}::{arm}::{language}::batch{index}"
 
 
-def schedules_by_batch(config: pytest.Config) -> bool:
-    """True when this run's xdist distribution is the implicit ``load`` (``-n N`` and no
-    ``--dist``): then :class:`BatchScheduling` replaces it."""
-    explicit = any(
-        a == "--dist" or a.startswith("--dist=") or a == "-d" for a in config.invocation_params.args
-    )
-    return config.getvalue("dist") == "load" and not explicit
+def batch_index_map(slices: dict[str, list[str]], batch_size: int) -> BatchIndex:
+    """(slice, example id) -> batch index, from each slice's example ids in split order: the
+    rule ``collect.SliceNode`` cuts batches by (position // batch_size)."""
+    return {
+        (language, example_id): position // batch_size
+        for language, ids in slices.items()
+        for position, example_id in enumerate(ids)
+    }
 
 
-def configure_node(node: Any) -> None:
-    """Tell a starting worker whether the controller schedules by batch group."""
-    node.workerinput[WORKER_FLAG] = schedules_by_batch(node.config)
+def mode_scope(dist: str) -> Callable[[str], str]:
+    """The unit xdist's ``--dist`` mode ``dist`` gives a test that is not a suite item (the
+    rules of xdist's own schedulers, restated so none of their private methods is called)."""
+    if dist == "loadscope":
+        return lambda nodeid: nodeid.rsplit("::", 1)[0]
+    if dist == "loadfile":
+        return lambda nodeid: nodeid.split("::", 1)[0]
+    if dist == "loadgroup":
+        # xdist's workers suffix ``@<group>`` to a marked test's id on pytest < 9.2
+        return lambda nodeid: (
+            nodeid.rsplit("@", 1)[-1] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
+        )
+    return lambda nodeid: nodeid
 
 
-def watch_collection(config: pytest.Config) -> None:
-    """On a worker of a run scheduled by batch, make sure :class:`BatchGroups` is registered
-    (called when a suite file is collected; once per process)."""
-    workerinput = getattr(config, "workerinput", None) or {}
-    if workerinput.get(WORKER_FLAG) and not config.pluginmanager.has_plugin(BatchGroups.NAME):
-        config.pluginmanager.register(BatchGroups(), BatchGroups.NAME)
+def scope_of(nodeid: str, batches: Callable[[str], BatchIndex | None], dist: str = "load") -> str:
+    """The unit a collected node id is sent with: for a suite item, its batch group (the
+    suite's batches from ``batches(suite node id)``), or its whole (suite, arm, slice) when the
+    batch is unknown; any other test, the unit of ``--dist`` mode ``dist``."""
+    suite = suite_nodeid(nodeid)
+    if suite is None:
+        return mode_scope(dist)(nodeid)
+    parts = nodeid.split("::", 3)
+    if len(parts) < 4:
+        return nodeid
+    _, arm, language, example_id = parts
+    index = (batches(suite) or {}).get((language, example_id))
+    if index is None:
+        return "::".join(parts[:3])
+    return batch_group(suite, arm, language, index)
 
 
-class BatchGroups:
-    """Worker side: the collection this worker reports to the controller names each suite
-    item's batch group as ``<node id>@<group>``; the items keep their own node ids."""
+def suite_batches(config: pytest.Config) -> Callable[[str], BatchIndex | None]:
+    """On the controller: suite node id -> its batch map, loaded once per suite; None when the
+    suite does not load here (its items then go by whole slice; the workers' collection
+    reports the error itself)."""
+    known: dict[str, BatchIndex | None] = {}
 
-    NAME = "sommelier-batch-groups"
+    def batches(suite: str) -> BatchIndex | None:
+        if suite not in known:
+            known[suite] = None
+            try:
+                from pytest_sommelier.plugin.collect import load_suite_once
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_collection_finish(self, session: pytest.Session) -> Generator[None, None, None]:
-        renamed: list[tuple[Any, str]] = []
-        for item in session.items:
-            group = getattr(item, "batch_group", None)
-            if isinstance(group, str):
-                renamed.append((item, item.nodeid))
-                item._nodeid = f"{item.nodeid}@{group}"
-        try:
-            return (yield)  # xdist's worker sends the ids it sees here
-        finally:
-            for item, nodeid in renamed:
-                item._nodeid = nodeid
+                loaded, split = load_suite_once(config, Path(config.rootpath) / suite)
+                size = int(loaded.decoding["batch_size"])
+                ids = {lang: [e.example_id for e in rows] for lang, rows in split.slices.items()}
+                known[suite] = batch_index_map(ids, size)
+            except Exception:  # the workers report the suite's own error at collection
+                known[suite] = None
+        return known[suite]
 
-
-def split_group(nodeid: str) -> tuple[str, str | None]:
-    """``(the item's own node id, its batch group or None)`` of a reported collection id."""
-    head, sep, group = nodeid.rpartition("@")
-    if sep and group.startswith(GROUP_PREFIX):
-        return head, group
-    return nodeid, None
-
-
-def scope_of(nodeid: str) -> str:
-    """The unit a collection id is sent with: its batch group; for a suite item without one,
-    its (suite, arm, slice); for any other test, itself."""
-    own, group = split_group(nodeid)
-    if group is not None:
-        return group
-    if suite_nodeid(own) is not None:
-        return "::".join(own.split("::")[:3])
-    return own
+    return batches
 
 
 def make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Return the batch scheduler for the implicit ``--dist load``, else None (xdist's own)."""
-    if not schedules_by_batch(config):
+    """Return the batch scheduler for the ``--dist`` modes it takes over, else None (xdist's
+    own: ``each``, ``no``)."""
+    dist = str(config.getvalue("dist"))
+    if dist not in TAKEN_OVER:
         return None
-    from xdist.scheduler import LoadGroupScheduling  # type: ignore[import-untyped]
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    class BatchScheduling(LoadGroupScheduling):  # type: ignore[misc]
-        """LoadGroup with sommelier batches as the groups."""
+    batches = suite_batches(config)
+
+    class BatchScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        """LoadScope with sommelier batches as the units of suite items."""
 
         def remove_node(self, node: Any) -> str | None:
             """LoadScope's ``remove_node`` without re-queueing the batch that crashed the
             worker (LoadScope re-queues the whole unit, crashing item included, so one batch
-            could kill worker after worker). The crashing item is reported as crashed (under
-            its own node id), the rest of its batch stays unrun (the run is incomplete); other
-            units are re-queued."""
+            could kill worker after worker). The crashing item is reported as crashed, the
+            rest of its batch stays unrun (the run is incomplete); other units are
+            re-queued (of a crashed unit that is not a batch, all but the crashing test)."""
             workload = self.assigned_work.pop(node)
             crashed_scope, crashitem = next(
                 (
@@ -136,16 +142,19 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
             )
             if crashitem is None:
                 return None
-            # the whole batch stays unrun: regenerating it would kill the next worker too
-            del workload[crashed_scope]
+            if str(crashed_scope).startswith(GROUP_PREFIX):
+                # the whole batch stays unrun: regenerating it would kill the next worker too
+                del workload[crashed_scope]
+            else:  # any other unit: the crashing test alone is dropped (as xdist's ``load``)
+                del workload[crashed_scope][crashitem]
             self.workqueue.update(
-                (scope, unit) for scope, unit in workload.items() if self._pending_of({scope: unit})
+                (scope, unit) for scope, unit in workload.items() if not all(unit.values())
             )
             for other in self.assigned_work:
                 self._reschedule(other)
-            return split_group(crashitem)[0]
+            return str(crashitem)
 
-        def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid)
+        def _split_scope(self, nodeid: str) -> str:  # xdist's documented override point
+            return scope_of(nodeid, batches, dist)
 
     return BatchScheduling(config, log)
