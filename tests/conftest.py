@@ -48,3 +48,31 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("tiny")
     model = make_tiny_model_dir(root / "model")
     return model, make_tiny_adapter_dir(model, root / "adapter")
+
+
+def marks_whole_module_slow(path: Path) -> bool:
+    """True when the test module's top level says ``pytestmark = pytest.mark.slow`` (alone or
+    in a list): read with ``ast``, so the module is not imported to find out."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False  # let pytest collect it and report the problem itself
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        ):
+            values = node.value.elts if isinstance(node.value, ast.List) else [node.value]
+            return any(ast.unparse(v) == "pytest.mark.slow" for v in values)
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under the fast tier (``-m "not slow"``), a module whose every test is slow is not even
+    imported (its real models, browsers and subprocess helpers cost seconds per worker)."""
+    if (config.option.markexpr or "").split() != ["not", "slow"]:
+        return None
+    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return True if marks_whole_module_slow(collection_path) else None
+    return None
