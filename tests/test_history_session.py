@@ -16,7 +16,7 @@ import pytest
 from history_helpers import HE_DROP, IMPROVED, REGRESSED, V1, script, subprocess_session
 from plugin_helpers import write_scripted_suite
 
-from pytest_sommelier.data.history import read_index, stored_runs
+from pytest_sommelier.data.store.history import read_index, stored_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 FAIL = "--sommelier-compare-fail=full_call_exact_match:0.02"
@@ -370,8 +370,8 @@ def test_rescore_applies_the_suites_current_gates_with_the_sessions_tables(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pytest_sommelier.cli import main
+    from pytest_sommelier.commands.rescore import generation_files
     from pytest_sommelier.data.digests import sha256_file
-    from pytest_sommelier.data.rescore import generation_files
 
     _, one = run(pytester, "one", V1, "--sommelier-autosave")
     sources = {name: sha256_file(one / name) for name in generation_files(one, ["base", "adapter"])}

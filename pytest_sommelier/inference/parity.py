@@ -30,8 +30,8 @@ from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import parse_tool_call
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import FormattedSplit, Suite
-from pytest_sommelier.data import artifacts, stored
-from pytest_sommelier.data.suite import load_suite
+from pytest_sommelier.data.store import artifacts, stored
+from pytest_sommelier.data.suite.load import load_suite
 from pytest_sommelier.errors import EvaluationError, InputError, InvariantError
 from pytest_sommelier.inference import preflight, select_engine
 from pytest_sommelier.inference.protocol import PREFLIGHT_KEY, Generator

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_sommelier.core.types import BatchKey
-from pytest_sommelier.data.view.terminal import describe_miss
 from pytest_sommelier.errors import InputError, SommelierError
 from pytest_sommelier.plugin.keys import RESULT_KEY
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.scheduling import batch_group, watch_collection
 from pytest_sommelier.plugin.settings import settings_of
+from pytest_sommelier.view.terminal import describe_miss
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import Example, FormattedSplit, Suite
@@ -41,9 +41,9 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
     targets are read with the suite's ``arguments_key``, and the split must have been formatted
     with the base's tokenizer (``inference.split_check``). A load error is raised each time and
     never kept."""
-    from pytest_sommelier.data.split import load_split
-    from pytest_sommelier.data.suite import load_suite
-    from pytest_sommelier.data.suite_gates import check_gates_against_split
+    from pytest_sommelier.data.split.load import load_split
+    from pytest_sommelier.data.suite.gates import check_gates_against_split
+    from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.inference.split_check import check_split_tokenizer
 
     loaded = config.stash.setdefault(SUITES_KEY, {})
@@ -118,7 +118,7 @@ def refuse_unwritable_out(config: pytest.Config) -> None:
     """Refuse, at collection and before any model runs, an output folder that could not be
     written (``artifacts.check_writable``): an earlier run there is then left as it was, never
     beside a run that could not replace it."""
-    from pytest_sommelier.data.artifacts import check_writable
+    from pytest_sommelier.data.store.artifacts import check_writable
 
     out = settings_of(config).out
     base = Path(out) if out else Path("runs")

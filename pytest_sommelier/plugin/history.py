@@ -22,12 +22,13 @@ import pytest
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import Suite
-from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.history_gate import parse_fail_specs
-from pytest_sommelier.data.history_verdict import (
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.data.store.history_gate import parse_fail_specs
+from pytest_sommelier.data.store.history_verdict import (
     compare_with_stored,
     stored_specs,
     verdict_against_stored,
+    write_compared,
 )
 from pytest_sommelier.errors import SommelierError
 from pytest_sommelier.plugin.settings import settings_of, store_path
@@ -54,7 +55,10 @@ def against_stored(
     against = compare_with_stored(
         run_dir, store_path(config), specs, suite=suite.name, flips=settings.misses
     )
-    over.lines += against.lines()
+    from pytest_sommelier.view.compare import against_lines, compare_markdown
+
+    write_compared(run_dir, against, compare_markdown)
+    over.lines += against_lines(against)
     over.errors += against.errors()
     verdict = verdict_against_stored(
         suite,
@@ -72,7 +76,7 @@ def summarise_and_store(
     config: pytest.Config, suite: Suite, run_dir: Path, outcome: RunOutcome, over: OverTime
 ) -> None:
     """Write the run's Markdown summary, then (``--sommelier-autosave``) store the run."""
-    from pytest_sommelier.data.ci_summary import write_summary
+    from pytest_sommelier.view.ci_summary import write_summary
 
     try:
         write_summary(run_dir)
@@ -81,8 +85,8 @@ def summarise_and_store(
     settings = settings_of(config)
     if not settings.autosave:
         return
-    from pytest_sommelier.data.history import save_run
-    from pytest_sommelier.data.history_record import value_intervals_of
+    from pytest_sommelier.data.store.history import save_run
+    from pytest_sommelier.data.store.history_record import value_intervals_of
 
     try:
         stored = save_run(

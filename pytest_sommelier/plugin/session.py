@@ -22,16 +22,17 @@ import pytest
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
-from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.split import FormattedSplit
-from pytest_sommelier.data.suite import Suite, suite_identity
-from pytest_sommelier.data.view import terminal
+from pytest_sommelier.data.split.load import FormattedSplit
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.data.suite.load import Suite, suite_identity
 from pytest_sommelier.errors import InvariantError, SommelierError, exception_text
 from pytest_sommelier.plugin.collect import load_suite_once
 from pytest_sommelier.plugin.junit import add_gate_cases
 from pytest_sommelier.plugin.keys import suite_nodeid
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
+from pytest_sommelier.view import terminal
+from pytest_sommelier.view.markdown import outcome_markdown
 
 if TYPE_CHECKING:
     from pytest_sommelier.plugin.history import OverTime
@@ -162,12 +163,13 @@ class SommelierSession:
             outcome,
             resolved={**identity, "run_id": self.run_id},
             split=split,
+            comparison_markdown=outcome_markdown(outcome),
         )
         result.outcome = outcome
         # imported here, not at plugin load: Jinja2, the template module and the run store cost
         # every pytest run start-up time, and only a session finish with a suite needs them
-        from pytest_sommelier.data.view.html import write_report
         from pytest_sommelier.plugin.history import OverTime, against_stored, summarise_and_store
+        from pytest_sommelier.view.html import write_report
 
         result.over_time = over = OverTime()
         try:
@@ -258,7 +260,7 @@ class SommelierSession:
     # -- terminal ----------------------------------------------------------------------------
 
     def summary(self, terminalreporter: Any) -> None:
-        """Write each suite's summary; every line comes from ``data.view.terminal``."""
+        """Write each suite's summary; every line comes from ``view.terminal``."""
         misses_wanted = settings_of(self.config).misses
         for result in self.results:
             terminalreporter.write_sep("=", f"sommelier: {result.name}")
