@@ -556,7 +556,8 @@ def test_ci_summary_and_github_step_summary(pytester: pytest.Pytester, monkeypat
     lines = text.splitlines()
     assert lines[0] == "## sommelier: suite factory: FAIL"
     assert any(
-        line.startswith("| PASS | valid | adapter | valid_json_rate [overall] |") for line in lines
+        line.startswith("| PASS | valid | adapter valid_json_rate [overall] value 1.000 ")
+        for line in lines
     )
     failed = next(line for line in lines if "compare-fail:adapter" in line)
     assert failed.startswith("| **FAIL** |") and "broken 2 (en-1, en-3)" in failed

@@ -169,7 +169,7 @@ def rescore(
     with tempfile.TemporaryDirectory(prefix="sommelier-rescore-") as folder:
         stage = Path(folder) / target.name
         artifacts.write_outcome(
-            stage, outcome, resolved=resolved, split=split,
+            stage, replace(outcome, verdict=None), resolved=resolved, split=split,
             comparison_markdown=outcome_markdown(outcome),
         )
         artifacts.atomic_write_json(runlayout.rescored(stage), record)
@@ -179,9 +179,9 @@ def rescore(
         )
         write_compared(stage, against, compare_markdown)
         verdict = verdict_against_stored(scored, outcome, against, compare=None, fail_specs=())
-        if verdict != outcome.verdict and verdict is not None:
-            artifacts.atomic_write_json(runlayout.verdict(stage), verdict)
-            outcome = replace(outcome, verdict=verdict)
+        outcome = replace(outcome, verdict=verdict)
+        if verdict is not None:  # once, after the comparisons; the page and summary read it
+            artifacts.write_verdict(stage, verdict)
         write_report(stage)
         write_summary(stage)
         # in place: keep generations and inputs until replaced; elsewhere: a fresh folder

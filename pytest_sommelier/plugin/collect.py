@@ -25,6 +25,11 @@ from pytest_sommelier.plugin.scheduling import batch_group, watch_collection
 from pytest_sommelier.plugin.settings import settings_of
 from pytest_sommelier.view.terminal import describe_miss
 
+JUNIT_OUTCOME = "sommelier_outcome"
+"""The ``--junitxml`` property of every evaluated example: ``hit`` or ``miss``."""
+JUNIT_MISS = "sommelier_miss"
+"""The ``--junitxml`` property of a missed example: what was missed, on one line."""
+
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import Example, FormattedSplit, Suite
     from pytest_sommelier.plugin.runner import BatchOutcome, Runner
@@ -290,8 +295,14 @@ class EvalItem(pytest.Item):
         settings = settings_of(self.config)
         arms = settings.strict_arms
         must_pass = settings.strict and (not arms or self.arm in arms)
-        if not payload["hit"] and must_pass:
-            pytest.fail(describe_miss(payload["record"], self.example.gold_call), pytrace=False)
+        # the outcome in --junitxml: a miss is a passing test case there (not strict), so each
+        # case says which it was (docs/plugin.md, "JUnit")
+        self.user_properties.append((JUNIT_OUTCOME, "hit" if payload["hit"] else "miss"))
+        if not payload["hit"]:
+            text = describe_miss(payload["record"], self.example.gold_call)
+            self.user_properties.append((JUNIT_MISS, " ".join(text.split())))
+            if must_pass:
+                pytest.fail(text, pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, SommelierError):

@@ -1,12 +1,15 @@
 """The run's Markdown summary for CI: ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``.
 
-``summary_markdown(run_dir)`` reads only the run's own files (``suite.resolved.json``,
-``gate_verdict.json``, each arm's ``evaluation_report.json``, ``report/<comparison>.json`` and
-``report/compare-<NNNN>.json``) and returns the verdict, the gates, the metrics per arm and
+``summary_text(inputs)`` renders a ``data.store.runread.SummaryInputs`` (the session finish
+builds it from memory, ``runread.summary_inputs_of``; ``summary_markdown(run_dir)`` has the store
+read it from the run's own files: ``suite.resolved.json``, ``gate_verdict.json``, each arm's
+``evaluation_report.json``, ``report/<comparison>.json`` and ``report/compare-<NNNN>.json``):
+the verdict, the gates, the metrics per arm and
 slice, each comparison's deltas with their intervals, and the comparison with a stored run
-(deltas, intervals, McNemar counts, flipped examples). ``write_summary`` writes it as
-``report/summary.md`` and, when ``GITHUB_STEP_SUMMARY`` names a file, appends it there (the
-file GitHub Actions shows on the job's page; other CI systems publish ``summary.md``).
+(deltas, intervals, McNemar counts, flipped examples). The store
+(``data.store.artifacts.write_summary``) writes it as ``report/summary.md`` and, when
+``GITHUB_STEP_SUMMARY`` names a file, appends it there (the file GitHub Actions shows on the
+job's page; other CI systems publish ``summary.md``).
 
 Invariants kept: every number is read from a stored report (nothing recomputed); stored text
 in a table cell is one line with ``|`` escaped and ``<``/``>`` as entities, so no stored value
@@ -16,18 +19,15 @@ summary is only ever appended to.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.reports import COMPARISON_SCHEMA
 from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.history_compare import COMPARE_SCHEMA
-from pytest_sommelier.data.store.history_record import arm_reports
-from pytest_sommelier.errors import SommelierEnvironmentError
+from pytest_sommelier.data.store.runread import SummaryInputs, summary_inputs
 from pytest_sommelier.view.compare import compare_markdown, md_cell
 from pytest_sommelier.view.text import (
     fmt,
@@ -38,32 +38,24 @@ from pytest_sommelier.view.text import (
     selected_interval,
 )
 
-STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
-
-
-def _reports(run_dir: Path, schema: str) -> dict[str, dict[str, Any]]:
-    """``report/*.json`` of one schema, by file stem."""
-    found: dict[str, dict[str, Any]] = {}
-    for path in sorted(runlayout.report_dir(run_dir).glob("*.json")):
-        report = artifacts.read_json(path)
-        if isinstance(report, dict) and report.get("schema_version") == schema:
-            found[path.stem] = report
-    return found
-
 
 def _gate_rows(verdict: Mapping[str, Any]) -> list[list[str]]:
+    """Per gate: PASS/FAIL, its name, what it compared as the terminal says it
+    (``core.gates.gate_text``, with a failed compare-fail gate's evidence: rounded as
+    displayed, the bound tested named) and, for a gate
+    that could not be evaluated, why (the verdict keeps the full-precision numbers)."""
     rows = []
     for gate in verdict.get("gates") or []:
-        threshold = ", ".join(f"{k} {v}" for k, v in sorted((gate.get("threshold") or {}).items()))
+        why = gate.get("reason") if gate.get("observed") is None else ""
+        said = gate_text(gate)
+        if not gate.get("passed") and gate.get("evidence"):  # a compare-fail gate's flips
+            said += f"; {gate['evidence']}"
         rows.append(
             [
                 "PASS" if gate.get("passed") else "**FAIL**",
                 md_cell(gate.get("name")),
-                md_cell(gate.get("subject") or ""),
-                md_cell(f"{gate.get('metric')} [{gate.get('slice')}]"),
-                fmt(gate.get("observed")),
-                md_cell(threshold),
-                "" if gate.get("passed") else md_cell(gate.get("reason") or ""),
+                md_cell(said),
+                "" if gate.get("passed") else md_cell(why or ""),
             ]
         )
     return rows
@@ -94,30 +86,24 @@ def _delta_rows(report: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None = None) -> str:
-    """The run's Markdown summary (see the module docstring); ``compares`` are comparisons
-    with stored runs (default: every ``report/compare-*.json`` of the run)."""
-    run_dir = Path(run_dir)
-    resolved = artifacts.read_json(runlayout.resolved(run_dir))
-    resolved = resolved if isinstance(resolved, dict) else {}
-    verdict_path = runlayout.verdict(run_dir)
-    verdict = artifacts.read_json(verdict_path) if verdict_path.is_file() else None
+def summary_text(inputs: SummaryInputs) -> str:
+    """The run's Markdown summary (see the module docstring), rendered from its values."""
+    resolved, verdict, reports = inputs.resolved, inputs.verdict, inputs.reports
     word = (verdict or {}).get("verdict", "no verdict (gates off)")
-    reports = arm_reports(run_dir, resolved)
-    suite = md_cell(resolved.get("name", run_dir.name))
+    suite = md_cell(resolved.get("name", inputs.run_name))
     lines = [
         f"## sommelier: suite {suite}: {md_cell(str(word).upper())}",
         "",
-        f"Run `{md_cell(resolved.get('run_id', run_dir.name))}`, {len(reports)} arm(s), "
+        f"Run `{md_cell(resolved.get('run_id', inputs.run_name))}`, {len(reports)} arm(s), "
         + ("complete." if (verdict or {}).get("complete", True) else "**incomplete**."),
     ]
     if verdict and verdict.get("gates"):
-        header = ["result", "gate", "subject", "metric [slice]", "observed", "threshold", "why"]
+        header = ["result", "gate", "what it compared", "why not evaluated"]
         lines += ["", "### Gates", "", *md_table(header, _gate_rows(verdict))]
     if reports:
         header = ["arm", "slice", *METRIC_NAMES, "n"]
         lines += ["", "### Metrics", "", *md_table(header, _metric_rows(reports))]
-    for report in _reports(run_dir, COMPARISON_SCHEMA).values():
+    for report in inputs.comparisons:
         ci = selected_block(report)
         lines += [
             "",
@@ -136,12 +122,18 @@ def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None
                 f"{mcnemar['candidate_only']}, reference-only {mcnemar['reference_only']}, "
                 f"p = {mcnemar['p_value']:.4g}.",
             ]
-    stored = (
-        list(compares) if compares is not None else list(_reports(run_dir, COMPARE_SCHEMA).values())
-    )
-    for compare in stored:
+    for compare in inputs.compares:
         lines += ["", compare_markdown(compare, heading="###").rstrip("\n")]
     return "\n".join(lines) + "\n"
+
+
+def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The summary of the stored run in ``run_dir`` (read by ``data.store.runread``);
+    ``compares`` are comparisons with stored runs (default: every ``report/compare-*.json``)."""
+    inputs = summary_inputs(Path(run_dir))
+    if compares is not None:
+        inputs = replace(inputs, compares=[dict(report) for report in compares])
+    return summary_text(inputs)
 
 
 def write_summary(
@@ -150,25 +142,10 @@ def write_summary(
     *,
     environ: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write ``<run_dir>/report/summary.md`` and append the same text to the file named by
-    ``GITHUB_STEP_SUMMARY`` (in ``environ``, default the process environment) when set;
-    returns the summary's path."""
-    run_dir = Path(run_dir)
-    text = summary_markdown(run_dir, compares)
-    target = runlayout.summary(run_dir)
-    artifacts.atomic_write_text(target, text)
-    step = (os.environ if environ is None else environ).get(STEP_SUMMARY)
-    if step:
-        try:
-            with open(step, "a", encoding="utf-8") as handle:
-                handle.write(text + "\n")
-        except OSError as exc:
-            raise SommelierEnvironmentError(
-                "SOM-SUMMARY-WRITE",
-                f"appending to {STEP_SUMMARY} file {step} failed: {exc.strerror or exc}",
-                "the CI runner sets this variable to a writable file; unset it outside CI",
-            ) from exc
-    return target
+    """Write the summary of the stored run in ``run_dir`` (``data.store.artifacts.write_summary``:
+    ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``); returns the summary's path."""
+    text = summary_markdown(Path(run_dir), compares)
+    return artifacts.write_summary(Path(run_dir), text, environ=environ)
 
 
-__all__ = ["summary_markdown", "write_summary"]
+__all__ = ["summary_markdown", "summary_text", "write_summary"]

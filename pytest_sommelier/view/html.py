@@ -1,11 +1,12 @@
 """The HTML report of a stored run: one self-contained page (``<run>/report.html``).
 
-``render_report(run_dir)`` renders what ``data.store.runread.read_run`` reads of the run's own files
-(``suite.resolved.json``, the split copy in ``inputs/``, each arm's ``evaluation_report.json``,
-``inference_telemetry.json`` and ``generations.<slice>.jsonl``, ``report/*.json`` and
-``gate_verdict.json``) and returns the page; ``write_report`` writes it atomically. The session
-finish, ``sommelier rescore`` and ``sommelier report`` all go through these two functions, so a
-page looks the same whoever wrote it. User documentation: ``docs/report.md``.
+``render_page(files, run_name)`` renders a run's values (``data.store.runread.RunFiles``: the
+resolved suite, the split's rows, each arm's evaluation report, telemetry and generation
+records, the comparison reports and the verdict) and returns the page. The session finish
+builds those values from memory (``runread.run_files_of``); ``render_report(run_dir)`` and
+``write_report`` have the store read them from the run's own files (``runread.read_run``) for
+``sommelier rescore`` and ``sommelier report``. Both give the same values, so a page looks the
+same whoever wrote it. User documentation: ``docs/report.md``.
 
 Invariants kept:
 
@@ -59,7 +60,7 @@ from pytest_sommelier.core.types import Call, ComparisonReport, GenerationRecord
 from pytest_sommelier.data.split.load import row_gold_call
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.artifacts import StoredArm
-from pytest_sommelier.data.store.runread import read_run
+from pytest_sommelier.data.store.runread import RunFiles, read_run
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.view.terminal import (
     familywise_lines,
@@ -518,9 +519,14 @@ def miss_table(arms: Mapping[str, StoredArm]) -> dict[str, Any] | None:
 
 
 def build_context(run_dir: Path) -> dict[str, Any]:
-    """Everything the template shows, read from ``run_dir`` (see the module docstring)."""
-    run_dir = Path(run_dir)
-    files = read_run(run_dir)
+    """Everything the template shows of the stored run in ``run_dir`` (read by
+    ``data.store.runread.read_run``; see the module docstring)."""
+    return page_context(read_run(Path(run_dir)), Path(run_dir).name)
+
+
+def page_context(files: RunFiles, run_name: str) -> dict[str, Any]:
+    """Everything the template shows, from a run's values (``RunFiles``, read from disk or
+    built from memory by ``runread.run_files_of``); ``run_name`` is the run folder's name."""
     resolved, verdict, arms = files.resolved, files.verdict, files.arms
     comparisons, rows, split_notes = files.comparisons, files.rows, files.split_notes
     notes = [*files.notes, *split_notes]
@@ -536,10 +542,10 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         name for data in arms.values() for name in (data[0].get("metrics") or {})
     )
     return {
-        "run_name": run_dir.name,
+        "run_name": run_name,
         "resolved": resolved,
-        "suite": resolved.get("name", run_dir.name),
-        "run_id": resolved.get("run_id") or first.get("run_id") or run_dir.name,
+        "suite": resolved.get("name", run_name),
+        "run_id": resolved.get("run_id") or first.get("run_id") or run_name,
         "date": run_date(resolved.get("run_id") or first.get("run_id")),
         "engine": (first.get("model_identity") or {}).get("engine")
         if isinstance(first.get("model_identity"), Mapping)
@@ -563,7 +569,12 @@ def build_context(run_dir: Path) -> dict[str, Any]:
 
 def render_report(run_dir: Path | str) -> str:
     """The self-contained HTML page of the stored run in ``run_dir``."""
-    context = build_context(Path(run_dir))
+    return render_page(read_run(Path(run_dir)), Path(run_dir).name)
+
+
+def render_page(files: RunFiles, run_name: str) -> str:
+    """The self-contained HTML page of a run's values (see :func:`page_context`)."""
+    context = page_context(files, run_name)
     script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
     style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
     context["script"] = script
@@ -591,4 +602,12 @@ def write_report(run_dir: Path | str, out: Path | str | None = None) -> Path:
     return target
 
 
-__all__ = ["REPORT_FILE", "build_context", "examples_blob", "render_report", "write_report"]
+__all__ = [
+    "REPORT_FILE",
+    "build_context",
+    "examples_blob",
+    "page_context",
+    "render_page",
+    "render_report",
+    "write_report",
+]

@@ -397,12 +397,14 @@ def run_summary_lines(
     *,
     origins: Sequence[str] = (),
     stored: Sequence[str] = (),
+    no_verdict: str | None = None,
 ) -> list[Line]:
     """Every line of one suite's terminal summary after its run was evaluated (a
     ``pipeline.RunOutcome``): run folder, where each arm came from (``origins``),
     completeness, metrics, comparisons, language gaps, the comparison with stored runs
     (``stored``, already rendered), gates and verdict (coloured), and the first
-    ``misses_wanted`` misses."""
+    ``misses_wanted`` misses. With ``no_verdict`` (why the finish wrote no
+    ``gate_verdict.json``) the verdict line is that one line instead."""
     lines: list[Line] = [(f"run directory: {run_dir}", {})]
     lines += [(line, {}) for line in origins]
     if not outcome.complete:
@@ -450,9 +452,15 @@ def run_summary_lines(
             markup = {"red": True}
         if verdict_line:
             markup = {**markup, "bold": True}
+            if no_verdict is not None:
+                line, markup = NO_VERDICT.format(why=no_verdict), {"red": True, "bold": True}
         lines.append((line, markup))
     lines += [(line, {}) for line in miss_lines(outcome, misses_wanted)]
     return lines
+
+
+NO_VERDICT = "no verdict was written for this suite: {why}"
+"""The one line that says a finish wrote no ``gate_verdict.json``, and why."""
 
 
 def miss_lines(outcome: RunOutcome, wanted: int) -> list[str]:

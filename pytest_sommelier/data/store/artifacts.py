@@ -101,6 +101,49 @@ def jsonl(records: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+def stored_resolved(resolved: Mapping[str, Any], split: FormattedSplit) -> dict[str, Any]:
+    """``suite.resolved.json`` as :func:`write_run` writes it: ``resolved`` with the digest of
+    the split bytes the run loaded."""
+    recorded = {**resolved.get("test_split", {}), "sha256": split.sha256}
+    return {**resolved, "test_split": recorded}
+
+
+def as_stored(value: Any) -> Any:
+    """``value`` as reading its artifact back would give it (keys sorted, tuples as lists,
+    numbers through JSON), without reading anything: what a view built from memory sees is
+    what a view built from the files sees."""
+    return json.loads(dumps(value))
+
+
+def write_verdict(run_dir: Path, verdict: Verdict) -> None:
+    """Write ``gate_verdict.json`` atomically: the last file of a run, written only when
+    everything before it was written."""
+    atomic_write_json(runlayout.verdict(run_dir), verdict)
+
+
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+
+
+def write_summary(run_dir: Path, text: str, *, environ: Mapping[str, str] | None = None) -> Path:
+    """Write ``<run_dir>/report/summary.md`` (the view's ``summary_text``) atomically and
+    append the same text to the file named by ``GITHUB_STEP_SUMMARY`` (in ``environ``, default
+    the process environment) when set; returns the summary's path."""
+    target = runlayout.summary(Path(run_dir))
+    atomic_write_text(target, text)
+    step = (os.environ if environ is None else environ).get(STEP_SUMMARY)
+    if step:
+        try:
+            with open(step, "a", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+        except OSError as exc:
+            raise SommelierEnvironmentError(
+                "SOM-SUMMARY-WRITE",
+                f"appending to {STEP_SUMMARY} file {step} failed: {exc.strerror or exc}",
+                "the CI runner sets this variable to a writable file; unset it outside CI",
+            ) from exc
+    return target
+
+
 def write_run(
     run_dir: Path,
     *,
@@ -119,8 +162,7 @@ def write_run(
 
     The split copy is ``split.raw``, the bytes the run loaded (never the file re-read, which
     may have changed since, nor re-encoded text), and ``resolved`` records their digest."""
-    recorded = {**resolved.get("test_split", {}), "sha256": split.sha256}
-    resolved = {**resolved, "test_split": recorded}
+    resolved = stored_resolved(resolved, split)
     atomic_write_json(runlayout.resolved(run_dir), resolved)
     copy_input(runlayout.split_copy(run_dir), split.raw)
     for arm, by_slice in generations.items():

@@ -39,7 +39,12 @@ from typing import Any
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.history_record import describe_run, git_state, value_intervals
+from pytest_sommelier.data.store.history_record import (
+    describe_run,
+    git_state,
+    run_entry,
+    value_intervals,
+)
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 DEFAULT_STORE = ".sommelier"
@@ -300,6 +305,8 @@ def save_run(
     rootdir: Path | None = None,
     moment: datetime | None = None,
     intervals: Mapping[str, Any] | None = None,
+    verdict: Mapping[str, Any] | None = None,
+    record: Mapping[str, Any] | None = None,
 ) -> StoredRun | None:
     """Copy one suite's run folder into the store as the next numbered run and index it.
 
@@ -310,9 +317,13 @@ def save_run(
     tree none are recorded. An incomplete run kept is marked ``comparable: false``.
     ``intervals`` is ``history_record.value_intervals_of`` the run's scoring records when the
     caller has them (the session); otherwise the run is re-scored from its files for them.
+    ``verdict`` and ``record`` (``history_record.run_entry``) are the run's verdict and record
+    when the caller holds them (the session finish, before its own ``gate_verdict.json`` is
+    written): the verdict is written into the stored copy, and nothing of the run is read back
+    but the bytes copied.
     """
     run_dir, store = Path(run_dir), Path(store)
-    record = describe_run(run_dir)
+    record = dict(record) if record is not None else describe_run(run_dir)
     if not record["complete"] and not keep_incomplete:
         return None
     if store.resolve().is_relative_to(run_dir.resolve()):
@@ -334,6 +345,8 @@ def save_run(
     try:
         store.mkdir(parents=True, exist_ok=True)
         shutil.copytree(run_dir, temporary, copy_function=shutil.copy2)
+        if verdict is not None:
+            artifacts.atomic_write_json(runlayout.verdict(temporary), verdict)
         now = (moment or datetime.now(UTC)).astimezone(UTC)
         with store_lock(store):  # the exclusive lock: only the unlocked reader inside
             entries = _read_index(store)
@@ -387,6 +400,14 @@ def read_record(stored: StoredRun) -> dict[str, Any]:
         return dict(stored.entry)
     record = artifacts.read_json(path)
     return record if isinstance(record, dict) else dict(stored.entry)
+
+
+def run_of(
+    run_dir: Path, resolved: Mapping[str, Any], reports: Mapping[str, Any], verdict: Any
+) -> StoredRun:
+    """:func:`run_at` from the run's values (nothing read): the run the session just wrote."""
+    entry = run_entry(Path(run_dir).name, resolved, reports, verdict)
+    return StoredRun(number=None, path=Path(run_dir), entry=entry)
 
 
 def run_at(run_dir: Path) -> StoredRun:
@@ -467,6 +488,7 @@ __all__ = [
     "require_store",
     "resolve_stored",
     "run_at",
+    "run_of",
     "save_run",
     "store_lock",
     "stored_runs",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
@@ -32,6 +32,7 @@ from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.pipeline import (
     ArmRun,
+    RunOutcome,
     build_arm_reports,
     config_sha256,
 )
@@ -47,9 +48,11 @@ from pytest_sommelier.core.stats import (
 )
 from pytest_sommelier.core.types import (
     EvaluationReport,
+    FormattedSplit,
     IntervalBlock,
     ScoringRecord,
     StatisticsConfig,
+    Suite,
 )
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import StoredRun
@@ -223,9 +226,39 @@ def refuse_borrowed_stand_in(configured: Mapping[str, Any], name: str, arm_dir: 
 # --- re-deriving the arms ------------------------------------------------------------------
 
 
-def _scored_arms(run: StoredRun) -> tuple[dict, Any, dict, dict, dict[str, str]]:
-    """A run's resolved suite, suite, re-derived arm reports, scoring records per arm and
-    slice, and why an arm could not be re-derived (one line each)."""
+class Scored(NamedTuple):
+    """One side of a comparison: its resolved suite, suite, split, arm reports, scoring
+    records per arm and slice, and why an arm could not be re-derived (one line each)."""
+
+    resolved: dict[str, Any]
+    suite: Suite
+    split: FormattedSplit
+    reports: dict[str, Any]
+    scoring: dict[str, Any]
+    problems: dict[str, str]
+
+
+def scored_outcome(
+    resolved: Mapping[str, Any], suite: Suite, split: FormattedSplit, outcome: RunOutcome
+) -> Scored:
+    """The run just evaluated as a comparison side, from memory (nothing read back): its
+    reports and scoring records as the session holds them, in the stored arm order;
+    ``resolved`` as given to ``artifacts.write_outcome``."""
+    stored = artifacts.as_stored(artifacts.stored_resolved(resolved, split))
+    # the arms in the order a stored run's resolved suite lists them (its keys sorted)
+    names = [name for name in stored.get("arms") or {} if name in outcome.arm_reports]
+    return Scored(
+        resolved=stored,
+        suite=suite,
+        split=split,
+        reports={name: artifacts.as_stored(outcome.arm_reports[name]) for name in names},
+        scoring={name: outcome.records[name] for name in names},
+        problems={},
+    )
+
+
+def _scored_arms(run: StoredRun) -> Scored:
+    """A stored run as a comparison side: its arms re-derived from their stored records."""
     resolved, suite, split = load_run_inputs(run.path)
     arms: dict[str, ArmRun] = {}
     problems: dict[str, str] = {}
@@ -241,7 +274,7 @@ def _scored_arms(run: StoredRun) -> tuple[dict, Any, dict, dict, dict[str, str]]
     built = build_arm_reports(
         suite, split, arms, run_id=resolved.get("run_id", run.path.name), digest=digest
     )
-    return resolved, suite, built.reports, built.scoring, problems
+    return Scored(resolved, suite, split, dict(built.reports), dict(built.scoring), problems)
 
 
 def _flips(reference: Records, candidate: Records, slices: Mapping[str, str], limit: int) -> dict:
@@ -330,10 +363,16 @@ def _side(run: StoredRun) -> dict[str, Any]:
 
 
 def compare_runs(
-    candidate: StoredRun, reference: StoredRun, *, flips: int = DEFAULT_FLIPS
+    candidate: StoredRun,
+    reference: StoredRun,
+    *,
+    flips: int = DEFAULT_FLIPS,
+    scored: Scored | None = None,
 ) -> dict[str, Any]:
     """The comparison of every arm of ``candidate`` with the same-named arm of ``reference``
     (candidate minus reference, paired by example); ``flips`` caps the listed flipped examples.
+    ``scored`` is the candidate's side when the caller holds it (the session finish, from
+    memory: :func:`scored_outcome`); without it the candidate's stored records are re-scored.
 
     Raises ``InputError`` for a run compared with itself and ``EvaluationError`` for an
     incomplete run or a run of another suite; a refused arm is a line in ``arms.<arm>``.
@@ -353,9 +392,9 @@ def compare_runs(
             f"{candidate.suite!r}; another suite's run is not evidence about this one",
             "compare with a stored run of the same suite (`last` picks the newest one)",
         )
-    cand_resolved, suite, cand_reports, cand_scoring, cand_problems = _scored_arms(candidate)
-    ref_resolved, _, ref_reports, ref_scoring, ref_problems = _scored_arms(reference)
-    _, _, split = load_run_inputs(candidate.path)
+    cand = scored if scored is not None else _scored_arms(candidate)
+    cand_resolved, suite, split, cand_reports, cand_scoring, cand_problems = cand
+    ref_resolved, _, _, ref_reports, ref_scoring, ref_problems = _scored_arms(reference)
     clusters = example_clusters(split.examples, suite.statistics.cluster)
     label = reference.label
     arms: dict[str, Any] = {}
@@ -428,6 +467,7 @@ def write_compare(folder: Path, report: Mapping[str, Any], markdown: str) -> tup
 
 __all__ = [
     "COMPARE_SCHEMA",
+    "Scored",
     "arm_origin",
     "compare_runs",
     "paired_interval",
@@ -435,5 +475,6 @@ __all__ = [
     "refuse_borrowed_stand_in",
     "refuse_same_arm_folder",
     "refuse_same_run",
+    "scored_outcome",
     "write_compare",
 ]

@@ -27,7 +27,12 @@ from pytest_sommelier.core.stats import derive_seed, paired_bootstrap_arrays
 from pytest_sommelier.core.types import ScoringRecord
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
-from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
+from pytest_sommelier.errors import (
+    EvaluationError,
+    InputError,
+    SommelierEnvironmentError,
+    SommelierError,
+)
 
 GIT_TIMEOUT_S = 30
 
@@ -36,7 +41,9 @@ GIT_TIMEOUT_S = 30
 
 
 def _git(rootdir: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
-    """Run one git command in ``rootdir``; None when git is missing or does not answer."""
+    """Run one git command in ``rootdir``; None when git is missing or does not answer; an
+    answer that is not UTF-8 is one ``SOM-HISTORY-GIT`` line (was a bare ``UnicodeDecodeError``
+    at session finish)."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
         return subprocess.run(
@@ -50,6 +57,13 @@ def _git(rootdir: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
+    except UnicodeDecodeError:
+        raise SommelierEnvironmentError(
+            "SOM-HISTORY-GIT",
+            f"{rootdir}: `git {' '.join(args)}` answered with bytes that are not UTF-8 "
+            "(a branch or path name in another encoding)",
+            "rename the branch (or path) to UTF-8, or run without --sommelier-autosave",
+        ) from None
 
 
 def git_state(rootdir: Path, *, exclude: Path | None = None) -> dict[str, Any] | None:
@@ -159,6 +173,17 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
     reports = arm_reports(run_dir, resolved)
     verdict_path = runlayout.verdict(run_dir)
     verdict = artifacts.read_json(verdict_path) if verdict_path.is_file() else None
+    return run_entry(run_dir.name, resolved, reports, verdict)
+
+
+def run_entry(
+    name: str,
+    resolved: Mapping[str, Any],
+    reports: Mapping[str, Mapping[str, Any]],
+    verdict: Any,
+) -> dict[str, Any]:
+    """:func:`describe_run` from a run's values (``name`` the folder's): the resolved suite,
+    its arms' reports and its verdict (None when absent)."""
     verdict = verdict if isinstance(verdict, dict) else None
     configured = set((resolved.get("arms") or {}).keys())
     complete = (
@@ -168,7 +193,7 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
         and (verdict is None or bool(verdict.get("complete")))
     )
     return {
-        "run_id": resolved.get("run_id") or run_dir.name,
+        "run_id": resolved.get("run_id") or name,
         "suite": resolved.get("name"),
         "complete": complete,
         "comparable": complete,
@@ -288,6 +313,7 @@ __all__ = [
     "describe_run",
     "git_state",
     "identity_field",
+    "run_entry",
     "run_identity",
     "suite_run_dirs",
     "value_intervals",

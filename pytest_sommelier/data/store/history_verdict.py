@@ -27,8 +27,14 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.gates import evaluate_gates, stored_subject
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import Suite, Verdict
-from pytest_sommelier.data.store.history import LAST, resolve_stored, run_at, stored_runs
-from pytest_sommelier.data.store.history_compare import compare_runs, write_compare
+from pytest_sommelier.data.store.history import (
+    LAST,
+    StoredRun,
+    resolve_stored,
+    run_at,
+    stored_runs,
+)
+from pytest_sommelier.data.store.history_compare import Scored, compare_runs, write_compare
 from pytest_sommelier.data.store.history_gate import (
     FailSpec,
     evaluate_fail_specs,
@@ -74,15 +80,22 @@ def stored_specs(suite: Suite, compare: str | None) -> list[str]:
 
 
 def compare_with_stored(
-    run_dir: Path, store: Path, specs: Sequence[str], *, suite: str, flips: int
+    run_dir: Path,
+    store: Path,
+    specs: Sequence[str],
+    *,
+    suite: str,
+    flips: int,
+    candidate: tuple[StoredRun, Scored] | None = None,
 ) -> AgainstStored:
-    """Compare the run in ``run_dir`` with the stored run each spec names and write each
-    comparison into ``run_dir/report`` (see the module docstring)."""
+    """Compare the run in ``run_dir`` with the stored run each spec names (see the module
+    docstring); ``candidate`` is the run and its scored side when the caller holds them (the
+    session finish, from memory), else the run folder is read."""
     run_dir, store = Path(run_dir), Path(store)
     against = AgainstStored(suite=suite, store=store)
     if not specs:
         return against
-    candidate = run_at(run_dir)
+    run, scored = candidate if candidate is not None else (run_at(run_dir), None)
     done: dict[Path, dict[str, Any]] = {}
     for spec in specs:
         try:
@@ -92,7 +105,7 @@ def compare_with_stored(
             reference = resolve_stored(store, spec, suite=suite)
             key = reference.path.resolve()
             if key not in done:
-                done[key] = compare_runs(candidate, reference, flips=flips)
+                done[key] = compare_runs(run, reference, flips=flips, scored=scored)
             against.reports[spec] = done[key]
         except SommelierError as error:
             against.refusals[spec] = str(error)
