@@ -113,7 +113,7 @@ def demo_usable() -> str | None:
     if not DEMO.exists():
         return f"{DEMO.relative_to(ROOT)} does not exist"
     try:
-        from pytest_sommelier.data.suite import load_suite
+        from pytest_sommelier.data.suite.load import load_suite
 
         suite = load_suite(DEMO)
     except Exception as exc:  # a half-built demo suite
@@ -174,8 +174,8 @@ def demo_selection(limit: int | None) -> list[str]:
     """Node ids of the first ``limit`` examples of every slice and arm (all when None)."""
     if limit is None:
         return []
-    from pytest_sommelier.data.split import load_split
-    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.split.load import load_split
+    from pytest_sommelier.data.suite.load import load_suite
 
     suite = load_suite(DEMO)
     split = load_split(suite.test_split, suite.slices)

@@ -32,7 +32,7 @@ DEMO = ROOT / "eval_suites" / "demo" / "sommelier.toml"
 
 def demo_inputs(count: int) -> tuple[object, list[str], dict]:
     """The demo suite, its first ``count`` prompts (English first) and its decoding."""
-    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.suite.load import load_suite
 
     suite = load_suite(DEMO)
     rows = [json.loads(line) for line in suite.test_split.read_text(encoding="utf-8").splitlines()]

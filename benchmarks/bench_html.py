@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from synthetic_run import write_synthetic_run
 
 from pytest_sommelier.core import runlayout
-from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.view.html import REPORT_FILE, write_report
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.view.html import REPORT_FILE, write_report
 
 MB = 1_000_000
 

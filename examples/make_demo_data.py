@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.data.formatting import (
+from pytest_sommelier.data.prepare.formatting import (
     PREPARED_KEYS,
     PreparedExample,
     check_pairs,

@@ -3,7 +3,7 @@
 The public facade: the version, the generator protocol engines implement (and the
 ``Completion`` a generator's optional ``generate_completions`` returns), and the error
 classes (with their stable ``SOM-...`` codes). Everything else lives in the layers
-``core`` <- ``data`` <- ``inference`` <- ``plugin`` (see docs/architecture.md).
+``core`` <- ``data`` <- ``view`` / ``inference`` <- ``plugin`` (see docs/architecture.md).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -15,7 +15,10 @@ from pytest_sommelier.errors import (
     SommelierEnvironmentError,
     SommelierError,
 )
+from pytest_sommelier.moved import install as _install_moved
 from pytest_sommelier.version import VERSION
+
+_install_moved()  # the 0.3 import paths of modules that moved in 0.4 (moved.MOVED)
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import Completion

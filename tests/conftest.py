@@ -25,8 +25,8 @@ for _module in (
     "pytest_sommelier.plugin.session",
     "pytest_sommelier.plugin.baseline",
     "pytest_sommelier.plugin.history",
-    "pytest_sommelier.data.view.html",
-    "pytest_sommelier.data.ci_summary",
+    "pytest_sommelier.view.html",
+    "pytest_sommelier.view.ci_summary",
 ):
     importlib.import_module(_module)
 

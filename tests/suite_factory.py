@@ -193,7 +193,7 @@ def _value(value: Any) -> str:
 
 def match_base_tokenizer(suite_file: Path) -> Path:
     """Give every row of the suite's split the base model's tokenizer identity (in place)."""
-    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.inference.split_check import base_tokenizer
 
     suite = load_suite(suite_file)

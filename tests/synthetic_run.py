@@ -19,9 +19,10 @@ from suite_factory import make_row, write_suite
 
 from pytest_sommelier.core.parse import parse_tool_call
 from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
-from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.split import load_split
-from pytest_sommelier.data.suite import load_suite, suite_identity
+from pytest_sommelier.data.split.load import load_split
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.data.suite.load import load_suite, suite_identity
+from pytest_sommelier.view.markdown import outcome_markdown
 
 TOOLS = [
     {
@@ -117,6 +118,7 @@ def write_synthetic_run(
         outcome,
         resolved={**identity, "run_id": run_id},
         split=split,
+        comparison_markdown=outcome_markdown(outcome),
     )
     return run_dir
 

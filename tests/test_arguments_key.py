@@ -25,11 +25,11 @@ from pytest_sommelier.core.pipeline import (
     generation_record,
 )
 from pytest_sommelier.core.types import ComparisonConfig
-from pytest_sommelier.data.history_record import config_difference
-from pytest_sommelier.data.schema import SUITE_SCHEMA_FILE
-from pytest_sommelier.data.split import load_split
-from pytest_sommelier.data.stored import suite_from_resolved
-from pytest_sommelier.data.suite import load_suite, suite_identity
+from pytest_sommelier.data.split.load import load_split
+from pytest_sommelier.data.split.schema import SUITE_SCHEMA_FILE
+from pytest_sommelier.data.store.history_record import config_difference
+from pytest_sommelier.data.store.stored import suite_from_resolved
+from pytest_sommelier.data.suite.load import load_suite, suite_identity
 from pytest_sommelier.errors import InputError
 
 LLAMA_ROW = {"name": "get_weather", "parameters": {"city": "Paris", "days": 2}}

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from plugin_helpers import GOLD, call_text, write_scripted_suite
 
-from pytest_sommelier.data import artifacts
 from pytest_sommelier.data.atomic import CannotCreateError, file_mode, write_atomic
-from pytest_sommelier.data.formatting import write_jsonl_atomic
+from pytest_sommelier.data.prepare.formatting import write_jsonl_atomic
+from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.errors import SommelierEnvironmentError
 from pytest_sommelier.inference.gencache import GenerationCache
 

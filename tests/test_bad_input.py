@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from suite_factory import default_rows, make_row, write_split, write_suite
 
-from pytest_sommelier.data.split import load_split
-from pytest_sommelier.data.suite import load_suite
+from pytest_sommelier.data.split.load import load_split
+from pytest_sommelier.data.suite.load import load_suite
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,

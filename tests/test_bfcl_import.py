@@ -1,4 +1,4 @@
-"""Tests for ``sommelier import bfcl`` (pytest_sommelier.data.bfcl): synthetic BFCL files in
+"""Tests for ``sommelier import bfcl`` (pytest_sommelier.data.prepare.bfcl): synthetic BFCL files in
 tmp_path, plus BFCL v4's real data when the bfcl_eval wheel is present."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.core.acceptable import acceptable_component
-from pytest_sommelier.data.bfcl import (
+from pytest_sommelier.data.prepare.bfcl import (
     TYPE_MAP,
     convert_schema,
     first_acceptable,
@@ -372,7 +372,7 @@ def test_first_acceptable(values):
     ],
 )
 def test_real_bfcl_v4(category, converted, skipped):
-    from pytest_sommelier.data.formatting import validate_prepared_row
+    from pytest_sommelier.data.prepare.formatting import validate_prepared_row
 
     result = import_category(locate_source(REAL_WHEEL), category)
     assert len(result.rows) == converted

@@ -12,14 +12,14 @@ from plugin_helpers import CONFTEST, read_json, read_jsonl
 from suite_factory import make_row, write_suite
 
 from pytest_sommelier.cli import main
-from pytest_sommelier.data.formatting import (
+from pytest_sommelier.data.prepare.formatting import (
     format_examples,
     formatted_line,
     read_prepared,
 )
-from pytest_sommelier.data.split import load_split
-from pytest_sommelier.data.view.markdown import comparison_markdown
+from pytest_sommelier.data.split.load import load_split
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.view.markdown import comparison_markdown
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}
 WEATHER_OK = {

@@ -18,7 +18,7 @@ from pytest_sommelier.core.canonical import (
     sha256_text,
 )
 from pytest_sommelier.data.digests import sha256_file, sha256_path, sha256_tree
-from pytest_sommelier.data.split import Example
+from pytest_sommelier.data.split.load import Example
 
 ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 

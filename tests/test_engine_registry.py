@@ -35,6 +35,31 @@ def test_the_registry_names_every_engine_the_suite_accepts() -> None:
     assert list(select_engine.ENGINES) == list(ENGINE_NAMES)
 
 
+def test_the_suite_schema_accepts_exactly_the_registered_engines() -> None:
+    """The third list of engine names, the suite schema's ``[engine] name`` enum, is the
+    registry's too (``ENGINE_NAMES`` is the pure layer's copy, checked above)."""
+    import json
+
+    from pytest_sommelier.data.split.schema import SCHEMAS
+
+    schema = json.loads((SCHEMAS / "suite.schema.json").read_text(encoding="utf-8"))
+    found = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            name = node.get("properties", {}).get("name") if "properties" in node else None
+            if isinstance(name, dict) and "enum" in name and "transformers" in name["enum"]:
+                found.append(name["enum"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    assert found == [list(select_engine.ENGINES)]
+
+
 @pytest.mark.parametrize("name", sorted(select_engine.ENGINES))
 def test_every_registered_loader_has_the_protocol_signature(name: str) -> None:
     loader = select_engine.engine_loader(name)

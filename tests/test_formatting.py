@@ -1,4 +1,4 @@
-"""Tests for data.formatting and ``sommelier format`` (tiny local tokenizers only)."""
+"""Tests for data.prepare.formatting and ``sommelier format`` (tiny local tokenizers only)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.cli import format_split, main
-from pytest_sommelier.data.formatting import (
+from pytest_sommelier.data.prepare.formatting import (
     FORMATTED_KEYS,
     POLICY_TOOLS_IN_SYSTEM_V1,
     SCHEMA_VERSION,
@@ -422,7 +422,7 @@ def test_demo_formatted_split_is_reproducible(
 def test_cluster_id_passes_through_format_into_the_split(
     tmp_path: Path, tokenizer_dir: Path
 ) -> None:
-    from pytest_sommelier.data.split import load_split
+    from pytest_sommelier.data.split.load import load_split
 
     prepared_path = write_rows(
         tmp_path / "p.jsonl", [root_row(cluster_id="doc-7"), hebrew_row(), root_row(

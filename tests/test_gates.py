@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pytest_sommelier.core.gates import evaluate_gate, evaluate_gates
-from pytest_sommelier.data.suite import GateConfig
+from pytest_sommelier.data.suite.load import GateConfig
 
 METRIC = "full_call_exact_match"
 

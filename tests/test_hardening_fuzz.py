@@ -33,8 +33,8 @@ from pytest_sommelier.core import parse
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import METRIC_NAMES, compute_metrics, example_components
 from pytest_sommelier.core.parse import parse_tool_call
-from pytest_sommelier.data.split import FormattedSplit, load_split
-from pytest_sommelier.data.suite import Suite, load_suite
+from pytest_sommelier.data.split.load import FormattedSplit, load_split
+from pytest_sommelier.data.suite.load import Suite, load_suite
 from pytest_sommelier.errors import SommelierError
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -219,7 +219,7 @@ def test_H02_ids_that_break_node_ids_are_refused_by_the_split_loader(
 ) -> None:
     from suite_factory import default_rows, write_split
 
-    from pytest_sommelier.data.split import load_split
+    from pytest_sommelier.data.split.load import load_split
     from pytest_sommelier.errors import InputError
 
     rows = default_rows()
@@ -236,9 +236,9 @@ def test_H02_ids_that_break_node_ids_are_refused_by_the_split_loader(
 def test_H02_ids_that_break_node_ids_are_refused_by_format_and_importers(
     tmp_path: Path, value: str, fragment: str
 ) -> None:
-    from pytest_sommelier.data.formatting import read_prepared
-    from pytest_sommelier.data.importers.common import ImportOptions
-    from pytest_sommelier.data.importers.driver import import_file
+    from pytest_sommelier.data.prepare.formatting import read_prepared
+    from pytest_sommelier.data.prepare.importers.common import ImportOptions
+    from pytest_sommelier.data.prepare.importers.driver import import_file
     from pytest_sommelier.errors import InputError
 
     tool = {"name": "noop", "parameters": {"type": "object", "properties": {}}}
@@ -262,7 +262,7 @@ def test_H02_ids_that_break_node_ids_are_refused_by_format_and_importers(
     assert ("field 'example_id'" in text and fragment in text) or "field 'uid'" in text, text
     assert not (tmp_path / "o.jsonl").exists()
     if value.strip():  # BFCL's record id becomes the example id
-        from pytest_sommelier.data.bfcl import _jsonl
+        from pytest_sommelier.data.prepare.bfcl import _jsonl
 
         with pytest.raises(InputError) as info:
             list(_jsonl(json.dumps({"id": value}) + "\n", "q.json"))
@@ -300,9 +300,9 @@ def test_H02_names_and_patterns_refuse_a_trailing_newline(tmp_path: Path) -> Non
     arm and slice names (from a suite or a stored run), hub ids, languages, split names."""
     from suite_factory import write_suite
 
-    from pytest_sommelier.data.formatting import check_split_name
+    from pytest_sommelier.data.prepare.formatting import check_split_name
     from pytest_sommelier.data.references import is_hub_id
-    from pytest_sommelier.data.suite import load_suite, valid_name
+    from pytest_sommelier.data.suite.load import load_suite, valid_name
     from pytest_sommelier.errors import InputError
 
     assert valid_name("base") and not valid_name("base\n")
@@ -436,7 +436,7 @@ def test_H05_statistics_settings_are_bounded_at_load(
 ) -> None:
     from suite_factory import write_suite
 
-    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.errors import InputError
 
     suite = write_suite(tmp_path / "s", statistics=statistics)
@@ -556,7 +556,7 @@ SLOW_WRITES = """
 import os
 import time
 
-from pytest_sommelier.data import artifacts
+from pytest_sommelier.data.store import artifacts
 
 _write = artifacts.write_atomic
 
@@ -710,7 +710,7 @@ def test_H09_a_rescore_refused_by_its_last_check_writes_nothing(
     session(pytester)
     # the module the command will run (sys.modules'), imported after the session: pytester
     # drops the modules a session imported first
-    rescore = importlib.import_module("pytest_sommelier.data.rescore")
+    rescore = importlib.import_module("pytest_sommelier.commands.rescore")
 
     run = pytester.path / "out"
     before = _snapshot(run)
@@ -763,7 +763,7 @@ def test_H10_an_unresolvable_ref_is_one_line_naming_the_tool(
 ) -> None:
     import urllib.request
 
-    from pytest_sommelier.data.formatting import read_prepared
+    from pytest_sommelier.data.prepare.formatting import read_prepared
     from pytest_sommelier.errors import InputError
 
     def no_network(*args: Any, **kwargs: Any) -> Any:
@@ -782,7 +782,7 @@ def test_H10_an_unresolvable_ref_is_one_line_naming_the_tool(
 
 
 def test_H10_a_local_ref_that_resolves_is_accepted(tmp_path: Path) -> None:
-    from pytest_sommelier.data.formatting import read_prepared
+    from pytest_sommelier.data.prepare.formatting import read_prepared
 
     tool = {"name": "get_weather", "parameters": {
         "type": "object", "$defs": {"city": {"type": "string"}},
@@ -793,7 +793,7 @@ def test_H10_a_local_ref_that_resolves_is_accepted(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("field", ["query", "tools", "gold_call"])
 def test_H11_a_lone_surrogate_in_a_prepared_row_is_one_line(tmp_path: Path, field: str) -> None:
-    from pytest_sommelier.data.formatting import read_prepared
+    from pytest_sommelier.data.prepare.formatting import read_prepared
     from pytest_sommelier.errors import InputError
 
     path = _prepared(tmp_path, [WEATHER_TOOL])
@@ -814,8 +814,8 @@ def test_H11_a_lone_surrogate_in_a_prepared_row_is_one_line(tmp_path: Path, fiel
 
 
 def test_H11_a_lone_surrogate_in_an_import_is_one_line(tmp_path: Path) -> None:
-    from pytest_sommelier.data.importers.common import ImportOptions
-    from pytest_sommelier.data.importers.driver import import_file
+    from pytest_sommelier.data.prepare.importers.common import ImportOptions
+    from pytest_sommelier.data.prepare.importers.driver import import_file
     from pytest_sommelier.errors import InputError
 
     chat = {"tools": [WEATHER_TOOL], "messages": [
@@ -836,7 +836,7 @@ def test_H11_a_lone_surrogate_in_an_import_is_one_line(tmp_path: Path) -> None:
 def test_W_a_tool_schema_is_checked_under_the_draft_its_schema_names(tmp_path: Path) -> None:
     """``$schema`` was ignored (every schema checked as 2020-12): a draft-04 schema is checked
     as draft 4, one naming no known draft is refused naming the drafts and the default."""
-    from pytest_sommelier.data.formatting import read_prepared
+    from pytest_sommelier.data.prepare.formatting import read_prepared
     from pytest_sommelier.errors import InputError
 
     days = {"type": "integer", "minimum": 1, "exclusiveMinimum": True}  # draft-04 spelling
@@ -859,7 +859,7 @@ def test_W_a_tool_schema_is_checked_under_the_draft_its_schema_names(tmp_path: P
 def test_W_a_byte_order_mark_in_the_suite_file_is_accepted(tmp_path: Path) -> None:
     from suite_factory import write_suite
 
-    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.suite.load import load_suite
 
     suite = write_suite(tmp_path / "s")
     plain = load_suite(suite)
@@ -919,7 +919,7 @@ def test_W_a_gate_name_that_collides_with_the_verdict_is_refused(
 ) -> None:
     from suite_factory import write_suite
 
-    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.errors import InputError
 
     gates = [{"name": name, "arm": "adapter", "metric": "full_call_exact_match", "min": 0.5}]

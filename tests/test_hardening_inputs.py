@@ -30,8 +30,8 @@ from plugin_helpers import GOLD, call_text, read_json, read_jsonl, tiny_suite, w
 from suite_factory import default_rows, make_row, write_suite
 
 from pytest_sommelier.cli import main
-from pytest_sommelier.data.split import load_split
-from pytest_sommelier.data.suite import load_suite
+from pytest_sommelier.data.split.load import load_split
+from pytest_sommelier.data.suite.load import load_suite
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.core.gates import evaluate_gates
-from pytest_sommelier.data.ci_summary import summary_markdown, write_summary
-from pytest_sommelier.data.history import (
+from pytest_sommelier.data.store.history import (
     FOLDER,
     check_store,
     read_index,
@@ -28,25 +27,26 @@ from pytest_sommelier.data.history import (
     save_run,
     stored_runs,
 )
-from pytest_sommelier.data.history_compare import (
+from pytest_sommelier.data.store.history_compare import (
     arm_origin,
     compare_runs,
-    md_cell,
     refuse_borrowed,
     refuse_borrowed_stand_in,
     write_compare,
 )
-from pytest_sommelier.data.history_gate import (
+from pytest_sommelier.data.store.history_gate import (
     evaluate_fail_specs,
     parse_fail_spec,
     parse_fail_specs,
     with_fail_results,
 )
-from pytest_sommelier.data.history_page import history_lines, history_runs, render_history
-from pytest_sommelier.data.history_record import git_state, suite_run_dirs
-from pytest_sommelier.data.suite import GATE_METRICS, load_suite, suite_identity, valid_name
-from pytest_sommelier.data.view.html import _environment
+from pytest_sommelier.data.store.history_record import git_state, suite_run_dirs
+from pytest_sommelier.data.suite.load import GATE_METRICS, load_suite, suite_identity, valid_name
 from pytest_sommelier.errors import EvaluationError, InputError
+from pytest_sommelier.view.ci_summary import summary_markdown, write_summary
+from pytest_sommelier.view.compare import compare_markdown, md_cell
+from pytest_sommelier.view.history_page import history_lines, history_runs, render_history
+from pytest_sommelier.view.html import _environment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,7 +96,7 @@ def test_three_runs_stored_byte_for_byte_and_compared(pytester: pytest.Pytester,
     assert base["identical_outputs"] == base["compared_examples"] == 7
     assert base["ci95"]["intervals"]["full_call_exact_match"] == {"lower": 0.0, "upper": 0.0}
 
-    json_path, md_path = write_compare(runs[2] / "report", report)
+    json_path, md_path = write_compare(runs[2] / "report", report, compare_markdown(report))
     assert json_path.name == "compare-0002.json" and md_path.name == "compare-0002.md"
     assert json.loads(json_path.read_text())["arms"]["adapter"]["flips"]["broken_count"] == 2
     assert "broken (stored run hit, this run misses): en-1, en-3" in md_path.read_text()
@@ -266,7 +266,7 @@ def test_two_concurrent_saves_keep_the_index_whole(pytester: pytest.Pytester) ->
     store = store_of(pytester)
     code = (
         "import sys; from pathlib import Path;"
-        "from pytest_sommelier.data.history import save_run;"
+        "from pytest_sommelier.data.store.history import save_run;"
         "[save_run(Path(p), Path(sys.argv[1])) for p in sys.argv[2:]]"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -543,7 +543,7 @@ def test_ci_summary_and_github_step_summary(pytester: pytest.Pytester, monkeypat
     save_run(session(pytester, "one", V1, gates=gates), store)
     run = session(pytester, "two", REGRESSED, gates=gates)
     report = compare_runs(run_at(run), resolve_stored(store, "last"))
-    write_compare(run / "report", report)
+    write_compare(run / "report", report, compare_markdown(report))
     results = evaluate_fail_specs(parse_fail_specs(["full_call_exact_match:0.02"]), report)
     verdict = json.loads((run / "gate_verdict.json").read_text())
     (run / "gate_verdict.json").write_text(json.dumps(with_fail_results(verdict, results)))
@@ -556,7 +556,8 @@ def test_ci_summary_and_github_step_summary(pytester: pytest.Pytester, monkeypat
     lines = text.splitlines()
     assert lines[0] == "## sommelier: suite factory: FAIL"
     assert any(
-        line.startswith("| PASS | valid | adapter | valid_json_rate [overall] |") for line in lines
+        line.startswith("| PASS | valid | adapter valid_json_rate [overall] value 1.000 ")
+        for line in lines
     )
     failed = next(line for line in lines if "compare-fail:adapter" in line)
     assert failed.startswith("| **FAIL** |") and "broken 2 (en-1, en-3)" in failed

@@ -1,4 +1,4 @@
-"""The HTML report renderer (``data/view/html.py``) over runs written by real sessions.
+"""The HTML report renderer (``view/html.py``) over runs written by real sessions.
 
 The run comes from a pytest session over the scripted suite of ``html_helpers`` (outcomes
 worked out by hand there); a few tests edit a copy of it to show how the page degrades.
@@ -19,15 +19,15 @@ import pytest
 from html_helpers import COUNTS, HITS, INJECTED, make_run, page_blob, table_rows
 
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.view.html import (
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.errors import InputError
+from pytest_sommelier.view.html import (
     RAW_LIMIT,
     REPORT_FILE,
     forest_plot,
     render_report,
     write_report,
 )
-from pytest_sommelier.errors import InputError
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 from html_helpers import COUNTS, INJECTED, make_run
 from synthetic_run import write_synthetic_run
 
-from pytest_sommelier.data.view.html import write_report
+from pytest_sommelier.view.html import write_report
 
 pytestmark = pytest.mark.slow  # a real browser (Chromium) on a subprocess session's run
 

@@ -10,8 +10,8 @@ import pytest
 from plugin_helpers import GOLD, call_text, read_json, write_scripted_suite
 
 from pytest_sommelier.cli import main
-from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.view.html import REPORT_FILE, render_report
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.view.html import REPORT_FILE, render_report
 
 SCRIPT = {
     "adapter": {k: call_text(v) for k, v in GOLD.items() if k != "en-2"},

@@ -1,4 +1,5 @@
-"""``sommelier import openai-chat|xlam|hermes`` (pytest_sommelier.data.importers) and BFCL rows
+"""``sommelier import openai-chat|xlam|hermes`` (pytest_sommelier.data.prepare.importers) and BFCL
+rows
 with a system turn under the native policy: hand-written rows of each format, in JSON lines, a
 JSON array and Parquet, round-trip into prepared rows that ``sommelier format`` accepts."""
 
@@ -15,12 +16,12 @@ from hypothesis import strategies as st
 from tool_templates import HERMES, build_tokenizer, tokenizer_folder
 
 from pytest_sommelier.cli import main
-from pytest_sommelier.data.bfcl import import_bfcl
-from pytest_sommelier.data.formatting import format_examples, read_prepared
-from pytest_sommelier.data.importers.common import ImportOptions, Skipped, summary_lines
-from pytest_sommelier.data.importers.driver import import_file
-from pytest_sommelier.data.importers.xlam import UnknownType, parameters_schema, type_schema
-from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1
+from pytest_sommelier.data.prepare.bfcl import import_bfcl
+from pytest_sommelier.data.prepare.formatting import format_examples, read_prepared
+from pytest_sommelier.data.prepare.importers.common import ImportOptions, Skipped, summary_lines
+from pytest_sommelier.data.prepare.importers.driver import import_file
+from pytest_sommelier.data.prepare.importers.xlam import UnknownType, parameters_schema, type_schema
+from pytest_sommelier.data.split.native_policy import POLICY_NATIVE_TOOLS_V1
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 NATIVE = POLICY_NATIVE_TOOLS_V1

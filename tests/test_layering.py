@@ -1,15 +1,20 @@
 """The package's layers import one way, with no cycles (lazy and TYPE_CHECKING imports included).
 
-core <- data <- inference <- plugin; ``errors`` and ``version`` are dependency-free leaves any
-layer may import (both count as the ``errors`` leaf below);
-``cli`` and the package ``__init__`` facade sit on top. Each layer may also import a fixed set of
-third-party packages (docs/architecture.md, "The dependency rule"); only ``plugin`` imports pytest.
+core <- data <- view / inference <- plugin (``view`` and ``inference`` are siblings: neither
+imports the other); ``errors`` and ``version`` are dependency-free leaves any layer may import
+(both count as the ``errors`` leaf below); ``cli``, the
+subcommands (``commands/``), ``moved`` and the package ``__init__`` facade sit on top. Inside
+``data`` the jobs import one way too: the leaves (``atomic``, ``digests``, ``references``) <-
+``split`` <- ``suite`` and ``prepare``; ``store`` imports ``split`` and ``suite``. Each layer may
+also import a fixed set of third-party packages (docs/architecture.md, "The dependency rule");
+only ``plugin`` imports pytest.
 Every import statement anywhere in a module counts, at any depth (function bodies included).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -18,11 +23,12 @@ import pytest
 PACKAGE = "pytest_sommelier"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
-LAYERS = ("core", "data", "inference", "plugin")
+LAYERS = ("core", "data", "view", "inference", "plugin")
 THIRD_PARTY: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "core": frozenset({"numpy"}),
     "data": frozenset({"numpy", "jsonschema", "jinja2", "pyarrow"}),
+    "view": frozenset({"numpy", "jsonschema", "jinja2", "pyarrow"}),
     "inference": frozenset(
         {"numpy", "jsonschema", "jinja2", "pyarrow", "torch", "transformers", "peft", "gguf",
          "safetensors", "huggingface_hub", "vllm"}
@@ -36,8 +42,18 @@ INTERNAL: dict[str, frozenset[str]] = {
     "errors": frozenset({"errors"}),
     "core": frozenset({"errors", "core"}),
     "data": frozenset({"errors", "core", "data"}),
+    "view": frozenset({"errors", "core", "data", "view"}),
     "inference": frozenset({"errors", "core", "data", "inference"}),
-    "plugin": frozenset({"errors", "core", "data", "inference", "plugin"}),
+    "plugin": frozenset({"errors", "core", "data", "view", "inference", "plugin"}),
+}
+# the jobs inside ``data``: what each may import of the others (``leaf``: a module directly in
+# ``data/``, shared by every job)
+DATA_JOBS: dict[str, frozenset[str]] = {
+    "leaf": frozenset({"leaf"}),
+    "split": frozenset({"leaf", "split"}),
+    "suite": frozenset({"leaf", "split", "suite"}),
+    "prepare": frozenset({"leaf", "split", "prepare"}),
+    "store": frozenset({"leaf", "split", "suite", "store"}),
 }
 
 
@@ -57,6 +73,14 @@ def layer_of(module: str) -> str:
     if len(parts) >= 2 and parts[1] in (*LAYERS, "errors"):
         return parts[1]
     return "top"
+
+
+def data_job_of(module: str) -> str | None:
+    """The job of a ``data`` module (``leaf`` for one directly in ``data/``); None outside."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] != "data":
+        return None
+    return parts[2] if len(parts) > 3 or parts[2] in DATA_JOBS else "leaf"
 
 
 def imports_of(root: Path, path: Path, modules: set[str]) -> list[tuple[int, str]]:
@@ -105,6 +129,11 @@ def violations(root: Path) -> list[str]:
                 target = layer_of(imported)
                 if target not in INTERNAL[layer]:
                     problems.append(f"{where}: {layer} must not import {imported} ({target})")
+                job, target_job = data_job_of(name), data_job_of(imported)
+                if job and target_job and target_job not in DATA_JOBS.get(job, frozenset()):
+                    problems.append(
+                        f"{where}: data/{job} must not import {imported} (data/{target_job})"
+                    )
             elif top in stdlib or top == "__future__":
                 continue
             elif layer != "top" and top not in THIRD_PARTY[layer]:
@@ -166,7 +195,9 @@ def test_every_module_is_in_a_layer_or_on_top() -> None:
         module_name(ROOT, path) for path in ROOT.rglob("*.py")
         if layer_of(module_name(ROOT, path)) == "top"
     )
-    assert tops == ["pytest_sommelier", "pytest_sommelier.cli"]
+    assert [t for t in tops if not t.startswith("pytest_sommelier.commands")] == [
+        "pytest_sommelier", "pytest_sommelier.cli", "pytest_sommelier.moved"
+    ]
 
 
 def test_every_module_is_described_in_the_architecture_doc() -> None:
@@ -237,3 +268,119 @@ def test_an_engine_importing_another_engine_is_reported(tmp_path: Path) -> None:
     assert [line.split(": ", 1)[1] for line in engine_import_violations(root, engines)] == [
         "imports the engine module pytest_sommelier.inference.one_engine"
     ]
+
+
+ARCHITECTURE = ROOT.parent / "docs" / "architecture.md"
+ROW = re.compile(r"^\| `([^`]+\.py)` \| (.*) \|$")
+DOTTED = r"(?:core|data|view|inference|plugin|commands)(?:\.\w+)+"
+
+
+def module_rows(text: str) -> list[tuple[str, str]]:
+    """The (module path, job) rows of the architecture doc's modules table."""
+    return [
+        (match.group(1), match.group(2))
+        for line in text.splitlines()
+        if (match := ROW.match(line))
+    ]
+
+
+def defined_names(root: Path) -> set[str]:
+    """Every name the package defines anywhere (functions, classes, methods, assignments,
+    arguments, import aliases) and every identifier-shaped string literal (a field or key)."""
+    names: set[str] = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Name | ast.arg):
+                names.add(node.id if isinstance(node, ast.Name) else node.arg)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".")[-1])
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", node.value))
+    return names
+
+
+def top_level_names(path: Path) -> set[str]:
+    """The names a module defines or imports at its top level."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def unknown_names(root: Path, rows: list[tuple[str, str]]) -> list[str]:
+    """One line per name a row gives that the package lacks: ``name(...)`` and bare
+    ``snake_case`` identifiers anywhere in the package, ``layer.module.name`` in that module."""
+    known = defined_names(root)
+    modules = {module_name(root, path): path for path in root.rglob("*.py")}
+    problems = []
+    for module, job in rows:
+        for token in re.findall(r"`([^`]+)`", job):
+            dotted = re.fullmatch(DOTTED, token)
+            if dotted:
+                parts = f"{root.name}.{token}".split(".")
+                cut = max(i for i in range(2, len(parts) + 1) if ".".join(parts[:i]) in modules)
+                rest = parts[cut:]
+                if len(rest) > 1 or (
+                    rest and rest[0] not in top_level_names(modules[".".join(parts[:cut])])
+                ):
+                    problems.append(f"{module}: {token}")
+                continue
+            call = re.fullmatch(r"([A-Za-z_]\w*)\(.*", token)
+            bare = re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", token)
+            name = call.group(1) if call else token if bare else None
+            if name is not None and name not in known:
+                problems.append(f"{module}: {token}")
+    return problems
+
+
+def test_every_module_is_one_row_of_the_architecture_doc() -> None:
+    rows = module_rows(ARCHITECTURE.read_text(encoding="utf-8"))
+    listed = [module for module, _ in rows]
+    modules = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.rglob("*.py"))
+    assert sorted(listed) == modules  # each module once, no module that does not exist
+
+
+def test_the_architecture_doc_names_only_what_exists() -> None:
+    rows = module_rows(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert unknown_names(ROOT, rows) == []
+
+
+def test_a_duplicate_row_or_a_missing_function_is_reported(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"core/a.py": "def real(x):\n    return x\n"})
+    text = (
+        "| `core/a.py` | `real(x)`, `core.a.real` |\n"
+        "| `core/a.py` | `rescore_run`, `core.a.gone`, `invented(y)` |\n"
+    )
+    rows = module_rows(text)
+    assert [module for module, _ in rows].count("core/a.py") == 2
+    assert unknown_names(root, rows) == [
+        "core/a.py: rescore_run", "core/a.py: core.a.gone", "core/a.py: invented(y)"
+    ]
+
+
+def test_a_data_job_importing_another_against_the_rule_is_reported(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "data/split/__init__.py": "",
+        "data/split/load.py": "from pytest_sommelier.data.store import artifacts\n",
+        "data/store/__init__.py": "",
+        "data/store/artifacts.py": "from pytest_sommelier.data.split import load\n",
+        "data/atomic.py": "from pytest_sommelier.data.suite import names\n",
+        "data/suite/__init__.py": "",
+        "data/suite/names.py": "",
+    })
+    found = violations(root)
+    assert any(line.endswith("data/split must not import pytest_sommelier.data.store.artifacts "
+                             "(data/store)") for line in found), found
+    assert any(line.endswith("data/leaf must not import pytest_sommelier.data.suite.names "
+                             "(data/suite)") for line in found), found
+    assert not any("data/store must not" in line for line in found), found

@@ -36,7 +36,7 @@ from transformers import AutoTokenizer  # noqa: F401
 from pytest_sommelier.cli import main
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.parse import parse_tool_call, parser_identity
-from pytest_sommelier.data.formatting import (
+from pytest_sommelier.data.prepare.formatting import (
     FORMATTED_KEYS,
     POLICY_TOOLS_IN_SYSTEM_V1,
     PreparedExample,
@@ -45,8 +45,8 @@ from pytest_sommelier.data.formatting import (
     formatted_line,
     read_prepared,
 )
-from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1, tool_specs
-from pytest_sommelier.data.split import load_split
+from pytest_sommelier.data.split.load import load_split
+from pytest_sommelier.data.split.native_policy import POLICY_NATIVE_TOOLS_V1, tool_specs
 from pytest_sommelier.errors import InputError
 
 NATIVE = POLICY_NATIVE_TOOLS_V1

@@ -143,8 +143,8 @@ def test_config_digest_keeps_old_suites_and_tells_new_settings_apart(tmp_path) -
     from suite_factory import write_suite
 
     from pytest_sommelier.core.pipeline import config_sha256
-    from pytest_sommelier.data.split import load_split
-    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.data.split.load import load_split
+    from pytest_sommelier.data.suite.load import load_suite
 
     suite = load_suite(write_suite(tmp_path))
     split = load_split(suite.test_split, suite.slices)

@@ -16,8 +16,8 @@ from pytest_sommelier.core.reports import (
     efficiency_block,
 )
 from pytest_sommelier.core.stats import derive_seed, paired_bootstrap
-from pytest_sommelier.data.split import Example, FormattedSplit
-from pytest_sommelier.data.suite import StatisticsConfig
+from pytest_sommelier.data.split.load import Example, FormattedSplit
+from pytest_sommelier.data.suite.load import StatisticsConfig
 from pytest_sommelier.errors import EvaluationError, InvariantError
 
 DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 64, "batch_size": 1}

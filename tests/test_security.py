@@ -26,7 +26,7 @@ from plugin_helpers import GOLD, call_text, tiny_suite, write_scripted_suite
 from suite_factory import make_row, write_split, write_suite
 
 from pytest_sommelier.cli import main
-from pytest_sommelier.data.suite import load_suite, suite_identity
+from pytest_sommelier.data.suite.load import load_suite, suite_identity
 from pytest_sommelier.errors import InputError
 
 SCRIPT = {"adapter": {k: call_text(v) for k, v in GOLD.items()}, "base": {}}

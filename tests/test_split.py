@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from suite_factory import default_rows, make_row, write_split
 
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_bytes
-from pytest_sommelier.data.split import load_split
+from pytest_sommelier.data.split.load import load_split
 from pytest_sommelier.errors import InputError, InvariantError
 
 

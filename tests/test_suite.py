@@ -13,7 +13,7 @@ from pytest_sommelier.core.decoding import DEFAULT_DECODING, validate_decoding
 from pytest_sommelier.core.types import ArmConfig, ComparisonConfig, GateConfig, StatisticsConfig
 from pytest_sommelier.data.digests import sha256_file, sha256_tree
 from pytest_sommelier.data.references import reference_kind
-from pytest_sommelier.data.suite import load_suite, suite_identity
+from pytest_sommelier.data.suite.load import load_suite, suite_identity
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 

@@ -31,7 +31,7 @@ from pytest_sommelier import cli
 from pytest_sommelier.core.misses import finish_counts, miss_category
 from pytest_sommelier.core.noise import noise_floor_block, noise_sample
 from pytest_sommelier.core.types import Completion
-from pytest_sommelier.data.suite import load_suite, suite_identity
+from pytest_sommelier.data.suite.load import load_suite, suite_identity
 from pytest_sommelier.errors import EvaluationError, InputError
 from pytest_sommelier.inference import engines, split_check
 

@@ -1,7 +1,7 @@
 """The decoding rule: what a suite's ``[decoding]`` (and any decoding an engine is handed) may be.
 
 Pure: a mapping in, the validated :class:`~pytest_sommelier.core.types.Decoding` out, or an
-``EvaluationError`` naming ``decoding.<field>``. The suite loader (``data.suite.load_suite``)
+``EvaluationError`` naming ``decoding.<field>``. The suite loader (``data.suite.load.load_suite``)
 and the engines call the same function, so a decoding an engine accepts is one a suite could
 have been loaded with. User documentation: docs/suite.md, ``[decoding]``.
 

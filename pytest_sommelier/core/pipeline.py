@@ -91,7 +91,7 @@ class ArmRun:
 
 @dataclass
 class RunOutcome:
-    """The derived artifacts of one run of one suite: what ``data.artifacts.write_outcome``
+    """The derived artifacts of one run of one suite: what ``data.store.artifacts.write_outcome``
     writes (``generations`` are the arms' generation records with their miss fields, as
     ``generations.<slice>.jsonl`` holds them) and what the terminal summary shows."""
 

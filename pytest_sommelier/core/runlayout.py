@@ -3,7 +3,7 @@
 A run folder (``runs/<run_id>``, or ``runs/<run_id>/<suite>`` when one session ran several
 suites) holds::
 
-    suite.resolved.json                      the resolved suite (data.suite_identity)
+    suite.resolved.json                      the resolved suite (data.suite.identity)
     inputs/test_split.jsonl                  a copy of the formatted split
     eval/<arm>/generations.<slice>.jsonl     generation records, split order
     eval/<arm>/inference_telemetry.json      timings and device of the arm's generation
@@ -17,7 +17,7 @@ suites) holds::
     parity/<engine>.json                     sommelier parity reports
 
 Invariant kept: every function here is pure (no file is read or written; the run store,
-``data.artifacts``, does that through these paths), and every module that reads or writes a
+``data.store.artifacts``, does that through these paths), and every module that reads or writes a
 run builds its paths here, so a file's name changes in one place. The layout lives in ``core``
 because the arm report records its generation files' run-relative paths
 (:func:`generations_artifact`).

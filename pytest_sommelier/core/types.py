@@ -5,7 +5,7 @@ run writes (arm report, telemetry, comparison report, gate result, verdict).
 These are plain frozen dataclasses with no behaviour beyond derived names, so the pure core
 (pipeline, reports, gates) can take them without importing the loaders in
 ``pytest_sommelier.data``. Invariants are kept by the loaders that build them
-(``data.suite.load_suite``, ``data.split.load_split``), documented there.
+(``data.suite.load.load_suite``, ``data.split.load.load_split``), documented there.
 """
 
 from __future__ import annotations
@@ -628,7 +628,7 @@ class GateResult(TypedDict):
     interval: NotRequired[GateInterval]
     adjusted_p_value: NotRequired[float | None]  # familywise "holm"
     underpowered: NotRequired[bool]
-    # compare-fail gates (data.history_gate): the paired difference, its interval and the
+    # compare-fail gates (data.store.history_gate): the paired difference, its interval and the
     # flipped examples against the stored run, shown beside a failed gate
     evidence: NotRequired[str]
     stored: NotRequired[str]

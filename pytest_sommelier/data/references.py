@@ -172,7 +172,7 @@ def check_local_kind(path: Path, *, field: str, adapter: bool, where: str | None
 def reference_kind(value: str) -> str:
     """Kind of a *resolved* model or adapter reference: "pkg", "local" or "hub".
 
-    After :func:`resolve_reference` (``data.suite.load_suite``), local references are absolute
+    After :func:`resolve_reference` (``data.suite.load.load_suite``), local references are absolute
     paths, ``pkg:`` references start with ``pkg:`` and everything else is a hub id.
     """
     if is_pkg_ref(value):

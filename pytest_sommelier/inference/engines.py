@@ -45,7 +45,7 @@ from pytest_sommelier.core.types import (
 from pytest_sommelier.core.types import PROMPT_FORMATS as PROMPT_FORMATS
 from pytest_sommelier.core.types import EngineConfig as EngineConfig
 from pytest_sommelier.data import digests, references
-from pytest_sommelier.data.suite import validate_decoding
+from pytest_sommelier.data.suite.load import validate_decoding
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierEnvironmentError
 from pytest_sommelier.inference import modelcache, modelref
 
@@ -352,7 +352,7 @@ class DecodingSettings(NamedTuple):
 
 def decoding_settings(decoding: Mapping[str, Any], arm: str) -> DecodingSettings:
     """The settings of a decoding dict checked by the one decoding rule
-    (``data.suite.validate_decoding``, which also validated the suite's ``[decoding]`` at load):
+    (``core.decoding.validate_decoding``, which also validated the suite's ``[decoding]`` at load):
     a caller of an engine's public ``generate`` gets the same refusal, never a sampled output."""
     try:
         checked = validate_decoding(decoding)

@@ -30,10 +30,11 @@ from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import parse_tool_call
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import FormattedSplit, Suite
-from pytest_sommelier.data import artifacts, stored
-from pytest_sommelier.data.suite import load_suite
+from pytest_sommelier.data.store import artifacts, stored
+from pytest_sommelier.data.suite.load import load_suite
 from pytest_sommelier.errors import EvaluationError, InputError, InvariantError
 from pytest_sommelier.inference import preflight, select_engine
+from pytest_sommelier.inference.model_call import ModelCall
 from pytest_sommelier.inference.protocol import PREFLIGHT_KEY, Generator
 
 PARITY_SCHEMA = "sommelier.parity.v1"
@@ -211,6 +212,7 @@ def _arm_parity(
     ``core.noise.rebatch_order``) and compare them with the stored (outputs parsed with the
     run's ``arguments_key``)."""
     counts = {"examples": 0, "identical_outputs": 0, "equal_parse_status": 0, "equal_full_call": 0}
+    model_call = ModelCall()  # the fixture path's checks (SOM-GEN-COUNT, SOM-GEN-TYPE, ...)
     differing: list[dict[str, Any]] = []
     for language, examples in split.slices.items():
         picked = [e for e in examples if e.example_id in chosen]
@@ -229,8 +231,9 @@ def _arm_parity(
                         "the run folder is incomplete or was edited",
                         where=f"eval/{arm}",
                     )
-            texts = generator.generate([e.prompt_text for e in batch], dict(decoding))
-            for example, text in zip(batch, texts, strict=True):
+            prompts = [e.prompt_text for e in batch]
+            completions = model_call(generator, arm, prompts, dict(decoding))
+            for example, text in zip(batch, (c.text for c in completions), strict=True):
                 old = by_id[example.example_id]
                 call, status = parse_tool_call(text, arguments_key=arguments_key)
                 new = {"parse_status": status, "parsed_call": call}

@@ -805,7 +805,7 @@ def _tokenizer_warning(
 
 def split_tokenizer_identity(path: Path) -> tuple[str, str] | None:
     """``(tokenizer_id, tokenizer_revision)`` of a formatted split's first row, or None when
-    the file cannot be read that far (``data.split.load_split`` reports its errors)."""
+    the file cannot be read that far (``data.split.load.load_split`` reports its errors)."""
     try:
         with open(path, encoding="utf-8") as handle:
             for line in handle:

@@ -9,7 +9,7 @@ report, so a baseline from other conditions is refused by the identity gate, nev
 compared; the new run directory holds a copy of its generations and re-derived report. A
 stored arm stands in for an arm only when it is the same arm: a stored base arm for an adapter
 arm (or the reverse), another suite's adapter, or another adapter than the configured one is
-refused with one line (``data.history_compare.refuse_borrowed_stand_in``) before it is read.
+refused with one line (``data.store.history_compare.refuse_borrowed_stand_in``) before it is read.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import pytest
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun
-from pytest_sommelier.data.history import describe_arm_folder
-from pytest_sommelier.data.history_compare import refuse_borrowed_stand_in
-from pytest_sommelier.data.split import FormattedSplit
-from pytest_sommelier.data.stored import stored_arm
-from pytest_sommelier.data.suite import Suite, suite_identity
+from pytest_sommelier.data.split.load import FormattedSplit
+from pytest_sommelier.data.store.history import describe_arm_folder
+from pytest_sommelier.data.store.history_compare import refuse_borrowed_stand_in
+from pytest_sommelier.data.store.stored import stored_arm
+from pytest_sommelier.data.suite.load import Suite, suite_identity
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.plugin.settings import settings_of
 
@@ -43,7 +43,7 @@ def baseline_map(config: pytest.Config) -> dict[str, Path]:
 
 
 def baseline_arms(config: pytest.Config, suite: Suite, split: FormattedSplit) -> dict[str, ArmRun]:
-    """The suite's arms that come from stored runs, read (``data.stored.stored_arm``) and
+    """The suite's arms that come from stored runs, read (``data.store.stored.stored_arm``) and
     checked against the session's split."""
     arms: dict[str, ArmRun] = {}
     configured: dict | None = None

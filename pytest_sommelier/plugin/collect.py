@@ -18,11 +18,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_sommelier.core.types import BatchKey
-from pytest_sommelier.data.view.terminal import describe_miss
 from pytest_sommelier.errors import InputError, SommelierError
 from pytest_sommelier.plugin.keys import RESULT_KEY
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
+from pytest_sommelier.view.terminal import describe_miss
+
+JUNIT_OUTCOME = "sommelier_outcome"
+"""The ``--junitxml`` property of every evaluated example: ``hit`` or ``miss``."""
+JUNIT_MISS = "sommelier_miss"
+"""The ``--junitxml`` property of a missed example: what was missed, on one line."""
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import Example, FormattedSplit, Suite
@@ -42,9 +47,9 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
     targets are read with the suite's ``arguments_key``, and the split must have been formatted
     with the base's tokenizer (``inference.split_check``). A load error is raised each time and
     never kept."""
-    from pytest_sommelier.data.split import load_split
-    from pytest_sommelier.data.suite import load_suite
-    from pytest_sommelier.data.suite_gates import check_gates_against_split
+    from pytest_sommelier.data.split.load import load_split
+    from pytest_sommelier.data.suite.gates import check_gates_against_split
+    from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.inference.split_check import check_split_tokenizer
 
     loaded = config.stash.setdefault(SUITES_KEY, {})
@@ -119,7 +124,7 @@ def refuse_unwritable_out(config: pytest.Config) -> None:
     """Refuse, at collection and before any model runs, an output folder that could not be
     written (``artifacts.check_writable``): an earlier run there is then left as it was, never
     beside a run that could not replace it."""
-    from pytest_sommelier.data.artifacts import check_writable
+    from pytest_sommelier.data.store.artifacts import check_writable
 
     out = settings_of(config).out
     base = Path(out) if out else Path("runs")
@@ -286,8 +291,14 @@ class EvalItem(pytest.Function):
         settings = settings_of(self.config)
         arms = settings.strict_arms
         must_pass = settings.strict and (not arms or self.arm in arms)
-        if not payload["hit"] and must_pass:
-            pytest.fail(describe_miss(payload["record"], self.example.gold_call), pytrace=False)
+        # the outcome in --junitxml: a miss is a passing test case there (not strict), so each
+        # case says which it was (docs/plugin.md, "JUnit")
+        self.user_properties.append((JUNIT_OUTCOME, "hit" if payload["hit"] else "miss"))
+        if not payload["hit"]:
+            text = describe_miss(payload["record"], self.example.gold_call)
+            self.user_properties.append((JUNIT_MISS, " ".join(text.split())))
+            if must_pass:
+                pytest.fail(text, pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, SommelierError):

@@ -21,8 +21,6 @@ from or written to the generation cache).
 from __future__ import annotations
 
 import inspect
-import math
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +32,6 @@ from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.pipeline import generation_record
 from pytest_sommelier.core.types import (
-    FINISH_REASONS,
     BatchKey,
     Completion,
     Example,
@@ -49,7 +46,11 @@ from pytest_sommelier.errors import (
     exception_text,
 )
 from pytest_sommelier.inference.device import device_of
-from pytest_sommelier.inference.protocol import Generator, completions_of
+from pytest_sommelier.inference.model_call import ModelCall as ModelCall
+from pytest_sommelier.inference.model_call import check_arm_kind as check_arm_kind
+from pytest_sommelier.inference.model_call import check_generator as check_generator
+from pytest_sommelier.inference.model_call import json_value_problem as json_value_problem
+from pytest_sommelier.inference.protocol import Generator
 
 
 @dataclass
@@ -84,89 +85,6 @@ def call_factory(factory: Any, arm: str, suite: Any) -> Any:
     return factory(arm, suite=suite) if accepts_suite else factory(arm)
 
 
-def check_generator(generator: Any, arm: str) -> None:
-    """Refuse a generator that breaks the contract: ``generate``, a JSON-safe dict
-    ``model_identity`` and a JSON-safe dict (or None) ``adapter_identity``."""
-    for attribute in ("generate", "model_identity", "adapter_identity"):
-        if not hasattr(generator, attribute):
-            raise EvaluationError(
-                "SOM-MODEL-CONTRACT",
-                f"arm '{arm}': the generator has no '{attribute}'",
-                "a generator needs model_identity, adapter_identity and generate()",
-            )
-    for attribute in ("model_identity", "adapter_identity"):
-        value = getattr(generator, attribute)
-        if value is None and attribute == "adapter_identity":
-            continue
-        problem = (
-            json_value_problem(value, attribute)
-            if isinstance(value, dict)
-            else f"{attribute} is a {type(value).__name__}, not a dict"
-        )
-        if problem is not None:
-            raise EvaluationError(
-                "SOM-MODEL-CONTRACT",
-                f"arm '{arm}': the generator's identity is not JSON-safe: {problem}",
-                "identities are written to the reports: use dicts with string keys of str, "
-                "finite numbers, bools, None, lists and dicts",
-            )
-
-
-def json_value_problem(value: Any, path: str) -> str | None:
-    """Why ``value`` would not be written as itself in JSON, naming where (``path['key'][0]``):
-    a key that is not a string (``{1: "x"}`` would silently become ``{"1": "x"}``), a NaN or
-    infinite number, a string that is not valid Unicode, or any other type; None when it is
-    JSON as it is."""
-    if value is None or isinstance(value, bool | int):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{path} is {value!r}, not a finite number"
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"{path} is a str that is not valid Unicode text"
-        return None
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            problem = json_value_problem(item, f"{path}[{index}]")
-            if problem is not None:
-                return problem
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{path} has the key {key!r} ({type(key).__name__}), not a string"
-            problem = json_value_problem(item, f"{path}[{key!r}]")
-            if problem is not None:
-                return problem
-        return None
-    return f"{path} is a {type(value).__name__}"
-
-
-def check_arm_kind(generator: Any, arm: str, suite: Any) -> None:
-    """The generator's ``adapter_identity`` must fit how the suite configures the arm: present
-    for an arm with ``adapter``, None for a base arm (``model_kind_of`` of each agrees).
-    Otherwise an adapter arm's records would be keyed, cached and recorded as the base's (and
-    a base arm's as an adapter's): borrowed evidence, refused before anything is generated."""
-    config = getattr(suite, "arms", {}).get(arm)
-    if config is None:  # no suite config to hold it to (a unit test's bare runner)
-        return
-    configured = model_kind_of(config.adapter)
-    if model_kind_of(generator.adapter_identity) == configured:
-        return
-    if configured == "adapter":
-        problem = (
-            f"is configured with an adapter (arms.{arm}.adapter) but its generator reports "
-            "adapter_identity None"
-        )
-        hint = "report the adapter the generator loaded (a missing name in a lookup gives None)"
-    else:
-        problem = "has no adapter in the suite but its generator reports an adapter_identity"
-        hint = "a base arm's generator reports adapter_identity None; or add arms.<arm>.adapter"
-    raise EvaluationError("SOM-MODEL-CONTRACT", f"arm '{arm}' {problem}", hint)
-
-
 class Runner:
     """Per-process state: generators by arm, batch outcomes, warm-ups done."""
 
@@ -185,7 +103,7 @@ class Runner:
         self._generators: dict[tuple[str, str], Generator] = {}
         self._batches: dict[BatchKey, BatchOutcome] = {}
         self._warmed: set[int] = set()
-        self._timed_out: set[int] = set()
+        self._model_call = ModelCall(timeout)
         self._checked: dict[int, int] = {}
         self.timeout = timeout
         self.selfcheck = selfcheck
@@ -335,63 +253,9 @@ class Runner:
     def _call(
         self, generator: Any, arm: str, prompts: list[str], decoding: dict
     ) -> list[Completion]:
-        """Call ``generate_completions`` or ``generate`` (under the per-batch timeout, if any)
-        and enforce the contract (one ``str`` or ``Completion`` per prompt, in order); a plain
-        string becomes a completion of unknown finish."""
-        if id(generator) in self._timed_out:
-            raise EvaluationError(
-                "SOM-MODEL-TIMEOUT",
-                f"arm '{arm}': an earlier generate() call of this process timed out",
-                "the arm's remaining examples are not generated; fix the hang and re-run",
-            )
-        try:
-            outputs = self._generate_with_timeout(generator, arm, prompts, decoding)
-        except SommelierError:
-            raise
-        except Exception as exc:
-            raise EvaluationError(
-                "SOM-MODEL-ERROR",
-                f"arm '{arm}': generate() raised {exception_text(exc)}",
-                "the model failed; its message is above",
-            ) from exc
-        if not isinstance(outputs, list | tuple) or len(outputs) != len(prompts):
-            count = len(outputs) if isinstance(outputs, list | tuple) else type(outputs).__name__
-            raise InvariantError(
-                "SOM-GEN-COUNT",
-                f"arm '{arm}': generate() returned {count} outputs for {len(prompts)} prompts",
-                "a generator must return exactly one completion per prompt, in order",
-            )
-        return [_completion(output, arm) for output in outputs]
-
-    def _generate_with_timeout(
-        self, generator: Any, arm: str, prompts: list[str], decoding: dict
-    ) -> Any:
-        """``generator.generate`` in this thread, or in a daemon thread joined for at most
-        ``--sommelier-timeout`` seconds; a timeout marks the generator as hung for good."""
-        if not self.timeout:
-            return completions_of(generator, list(prompts), dict(decoding))
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["outputs"] = completions_of(generator, list(prompts), dict(decoding))
-            except BaseException as exc:  # re-raised in the calling thread
-                box["error"] = exc
-
-        thread = threading.Thread(target=target, name=f"sommelier-generate-{arm}", daemon=True)
-        thread.start()
-        thread.join(self.timeout)
-        if thread.is_alive():
-            self._timed_out.add(id(generator))
-            raise EvaluationError(
-                "SOM-MODEL-TIMEOUT",
-                f"arm '{arm}': generate() on {len(prompts)} prompt(s) did not return within "
-                f"{self.timeout:g} s",
-                "raise --sommelier-timeout, or find why the model hangs",
-            )
-        if "error" in box:
-            raise box["error"]
-        return box["outputs"]
+        """The one guarded model call (``inference.model_call.ModelCall``), under this
+        process's per-batch timeout."""
+        return self._model_call(generator, arm, prompts, decoding)
 
     def _selfcheck(
         self,
@@ -464,47 +328,3 @@ class Runner:
             "selfcheck_differs": outcome.selfcheck.get(example.example_id),
             "rebatched": rebatched,
         }
-
-
-def _completion(output: Any, arm: str) -> Completion:
-    """One returned output as a completion: a ``str`` (finish ``unknown``) or a ``Completion``
-    whose text is valid Unicode, finish reason one of ``FINISH_REASONS`` and token count a
-    non-negative int or None; anything else is an InvariantError."""
-    if isinstance(output, str):
-        completion = Completion(output)
-    elif isinstance(output, Completion):
-        completion = output
-    else:
-        raise InvariantError(
-            "SOM-GEN-TYPE",
-            f"arm '{arm}': generate() returned a {type(output).__name__}, not a str",
-            "a generator must return completions as strings (or Completion objects from "
-            "generate_completions)",
-        )
-    text, reason, tokens = completion
-    if not isinstance(text, str):
-        raise InvariantError(
-            "SOM-GEN-TYPE",
-            f"arm '{arm}': a Completion's text is a {type(text).__name__}, not a str",
-            "give Completion(text, finish_reason, generated_tokens) a str text",
-        )
-    if reason not in FINISH_REASONS or not (
-        tokens is None or (type(tokens) is int and tokens >= 0)
-    ):
-        raise InvariantError(
-            "SOM-GEN-TYPE",
-            f"arm '{arm}': a Completion has finish_reason {reason!r} and generated_tokens "
-            f"{tokens!r}",
-            f"finish_reason is one of {', '.join(FINISH_REASONS)}; generated_tokens a count "
-            "or None",
-        )
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvariantError(
-            "SOM-GEN-TYPE",
-            f"arm '{arm}': generate() returned a str that is not valid Unicode text "
-            f"({exc.reason} at index {exc.start})",
-            "decode model outputs to text (e.g. tokenizer.decode) before returning them",
-        ) from None
-    return Completion(str(text), reason, tokens)

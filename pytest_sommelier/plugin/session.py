@@ -14,7 +14,7 @@ is stored); the page, JUnit cases and exit status all follow that final verdict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,16 +22,17 @@ import pytest
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
-from pytest_sommelier.data import artifacts
-from pytest_sommelier.data.split import FormattedSplit
-from pytest_sommelier.data.suite import Suite, suite_identity
-from pytest_sommelier.data.view import terminal
+from pytest_sommelier.data.split.load import FormattedSplit
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.data.suite.load import Suite, suite_identity
 from pytest_sommelier.errors import InvariantError, SommelierError, exception_text
 from pytest_sommelier.plugin.collect import load_suite_once
 from pytest_sommelier.plugin.junit import add_gate_cases
 from pytest_sommelier.plugin.keys import suite_nodeid
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
+from pytest_sommelier.view import terminal
+from pytest_sommelier.view.markdown import outcome_markdown
 
 if TYPE_CHECKING:
     from pytest_sommelier.plugin.history import OverTime
@@ -52,6 +53,7 @@ class SuiteResult:
     notices: list[str] = field(default_factory=list)  # said before the run's lines
     origins: list[str] = field(default_factory=list)  # per arm: generated, cached or stored
     over_time: OverTime | None = None  # stored-run comparisons, summary, autosave
+    no_verdict: str | None = None  # why gate_verdict.json was not written (the first failure)
 
 
 class SommelierSession:
@@ -100,7 +102,7 @@ class SommelierSession:
             result = self._finish_suite(nodeid, several=len(suites) > 1)
             self.results.append(result)
             verdict = result.outcome.verdict if result.outcome else None
-            if verdict is not None:
+            if verdict is not None and result.no_verdict is None:
                 add_gate_cases(self.config, nodeid, verdict)
             failed = (
                 result.error is not None
@@ -139,11 +141,13 @@ class SommelierSession:
         return result
 
     def _evaluate_and_write(self, result: SuiteResult, suite: Suite, split: FormattedSplit) -> None:
-        """Evaluate one suite's run and write it into its (claimed, cleared) folder: reports,
-        the comparisons with stored runs (before this run is stored, so it is never compared
-        with itself) and the verdict they complete, the HTML page, then the summary and the
-        autosave."""
+        """Evaluate one suite's run and write it into its (claimed, cleared) folder: the
+        reports, the comparisons with stored runs (before this run is stored, so it is never
+        compared with itself), the page and the summary, all from the one verdict held in
+        memory; then that verdict, last, only when everything before it was written; then the
+        autosave. Nothing written here is read back."""
         assert result.run_dir is not None
+        run_dir = result.run_dir
         arms = self._arm_runs(suite, split, self.payloads.get(result.nodeid, []))
         arms.update(self._baselines(suite, split))
         result.origins = self._origins(suite, arms)
@@ -157,28 +161,55 @@ class SommelierSession:
             errored=result.errored_items,
             gates=settings_of(self.config).gates,
         )
+        resolved = {**identity, "run_id": self.run_id}
         artifacts.write_outcome(
-            result.run_dir,
-            outcome,
-            resolved={**identity, "run_id": self.run_id},
+            run_dir,
+            replace(outcome, verdict=None),  # the verdict is written last, below
+            resolved=resolved,
             split=split,
+            comparison_markdown=outcome_markdown(outcome),
         )
         result.outcome = outcome
         # imported here, not at plugin load: Jinja2, the template module and the run store cost
         # every pytest run start-up time, and only a session finish with a suite needs them
-        from pytest_sommelier.data.view.html import write_report
-        from pytest_sommelier.plugin.history import OverTime, against_stored, summarise_and_store
+        from pytest_sommelier.data.store.runread import run_files_of
+        from pytest_sommelier.plugin.history import OverTime, against_stored, store_run, summarise
+        from pytest_sommelier.view.html import render_page
 
         result.over_time = over = OverTime()
         try:
-            result.outcome = against_stored(self.config, suite, result.run_dir, outcome, over)
+            result.outcome = against_stored(
+                self.config, suite, run_dir, outcome, over, resolved=resolved, split=split
+            )
         except SommelierError as error:
             over.errors.append(str(error))
-        try:  # the page: a view of the run, written only beside its final verdict
-            result.page, result.page_written = str(write_report(result.run_dir)), True
+        verdict = result.outcome.verdict
+        try:  # the page: a view of the run's values, with the one verdict
+            files = run_files_of(run_dir, resolved, result.outcome, split, verdict, over.compares)
+            artifacts.atomic_write_text(runlayout.page(run_dir), render_page(files, run_dir.name))
+            result.page, result.page_written = str(runlayout.page(run_dir)), True
         except SommelierError as error:
             result.page = str(error)
-        summarise_and_store(self.config, suite, result.run_dir, result.outcome, over)
+        summarise(run_dir, result.outcome, over, resolved=resolved, split=split)
+        failed = over.errors[0] if over.errors else None
+        if failed is None and not result.page_written:
+            failed = f"the HTML report was not written: {result.page}"
+        if failed is not None:  # a failed finish writes no verdict and stores nothing
+            result.no_verdict = failed
+            return
+        # the autosave copies the run with the verdict from memory, so that the run's own
+        # verdict is still the last file written, and only when storing worked too
+        if not store_run(
+            self.config, suite, run_dir, result.outcome, over, resolved=resolved, split=split
+        ):
+            result.no_verdict = over.errors[-1]
+            return
+        if verdict is not None:
+            try:
+                artifacts.write_verdict(run_dir, verdict)
+            except SommelierError as error:
+                over.errors.append(str(error))
+                result.no_verdict = str(error)
 
     def _origins(self, suite: Suite, arms: dict[str, ArmRun]) -> list[str]:
         """Per arm, where its generations came from: ``84 of 84 from the generation cache``,
@@ -258,7 +289,7 @@ class SommelierSession:
     # -- terminal ----------------------------------------------------------------------------
 
     def summary(self, terminalreporter: Any) -> None:
-        """Write each suite's summary; every line comes from ``data.view.terminal``."""
+        """Write each suite's summary; every line comes from ``view.terminal``."""
         misses_wanted = settings_of(self.config).misses
         for result in self.results:
             terminalreporter.write_sep("=", f"sommelier: {result.name}")
@@ -277,6 +308,7 @@ class SommelierSession:
                 misses_wanted,
                 origins=result.origins,
                 stored=over.lines if over is not None else (),
+                no_verdict=result.no_verdict,
             ):
                 terminalreporter.write_line(line, **markup)
             if result.page_written:

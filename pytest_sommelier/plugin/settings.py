@@ -276,11 +276,11 @@ def _compare(config: pytest.Config) -> str | None:
 
 def _compare_fail(config: pytest.Config, compare: str | None) -> tuple[str, ...]:
     """Every ``METRIC[:SLICE]:MARGIN``, parsed once here so a bad one stops the session before
-    any model loads (``data.history_gate`` is imported only when the option is given)."""
+    any model loads (``data.store.history_gate`` is imported only when the option is given)."""
     values = _raw(config, "sommelier_compare_fail") or []
     if not values:
         return ()
-    from pytest_sommelier.data.history_gate import parse_fail_spec
+    from pytest_sommelier.data.store.history_gate import parse_fail_spec
     from pytest_sommelier.errors import SommelierError
 
     texts = []
@@ -358,7 +358,7 @@ def settings_of(config: pytest.Config) -> Settings:
 def store_path(config: pytest.Config) -> Path:
     """The run store's folder: ``--sommelier-storage`` (relative to the invocation folder,
     like every path option), else ``.sommelier`` at the rootdir."""
-    from pytest_sommelier.data.history import DEFAULT_STORE  # called at session finish only
+    from pytest_sommelier.data.store.history import DEFAULT_STORE  # called at session finish only
 
     storage = settings_of(config).storage
     if storage is None:

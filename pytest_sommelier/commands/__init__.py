@@ -1,0 +1,1 @@
+"""The ``sommelier`` subcommands: one module each, with its parser and ``run``."""

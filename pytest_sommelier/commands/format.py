@@ -1,0 +1,112 @@
+"""``sommelier format``: render prepared examples into a formatted split with a tokenizer's chat
+template; ``format_split`` joins tokenizer loading (inference) to formatting (data)."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+
+def format_split(
+    prepared: Path | str,
+    out: Path | str,
+    *,
+    tokenizer_ref: str,
+    split: str,
+    revision: str | None = None,
+    policy: str | None = None,
+    base_dir: Path | str | None = None,
+    tokenizer: Any = None,
+    arguments_key: str = "arguments",
+) -> list[dict[str, Any]]:
+    """Load the tokenizer a reference names (unless given), derive its portable identity, and
+    format ``prepared`` into ``out`` (``data.prepare.formatting.format_file``); returns the rows.
+
+    The identity is always derived from the reference (content digest for local files), so it
+    carries no machine path. This is where the inference layer (tokenizer loading) meets the
+    data layer (formatting), so that data never imports inference. A hub id without a revision
+    is refused before any hub access.
+    """
+    from pytest_sommelier.data.prepare.formatting import DEFAULT_POLICY, format_file
+    from pytest_sommelier.data.references import require_revision, resolve_local_path
+    from pytest_sommelier.inference.modelref import load_tokenizer, tokenizer_identity
+
+    if tokenizer is None:
+        if resolve_local_path(tokenizer_ref, base_dir=base_dir) is None:
+            require_revision(
+                tokenizer_ref,
+                revision,
+                field="--tokenizer",
+                revision_field="--revision",
+                where="--tokenizer",
+                looked="in the working directory" if base_dir is None else f"under {base_dir}",
+            )
+        tokenizer = load_tokenizer(tokenizer_ref, revision=revision, base_dir=base_dir)
+    tokenizer_id, tokenizer_revision = tokenizer_identity(
+        tokenizer_ref, revision, tokenizer, base_dir=base_dir
+    )
+    return format_file(
+        prepared,
+        out,
+        tokenizer=tokenizer,
+        tokenizer_id=tokenizer_id,
+        tokenizer_revision=tokenizer_revision,
+        split=split,
+        policy=policy or DEFAULT_POLICY,
+        arguments_key=arguments_key,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``sommelier format``: render prepared examples into a formatted split (atomic write)."""
+    rows = format_split(
+        args.prepared,
+        args.out,
+        tokenizer_ref=args.tokenizer,
+        revision=args.revision,
+        split=args.split,
+        policy=args.policy,
+        arguments_key=args.arguments_key,
+    )
+    languages = Counter(row["language"] for row in rows)
+    summary = ", ".join(f"{language}: {count}" for language, count in languages.items())
+    print(f"wrote {len(rows)} formatted rows ({summary}) to {args.out}")
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier format``."""
+    from pytest_sommelier.core.parse import ARGUMENTS_KEYS
+    from pytest_sommelier.data.prepare.formatting import DEFAULT_POLICY, POLICIES
+
+    parser = subparsers.add_parser(
+        "format",
+        help="render prepared examples into a formatted split with a chat template",
+        description="Render prepared examples (JSONL) into sommelier.formatted_example.v2 rows "
+        "with a tokenizer's chat template; the output is written atomically.",
+    )
+    parser.add_argument("prepared", help="prepared examples (JSONL)")
+    parser.add_argument(
+        "--tokenizer",
+        required=True,
+        help="hub id, local folder, .gguf file, or pkg:<package>/<path>",
+    )
+    parser.add_argument("--revision", default=None, help="hub revision (required for hub ids)")
+    parser.add_argument("--split", required=True, help="split name recorded in every row")
+    parser.add_argument("--out", required=True, help="formatted split to write (JSONL)")
+    parser.add_argument(
+        "--policy", default=DEFAULT_POLICY, choices=sorted(POLICIES), help="template policy"
+    )
+    parser.add_argument(
+        "--arguments-key",
+        default="arguments",
+        choices=ARGUMENTS_KEYS,
+        help="the key the template writes a call's arguments under, for the target check of "
+        "sommelier.native-tools.v1 (Llama 3.x: parameters; default arguments)",
+    )
+    parser.set_defaults(handler=run)
+
+
+__all__ = ["add_parser", "run"]

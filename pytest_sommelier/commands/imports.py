@@ -1,0 +1,132 @@
+"""``sommelier import bfcl|openai-chat|xlam|hermes``: a benchmark or a training-data file as
+prepared examples."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def cmd_import_bfcl(args: argparse.Namespace) -> int:
+    """``sommelier import bfcl``: BFCL single-call categories -> prepared examples (atomic)."""
+    from pytest_sommelier.data.prepare.bfcl import import_bfcl
+    from pytest_sommelier.data.prepare.importers.common import summary_lines
+
+    outcome = import_bfcl(
+        args.category,
+        args.source,
+        args.out,
+        sample=args.sample,
+        seed=args.seed,
+        policy=args.policy,
+    )
+    for result in outcome.categories:
+        lines = summary_lines(
+            result.category, len(result.rows), result.skipped, result.notes, limit=None
+        )
+        for line in lines:
+            print(line)
+    print(f"wrote {outcome.written} prepared rows to {args.out}")
+    return 0
+
+
+def cmd_import_file(args: argparse.Namespace) -> int:
+    """``sommelier import openai-chat|xlam|hermes``: a training-data file -> prepared examples."""
+    from pytest_sommelier.data.prepare.importers.common import ImportOptions, summary_lines
+    from pytest_sommelier.data.prepare.importers.driver import import_file
+
+    options = ImportOptions(
+        language=args.language,
+        language_field=args.language_field,
+        source_field=args.source_field,
+        id_field=args.id_field,
+        sample=args.sample,
+        seed=args.seed,
+    )
+    result = import_file(args.benchmark, args.input, args.out, options)
+    converted = result.read - len(result.skipped)
+    for line in summary_lines(result.label, converted, result.skipped):
+        print(line)
+    print(f"wrote {result.written} prepared rows to {args.out}")
+    return 0
+
+
+IMPORT_FORMATS: dict[str, str] = {
+    "openai-chat": "OpenAI / HF chat rows {messages, tools}: [system?, user, assistant with one "
+    "tool_calls entry]",
+    "xlam": "Salesforce xLAM / APIGen rows {query, tools, answers} (JSON strings); xLAM "
+    "parameter types become JSON Schema",
+    "hermes": "NousResearch hermes-function-calling rows {conversations}: <tools> in the "
+    "system turn, the answer inside <tool_call>",
+}
+
+
+def _add_import_file_parser(sources: argparse._SubParsersAction, name: str, text: str) -> None:
+    """Register ``sommelier import NAME INPUT``."""
+    parser = sources.add_parser(
+        name,
+        help=text,
+        description=f"Convert {text} to prepared examples (JSONL, a JSON array or Parquet in). "
+        "Rows the method cannot score are counted per reason and skipped; a malformed row "
+        "is one error line and nothing is written. See docs/format.md.",
+    )
+    parser.add_argument("input", help="the rows: .jsonl, .json (array or lines) or .parquet")
+    language = parser.add_mutually_exclusive_group()
+    language.add_argument("--language", default=None, help="every row's language (default en)")
+    language.add_argument("--language-field", default=None, help="the field with each row's")
+    parser.add_argument(
+        "--source-field", default=None, help="the field naming a translation's root row id"
+    )
+    parser.add_argument(
+        "--id-field", default=None, help="the field with each row's id (default FORMAT-N)"
+    )
+    parser.add_argument("--sample", type=int, default=None, help="a seeded sample of N rows")
+    parser.add_argument("--seed", type=int, default=13, help="seed of --sample (default 13)")
+    parser.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
+    parser.set_defaults(handler=run, source_handler=cmd_import_file)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier import bfcl|openai-chat|xlam|hermes``."""
+    from pytest_sommelier.data.prepare.bfcl import POLICIES as BFCL_POLICIES
+
+    parser = subparsers.add_parser(
+        "import",
+        help="import a standard benchmark or a training-data file as prepared examples",
+        description="Import a standard benchmark's data, or tool-calling rows in a format "
+        "people train on, as prepared examples for sommelier format.",
+    )
+    sources = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    bfcl = sources.add_parser(
+        "bfcl",
+        help="Berkeley Function Calling Leaderboard v4, single-call categories",
+        description="Convert BFCL v4 single-call categories (questions + possible answers) to "
+        "prepared examples with acceptable_arguments; rows that cannot be converted faithfully "
+        "are reported and skipped. BFCL's code is never imported. See docs/benchmarks.md.",
+    )
+    bfcl.add_argument(
+        "--category", action="append", required=True, help="e.g. simple_python (repeatable)"
+    )
+    bfcl.add_argument(
+        "--source", default=None, help="bfcl_eval wheel or data folder (default: installed)"
+    )
+    bfcl.add_argument("--sample", type=int, default=None, help="a seeded sample of N rows")
+    bfcl.add_argument("--seed", type=int, default=13, help="seed of --sample (default 13)")
+    bfcl.add_argument(
+        "--policy",
+        default=BFCL_POLICIES[0],
+        choices=BFCL_POLICIES,
+        help="the template policy the rows are for: sommelier.native-tools.v1 keeps questions "
+        "with a system turn (default: skip them)",
+    )
+    bfcl.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
+    bfcl.set_defaults(handler=run, source_handler=cmd_import_bfcl)
+    for name, text in IMPORT_FORMATS.items():
+        _add_import_file_parser(sources, name, text)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``sommelier import``: the handler its source's parser set (``bfcl`` or a file format)."""
+    return int(args.source_handler(args))
+
+
+__all__ = ["add_parser", "run"]

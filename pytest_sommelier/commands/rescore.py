@@ -1,0 +1,265 @@
+"""``sommelier rescore``: a stored run re-scored from its own generations, no model, under its
+own gates and comparisons or (``--suite``) a suite's current ones.
+
+Invariants kept:
+
+- The run's conditions are the run's: its split copy (digest checked), slices, decoding, model
+  and arm identities come from its own files; a suite given with ``--suite`` contributes only
+  its ``[[comparisons]]`` and ``[[gates]]``, and only when its split and slices are the run's
+  (else one ``InputError`` line, nothing written). What else differs is named in a note.
+- Every record is re-parsed from ``raw_text``; ``stored`` gates are evaluated against the run
+  store as in a session (``data.store.history_verdict``).
+- The result records that it was rescored: ``rescored.json`` (when, by which version, from
+  which folder and run, with which suite file, and the SHA-256 of the generation files it was
+  scored from, taken before anything is written).
+- A stored run (a folder of the run store) is never rewritten in place: give ``--out``.
+- Nothing is written unless every check passed; the page and ``report/summary.md`` come last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run
+from pytest_sommelier.core.types import Suite
+from pytest_sommelier.data.digests import sha256_files, sha256_path
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.data.store.history import FOLDER, RECORD
+from pytest_sommelier.data.store.history_record import config_difference
+from pytest_sommelier.data.store.history_verdict import (
+    AgainstStored,
+    compare_with_stored,
+    stored_specs,
+    verdict_against_stored,
+    write_compared,
+)
+from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
+from pytest_sommelier.data.suite.load import suite_identity
+from pytest_sommelier.errors import InputError
+from pytest_sommelier.view.ci_summary import write_summary
+from pytest_sommelier.view.compare import compare_markdown
+from pytest_sommelier.view.html import write_report
+from pytest_sommelier.view.markdown import outcome_markdown
+
+RESCORED = runlayout.RESCORED
+RESCORED_SCHEMA = "sommelier.rescored.v1"
+
+
+@dataclass
+class Rescored:
+    """What ``rescore`` wrote: the folder, the outcome (final verdict), the comparisons with
+    stored runs, notes for the terminal and the ``rescored.json`` record."""
+
+    target: Path
+    outcome: RunOutcome
+    against: AgainstStored
+    record: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def generation_files(run_dir: Path, arms: Any) -> list[str]:
+    """The generation files of a run's arms, relative to the run folder (sorted)."""
+    names = []
+    for arm in arms:
+        for path in runlayout.arm_dir(Path(run_dir), arm).glob(runlayout.generations_name("*")):
+            names.append(f"{runlayout.EVAL}/{arm}/{path.name}")
+    return sorted(names)
+
+
+def _refuse_stored_in_place(run_dir: Path, out_dir: Path | None) -> None:
+    if out_dir is None and FOLDER.match(run_dir.name) and (run_dir / RECORD).is_file():
+        raise InputError(
+            "SOM-RESCORE-STORED",
+            f"{run_dir}: a run of the run store is never rewritten in place",
+            "give --out DIR for the rescored copy",
+        )
+
+
+def apply_suite(
+    resolved: dict[str, Any], run_suite: Suite, current: Suite, identity: dict[str, Any]
+) -> tuple[Suite, dict[str, Any], str | None]:
+    """The run's suite and resolved suite with ``current``'s comparisons and gates
+    (``identity`` is its ``suite_identity``), and a note naming the first other part of the
+    suite that differs from the run (kept as the run's); ``InputError`` ``SOM-RESCORE-SUITE``
+    when the suite is not about this run's split and slices."""
+    split = (resolved.get("test_split") or {}).get("sha256")
+    if identity["test_split"]["sha256"] != split:
+        raise InputError(
+            "SOM-RESCORE-SUITE",
+            f"{current.path}: its test split {identity['test_split']['sha256'][:12]} is not the "
+            f"run's {str(split)[:12]}",
+            "rescore a run with the suite it was made from (its gates and comparisons may "
+            "have changed; its split may not)",
+        )
+    if list(current.slices) != list(resolved.get("slices") or []):
+        raise InputError(
+            "SOM-RESCORE-SUITE",
+            f"{current.path}: its slices {list(current.slices)} are not the run's "
+            f"{list(resolved.get('slices') or [])}",
+            "rescore a run with the suite it was made from",
+        )
+    suite = replace(run_suite, gates=current.gates, comparisons=current.comparisons)
+    resolved = {**resolved, "gates": identity["gates"], "comparisons": identity["comparisons"]}
+    change = config_difference(resolved, identity)
+    note = (
+        f"the suite now differs from the run in {change}; the run's conditions are kept "
+        "(its generations were made under them)"
+        if change
+        else None
+    )
+    return suite, resolved, note
+
+
+def rescore(
+    run_dir: Path,
+    out_dir: Path | None = None,
+    *,
+    suite: Suite | None = None,
+    store: Path | None = None,
+    flips: int = 10,
+    by: str = "pytest-sommelier",
+) -> Rescored:
+    """Re-derive every report and the verdict of ``run_dir`` from stored ``raw_text`` (under
+    ``suite``'s comparisons and gates when given), evaluate its ``stored`` gates against
+    ``store``, and write reports, verdict, ``rescored.json``, the page and the summary into
+    ``out_dir`` (default: in place); ``by`` names the tool and its version in the record."""
+    run_dir = Path(run_dir)
+    _refuse_stored_in_place(run_dir, out_dir)
+    resolved, run_suite, split = load_run_inputs(run_dir)
+    notes: list[str] = []
+    scored = run_suite
+    if suite is not None:
+        scored, resolved, note = apply_suite(resolved, run_suite, suite, suite_identity(suite))
+        notes += [note] if note else []
+    arms: dict[str, ArmRun] = {}
+    for name in run_suite.arms:
+        arm_dir = runlayout.arm_dir(run_dir, name)
+        if arm_dir.is_dir():
+            arms[name] = stored_arm(run_suite, split, arm_dir)
+    record = {
+        "schema_version": RESCORED_SCHEMA,
+        "rescored_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "by": by,
+        "from": {"folder": str(run_dir), "run_id": resolved.get("run_id")},
+        "generations_sha256": sha256_files(run_dir, generation_files(run_dir, arms)),
+        "suite": None
+        if suite is None
+        else {"file": suite.path.name, "sha256": sha256_path(suite.path)},
+    }
+    outcome = evaluate_run(
+        scored,
+        split,
+        arms,
+        run_id=resolved.get("run_id", run_dir.name),
+        model=resolved["model"],
+        gates=True,
+    )
+    target = out_dir or run_dir
+    in_place = target.resolve() == run_dir.resolve()
+    # everything is checked before anything is written: the run is written whole (page and
+    # summary included, the page's record checks being the last checks) into a staging folder
+    # of the target's name; only then is the target claimed and the staged files installed
+    with tempfile.TemporaryDirectory(prefix="sommelier-rescore-") as folder:
+        stage = Path(folder) / target.name
+        artifacts.write_outcome(
+            stage, replace(outcome, verdict=None), resolved=resolved, split=split,
+            comparison_markdown=outcome_markdown(outcome),
+        )
+        artifacts.atomic_write_json(runlayout.rescored(stage), record)
+        specs = stored_specs(scored, None)
+        against = compare_with_stored(
+            stage, Path(store or ".sommelier"), specs, suite=scored.name, flips=flips
+        )
+        write_compared(stage, against, compare_markdown)
+        verdict = verdict_against_stored(scored, outcome, against, compare=None, fail_specs=())
+        outcome = replace(outcome, verdict=verdict)
+        if verdict is not None:  # once, after the comparisons; the page and summary read it
+            artifacts.write_verdict(stage, verdict)
+        write_report(stage)
+        write_summary(stage)
+        # in place: keep generations and inputs until replaced; elsewhere: a fresh folder
+        with artifacts.claim_run(target, keep_generations=in_place):
+            artifacts.install_run(stage, target)
+    return Rescored(target=target, outcome=outcome, against=against, record=record, notes=notes)
+
+
+# --- the subcommand ----------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    """``sommelier rescore RUN_DIR [--suite FILE]``: re-derive every report and the verdict from
+    raw_text (under the suite's current gates and comparisons when given); the same tables as a
+    session's summary."""
+    from pytest_sommelier import __version__
+    from pytest_sommelier.core import runlayout
+    from pytest_sommelier.data.suite.load import load_suite
+    from pytest_sommelier.view import terminal
+    from pytest_sommelier.view.compare import against_lines
+
+    suite = load_suite(args.suite) if args.suite else None
+    done = rescore(
+        Path(args.run_dir),
+        Path(args.out) if args.out else None,
+        suite=suite,
+        store=Path(args.store),
+        flips=args.misses,
+        by=f"pytest-sommelier {__version__}",
+    )
+    for note in done.notes:
+        print(f"note: {note}")
+    for line, _ in terminal.run_summary_lines(
+        done.outcome, done.target, 0, args.misses, stored=against_lines(done.against)
+    ):
+        print(line)
+    for error in done.against.errors():
+        print(f"sommelier rescore: {error}", file=sys.stderr)
+    record = done.record
+    print(
+        f"rescored by {record['by']} from generations sha256 "
+        f"{record['generations_sha256'][:12]} ({runlayout.rescored(done.target)})"
+    )
+    print(f"re-derived reports and verdict written to {done.target}")
+    print(f"HTML report: {runlayout.page(done.target)}")
+    verdict = done.outcome.verdict["verdict"] if done.outcome.verdict else "pass"
+    return 0 if verdict == "pass" else 1
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sommelier rescore``."""
+    parser = subparsers.add_parser(
+        "rescore",
+        help="re-derive every report and the verdict of a run from its stored raw_text",
+        description="Re-parse and re-score a stored run (no model), after the same consistency "
+        "checks as a live run, under the run's own gates and comparisons or, with --suite, the "
+        "suite file's current ones (its split and slices must be the run's). Prints the same "
+        "tables as a session and records the rescore in rescored.json. Exit 0 when the "
+        "verdict passes, 1 when it fails or is incomplete.",
+    )
+    parser.add_argument("run_dir", help="a run directory (runs/<run_id>)")
+    parser.add_argument("--suite", default=None, help="apply this suite's gates and comparisons")
+    parser.add_argument("--out", default=None, help="write there instead of in place")
+    parser.add_argument(
+        "--store", default=".sommelier", help="the run store for stored gates (default .sommelier)"
+    )
+    parser.add_argument(
+        "--misses", type=int, default=10, help="misses and flipped examples shown (default 10)"
+    )
+    parser.set_defaults(handler=run)
+
+
+__all__ = [
+    "RESCORED",
+    "Rescored",
+    "add_parser",
+    "apply_suite",
+    "generation_files",
+    "rescore",
+    "run",
+]

@@ -1,0 +1,1 @@
+"""Data preparation: formatting prepared examples, the importers, BFCL."""

@@ -1,0 +1,199 @@
+"""``sommelier import openai-chat|xlam|hermes``: a training-data file -> prepared examples.
+
+:func:`import_file` reads the rows (``records.read_rows``), takes each row's id, language and
+root from the options, converts it with the format's converter, applies the shared checks
+(``common.check_candidate``), validates every converted row exactly as ``sommelier format``
+will (``formatting.validate_prepared_row``, then ``check_pairs``), draws the optional sample and
+writes the file atomically.
+
+Ids, languages and roots:
+
+- ``example_id``: the ``--id-field`` value (a string, or an integer written in decimal), else
+  ``<format>-<N>`` with N the line (JSON lines) or row (array, Parquet) the location names;
+- ``language``: ``--language`` (default ``en``), or the ``--language-field`` value;
+- ``source_example_id``: the ``--source-field`` value (null or absent: a root row). A
+  translation whose root was skipped is skipped too (``root_skipped``).
+
+Invariant kept: the output holds exactly the converted rows (or a seeded sample of them), each
+valid for ``sommelier format``; nothing is written when any row is malformed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_sommelier.data.prepare.formatting import (
+    PreparedExample,
+    check_pairs,
+    validate_prepared_row,
+)
+from pytest_sommelier.data.prepare.importers import hermes, openai_chat, xlam
+from pytest_sommelier.data.prepare.importers.common import (
+    DEFAULT_LANGUAGE,
+    Candidate,
+    ImportOptions,
+    ImportResult,
+    Skip,
+    Skipped,
+    check_candidate,
+    nothing_converted,
+    sample_rows,
+    write_prepared,
+    wrong_type,
+)
+from pytest_sommelier.data.prepare.importers.records import read_rows
+from pytest_sommelier.errors import InputError
+
+Converter = Callable[[dict[str, Any], str], Candidate | Skip]
+
+Converted = tuple[dict[str, Any], PreparedExample, str]
+"""A converted row, its validated prepared example, and where it was read."""
+
+FORMATS: dict[str, Converter] = {
+    "openai-chat": openai_chat.convert,
+    "xlam": xlam.convert,
+    "hermes": hermes.convert,
+}
+
+
+def check_format(name: str) -> Converter:
+    """The converter of a known format; InputError naming the format otherwise."""
+    if name not in FORMATS:
+        raise InputError(
+            "SOM-IMPORT-FORMAT",
+            f"unknown import format {name!r}",
+            f"use one of: bfcl, {', '.join(FORMATS)}",
+            where="sommelier import",
+        )
+    return FORMATS[name]
+
+
+def check_options(options: ImportOptions) -> None:
+    """``--language`` and ``--language-field`` exclude each other; ``--sample`` is positive."""
+    if options.language is not None and options.language_field is not None:
+        raise InputError(
+            "SOM-IMPORT-OPTIONS",
+            "--language and --language-field both given",
+            "give one: a language for every row, or the field that holds each row's",
+            where="--language-field",
+        )
+    sample_rows([], options.sample, options.seed)
+
+
+def _example_id(record: dict[str, Any], where: str, options: ImportOptions, default: str) -> str:
+    if options.id_field is None:
+        return default
+    value = record.get(options.id_field)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value:
+        expected = "a non-empty string or an integer"
+        raise wrong_type(where, options.id_field, value, expected, "or choose another --id-field")
+    return value
+
+
+def _language(record: dict[str, Any], where: str, options: ImportOptions) -> str:
+    if options.language_field is None:
+        return options.language or DEFAULT_LANGUAGE
+    value = record.get(options.language_field)
+    if not isinstance(value, str):
+        raise wrong_type(where, options.language_field, value, "a string", "give every row one")
+    return value
+
+
+def _source(record: dict[str, Any], where: str, options: ImportOptions) -> str | None:
+    if options.source_field is None:
+        return None
+    value = record.get(options.source_field)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise wrong_type(
+            where, options.source_field, value, "a string, an integer or null", "name a root id"
+        )
+    return value
+
+
+def import_file(
+    fmt: str, path: str | Path, out: str | Path, options: ImportOptions | None = None
+) -> ImportResult:
+    """Convert ``path`` (a ``fmt`` file) into prepared examples written to ``out`` atomically."""
+    convert = check_format(fmt)
+    options = options or ImportOptions()
+    check_options(options)
+    result = ImportResult(label=f"{fmt} {path}")
+    converted: list[Converted] = []
+    seen: dict[str, str] = {}
+    for where, number, record in read_rows(path):
+        result.read += 1
+        example_id = _example_id(record, where, options, f"{fmt}-{number}")
+        if example_id in seen:
+            raise InputError(
+                "SOM-IMPORT-DUPLICATE-ID",
+                f"example id {example_id!r} repeats the one of {seen[example_id]}",
+                "ids are unique: choose another --id-field, or leave it out",
+                where=where,
+            )
+        seen[example_id] = where
+        language = _language(record, where, options)
+        source = _source(record, where, options)
+        outcome = convert(record, where)
+        if isinstance(outcome, Candidate):
+            outcome = check_candidate(outcome) or outcome
+        if isinstance(outcome, Skip):
+            result.skipped.append(Skipped(example_id, where, outcome.reason, outcome.detail))
+            continue
+        row: dict[str, Any] = {
+            "example_id": example_id,
+            "language": language,
+            "source_example_id": source,
+        }
+        if outcome.system is not None:
+            row["system"] = outcome.system
+        row.update(query=outcome.query, tools=outcome.tools, gold_call=outcome.gold_call)
+        converted.append((row, validate_prepared_row(row, where, number), where))
+    kept = _drop_orphans(converted, result)
+    rows = sample_rows(
+        [row for row, _, _ in kept],
+        options.sample,
+        options.seed,
+        group=lambda row: row["source_example_id"] or row["example_id"],
+    )
+    if not rows:
+        raise InputError(
+            "SOM-IMPORT-EMPTY",
+            nothing_converted(result.skipped),
+            "rows the method cannot score are skipped: see docs/format.md for each reason",
+            where=str(path),
+        )
+    chosen = {row["example_id"] for row in rows}
+    check_pairs([example for row, example, _ in kept if row["example_id"] in chosen], str(path))
+    write_prepared(out, rows)
+    result.rows = rows
+    result.written = len(rows)
+    return result
+
+
+def _drop_orphans(converted: list[Converted], result: ImportResult) -> list[Converted]:
+    """Translations whose root is not among the converted rows, moved to the skipped ones."""
+    roots = {row["example_id"] for row, _, _ in converted if row["source_example_id"] is None}
+    skipped_ids = {item.example_id: item for item in result.skipped}
+    kept = []
+    for row, example, where in converted:
+        source = row["source_example_id"]
+        if source is not None and source not in roots and source in skipped_ids:
+            result.skipped.append(
+                Skipped(
+                    row["example_id"],
+                    where,
+                    "root_skipped",
+                    f"its root {source!r} was skipped ({skipped_ids[source].reason})",
+                )
+            )
+            continue
+        kept.append((row, example, where))
+    return kept

@@ -1,0 +1,89 @@
+"""``sommelier import openai-chat``: OpenAI / HF chat rows ``{"messages": [...], "tools": [...]}``.
+
+A row converts when its messages are ``[system?, user, assistant]`` and the assistant turn holds
+exactly one ``tool_calls`` entry (``{"type": "function", "function": {"name", "arguments"}}``,
+arguments a JSON string as OpenAI writes them or an object as HF datasets do). ``tools`` is a
+list of OpenAI function specs (or a JSON string holding one, as Parquet datasets store it).
+
+Rules (each skip reason is counted, see ``common``):
+
+- roles: ``developer`` counts as ``system``; a message's content is a string or a list of text
+  parts; text the assistant writes beside its call is not part of the gold call (the method
+  scores the call);
+- ``no_call``: the conversation has no assistant turn after ``[system?, user]``, or the
+  assistant turn has no tool call; ``several_calls``: more than one; ``multi_turn``: anything
+  else before the call (earlier assistant turns, tool results, a second user turn) or after it;
+- then the shared checks (``common.check_candidate``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_sommelier.data.prepare.importers.common import (
+    Candidate,
+    Skip,
+    call_from_spec,
+    decode_text,
+    malformed,
+    need,
+    text_content,
+    tool_from_spec,
+    wrong_type,
+)
+
+SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def read_tools(record: dict[str, Any], where: str, name: str = "tools") -> list[dict[str, Any]]:
+    """The row's tools in prepared shape (a list, or a JSON string holding one)."""
+    value = need(record, name, where, (list, str))
+    if isinstance(value, str):
+        value = decode_text(value, where, name)
+        if not isinstance(value, list):
+            raise malformed(where, name, "must hold a JSON array of tools")
+    return [tool_from_spec(spec, where, f"{name}[{index}]") for index, spec in enumerate(value)]
+
+
+def conversation_shape(roles: list[str]) -> Skip | None:
+    """``None`` when ``roles`` are ``[system?, user, assistant]``, else the skip reason."""
+    head = roles[1:] if roles[:1] == ["system"] else roles
+    if head == ["user", "assistant"]:
+        return None
+    if head == ["user"]:
+        return Skip("no_call", "the conversation ends before the assistant replies")
+    return Skip("multi_turn", f"turns {roles}: the method scores [system?, user] -> one call")
+
+
+def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
+    """One chat row -> Candidate, or the Skip that says why the method cannot score it."""
+    messages = need(record, "messages", where, list)
+    if not messages:
+        raise malformed(where, "messages", "must be a non-empty list")
+    roles = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise wrong_type(where, f"messages[{index}]", message, "an object")
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise wrong_type(where, f"messages[{index}].role", role, "a string")
+        roles.append("system" if role in SYSTEM_ROLES else role)
+    tools = read_tools(record, where)
+    shape = conversation_shape(roles)
+    if shape is not None:
+        return shape
+    last = len(messages) - 1
+    calls = messages[last].get("tool_calls")
+    if calls is None or calls == []:
+        return Skip("no_call", "the assistant turn has no tool_calls")
+    if not isinstance(calls, list):
+        raise malformed(where, f"messages[{last}].tool_calls", "must be a list")
+    if len(calls) > 1:
+        return Skip("several_calls", f"the assistant turn makes {len(calls)} calls")
+    gold = call_from_spec(calls[0], where, f"messages[{last}].tool_calls[0]")
+    user = last - 1
+    query = text_content(messages[user].get("content"), where, f"messages[{user}].content")
+    system = None
+    if roles[0] == "system":
+        system = text_content(messages[0].get("content"), where, "messages[0].content")
+    return Candidate(query=query, tools=tools, gold_call=gold, system=system or None)

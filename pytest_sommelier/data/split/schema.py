@@ -1,0 +1,232 @@
+"""JSON Schema checks of the input files: the schemas, the one most useful violation, and what
+it is about.
+
+The suite loader (``sommelier.toml`` against ``schemas/suite.schema.json``) and the split loader
+(each line against ``schemas/formatted_example.v2.schema.json``) both call :func:`violation`;
+each then words the :class:`Violation` in its own terms (TOML tables and keys, JSON fields) and
+codes (``SOM-SUITE-*``, ``SOM-SPLIT-*``).
+
+Invariants kept: a schema file is read, checked and compiled once per process; the violation
+reported for an invalid instance is a function of the instance alone (unknown keys first, then
+missing keys, then types, then other rules; shallow before deep; ties by path).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import jsonschema
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+SUITE_SCHEMA_FILE = SCHEMAS / "suite.schema.json"
+EXAMPLE_SCHEMA_FILE = SCHEMAS / "formatted_example.v2.schema.json"
+SCHEMA_VERSION = "sommelier.formatted_example.v2"
+"""The ``schema_version`` of a formatted example: what ``sommelier format`` writes and the split
+loader accepts."""
+
+UNKNOWN_KEYS = "unknown_keys"
+MISSING_KEY = "missing_key"
+WRONG_TYPE = "type"
+OTHER = "other"
+_PRIORITY = {UNKNOWN_KEYS: 0, MISSING_KEY: 1, WRONG_TYPE: 2}
+_KINDS = {"additionalProperties": UNKNOWN_KEYS, "required": MISSING_KEY, "type": WRONG_TYPE}
+
+
+@cache
+def schema_validator(schema_file: Path) -> Any:
+    """The compiled JSON Schema in ``schema_file`` (checked and loaded once per process)."""
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One schema violation, in the loader-neutral terms both loaders word.
+
+    ``kind`` is ``unknown_keys`` (``keys``: the instance's keys the schema does not list, sorted;
+    ``allowed``: the keys it lists), ``missing_key`` (``keys``: the first required key absent),
+    ``type`` (``expected``: the schema's type or types) or ``other`` (``message``: the
+    validator's message on one line). ``path`` is where in the document the offending value
+    is; ``rule`` is the JSON Schema keyword, ``schema_path`` where in the schema it is.
+    """
+
+    kind: str
+    path: tuple[str | int, ...]
+    instance: Any
+    rule: str
+    schema_path: tuple[str | int, ...]
+    keys: tuple[str, ...] = ()
+    allowed: tuple[str, ...] = ()
+    expected: Any = None
+    message: str = ""
+
+
+def _first_error(schema_file: Path, instance: Any) -> Any:
+    """The most useful ``jsonschema.ValidationError`` of ``instance``, or None when valid.
+
+    Unknown keys first (a misspelt key also makes a required key missing, and the unknown one
+    names the typo), then missing keys, then types, then other rules; shallow before deep.
+    """
+    errors = list(schema_validator(schema_file).iter_errors(instance))
+    if not errors:
+        return None
+    return min(
+        errors,
+        key=lambda e: (
+            _PRIORITY.get(_KINDS.get(str(e.validator), OTHER), 3),
+            len(e.absolute_path),
+            repr(list(e.absolute_path)),
+        ),
+    )
+
+
+def violation(schema_file: Path, instance: Any) -> Violation | None:
+    """The most useful violation of ``instance`` against ``schema_file``, or None when valid."""
+    error = _first_error(schema_file, instance)
+    if error is None:
+        return None
+    rule = str(error.validator)
+    kind = _KINDS.get(rule, OTHER)
+    keys: tuple[str, ...] = ()
+    allowed: tuple[str, ...] = ()
+    if kind == UNKNOWN_KEYS:
+        allowed = tuple(sorted(error.schema.get("properties", {})))
+        keys = tuple(sorted(k for k in error.instance if k not in allowed))
+    elif kind == MISSING_KEY:
+        keys = tuple(k for k in error.validator_value if k not in error.instance)[:1]
+    return Violation(
+        kind=kind,
+        path=tuple(error.absolute_path),
+        instance=error.instance,
+        rule=rule,
+        schema_path=tuple(error.absolute_schema_path),
+        keys=keys,
+        allowed=allowed,
+        expected=error.validator_value if kind == WRONG_TYPE else None,
+        message=" ".join(error.message.split()),
+    )
+
+
+def json_path_text(path: Iterable[Any]) -> str:
+    """``messages[0].role`` style name of a path inside a JSON/TOML document."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def parameters_validator(parameters: Any) -> Any:
+    """The JSON Schema validator class a tool's ``parameters`` are checked with: the draft its
+    ``$schema`` names (draft 3, 4, 6, 7, 2019-09, 2020-12), else Draft 2020-12; None for a
+    ``$schema`` that names no draft jsonschema knows."""
+    default = jsonschema.Draft202012Validator
+    if not isinstance(parameters, dict) or "$schema" not in parameters:
+        return default
+    return jsonschema.validators.validator_for(parameters, default=None)
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = (
+    "items", "additionalProperties", "additionalItems", "not", "if", "then", "else",
+    "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
+)
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def _schemas(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every (sub)schema of ``schema``, by keyword (so a property named ``$ref`` is a name,
+    and ``enum``/``const``/``default`` values are data, not schemas)."""
+    if not isinstance(schema, dict):
+        return
+    yield schema
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            for sub in value.values():
+                yield from _schemas(sub)
+        elif key in (*_SCHEMA_LISTS, "items") and isinstance(value, list):
+            for sub in value:
+                yield from _schemas(sub)
+        elif key in _SCHEMA_ONE:
+            yield from _schemas(value)
+
+
+def _pointer_target(root: Any, ref: str) -> bool:
+    """Whether the local ``ref`` (``#`` or ``#/a/b``, RFC 6901 escapes) points into ``root``."""
+    if ref == "#":
+        return True
+    node = root
+    for raw in ref[2:].split("/"):
+        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
+
+
+def ref_problem(parameters: Any) -> str | None:
+    """Why a ``$ref`` of a tool's ``parameters`` cannot be used, or None: every reference must
+    be local (``#`` or ``#/<pointer>``) and resolve inside the parameters themselves, and no
+    ``$id`` may move where references resolve. Nothing is ever fetched: a URL or a file name
+    is refused, not retrieved."""
+    for schema in _schemas(parameters):
+        if "$id" in schema:
+            return "uses $id, which makes $ref resolve against a URL; remove it"
+        for key in _REF_KEYS:
+            ref = schema.get(key)
+            if key not in schema:
+                continue
+            if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+                return (
+                    f"{key} {ref!r} is not in the tool's parameters (a URL or a file is never "
+                    "fetched): use a local reference such as '#/$defs/<name>'"
+                )
+            if not _pointer_target(parameters, ref):
+                return f"{key} {ref!r} does not resolve inside the tool's parameters"
+    return None
+
+
+def parameters_error(parameters: Any) -> str | None:
+    """Why a tool's ``parameters`` is not a valid JSON Schema (of the draft its ``$schema``
+    names, else Draft 2020-12; :func:`parameters_validator`), or holds a ``$ref`` that cannot
+    be resolved locally (:func:`ref_problem`), or None."""
+    validator = parameters_validator(parameters)
+    if validator is None:
+        return (
+            f"$schema {parameters.get('$schema')!r} names no known JSON Schema draft (drafts "
+            "3, 4, 6, 7, 2019-09 and 2020-12 are; without $schema, 2020-12 is used)"
+        )
+    try:
+        validator.check_schema(parameters)
+    except jsonschema.SchemaError as exc:
+        return str(exc.message)
+    return ref_problem(parameters)
+
+
+def arguments_error(parameters: Any, arguments: Any) -> tuple[str, str] | None:
+    """The first violation of ``arguments`` against a tool's (valid) ``parameters`` schema, by
+    path: ``(path as [..] segments, message)``, or None when they validate. Used for gold calls
+    by ``sommelier format`` and ``sommelier import bfcl`` alike. ``parameters`` must have
+    passed :func:`parameters_error` (so every ``$ref`` resolves locally); a validator that
+    still fails is reported as a violation, never raised."""
+    validator = (parameters_validator(parameters) or jsonschema.Draft202012Validator)(parameters)
+    try:
+        errors = sorted(
+            validator.iter_errors(arguments), key=lambda error: list(error.absolute_path)
+        )
+    except Exception as exc:  # a reference the checks let through: a line, never a traceback
+        return "", f"the tool's parameters cannot be applied ({type(exc).__name__})"
+    if not errors:
+        return None
+    return "".join(f"[{part!r}]" for part in errors[0].absolute_path), str(errors[0].message)

@@ -1,0 +1,1 @@
+"""The run store and its history: writing, reading and comparing stored runs."""

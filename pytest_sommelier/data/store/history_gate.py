@@ -1,0 +1,212 @@
+"""The regression gate in one flag: ``METRIC[:SLICE]:MARGIN`` against a stored run.
+
+``--sommelier-compare-fail=full_call_exact_match:he:0.03`` (and ``sommelier compare ...
+--fail``) fails when this run's value minus the stored run's, paired by example, is below
+``-MARGIN``: the rule pytest-benchmark's ``--benchmark-compare-fail`` applies to timings, so
+identical outputs (difference 0) always pass.
+
+Invariants kept: a spec is parsed once, and a bad one is one ``InputError`` line naming the
+part that is wrong; each spec gives one gate result per arm of the comparison, shaped like
+``core.gates.evaluate_gate``'s and evaluated by it (a ``delta_at_least = -MARGIN`` threshold on
+the comparison block), so a refused or missing pair fails with its reason like any gate; the
+reason also carries the paired interval and the flipped examples.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_sommelier.core.gates import evaluate_gate, verdict_of
+from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
+from pytest_sommelier.core.types import GateConfig
+from pytest_sommelier.data.suite.load import GATE_METRICS, OVERALL, valid_name
+from pytest_sommelier.errors import InputError
+
+OPTION = "--sommelier-compare-fail"
+SHAPE = "METRIC[:SLICE]:MARGIN"
+
+
+@dataclass(frozen=True)
+class FailSpec:
+    """One parsed ``METRIC[:SLICE]:MARGIN`` (``slice`` is ``overall`` when not given)."""
+
+    metric: str
+    slice: str
+    margin: float
+    text: str
+
+
+def _bad(text: str, part: str, message: str, hint: str, option: str) -> InputError:
+    return InputError(
+        "SOM-HISTORY-FAIL-SPEC",
+        f"{option} {text!r}: {part} {message}",
+        f"{hint} (the form is METRIC[:SLICE]:MARGIN)",
+    )
+
+
+def parse_fail_spec(text: str, *, option: str = OPTION) -> FailSpec:
+    """Parse ``METRIC[:SLICE]:MARGIN``: a gate metric, an optional slice name (``overall`` by
+    default) and a margin, a finite number >= 0 (an absolute difference: 0.02 is two points).
+    """
+    parts = text.strip().split(":")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise _bad(
+            text,
+            "the spec",
+            f"is not {SHAPE}",
+            "e.g. full_call_exact_match:0.02 or full_call_exact_match:he:0.03",
+            option,
+        )
+    metric, margin_text = parts[0], parts[-1]
+    slice_name = parts[1] if len(parts) == 3 else OVERALL
+    if metric not in GATE_METRICS:
+        raise _bad(
+            text,
+            "metric",
+            f"{metric!r} is not a metric",
+            "one of: " + ", ".join(GATE_METRICS),
+            option,
+        )
+    if slice_name != OVERALL and not valid_name(slice_name):
+        raise _bad(
+            text,
+            "slice",
+            f"{slice_name!r} is not a slice name",
+            "a slice of the suite (letters, digits, '_', '-') or overall",
+            option,
+        )
+    if margin_text.endswith("%"):
+        raise _bad(
+            text,
+            "margin",
+            f"{margin_text!r} is a percentage",
+            "give the margin as an absolute difference of the metric: 0.02 for two points",
+            option,
+        )
+    try:
+        margin = float(margin_text)
+    except ValueError:
+        margin = math.nan
+    if not math.isfinite(margin) or margin < 0:
+        raise _bad(
+            text,
+            "margin",
+            f"{margin_text!r} is not a number >= 0",
+            "e.g. 0.02 (fail when this run is more than 0.02 below the stored run)",
+            option,
+        )
+    return FailSpec(metric=metric, slice=slice_name, margin=margin, text=text.strip())
+
+
+def parse_fail_specs(texts: Sequence[str], *, option: str = OPTION) -> list[FailSpec]:
+    """Every spec of a repeatable option, in order."""
+    return [parse_fail_spec(text, option=option) for text in texts]
+
+
+def _gate(spec: FailSpec, arm: str, reference_arm: str) -> GateConfig:
+    """The ``core.gates`` form of a spec on one arm: ``delta_at_least = -MARGIN``."""
+    return GateConfig(
+        name=f"compare-fail:{arm}:{spec.text}",
+        kind="comparison",
+        metric=spec.metric,
+        slice=spec.slice,
+        arm=None,
+        candidate=arm,
+        reference=reference_arm,
+        gap=None,
+        min=None,
+        max=None,
+        ci_lower_above=None,
+        ci_lower_at_least=None,
+        delta_at_least=-spec.margin if spec.margin else 0.0,
+    )
+
+
+def _evidence(block: Mapping[str, Any], spec: FailSpec, label: str) -> str:
+    """``this run minus stored run 0003: -0.057 [-0.114, +0.000]; fixed 0, broken 2 (en-1,
+    en-2)``: the paired difference, its interval and the flips of the spec's slice."""
+    part = block if spec.slice == OVERALL else (block.get("slices") or {}).get(spec.slice)
+    if not isinstance(part, Mapping):
+        return ""
+    interval = selected_interval(part, spec.metric)
+    delta = (part.get("deltas") or {}).get(spec.metric)
+    text = f"this run minus {label} [{spec.slice}]: {fmt(delta, True)} {fmt_interval(interval)}"
+    flips = part.get("flips")
+    if flips:
+        for kind in ("fixed", "broken"):
+            ids = ", ".join(item["example_id"] for item in flips[kind])
+            more = flips[f"{kind}_count"] - len(flips[kind])
+            ids += f", +{more} more" if more > 0 else ""
+            text += f"; {kind} {flips[f'{kind}_count']}" + (f" ({ids})" if ids else "")
+    return text
+
+
+def evaluate_fail_specs(
+    specs: Sequence[FailSpec], report: Mapping[str, Any] | None, *, refused: str | None = None
+) -> list[dict[str, Any]]:
+    """The gate results of ``specs`` against a comparison with a stored run
+    (``history_compare.compare_runs``): one per spec and arm, in spec then arm order.
+
+    With ``refused`` (the whole comparison was refused, or there is no report) each spec gives
+    one failing result whose reason is that line.
+    """
+    if report is None or refused is not None:
+        reason = refused or "no comparison with a stored run"
+        return [
+            {
+                "name": f"compare-fail:{spec.text}",
+                "kind": "comparison",
+                "metric": spec.metric,
+                "slice": spec.slice,
+                "threshold": {"delta_at_least": -spec.margin if spec.margin else 0.0},
+                "subject": "stored run",
+                "passed": False,
+                "observed": None,
+                "reason": reason,
+            }
+            for spec in specs
+        ]
+    label = report["reference"]["name"]
+    stored = report["reference"]["label"]
+    results = []
+    for spec in specs:
+        for arm, block in report["arms"].items():
+            reference_arm = block.get("reference_arm") or f"{arm}@{stored}"
+            gate = _gate(spec, arm, reference_arm)
+            subject = f"{arm}-vs-{reference_arm}"
+            compared = block.get("status") == "compared"
+            result = evaluate_gate(
+                gate,
+                {},
+                {subject: block} if compared else {},
+                {} if compared else {subject: block.get("reason", "refused")},
+            )
+            evidence = _evidence(block, spec, label) if compared else ""
+            if evidence:
+                result["reason"] = f"{result['reason']}; {evidence}"
+                result["evidence"] = evidence
+            results.append({**result, "stored": stored})
+    return results
+
+
+def with_fail_results(
+    verdict: Mapping[str, Any] | None, results: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """The verdict with the compare-fail results appended to its gates and the verdict word
+    re-derived (``core.gates.verdict_of``); None stays None (gates off)."""
+    if verdict is None:
+        return None
+    gates = [*verdict["gates"], *results]
+    return {**verdict, "gates": gates, "verdict": verdict_of(bool(verdict["complete"]), gates)}
+
+
+__all__ = [
+    "FailSpec",
+    "evaluate_fail_specs",
+    "parse_fail_spec",
+    "parse_fail_specs",
+    "with_fail_results",
+]

@@ -1,0 +1,321 @@
+"""What the run store records about a run: git state, identity digests, completeness and the
+value intervals the history page plots (``data.store.history`` stores it; this module only reads).
+
+Invariants kept: git is asked only through ``git`` subprocesses that cannot change the work
+tree (``GIT_OPTIONAL_LOCKS=0``), and anything but a clean answer means "not recorded"; a run
+is complete only when every configured arm has a complete report and its verdict (if any)
+says so; identity digests are ``core.canonical.sha256_json`` of the reports' own values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.canonical import sha256_json
+from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
+from pytest_sommelier.core.parse import recorded_arguments_key
+from pytest_sommelier.core.pipeline import rescored
+from pytest_sommelier.core.stats import derive_seed, paired_bootstrap_arrays
+from pytest_sommelier.core.types import ScoringRecord
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
+from pytest_sommelier.errors import (
+    EvaluationError,
+    InputError,
+    SommelierEnvironmentError,
+    SommelierError,
+)
+
+GIT_TIMEOUT_S = 30
+
+
+# --- git -----------------------------------------------------------------------------------
+
+
+def _git(rootdir: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """Run one git command in ``rootdir``; None when git is missing or does not answer; an
+    answer that is not UTF-8 is one ``SOM-HISTORY-GIT`` line (was a bare ``UnicodeDecodeError``
+    at session finish)."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=rootdir,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    except UnicodeDecodeError:
+        raise SommelierEnvironmentError(
+            "SOM-HISTORY-GIT",
+            f"{rootdir}: `git {' '.join(args)}` answered with bytes that are not UTF-8 "
+            "(a branch or path name in another encoding)",
+            "rename the branch (or path) to UTF-8, or run without --sommelier-autosave",
+        ) from None
+
+
+def git_state(rootdir: Path, *, exclude: Path | None = None) -> dict[str, Any] | None:
+    """``{commit, branch, dirty}`` of the git work tree holding ``rootdir``, or None when it is
+    not in one (or git is missing).
+
+    ``commit`` is None before the first commit, ``branch`` None on a detached HEAD; ``dirty``
+    means a tracked file differs from HEAD (untracked files, such as run folders, do not count;
+    nor does anything under ``exclude``, the store itself).
+    """
+    inside = _git(rootdir, "rev-parse", "--is-inside-work-tree")
+    if inside is None or inside.returncode != 0 or inside.stdout.strip() != "true":
+        return None
+    head = _git(rootdir, "rev-parse", "--verify", "-q", "HEAD")
+    commit = head.stdout.strip() if head is not None and head.returncode == 0 else None
+    ref = _git(rootdir, "symbolic-ref", "--short", "-q", "HEAD")
+    branch = ref.stdout.strip() if ref is not None and ref.returncode == 0 else None
+    spec = ["--", "."]
+    if exclude is not None:
+        try:
+            relative = Path(exclude).resolve().relative_to(Path(rootdir).resolve())
+            spec.append(f":(exclude){relative.as_posix()}")
+        except ValueError:
+            pass  # the store is outside the work tree: nothing to exclude
+    status = _git(rootdir, "status", "--porcelain", "--untracked-files=no", *spec)
+    dirty = bool(status.stdout.strip()) if status is not None and status.returncode == 0 else None
+    return {"commit": commit or None, "branch": branch or None, "dirty": dirty}
+
+
+# --- describing a run ----------------------------------------------------------------------
+
+
+def suite_run_dirs(run_dir: Path) -> list[Path]:
+    """The one-suite run folders of a session's run folder: itself, or (several suites in one
+    session) its sub-folders holding a ``suite.resolved.json``, by name."""
+    run_dir = Path(run_dir)
+    if runlayout.resolved(run_dir).is_file():
+        return [run_dir]
+    if not run_dir.is_dir():
+        return []
+    return sorted(p for p in run_dir.iterdir() if runlayout.resolved(p).is_file())
+
+
+def _not_a_run(run_dir: Path) -> InputError:
+    suites = [p.name for p in suite_run_dirs(run_dir)]
+    hint = (
+        f"this folder holds the runs of several suites; store each: {', '.join(suites)}"
+        if suites
+        else "give a run folder written by pytest-sommelier (runs/<run_id>)"
+    )
+    return InputError("SOM-HISTORY-NOT-A-RUN", f"{runlayout.resolved(run_dir)}: not found", hint)
+
+
+def arm_reports(run_dir: Path, resolved: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The evaluation report of every arm folder that has one (configured order first)."""
+    configured = list((resolved.get("arms") or {}).keys())
+    reports: dict[str, dict[str, Any]] = {}
+    for name in artifacts.arm_names(run_dir, configured):
+        path = runlayout.arm_report(runlayout.arm_dir(run_dir, name))
+        if path.is_file():
+            report = artifacts.read_json(path)
+            if isinstance(report, dict):
+                reports[name] = report
+    return reports
+
+
+def run_identity(resolved: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any]]) -> dict:
+    """The identity digests of a run: what the shared conditions were and, per arm, which
+    model and adapter produced it (digests of the reports' identities)."""
+    first = next(iter(reports.values()), {})
+    arms_resolved = resolved.get("arms") or {}
+    return {
+        "config_sha256": first.get("config_sha256"),
+        "split": first.get("split"),
+        "test_split_sha256": (resolved.get("test_split") or {}).get("sha256"),
+        "slices": list(resolved.get("slices") or []),
+        "parser_version": first.get("parser_version"),
+        "decoding_sha256": sha256_json(resolved.get("decoding") or {}),
+        "arms": {
+            name: {
+                "model_kind": report.get("model_kind"),
+                "model_identity_sha256": sha256_json(report.get("model_identity")),
+                "adapter_identity_sha256": None
+                if report.get("adapter_identity") is None
+                else sha256_json(report.get("adapter_identity")),
+                "adapter": (arms_resolved.get(name) or {}).get("adapter"),
+                "complete": bool(report.get("complete")),
+            }
+            for name, report in reports.items()
+        },
+    }
+
+
+def describe_run(run_dir: Path) -> dict[str, Any]:
+    """The store record of a run folder, without number, folder, time or git: its suite,
+    run id, completeness, verdict and identity digests."""
+    run_dir = Path(run_dir)
+    if not runlayout.resolved(run_dir).is_file():
+        raise _not_a_run(run_dir)
+    resolved = artifacts.read_json(runlayout.resolved(run_dir))
+    if not isinstance(resolved, dict):
+        raise InputError(
+            "SOM-HISTORY-NOT-A-RUN",
+            f"{runlayout.resolved(run_dir)}: not a JSON object",
+            "give a run folder written by pytest-sommelier",
+        )
+    reports = arm_reports(run_dir, resolved)
+    verdict_path = runlayout.verdict(run_dir)
+    verdict = artifacts.read_json(verdict_path) if verdict_path.is_file() else None
+    return run_entry(run_dir.name, resolved, reports, verdict)
+
+
+def run_entry(
+    name: str,
+    resolved: Mapping[str, Any],
+    reports: Mapping[str, Mapping[str, Any]],
+    verdict: Any,
+) -> dict[str, Any]:
+    """:func:`describe_run` from a run's values (``name`` the folder's): the resolved suite,
+    its arms' reports and its verdict (None when absent)."""
+    verdict = verdict if isinstance(verdict, dict) else None
+    configured = set((resolved.get("arms") or {}).keys())
+    complete = (
+        bool(reports)
+        and configured <= set(reports)
+        and all(bool(r.get("complete")) for r in reports.values())
+        and (verdict is None or bool(verdict.get("complete")))
+    )
+    return {
+        "run_id": resolved.get("run_id") or name,
+        "suite": resolved.get("name"),
+        "complete": complete,
+        "comparable": complete,
+        "verdict": (verdict or {}).get("verdict"),
+        "identity": run_identity(resolved, reports),
+    }
+
+
+def value_intervals_of(
+    scoring: Mapping[str, Mapping[str, Sequence[ScoringRecord]]], statistics: Any
+) -> dict[str, Any]:
+    """Per arm, slice (and ``overall``) and metric of scoring records (arm -> slice -> records,
+    as ``RunOutcome.records``): the value with its percentile-bootstrap interval (the arm's
+    value minus zero, through ``core.stats.paired_bootstrap_arrays``, seed
+    ``derive_seed(seed, "history:<arm>:<slice>")``); ``statistics`` is the suite's."""
+    out: dict[str, Any] = {}
+    for name, by_slice in scoring.items():
+        blocks = [*by_slice.items(), ("overall", [r for rows in by_slice.values() for r in rows])]
+        out[name] = {}
+        for label, records in blocks:
+            num, den = component_arrays(list(records))
+            block = paired_bootstrap_arrays(
+                np.zeros_like(num),
+                np.ones_like(den),
+                num,
+                den,
+                seed=derive_seed(statistics.seed, f"history:{name}:{label}"),
+                resamples=statistics.resamples,
+                confidence_level=statistics.confidence_level,
+            )
+            totals_num, totals_den = num.sum(axis=0), den.sum(axis=0)
+            out[name][label] = {
+                metric: {
+                    "value": float(totals_num[j] / totals_den[j]) if totals_den[j] else None,
+                    **block["intervals"][metric],
+                }
+                for j, metric in enumerate(METRIC_NAMES)
+            }
+    return {
+        "intervals": out,
+        "method": {
+            "method": "paired_bootstrap_percentile (value minus 0)",
+            "resamples": statistics.resamples,
+            "confidence_level": statistics.confidence_level,
+        },
+    }
+
+
+def value_intervals(run_dir: Path) -> dict[str, Any]:
+    """:func:`value_intervals_of` the run's own records, re-scored against its own split (the
+    session, which has them scored already, passes them to ``save_run`` instead).
+    ``{"intervals": {}, "note": why}`` when the run cannot be re-scored."""
+    try:
+        _, suite, split = load_run_inputs(run_dir)
+    except SommelierError as error:
+        return {"intervals": {}, "note": f"no intervals: {error.message}"}
+    scoring: dict[str, dict[str, list[ScoringRecord]]] = {}
+    for name in suite.arms:
+        arm_dir = runlayout.arm_dir(run_dir, name)
+        if not runlayout.arm_report(arm_dir).is_file():
+            continue
+        try:
+            arm = stored_arm(suite, split, arm_dir)
+        except SommelierError:
+            continue
+        scoring[name] = {
+            lang: rescored(rows, split, suite.arguments_key)[1]
+            for lang, rows in arm.records.items()
+        }
+    return value_intervals_of(scoring, suite.statistics)
+
+
+CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split", "arguments_key")
+"""The parts of ``suite.resolved.json`` that ``config_sha256`` covers (besides the parser
+version), in the order a change is named (``arguments_key`` absent = ``arguments``)."""
+
+
+def _config_part(resolved: Mapping[str, Any], part: str) -> Any:
+    """One part of a resolved suite as ``config_sha256`` sees it (an absent key: arguments)."""
+    if part == "arguments_key":
+        return recorded_arguments_key(resolved) or resolved.get(part)
+    return resolved.get(part)
+
+
+def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """``decoding.max_new_tokens: 64 -> 9``: the first part of two resolved suites (an older
+    and a newer run) covered by ``config_sha256`` that differs, or None. It explains the
+    identity gate's ``config_sha256`` refusal; it is never a gate itself."""
+    for part in CONFIG_PARTS:
+        before, after = _config_part(old, part), _config_part(new, part)
+        if sha256_json(before) == sha256_json(after):
+            continue
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            for key in sorted(set(before) | set(after)):
+                if sha256_json(before.get(key)) != sha256_json(after.get(key)):
+                    was, now = json.dumps(before.get(key)), json.dumps(after.get(key))
+                    return f"{part}.{key}: {was} -> {now}"
+        return f"{part}: {json.dumps(before)} -> {json.dumps(after)}"
+    return None
+
+
+def identity_field(error: EvaluationError, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """The field the identity gate refused on; for ``config_sha256``, with the part of the
+    resolved suite that changed (``config_sha256 (decoding.max_new_tokens: 64 -> 9)``)."""
+    field = error.where or "identity"
+    if field == "config_sha256":
+        change = config_difference(old, new)
+        if change:
+            field += f" ({change})"
+    return field
+
+
+__all__ = [
+    "CONFIG_PARTS",
+    "arm_reports",
+    "config_difference",
+    "describe_run",
+    "git_state",
+    "identity_field",
+    "run_entry",
+    "run_identity",
+    "suite_run_dirs",
+    "value_intervals",
+    "value_intervals_of",
+]

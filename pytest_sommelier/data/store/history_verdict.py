@@ -1,0 +1,187 @@
+"""A run against its stored runs: the comparisons that ``--sommelier-compare`` and the suite's
+``stored`` gates ask for, and the verdict with their gates (the session finish and
+``sommelier rescore`` both use it).
+
+Invariants kept:
+
+- Each stored run is looked up (``history.resolve_stored``) and compared
+  (``history_compare.compare_runs``) once, whatever number of specs name it, and before this
+  run is stored; each comparison is written as ``report/compare-<NNNN>.json`` and ``.md``.
+- A lookup or comparison that fails is one line, kept as the refusal of every gate that needed
+  it: the gate fails with it as its reason, never passes.
+- ``last`` with no comparable stored run of the suite is *missing*, not an error: compare-fail
+  gates are then not added (the first CI run), while a ``stored`` gate fails (a claim without
+  its evidence never passes).
+- The verdict is re-derived from every gate (``core.gates.evaluate_gates``, then
+  ``history_gate.with_fail_results``), never edited by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.gates import evaluate_gates, stored_subject
+from pytest_sommelier.core.pipeline import RunOutcome
+from pytest_sommelier.core.types import Suite, Verdict
+from pytest_sommelier.data.store.history import (
+    LAST,
+    StoredRun,
+    resolve_stored,
+    run_at,
+    stored_runs,
+)
+from pytest_sommelier.data.store.history_compare import Scored, compare_runs, write_compare
+from pytest_sommelier.data.store.history_gate import (
+    FailSpec,
+    evaluate_fail_specs,
+    with_fail_results,
+)
+from pytest_sommelier.errors import SommelierError
+
+
+@dataclass
+class AgainstStored:
+    """What comparing a run with its stored runs gave, by spec (``last``, ``3``, a path)."""
+
+    suite: str
+    store: Path
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> comparison
+    refusals: dict[str, str] = field(default_factory=dict)  # spec -> why not (one line)
+    missing: list[str] = field(default_factory=list)  # ``last`` with nothing stored yet
+
+    def compared(self) -> list[dict[str, Any]]:
+        """Each comparison once (two specs naming one stored run share it), in spec order."""
+        return list({report["name"]: report for report in self.reports.values()}.values())
+
+    def missing_lines(self) -> list[str]:
+        """One line per ``last`` spec with nothing stored yet."""
+        return [
+            f"no stored run of suite {self.suite!r} to compare with ({spec}: {self.store})"
+            for spec in self.missing
+        ]
+
+    def errors(self) -> list[str]:
+        """One line per spec whose stored run could not be found or compared."""
+        return [
+            f"not compared with stored run {spec!r}: {why}" for spec, why in self.refusals.items()
+        ]
+
+
+def stored_specs(suite: Suite, compare: str | None) -> list[str]:
+    """The stored runs a run is compared with: ``--sommelier-compare``'s, then each ``stored``
+    gate's, once each in that order."""
+    specs = [compare] if compare is not None else []
+    specs += [str(gate.stored) for gate in suite.gates if gate.kind == "stored"]
+    return list(dict.fromkeys(specs))
+
+
+def compare_with_stored(
+    run_dir: Path,
+    store: Path,
+    specs: Sequence[str],
+    *,
+    suite: str,
+    flips: int,
+    candidate: tuple[StoredRun, Scored] | None = None,
+) -> AgainstStored:
+    """Compare the run in ``run_dir`` with the stored run each spec names (see the module
+    docstring); ``candidate`` is the run and its scored side when the caller holds them (the
+    session finish, from memory), else the run folder is read."""
+    run_dir, store = Path(run_dir), Path(store)
+    against = AgainstStored(suite=suite, store=store)
+    if not specs:
+        return against
+    run, scored = candidate if candidate is not None else (run_at(run_dir), None)
+    done: dict[Path, dict[str, Any]] = {}
+    for spec in specs:
+        try:
+            if spec == LAST and not any(run.comparable for run in stored_runs(store, suite=suite)):
+                against.missing.append(spec)
+                continue
+            reference = resolve_stored(store, spec, suite=suite)
+            key = reference.path.resolve()
+            if key not in done:
+                done[key] = compare_runs(run, reference, flips=flips, scored=scored)
+            against.reports[spec] = done[key]
+        except SommelierError as error:
+            against.refusals[spec] = str(error)
+    return against
+
+
+def write_compared(run_dir: Path, against: AgainstStored, markdown: Callable[[Any], str]) -> None:
+    """Write each comparison once into ``run_dir/report`` (``compare-NNNN.json`` and its
+    Markdown, ``markdown(report)``: the view renders it, the store writes it)."""
+    for report in against.compared():
+        write_compare(runlayout.report_dir(run_dir), report, markdown(report))
+
+
+def _stored_gate_inputs(
+    suite: Suite, against: AgainstStored
+) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
+    """Per ``stored`` gate subject: the comparison block of its arm, or why there is none."""
+    blocks: dict[str, Mapping[str, Any]] = {}
+    errors: dict[str, str] = {}
+    for gate in suite.gates:
+        if gate.kind != "stored":
+            continue
+        spec, arm = str(gate.stored), str(gate.arm)
+        subject = stored_subject(arm, spec)
+        report = against.reports.get(spec)
+        if report is None:
+            errors[subject] = against.refusals.get(spec) or (
+                f"no comparable stored run of suite {against.suite!r} in {against.store}"
+            )
+            continue
+        block = report["arms"].get(arm)
+        if block is None:
+            errors[subject] = f"arm {arm!r} is not in this run"
+        elif block.get("status") != "compared":
+            errors[subject] = str(block.get("reason", "refused"))
+        else:
+            blocks[subject] = block
+    return blocks, errors
+
+
+def verdict_against_stored(
+    suite: Suite,
+    outcome: RunOutcome,
+    against: AgainstStored,
+    *,
+    compare: str | None,
+    fail_specs: Sequence[FailSpec],
+) -> Verdict | None:
+    """The run's verdict with its ``stored`` gates evaluated on their comparisons and one
+    compare-fail gate per spec and arm against ``compare``'s stored run appended (none when
+    ``compare`` is ``last`` and nothing is stored yet); None when gates are off."""
+    verdict = outcome.verdict
+    if verdict is None:
+        return None
+    if any(gate.kind == "stored" for gate in suite.gates):
+        blocks, errors = _stored_gate_inputs(suite, against)
+        verdict = evaluate_gates(
+            suite.gates,
+            outcome.arm_reports,
+            {**outcome.comparison_reports, **blocks},  # type: ignore[dict-item]
+            complete=outcome.complete,
+            run_id=outcome.run_id,
+            errors={**outcome.comparison_errors, **errors},
+        )
+    if compare is None or not fail_specs or compare in against.missing:
+        return verdict
+    results = evaluate_fail_specs(
+        fail_specs, against.reports.get(compare), refused=against.refusals.get(compare)
+    )
+    return with_fail_results(verdict, results)  # type: ignore[return-value]
+
+
+__all__ = [
+    "AgainstStored",
+    "compare_with_stored",
+    "stored_specs",
+    "verdict_against_stored",
+    "write_compared",
+]

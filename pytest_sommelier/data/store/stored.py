@@ -1,0 +1,199 @@
+"""Stored runs: reading a run directory's inputs and arms back (for ``sommelier rescore``,
+``commands.rescore``), and comparing two stored arms (``sommelier compare``), with no model.
+
+Invariants kept: a run is re-derived only from its own files (``suite.resolved.json``, the
+split copy in ``inputs/`` and each arm's ``generations.<slice>.jsonl``) after the same
+consistency checks as a live run; the split copy must still have the digest the run recorded;
+nothing in the run directory is touched unless every check passed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
+from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
+from pytest_sommelier.core.reports import build_comparison_report
+from pytest_sommelier.core.types import (
+    ArmConfig,
+    ComparisonConfig,
+    ComparisonReport,
+    Decoding,
+    FormattedSplit,
+    GateConfig,
+    ModelConfig,
+    StatisticsConfig,
+    Suite,
+    model_kind_of,
+)
+from pytest_sommelier.data.split.load import load_split
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.data.suite.load import valid_name
+from pytest_sommelier.data.suite.statistics_bounds import statistics_problem
+from pytest_sommelier.errors import InputError, InvariantError
+
+
+def _not_resolved(where: str, exc: Exception) -> InputError:
+    """The error for a ``suite.resolved.json`` missing a field or holding a wrong type."""
+    return InputError(
+        "SOM-STORED-FIELD",
+        f"{where}: not a resolved suite ({type(exc).__name__}: {exc})",
+        "point at a run directory written by pytest-sommelier",
+    )
+
+
+def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
+    """Rebuild the parts of a Suite that scoring needs from ``suite.resolved.json`` (a run
+    written before ``arguments_key`` was recorded read ``arguments``)."""
+    where = str(runlayout.resolved(run_dir))
+    try:
+        names = [
+            *resolved["slices"],
+            *resolved["arms"],
+            *(c[key] for c in resolved["comparisons"] for key in ("candidate", "reference")),
+        ]
+    except (KeyError, TypeError) as exc:
+        raise _not_resolved(where, exc) from None
+    bad = [name for name in names if not valid_name(name)]
+    if bad:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: {bad[0]!r} is not a valid arm or slice name",
+            "names are letters, digits, '_' and '-'; the resolved suite was edited",
+        )
+    recorded = resolved.get("statistics")
+    bounded = statistics_problem(recorded if isinstance(recorded, dict) else {})
+    if bounded is not None:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: statistics.{bounded[0]} {bounded[1]}",
+            "the resolved suite was edited; a run is re-scored with the settings it ran with",
+        )
+    arguments_key = recorded_arguments_key(resolved)
+    if arguments_key is None:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: arguments_key {resolved['arguments_key']!r} is not one of "
+            f"{', '.join(ARGUMENTS_KEYS)}",
+            "the resolved suite was edited",
+        )
+    try:
+        statistics = StatisticsConfig(**resolved["statistics"])
+        return Suite(
+            path=runlayout.resolved(run_dir),
+            name=resolved["name"],
+            test_split=runlayout.split_copy(run_dir),
+            slices=tuple(resolved["slices"]),
+            model=ModelConfig(base="<stored>", revision=None, dtype=None, device=None),
+            decoding=cast(Decoding, dict(resolved["decoding"])),  # as recorded, not re-judged
+            arms={
+                name: ArmConfig(name=name, adapter=None, adapter_revision=None)
+                for name in resolved["arms"]
+            },
+            comparisons=tuple(
+                ComparisonConfig(candidate=c["candidate"], reference=c["reference"])
+                for c in resolved["comparisons"]
+            ),
+            statistics=statistics,
+            gates=tuple(GateConfig(**gate) for gate in resolved["gates"]),
+            arguments_key=arguments_key,
+        )
+    except (KeyError, TypeError) as exc:
+        raise _not_resolved(where, exc) from None
+
+
+def load_run_inputs(run_dir: Path) -> tuple[dict[str, Any], Suite, FormattedSplit]:
+    """The resolved suite and the split copy of a run, with the split's digest checked."""
+    resolved = artifacts.read_resolved(run_dir)
+    suite = suite_from_resolved(resolved, run_dir)
+    if not suite.test_split.exists():
+        raise InputError(
+            "SOM-STORED-MISSING",
+            f"{suite.test_split}: not found",
+            "the run directory is missing its split copy; it cannot be re-scored",
+        )
+    split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+    recorded = (resolved.get("test_split") or {}).get("sha256")
+    if split.sha256 != recorded:
+        raise InvariantError(
+            "SOM-STORED-SPLIT-DIGEST",
+            f"{suite.test_split}: digest {split.sha256[:12]} does not match the recorded "
+            f"test_split sha256 {str(recorded)[:12]}",
+            "the split copy was edited; a run can only be re-scored against its own split",
+        )
+    return resolved, suite, split
+
+
+def stored_arm(
+    suite: Suite,
+    split: FormattedSplit,
+    arm_dir: Path,
+    *,
+    name: str | None = None,
+    as_baseline: bool = False,
+) -> ArmRun:
+    """One stored arm folder as an ``ArmRun`` (the one reader of stored arms).
+
+    ``name`` defaults to the report's ``arm``. For ``rescore`` and ``compare`` the report is
+    rebuilt from the records, which must carry the suite's decoding. As a baseline of a new
+    run (``as_baseline``) the records are checked against the stored report's own decoding
+    and the stored report is kept: a different decoding is then refused, field named, by the
+    identity gate of the comparison.
+    """
+    report, telemetry, records = artifacts.read_arm(arm_dir)
+    arm = name or report["arm"]
+    flat = [record for rows in records.values() for record in rows]
+    decoding = report.get("decoding") if as_baseline else None
+    return ArmRun(
+        name=arm,
+        model_kind=model_kind_of(report.get("adapter_identity")),  # the one rule, not a claim
+        model_identity=report.get("model_identity"),
+        adapter_identity=report.get("adapter_identity"),
+        records=order_records(suite, split, arm, flat, decoding=decoding),
+        stored_report=report if as_baseline else None,
+        stored_telemetry=telemetry,
+        rebatched=artifacts.read_rebatched(arm_dir),
+    )
+
+
+def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
+    """A comparison report between two stored arms (possibly of different runs).
+
+    Both arms are rebuilt from their records against their own run's split, then the identity
+    gate decides whether they may be compared at all.
+    """
+    arms = []
+    for arm_dir in (candidate_dir, reference_dir):
+        run_dir = arm_dir.resolve().parent.parent
+        resolved, suite, split = load_run_inputs(run_dir)
+        arm = stored_arm(suite, split, arm_dir)
+        outcome = evaluate_run(
+            suite,
+            split,
+            {arm.name: arm},
+            run_id=resolved.get("run_id", run_dir.name),
+            model=resolved["model"],
+            gates=False,
+        )
+        arms.append((arm.name, outcome, suite, resolved.get("run_id", run_dir.name)))
+    (cand_name, cand, suite, cand_run), (ref_name, ref, _, ref_run) = arms
+    cand_report, ref_report = cand.arm_reports[cand_name], ref.arm_reports[ref_name]
+    cand_tele, ref_tele = cand.telemetry[cand_name], ref.telemetry[ref_name]
+    if cand_name == ref_name:  # the same arm from two runs: label each by its run
+        cand_report = {**cand_report, "arm": f"{cand_name}@{cand_run}"}
+        ref_report = {**ref_report, "arm": f"{ref_name}@{ref_run}"}
+        cand_tele = {**cand_tele, "arm": cand_report["arm"]}
+        ref_tele = {**ref_tele, "arm": ref_report["arm"]}
+    return build_comparison_report(
+        cand_report,
+        ref_report,
+        cand.records[cand_name],
+        ref.records[ref_name],
+        suite.statistics,
+        telemetry={cand_report["arm"]: cand_tele, ref_report["arm"]: ref_tele},
+    )
+
+
+__all__ = ["compare_arms", "load_run_inputs", "stored_arm", "suite_from_resolved"]

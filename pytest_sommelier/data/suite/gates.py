@@ -1,0 +1,383 @@
+"""The suite's ``[[gates]]`` tables: each gate's kind, references, slice and thresholds checked.
+
+Invariant kept: every returned ``GateConfig`` names configured arms, a configured comparison (for
+a comparison gate) or a stored run (``last`` or a number, for a stored gate), a known metric
+and slice, and exactly the thresholds its kind takes, within their ranges; gate names are
+unique.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_METRIC
+from pytest_sommelier.core.gates import (
+    ALL_THRESHOLDS,
+    ARM_THRESHOLDS,
+    COMPARISON_THRESHOLDS,
+    IDENTICAL_METRIC,
+    LOWER_THRESHOLDS,
+    NOISE_METRIC,
+    UPPER_THRESHOLDS,
+)
+from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.types import (
+    ArmConfig,
+    ComparisonConfig,
+    FormattedSplit,
+    GateConfig,
+    Suite,
+)
+from pytest_sommelier.data.suite.arms import require_arm
+from pytest_sommelier.data.suite.names import OVERALL
+from pytest_sommelier.errors import InputError
+
+GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
+"""Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES`` and
+``acceptable_call_match`` (present only when the split's examples carry acceptable values)."""
+
+
+RESERVED_GATE_NAME = "verdict"
+"""The verdict's own name in the summary and in JUnit (``<suite>::gates::verdict``)."""
+
+
+def gate_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a gate, or None: it becomes a line of the summary and the
+    JUnit case ``<suite>::gates::<name>``, so not ``verdict``, blank, ``::`` or a control
+    character (a newline)."""
+    if name.strip().lower() == RESERVED_GATE_NAME:
+        return f"is reserved: {RESERVED_GATE_NAME!r} names the verdict's own line and JUnit case"
+    if not name.strip() or not name.isprintable():
+        return "is blank or holds a control character"
+    if "::" in name:
+        return "holds '::', which separates the parts of a JUnit case name"
+    return None
+
+
+def gate_configs(
+    entries: list[dict[str, Any]],
+    arms: Mapping[str, ArmConfig],
+    comparisons: Sequence[ComparisonConfig],
+    slices: Sequence[str],
+    label: str,
+) -> tuple[GateConfig, ...]:
+    """``[[gates]]``: kind derived from the keys, every reference checked, names unique."""
+    gates: list[GateConfig] = []
+    for index, entry in enumerate(entries):
+        where = f"{label}: [[gates]] #{index + 1} ({entry['name']!r})"
+        problem = gate_name_problem(entry["name"])
+        if problem is not None:
+            raise InputError(
+                "SOM-SUITE-BAD-NAME",
+                f"gate name {entry['name']!r} {problem}",
+                "a gate name is printable text without '::'; 'verdict' is the verdict's",
+                where=where,
+            )
+        if any(gate.name == entry["name"] for gate in gates):
+            raise InputError(
+                "SOM-SUITE-DUPLICATE-GATE",
+                f"gate name {entry['name']!r} is used twice",
+                "give every gate a unique name",
+                where=where,
+            )
+        gates.append(_gate_config(entry, arms, comparisons, slices, where))
+    return tuple(gates)
+
+
+def _gate_kind(entry: Mapping[str, Any], where: str) -> str:
+    """Derive the kind: ``arm`` -> "arm"; ``arm`` + ``gap`` -> "gap"; ``arm`` + ``stored`` ->
+    "stored"; ``candidate`` + ``reference`` -> "comparison"; anything else is an error."""
+    has_arm = "arm" in entry
+    has_pair = "candidate" in entry or "reference" in entry
+    if "stored" in entry:
+        if has_arm and not has_pair and "gap" not in entry:
+            return "stored"
+        raise InputError(
+            "SOM-SUITE-GATE-KIND",
+            "a stored gate names arm and stored only (not candidate, reference or gap)",
+            'write arm = "adapter" and stored = "last": this run\'s arm against the same arm '
+            "of a stored run",
+            where=where,
+        )
+    if has_arm and not has_pair:
+        return "gap" if "gap" in entry else "arm"
+    if has_pair and not has_arm and "gap" not in entry:
+        missing = [k for k in ("candidate", "reference") if k not in entry]
+        if not missing:
+            return "comparison"
+        raise InputError(
+            "SOM-SUITE-GATE-KIND",
+            f"comparison gate is missing key {missing[0]!r}",
+            "a comparison gate names both candidate and reference",
+            where=where,
+        )
+    raise InputError(
+        "SOM-SUITE-GATE-KIND",
+        "cannot tell the gate's kind from its keys",
+        "use arm (an arm gate), arm + gap (a language-gap gate) or candidate + reference "
+        "(a comparison gate)",
+        where=where,
+    )
+
+
+def _gate_config(
+    entry: Mapping[str, Any],
+    arms: Mapping[str, ArmConfig],
+    comparisons: Sequence[ComparisonConfig],
+    slices: Sequence[str],
+    where: str,
+) -> GateConfig:
+    """Build one gate after checking its arms, metric, slice and thresholds."""
+    kind = _gate_kind(entry, where)
+    for key in ("arm", "candidate", "reference"):
+        if key in entry:
+            require_arm(entry[key], arms, f"gates.{key}", where)
+    if entry["metric"] == NOISE_METRIC and kind != "comparison":
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric {NOISE_METRIC!r} is a comparison gate's metric",
+            "name candidate and reference (and max) instead of arm",
+            where=where,
+        )
+    if entry["metric"] == IDENTICAL_METRIC and kind not in ("comparison", "stored"):
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric {entry['metric']!r} is a comparison gate's metric",
+            "name candidate and reference (and max) instead of arm",
+            where=where,
+        )
+    if entry["metric"] not in (*GATE_METRICS, IDENTICAL_METRIC, NOISE_METRIC):
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric names unknown metric {entry['metric']!r}",
+            f"metrics: {', '.join(GATE_METRICS)}",
+            where=where,
+        )
+    if kind == "comparison":
+        _require_comparison(entry["candidate"], entry["reference"], comparisons, where)
+    slice_name = _gate_slice(entry, kind, slices, where)
+    _check_thresholds(entry, kind, where)
+    stored = _stored_spec(entry["stored"], where) if kind == "stored" else None
+    return GateConfig(
+        name=entry["name"],
+        kind=kind,
+        metric=entry["metric"],
+        slice=slice_name,
+        arm=entry.get("arm"),
+        candidate=entry.get("candidate"),
+        reference=entry.get("reference"),
+        gap=entry.get("gap"),
+        **{key: _float_or_none(entry.get(key)) for key in ALL_THRESHOLDS},
+        stored=stored,
+    )
+
+
+def _stored_spec(value: Any, where: str) -> str:
+    """A stored gate's run: ``"last"`` or a store number (``3``, ``"0003"``), as text."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return str(value)
+    if isinstance(value, str) and (value == "last" or (value.isdigit() and int(value) >= 1)):
+        return value
+    raise InputError(
+        "SOM-SUITE-GATE-STORED",
+        f"gates.stored = {value!r} is not \"last\" or a store number",
+        'write stored = "last" (the newest complete stored run of this suite) or a number '
+        "that `sommelier history` lists",
+        where=where,
+    )
+
+
+def _require_comparison(
+    candidate: str, reference: str, comparisons: Sequence[ComparisonConfig], where: str
+) -> None:
+    """A comparison gate reads a configured comparison's report."""
+    if not any(c.candidate == candidate and c.reference == reference for c in comparisons):
+        raise InputError(
+            "SOM-SUITE-GATE-COMPARISON",
+            f"no [[comparisons]] entry compares {candidate!r} with {reference!r}",
+            f"add [[comparisons]] candidate = {candidate!r}, reference = {reference!r}",
+            where=where,
+        )
+
+
+def _gate_slice(entry: Mapping[str, Any], kind: str, slices: Sequence[str], where: str) -> str:
+    """The gate's slice: "overall" (default) or a configured slice; a gap gate's is its gap."""
+    if kind == "gap":
+        gap = entry["gap"]
+        if gap not in slices[1:]:
+            raise InputError(
+                "SOM-SUITE-UNKNOWN-SLICE",
+                f"gates.gap names {gap!r}, which is not a non-reference slice",
+                f"non-reference slices: {', '.join(slices[1:]) or '(none)'}",
+                where=where,
+            )
+        if entry.get("slice", gap) != gap:
+            raise InputError(
+                "SOM-SUITE-UNKNOWN-SLICE",
+                f"gates.slice {entry['slice']!r} differs from gates.gap {gap!r}",
+                "a gap gate's slice is its gap slice: remove slice",
+                where=where,
+            )
+        return gap
+    slice_name = entry.get("slice", OVERALL)
+    if slice_name != OVERALL and slice_name not in slices:
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-SLICE",
+            f"gates.slice names unknown slice {slice_name!r}",
+            f"use 'overall' or one of: {', '.join(slices)}",
+            where=where,
+        )
+    return slice_name
+
+
+def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
+    """Arm gates: ``min`` and/or ``max`` in [0, 1]; an ``identical_outputs`` comparison gate:
+    ``max`` in [0, 1]; a ``noise_flips`` comparison gate: ``max`` >= 0 (a count), overall only;
+    others (a stored gate too): one lower bound (``ci_lower_above`` /
+    ``ci_lower_at_least``), one upper bound (``ci_upper_below`` / ``ci_upper_at_most``), both
+    (an equivalence margin, lower <= upper), or ``delta_at_least`` alone, each in [-1, 1]."""
+    if kind == "comparison" and entry.get("metric") == NOISE_METRIC:
+        wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
+        if wrong or "max" not in entry or entry["max"] < 0:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"a {NOISE_METRIC} gate takes max >= 0 (the most full-call outcomes that may "
+                f"flip when re-batched){f', not {wrong[0]!r}' if wrong else ''}",
+                "write e.g. max = 0",
+                where=where,
+            )
+        if entry.get("slice", OVERALL) != OVERALL:
+            raise InputError(
+                "SOM-SUITE-UNKNOWN-SLICE",
+                f"a {NOISE_METRIC} gate reads the whole noise floor, not slice "
+                f"{entry['slice']!r}",
+                "remove slice",
+                where=where,
+            )
+        return
+    if kind in ("comparison", "stored") and entry.get("metric") == IDENTICAL_METRIC:
+        wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
+        if wrong or "max" not in entry:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"an {IDENTICAL_METRIC} gate takes max (the largest fraction of identical "
+                f"outputs allowed){f', not {wrong[0]!r}' if wrong else ''}",
+                "write e.g. max = 0.5",
+                where=where,
+            )
+        if not 0.0 <= entry["max"] <= 1.0:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.max = {entry['max']!r} is outside [0, 1]",
+                "the identical fraction is in [0, 1] (write 0.5, not 50)",
+                where=where,
+            )
+        return
+    allowed, other = (
+        (ARM_THRESHOLDS, COMPARISON_THRESHOLDS)
+        if kind == "arm"
+        else (COMPARISON_THRESHOLDS, ARM_THRESHOLDS)
+    )
+    misplaced = [key for key in other if key in entry]
+    if misplaced:
+        raise InputError(
+            "SOM-SUITE-GATE-THRESHOLD",
+            f"key {misplaced[0]!r} does not apply to {_article(kind)} {kind} gate",
+            f"{_article(kind)} {kind} gate takes {' / '.join(allowed)}",
+            where=where,
+        )
+    present = [key for key in allowed if key in entry]
+    if not present or (kind != "arm" and not _one_design(present)):
+        wanted = (
+            "min and/or max"
+            if kind == "arm"
+            else f"one of {', '.join(LOWER_THRESHOLDS)} and/or one of "
+            f"{', '.join(UPPER_THRESHOLDS)}, or delta_at_least alone"
+        )
+        raise InputError(
+            "SOM-SUITE-GATE-THRESHOLD",
+            f"{_article(kind)} {kind} gate needs {wanted}",
+            "see docs/suite.md, [[gates]] (superiority, non-inferiority, equivalence)",
+            where=where,
+        )
+    low = 0.0 if kind == "arm" else -1.0
+    for key in present:
+        if not low <= entry[key] <= 1.0:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.{key} = {entry[key]!r} is outside [{low:g}, 1]",
+                "metrics are fractions in [0, 1] (write 0.7, not 70)",
+                where=where,
+            )
+    if kind == "arm" and len(present) == 2 and entry["min"] > entry["max"]:
+        raise InputError(
+            "SOM-SUITE-GATE-THRESHOLD",
+            f"gates.min {entry['min']!r} is above gates.max {entry['max']!r}",
+            "no value could pass this gate",
+            where=where,
+        )
+    if kind != "arm" and len(present) == 2:
+        (lower,) = (key for key in present if key in LOWER_THRESHOLDS)
+        (upper,) = (key for key in present if key in UPPER_THRESHOLDS)
+        if entry[lower] > entry[upper]:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.{lower} {entry[lower]!r} is above gates.{upper} {entry[upper]!r}",
+                "no interval could pass this gate (an equivalence margin is lower <= upper)",
+                where=where,
+            )
+
+
+def _one_design(present: Sequence[str]) -> bool:
+    """A comparison or gap gate's thresholds form one design: at most one lower and at most
+    one upper interval bound (superiority, non-inferiority, equivalence), or the delta alone."""
+    lower = [key for key in present if key in LOWER_THRESHOLDS]
+    upper = [key for key in present if key in UPPER_THRESHOLDS]
+    delta = [key for key in present if key not in LOWER_THRESHOLDS + UPPER_THRESHOLDS]
+    if delta:
+        return len(present) == 1
+    return len(lower) <= 1 and len(upper) <= 1
+
+
+def _article(word: str) -> str:
+    """ "an" before a vowel, else "a"."""
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _float_or_none(value: Any) -> float | None:
+    """Thresholds are stored as floats (an integer 0 in TOML becomes 0.0)."""
+    return None if value is None else float(value)
+
+
+def check_gates_against_split(suite: Suite, split: FormattedSplit) -> None:
+    """Refuse, at load, a gate on ``acceptable_call_match`` whose slices hold no example with
+    ``acceptable_arguments`` (the metric exists only for those): without this it was found
+    only after every item had run. A gap gate needs them in its gap slice and the reference
+    slice; an ``overall`` gate in any slice."""
+    for gate in suite.gates:
+        if gate.metric != ACCEPTABLE_METRIC:
+            continue
+        if gate.kind == "gap":
+            wanted = [suite.slices[0], gate.slice]
+        elif gate.slice == OVERALL:
+            wanted = list(suite.slices)
+        else:
+            wanted = [gate.slice]
+        needs_all = gate.kind == "gap"
+        present = [
+            any(e.acceptable_arguments is not None for e in split.slices.get(name, ()))
+            for name in wanted
+        ]
+        if all(present) if needs_all else any(present):
+            continue
+        missing = [name for name, ok in zip(wanted, present, strict=True) if not ok]
+        raise InputError(
+            "SOM-SUITE-UNKNOWN-METRIC",
+            f"gates.metric {ACCEPTABLE_METRIC!r} needs examples with acceptable_arguments, and "
+            f"the split has none in slice(s) {', '.join(missing)}",
+            "write the split with sommelier import bfcl and sommelier format, or gate another "
+            "metric",
+            where=f"{suite.path}: [[gates]] ({gate.name!r})",
+        )
+

@@ -1,0 +1,146 @@
+"""Load and validate a suite file (``sommelier.toml``) into plain frozen dataclasses.
+
+The pipeline, each stage raising a ``SommelierError`` with a stable code that names the file,
+table and key (see docs/suite.md for the reference and every code):
+
+1. read the file and parse it with ``tomllib`` (a syntax error names the file and line);
+2. validate the structure against ``schemas/suite.schema.json`` (``additionalProperties``
+   is false everywhere, so an unknown key is an error naming the key and its table);
+3. semantic checks: decoding validated, never coerced (``EvaluationError``), model and adapter
+   references classified and resolved, arms/comparisons/gates cross-referenced.
+
+The stages live by job: ``suite_toml`` (reading and the schema check), ``suite_arms`` (model,
+arms, comparisons, engine), ``suite_gates`` (gates), ``suite_names`` (arm and slice names) and
+``suite_identity`` (the resolved suite written into a run); this module composes them.
+
+Invariant kept: a ``Suite`` returned by :func:`load_suite` is internally consistent (every name
+a comparison or gate uses exists, the split file exists and stays inside the suite's folder
+unless written as an absolute path; model and adapter paths are relative to the suite file and
+may leave its folder) and describes exactly what is on disk: nothing is silently coerced or
+defaulted other than the documented defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pytest_sommelier.core.decoding import validate_decoding as validate_decoding
+from pytest_sommelier.core.gates import NOISE_METRIC
+from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
+from pytest_sommelier.core.types import GateConfig as GateConfig
+from pytest_sommelier.core.types import StatisticsConfig, Suite
+from pytest_sommelier.data.references import inside_folder, probe_path
+from pytest_sommelier.data.suite.arms import (
+    arm_configs,
+    comparison_configs,
+    engine_config,
+    model_config,
+)
+from pytest_sommelier.data.suite.gates import GATE_METRICS as GATE_METRICS
+from pytest_sommelier.data.suite.gates import gate_configs
+from pytest_sommelier.data.suite.identity import SUITE_IDENTITY_VERSION as SUITE_IDENTITY_VERSION
+from pytest_sommelier.data.suite.identity import reference_identity as reference_identity
+from pytest_sommelier.data.suite.identity import suite_identity as suite_identity
+from pytest_sommelier.data.suite.names import NAME as NAME
+from pytest_sommelier.data.suite.names import OVERALL as OVERALL
+from pytest_sommelier.data.suite.names import valid_name as valid_name
+from pytest_sommelier.data.suite.statistics_bounds import statistics_problem
+from pytest_sommelier.data.suite.toml import read_toml, validate_structure
+from pytest_sommelier.errors import InputError
+
+DEFAULT_STATISTICS: dict[str, Any] = {
+    "seed": 41,
+    "resamples": 2000,
+    "confidence_level": 0.95,
+    "interval": "auto",
+    "cluster": "root",
+    "familywise": "none",
+    "power": 0.8,
+}
+"""``[statistics]`` defaults; the schema (``schemas/suite.schema.json``) checks every key's
+type and choices (``interval``, ``cluster``, ``familywise``, ``power`` in (0, 1))."""
+
+
+def load_suite(path: str | os.PathLike[str]) -> Suite:
+    """Read, validate and resolve one suite file; raise a ``SommelierError`` on any problem."""
+    suite_path = Path(path)
+    label = str(path)
+    data = read_toml(suite_path, label)
+    validate_structure(data, label)
+    folder = suite_path.resolve().parent
+    section = data["suite"]
+    slices = tuple(section["slices"])
+    model = model_config(data["model"], folder, label)
+    decoding = validate_decoding(data.get("decoding", {}), where=f"{label}: [decoding]")
+    arms = arm_configs(data["arms"], folder, label)
+    comparisons = comparison_configs(data.get("comparisons", []), arms, label)
+    gates = gate_configs(data.get("gates", []), arms, comparisons, slices, label)
+    statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
+    bounded = statistics_problem(statistics)
+    if bounded is not None:
+        raise InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            f"key {bounded[0]!r} {bounded[1]}",
+            "see docs/suite.md, [statistics]",
+            where=f"{label}: [statistics]",
+        )
+    test_split = _split_path(section["test_split"], folder, label)
+    engine = engine_config(data.get("engine", {}), label)
+    return Suite(
+        path=suite_path.resolve(),
+        name=section["name"],
+        test_split=test_split,
+        slices=slices,
+        model=model,
+        decoding=decoding,
+        arms=arms,
+        comparisons=comparisons,
+        statistics=StatisticsConfig(
+            seed=statistics["seed"],
+            resamples=statistics["resamples"],
+            confidence_level=float(statistics["confidence_level"]),
+            interval=statistics["interval"],
+            cluster=statistics["cluster"],
+            familywise=statistics["familywise"],
+            power=float(statistics["power"]),
+            noise_floor=_noise_floor(statistics, gates, label),
+        ),
+        gates=gates,
+        engine=engine,
+        arguments_key=section.get("arguments_key", DEFAULT_ARGUMENTS_KEY),
+        split_tokenizer=section.get("split_tokenizer", "base"),
+    )
+
+
+def _noise_floor(statistics: dict[str, Any], gates: tuple[GateConfig, ...], label: str) -> int:
+    """``[statistics] noise_floor`` (default 0: off); a ``noise_flips`` gate needs it on."""
+    count = int(statistics.get("noise_floor", 0))
+    gate = next((gate for gate in gates if gate.metric == NOISE_METRIC), None)
+    if gate is not None and count == 0:
+        raise InputError(
+            "SOM-SUITE-GATE-NOISE",
+            f"gate {gate.name!r} reads {NOISE_METRIC}, but [statistics] noise_floor is 0 (off)",
+            "set [statistics] noise_floor = N (e.g. 32) to measure it",
+            where=f"{label}: [statistics]",
+        )
+    return count
+
+
+def _split_path(value: str, folder: Path, label: str) -> Path:
+    """Resolve ``suite.test_split``; a missing file is an ``InputError`` naming the path."""
+    where = f"{label}: [suite]"
+    expanded = os.path.expanduser(value)
+    if os.path.isabs(expanded):
+        path = Path(os.path.normpath(expanded))
+    else:
+        path = inside_folder(value, folder, field="suite.test_split", where=where)
+    if not probe_path(path, Path.is_file, value, field="suite.test_split", where=where):
+        raise InputError(
+            "SOM-SUITE-SPLIT-MISSING",
+            f"suite.test_split: split file not found: {path}",
+            "write the formatted split there (sommelier format) or fix the path",
+            where=where,
+        )
+    return path

@@ -1,0 +1,151 @@
+"""The run's Markdown summary for CI: ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``.
+
+``summary_text(inputs)`` renders a ``data.store.runread.SummaryInputs`` (the session finish
+builds it from memory, ``runread.summary_inputs_of``; ``summary_markdown(run_dir)`` has the store
+read it from the run's own files: ``suite.resolved.json``, ``gate_verdict.json``, each arm's
+``evaluation_report.json``, ``report/<comparison>.json`` and ``report/compare-<NNNN>.json``):
+the verdict, the gates, the metrics per arm and
+slice, each comparison's deltas with their intervals, and the comparison with a stored run
+(deltas, intervals, McNemar counts, flipped examples). The store
+(``data.store.artifacts.write_summary``) writes it as ``report/summary.md`` and, when
+``GITHUB_STEP_SUMMARY`` names a file, appends it there (the file GitHub Actions shows on the
+job's page; other CI systems publish ``summary.md``).
+
+Invariants kept: every number is read from a stored report (nothing recomputed); stored text
+in a table cell is one line with ``|`` escaped and ``<``/``>`` as entities, so no stored value
+can break the table or inject markup; ``summary.md`` is written atomically, and the step
+summary is only ever appended to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pytest_sommelier.core.gates import gate_text
+from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.data.store.runread import SummaryInputs, summary_inputs
+from pytest_sommelier.view.compare import compare_markdown, md_cell
+from pytest_sommelier.view.text import (
+    fmt,
+    fmt_interval,
+    md_table,
+    methods_text,
+    selected_block,
+    selected_interval,
+)
+
+
+def _gate_rows(verdict: Mapping[str, Any]) -> list[list[str]]:
+    """Per gate: PASS/FAIL, its name, what it compared as the terminal says it
+    (``core.gates.gate_text``, with a failed compare-fail gate's evidence: rounded as
+    displayed, the bound tested named) and, for a gate
+    that could not be evaluated, why (the verdict keeps the full-precision numbers)."""
+    rows = []
+    for gate in verdict.get("gates") or []:
+        why = gate.get("reason") if gate.get("observed") is None else ""
+        said = gate_text(gate)
+        if not gate.get("passed") and gate.get("evidence"):  # a compare-fail gate's flips
+            said += f"; {gate['evidence']}"
+        rows.append(
+            [
+                "PASS" if gate.get("passed") else "**FAIL**",
+                md_cell(gate.get("name")),
+                md_cell(said),
+                "" if gate.get("passed") else md_cell(why or ""),
+            ]
+        )
+    return rows
+
+
+def _metric_rows(reports: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
+    rows = []
+    for arm, report in reports.items():
+        blocks = [(lang, b) for lang, b in (report.get("slices") or {}).items()]
+        blocks.append(("overall", {"metrics": report.get("metrics") or {}}))
+        for label, block in blocks:
+            metrics = block.get("metrics") or {}
+            n = (metrics.get("valid_json_rate") or {}).get("denominator", "")
+            cells = [fmt((metrics.get(m) or {}).get("value")) for m in METRIC_NAMES]
+            rows.append([md_cell(arm), md_cell(label), *cells, str(n)])
+    return rows
+
+
+def _delta_rows(report: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for label, block in [("overall", report), *(report.get("slices") or {}).items()]:
+        cells = [
+            f"{fmt((block.get('deltas') or {}).get(m), True)} "
+            f"{fmt_interval(selected_interval(block, m))}"
+            for m in METRIC_NAMES
+        ]
+        rows.append([md_cell(label), *cells])
+    return rows
+
+
+def summary_text(inputs: SummaryInputs) -> str:
+    """The run's Markdown summary (see the module docstring), rendered from its values."""
+    resolved, verdict, reports = inputs.resolved, inputs.verdict, inputs.reports
+    word = (verdict or {}).get("verdict", "no verdict (gates off)")
+    suite = md_cell(resolved.get("name", inputs.run_name))
+    lines = [
+        f"## sommelier: suite {suite}: {md_cell(str(word).upper())}",
+        "",
+        f"Run `{md_cell(resolved.get('run_id', inputs.run_name))}`, {len(reports)} arm(s), "
+        + ("complete." if (verdict or {}).get("complete", True) else "**incomplete**."),
+    ]
+    if verdict and verdict.get("gates"):
+        header = ["result", "gate", "what it compared", "why not evaluated"]
+        lines += ["", "### Gates", "", *md_table(header, _gate_rows(verdict))]
+    if reports:
+        header = ["arm", "slice", *METRIC_NAMES, "n"]
+        lines += ["", "### Metrics", "", *md_table(header, _metric_rows(reports))]
+    for report in inputs.comparisons:
+        ci = selected_block(report)
+        lines += [
+            "",
+            f"### {md_cell(report.get('candidate'))} vs {md_cell(report.get('reference'))}",
+            "",
+            f"Candidate minus reference, paired by example ({md_cell(methods_text(report))}, "
+            f"confidence {ci.get('confidence_level', '')}).",
+            "",
+            *md_table(["slice", *METRIC_NAMES], _delta_rows(report)),
+        ]
+        mcnemar = report.get("mcnemar")
+        if mcnemar:
+            lines += [
+                "",
+                f"McNemar exact (full_call_exact_match): candidate-only "
+                f"{mcnemar['candidate_only']}, reference-only {mcnemar['reference_only']}, "
+                f"p = {mcnemar['p_value']:.4g}.",
+            ]
+    for compare in inputs.compares:
+        lines += ["", compare_markdown(compare, heading="###").rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The summary of the stored run in ``run_dir`` (read by ``data.store.runread``);
+    ``compares`` are comparisons with stored runs (default: every ``report/compare-*.json``)."""
+    inputs = summary_inputs(Path(run_dir))
+    if compares is not None:
+        inputs = replace(inputs, compares=[dict(report) for report in compares])
+    return summary_text(inputs)
+
+
+def write_summary(
+    run_dir: Path,
+    compares: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> Path:
+    """Write the summary of the stored run in ``run_dir`` (``data.store.artifacts.write_summary``:
+    ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``); returns the summary's path."""
+    text = summary_markdown(Path(run_dir), compares)
+    return artifacts.write_summary(Path(run_dir), text, environ=environ)
+
+
+__all__ = ["summary_markdown", "summary_text", "write_summary"]

@@ -1,0 +1,54 @@
+"""The 0.3 import paths of the modules that moved in 0.4 keep working (``pytest_sommelier.moved``):
+each old name is the new module object itself, never a second copy, and the names the docs give
+import from both paths."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from pytest_sommelier.moved import MOVED
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(MOVED.items()))
+def test_an_old_module_path_is_the_new_module(old: str, new: str) -> None:
+    assert importlib.import_module(old) is importlib.import_module(new)
+
+
+def test_every_moved_name_is_a_module_that_no_longer_exists_at_its_old_path() -> None:
+    from pathlib import Path
+
+    root = Path(importlib.import_module("pytest_sommelier").__file__).parent  # type: ignore[arg-type]
+    for old in MOVED:
+        rel = Path(*old.split(".")[1:])
+        assert not (root / rel.with_suffix(".py")).exists(), old
+        assert not (root / rel / "__init__.py").exists(), old
+
+
+DOCUMENTED = [
+    "from pytest_sommelier.data.suite import load_suite, suite_identity, valid_name, OVERALL",
+    "from pytest_sommelier.data.split import load_split, row_gold_call",
+    "from pytest_sommelier.data.formatting import format_file, DEFAULT_POLICY",
+    "from pytest_sommelier.data.native_policy import POLICY_NATIVE_TOOLS_V1",
+    "from pytest_sommelier.data.importers.driver import import_file",
+    "from pytest_sommelier.data.view.html import write_report, render_report, build_context",
+    "from pytest_sommelier.data.view.terminal import run_summary_lines",
+    "from pytest_sommelier.data.view.text import fmt, fmt_interval, table",
+    "from pytest_sommelier.data.runread import read_run",
+    "from pytest_sommelier.data.references import resolve_pkg_path",
+    "from pytest_sommelier.data.digests import sha256_file",
+    "from pytest_sommelier.cli import format_split",
+    "import pytest_sommelier.data.view.markdown as m; m.comparison_markdown",
+]
+
+
+def test_the_documented_old_imports_work_in_a_fresh_interpreter() -> None:
+    script = "\n".join(DOCUMENTED) + (
+        "\nimport sys\nimport pytest_sommelier.view.html as new\n"
+        "assert sys.modules['pytest_sommelier.data.view.html'] is new\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

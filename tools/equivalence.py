@@ -1,0 +1,215 @@
+"""Behaviour before and after a refactoring: the same sessions and commands run on two source
+trees, their terminal output and every file they write compared byte for byte, apart from run
+ids, dates, timings and the scratch folder's path.
+
+    python tools/equivalence.py [--before REV] [--after PATH] [--keep DIR]
+
+``--before`` is a git revision of this repository (default ``main``), unpacked with
+``git archive`` into a scratch folder (nothing in the repository changes); ``--after`` is a
+source tree (default: this one). Each tree runs, with ``PYTHONPATH`` pointing at it, in a fresh
+scratch project holding one scripted-fake suite (the tests' ``suite_factory`` and
+``plugin_helpers``: two arms, English and Hebrew, an arm gate and a stored gate):
+
+1. a session autosaving the run into the store (``one``), with ``--junitxml``;
+2. a regressed session compared with the stored run (``--sommelier-compare last`` and a
+   compare-fail gate: ``two``), with ``--junitxml``;
+3. ``sommelier rescore two --out three``, ``sommelier report two --out page.html``,
+   ``sommelier history``, ``sommelier compare 1 two``.
+
+It prints one line per file (``same``, ``differs``, ``only before``, ``only after``) and a
+unified diff of each difference; the exit status is 0 when everything is the same, 1 otherwise.
+A difference is not necessarily a regression: a refactoring that fixes a bug changes the files
+the fix is about, and the diff shows exactly which lines. Between 0.3 (``5c34d32``) and issue
+25's layout the only differences are its fixes: the gate rows of ``report/summary.md`` and of
+the page (the gates as the terminal says them, no raw floats) and the JUnit files (each
+example's ``sommelier_outcome`` property); every other artifact and all terminal output match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from history_helpers import REGRESSED, V1, script  # noqa: E402
+from plugin_helpers import CONFTEST, rows  # noqa: E402
+from suite_factory import write_suite  # noqa: E402
+
+GATES = [
+    {"name": "adapter-solid", "arm": "adapter", "metric": "full_call_exact_match", "min": 0.5},
+    {"name": "not-worse-than-shipped", "arm": "adapter", "stored": "last",
+     "metric": "full_call_exact_match", "ci_lower_at_least": -0.5},
+]  # fmt: skip
+RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
+STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?")
+COMPACT = re.compile(r"\d{8}T\d{6}Z")
+SUMMARY_LINE = re.compile(r"=+ (.*) in \d+\.\d+s(?: \([0-9:]+\))? =+")
+DURATION = re.compile(r'\b(time=")\d+\.\d+(")')
+PAGE_DATE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2} UTC|Z)")
+STAGING = re.compile(r"/tmp/sommelier-rescore-[\w-]+")
+# timings as the views write them: the page's telemetry cells (more than three decimals or an
+# exponent) and the Markdown efficiency rows (| arm | seconds/example | device-seconds/success |)
+PAGE_TIMING = re.compile(r'(<td class="num">)\d+\.\d{4,}(?:e-?\d+)?(</td>)|'
+                         r'(<td class="num">)\d+(?:\.\d+)?e-?\d+(</td>)')
+MD_EFFICIENCY = re.compile(r"^(\| [\w-]+ \| )\d+\.\d{3} \| (?:\d+\.\d{3}|n/a) \|$", re.M)
+TIMED_KEYS = re.compile(r"seconds|_s$|^time$|duration|saved_at|rescored_at|timestamp")
+
+
+def unpack(rev: str, into: Path) -> Path:
+    """``git archive REV`` of this repository, unpacked into ``into``."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def project(folder: Path) -> Path:
+    """The scratch project: the scripted suite, its fake model and script."""
+    suite = write_suite(
+        folder / "suite", rows=rows(), model={"base": "fake-org/fake-model"}, gates=GATES
+    )
+    (suite.parent / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    (suite.parent / "script.json").write_text(json.dumps(script(V1)), encoding="utf-8")
+    return suite
+
+
+def run_tree(tree: Path, folder: Path) -> dict[str, str]:
+    """Run the sessions and commands on ``tree`` in ``folder``; the terminal output of each."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    project(folder)
+    python = [sys.executable]
+    pytest = [*python, "-m", "pytest", "suite", "-p", "no:cacheprovider", "--sommelier-no-cache"]
+    cli = [*python, "-c", "import sys; from pytest_sommelier.cli import main; sys.exit(main())"]
+    outputs: dict[str, str] = {}
+
+    def step(name: str, argv: list[str]) -> None:
+        done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True)
+        outputs[name] = f"exit {done.returncode}\n{done.stdout}{done.stderr}"
+
+    where = subprocess.run(
+        [*python, "-c", "import pytest_sommelier; print(pytest_sommelier.__file__)"],
+        cwd=folder, env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    if not Path(where).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"PYTHONPATH={tree} imports pytest_sommelier from {where}")
+    step("1-session-one", [*pytest, "--sommelier-out", "one", "--sommelier-autosave",
+                           "--junitxml", "one.xml"])  # fmt: skip
+    (folder / "suite" / "script.json").write_text(json.dumps(script(REGRESSED)), encoding="utf-8")
+    step("2-session-two", [*pytest, "--sommelier-out", "two", "--sommelier-compare", "last",
+                           "--sommelier-compare-fail=full_call_exact_match:0.02",
+                           "--junitxml", "two.xml"])  # fmt: skip
+    step("3-rescore", [*cli, "rescore", "two", "--out", "three"])
+    step("4-report", [*cli, "report", "two", "--out", "page.html"])
+    step("5-history", [*cli, "history", ".sommelier", "--out", "history.html"])
+    step("6-compare", [*cli, "compare", "1", "two"])
+    return outputs
+
+
+def normalise_json(value: Any) -> Any:
+    """Timing and date fields of a JSON artifact as placeholders."""
+    if isinstance(value, dict):
+        return {
+            key: "<timed>" if TIMED_KEYS.search(key) and not isinstance(item, dict | list)
+            else normalise_json(item)
+            for key, item in value.items()
+        }  # fmt: skip
+    if isinstance(value, list):
+        return [normalise_json(item) for item in value]
+    return value
+
+
+def normalise(text: str, folder: Path) -> str:
+    """Run ids, dates, durations and the scratch folder as placeholders."""
+    text = text.replace(str(folder.resolve()), "<DIR>").replace(str(folder), "<DIR>")
+    text = RUN_ID.sub("<RUN_ID>", text)
+    text = STAMP.sub("<TIME>", text)
+    text = COMPACT.sub("<STAMP>", text)
+    text = SUMMARY_LINE.sub(r"== \1 in <T>s ==", text)
+    text = DURATION.sub(r"\1<T>\2", text)
+    text = PAGE_DATE.sub("<DATE>", text)
+    text = STAGING.sub("<STAGING>", text)
+    text = PAGE_TIMING.sub(r'<td class="num"><timing></td>', text)
+    text = MD_EFFICIENCY.sub(r"\1<timing> | <timing> |", text)
+    return re.sub(r'hostname="[^"]*"', 'hostname="<HOST>"', text)
+
+
+def snapshot(folder: Path, outputs: dict[str, str]) -> dict[str, str]:
+    """Every file the tree wrote (and each step's terminal output), normalised, by path."""
+    files: dict[str, str] = {f"terminal/{name}": normalise(text, folder)
+                             for name, text in outputs.items()}  # fmt: skip
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or path.name in {"calls.jsonl"} or "__pycache__" in path.parts:
+            continue
+        rel = normalise(path.relative_to(folder).as_posix(), folder)
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            files[rel] = f"<binary {len(data)} bytes>"
+            continue
+        if path.suffix == ".json":
+            text = json.dumps(normalise_json(json.loads(text)), indent=1, sort_keys=False)
+        elif path.suffix == ".jsonl":
+            text = "\n".join(json.dumps(normalise_json(json.loads(line)))
+                             for line in text.splitlines() if line.strip())  # fmt: skip
+        files[rel] = normalise(text, folder)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--before", default="main", help="git revision (default main; a branch's base: "
+        "`git merge-base main HEAD`)"
+    )
+    parser.add_argument("--after", default=str(REPO), help="source tree (default this one)")
+    parser.add_argument("--keep", default=None, help="keep the scratch folders here")
+    args = parser.parse_args(argv)
+    scratch = Path(args.keep or tempfile.mkdtemp(prefix="sommelier-equivalence-"))
+    try:
+        before_tree = unpack(args.before, scratch / "tree-before")
+        snaps = {}
+        for side, tree in (("before", before_tree), ("after", Path(args.after))):
+            folder = scratch / "project"  # the same path on both sides
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir()
+            snaps[side] = snapshot(folder, run_tree(tree, folder))
+        differing = 0
+        for rel in sorted(set(snaps["before"]) | set(snaps["after"])):
+            old, new = snaps["before"].get(rel), snaps["after"].get(rel)
+            if old == new:
+                print(f"same         {rel}")
+                continue
+            differing += 1
+            if old is None or new is None:
+                print(f"only {'after ' if old is None else 'before'}  {rel}")
+                continue
+            print(f"differs      {rel}")
+            for line in difflib.unified_diff(
+                old.splitlines(), new.splitlines(), "before", "after", lineterm="", n=1
+            ):
+                print(f"    {line[:300]}")
+        print(f"{differing} of {len(set(snaps['before']) | set(snaps['after']))} differ")
+        return 1 if differing else 0
+    finally:
+        if args.keep is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
