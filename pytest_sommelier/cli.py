@@ -480,18 +480,30 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _probability(text: str) -> float:
-    """An argparse type: a number strictly between 0 and 1."""
-    value = float(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not strictly between 0 and 1")
+    """An argparse type: a power, as ``[statistics] power`` takes it (data.statistics_bounds)."""
+    from pytest_sommelier.data.statistics_bounds import power_problem
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.8)") from None
+    why = power_problem(value)
+    if why is not None:
+        raise argparse.ArgumentTypeError(f"power {why}")
     return value
 
 
 def _effect(text: str) -> float:
-    """An argparse type: a non-zero difference of at most 1 in size."""
-    value = float(text)
-    if not 0.0 < abs(value) <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not a difference in (0, 1]")
+    """An argparse type: a difference to detect, as ``[statistics] effect`` takes it."""
+    from pytest_sommelier.data.statistics_bounds import effect_problem
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.03)") from None
+    why = effect_problem(value)
+    if why is not None:
+        raise argparse.ArgumentTypeError(f"effect {why}")
     return value
 
 

@@ -488,8 +488,9 @@ def test_the_result_has_the_documented_keys() -> None:
     assert result["clusters"] == 9 and result["pairs"] == 25 and result["clustered"] is True
     for name in METRIC_NAMES:
         entry = result["intervals"][name]
+        extra = {"standard_error", "df"} if name == "argument_f1" else {"pairs"}
         assert {"lower", "upper", "method", "discordant", "degenerate", "design_effect",
-                "p_value", "estimate"} == entry.keys()  # fmt: skip
+                "p_value", "estimate"} | extra == entry.keys()  # fmt: skip
         assert entry["discordant"].keys() == {"candidate_only", "reference_only"}
         assert entry["design_effect"] >= 1.0
     assert result["intervals"]["full_call_exact_match"]["method"] == (

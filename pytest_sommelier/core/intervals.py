@@ -35,6 +35,7 @@ import numpy as np
 
 from pytest_sommelier.core import proportions, ratio_intervals
 from pytest_sommelier.core.clusters import cluster_count, cluster_sums, design_effect
+from pytest_sommelier.core.distributions import t_quantile, two_sided_t_p
 from pytest_sommelier.core.types import BOOTSTRAP_METHOD
 from pytest_sommelier.errors import InputError, InvariantError
 
@@ -180,6 +181,7 @@ def rate_interval(
         "degenerate": False,
         "design_effect": float(deff),
         "p_value": float(p_value),
+        "pairs": int(pairs),
     }
 
 
@@ -219,6 +221,8 @@ def ratio_interval(
         "degenerate": bool(jackknife["degenerate"]),
         "design_effect": float(deff),
         "p_value": jackknife["p_value"],
+        "standard_error": float(jackknife["standard_error"]),
+        "df": float(jackknife["df"]),
     }
     if not jackknife["defined"]:
         replicates = pair_replicates
@@ -231,6 +235,7 @@ def ratio_interval(
             method=PERCENTILE_CLUSTERS if clustered else PERCENTILE_PAIRS,
             p_value=ratio_intervals.percentile_p_value(replicates, null),
         )
+        del entry["standard_error"], entry["df"]
     return entry
 
 
@@ -362,4 +367,76 @@ def _bootstrap_intervals(
             "design_effect": float(design_effect(residuals, index)) if clustered else 1.0,
             "p_value": ratio_intervals.percentile_p_value(differences[:, column], null),
         }
+        if name not in RATIO_OF_SUMS:
+            entries[name]["pairs"] = int(np.count_nonzero(counted_rows(rows)))
     return entries
+
+
+
+MARGIN_RATE_METHOD = "tango"
+"""The rate interval a gate with a non-zero margin reads: Tango's score interval, whose type I
+error at the margin stayed at or under 0.030 (one-sided nominal 0.025) in every cell of the
+margin table of benchmarks/bench_coverage.py, where the Bonett-Price bound reached 0.069 (its
+pseudo-pairs pull the estimate towards 0, the passing side of a negative margin)."""
+
+_RATE_METHOD_OF = {name: key for key, name in RATE_METHODS.items()}
+
+
+def entry_at(
+    entry: Any, confidence_level: float, null: float, method: str | None = None
+) -> dict[str, Any] | None:
+    """An interval entry recomputed at another ``confidence_level`` and ``null`` from what it
+    records, without the records: a rate entry (``method``: one of :data:`RATE_METHODS` but
+    ``newcombe``, which needs the whole table; default the entry's own) from its discordant
+    counts, counted ``pairs`` and design effect (the counts divided by it, as
+    :func:`rate_interval` does); a jackknife-t entry from its ``standard_error`` and ``df``.
+
+    None when the entry does not record what it takes (a bootstrap or ``ci95`` entry, a report
+    written before entries recorded their pairs, no pairs, a degenerate entry): a gate that
+    needs it then fails as not evaluable.
+    """
+    if not isinstance(entry, dict) or entry.get("estimate") is None or entry.get("degenerate"):
+        return None
+    estimate, name = float(entry["estimate"]), str(entry.get("method", ""))
+    if name in (JACKKNIFE_PAIRS, JACKKNIFE_CLUSTERS):
+        se, df = entry.get("standard_error"), entry.get("df")
+        if not isinstance(se, (int, float)) or not isinstance(df, (int, float)) or se <= 0:
+            return None
+        t = t_quantile(confidence_level, float(df))
+        return {
+            **entry,
+            "lower": max(-1.0, min(estimate, estimate - t * se)),
+            "upper": min(1.0, max(estimate, estimate + t * se)),
+            "p_value": two_sided_t_p((estimate - null) / se, float(df)),
+        }
+    key = method or _RATE_METHOD_OF.get(name.removesuffix(CLUSTERED_SUFFIX))
+    pairs, deff = entry.get("pairs"), entry.get("design_effect")
+    counts = entry.get("discordant")
+    if key not in ("tango", "bonett_price") or not isinstance(counts, dict):
+        return None
+    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs <= 0:
+        return None
+    deff = max(1.0, float(deff)) if isinstance(deff, (int, float)) else 1.0
+    b, c = counts["candidate_only"] / deff, counts["reference_only"] / deff
+    n = pairs / deff
+    if key == "tango":
+        lower, upper = proportions.tango_interval(b, c, n, confidence_level)
+        p_value = proportions.tango_p_value(b, c, n, null)
+    else:
+        lower, upper = proportions.bonett_price_interval(b, c, n, confidence_level)
+        p_value = proportions.bonett_price_p_value(b, c, n, null)
+    clustered = name.endswith(CLUSTERED_SUFFIX) or "cluster" in name
+    return {
+        **entry,
+        "lower": min(float(lower), estimate),
+        "upper": max(float(upper), estimate),
+        "method": RATE_METHODS[key] + (CLUSTERED_SUFFIX if clustered else ""),
+        "design_effect": deff,
+        "p_value": float(p_value),
+    }
+
+
+def is_margin(limits: Sequence[float]) -> bool:
+    """Whether interval thresholds at ``limits`` make a margin gate (any limit non-zero:
+    non-inferiority, a bounded loss, equivalence) rather than a test against no difference."""
+    return any(float(limit) != 0.0 for limit in limits)

@@ -114,6 +114,29 @@ def minimum_detectable_effect(
     return math.sqrt(psi) * (s * z_alpha + z_beta * root) / (s2 + z_beta * z_beta)
 
 
+def power_at(
+    effect: float, pairs: float, discordant_proportion: float, *,
+    confidence_level: float = 0.95, design_effect: float = 1.0,
+) -> float | None:  # fmt: skip
+    """The power of a design of ``pairs`` pairs to detect ``effect`` (Connor's equation solved
+    for ``z_beta``): ``Phi((s |delta| - z_a sqrt(psi)) / sqrt(psi - delta^2))`` with ``s =
+    sqrt(pairs / deff)``; 1.0 when ``|delta| = psi`` (every discordant pair goes one way) and
+    None when the effect exceeds the discordance (no such difference can happen) or ``psi`` is
+    0. This is a property of the design at an assumed discordance, not of the observed result:
+    it is what a run of this size would detect, never a verdict on this run's estimate.
+    """
+    _check(confidence_level, 0.5, design_effect)
+    delta, psi = abs(effect), discordant_proportion
+    if pairs <= 0 or not (0.0 < delta <= psi <= 1.0):
+        return None
+    z_alpha = NormalDist().inv_cdf(1.0 - (1.0 - confidence_level) / 2.0)
+    spread = math.sqrt(max(psi - delta * delta, 0.0))
+    numerator = math.sqrt(pairs / design_effect) * delta - z_alpha * math.sqrt(psi)
+    if spread == 0.0:
+        return 1.0 if numerator > 0 else 0.0
+    return NormalDist().cdf(numerator / spread)
+
+
 def observed_discordance(
     candidate_only: int, reference_only: int, pairs: int
 ) -> tuple[float, bool]:
@@ -129,13 +152,16 @@ def observed_discordance(
 def power_summary(
     candidate_only: int, reference_only: int, pairs: int, *, clusters: int | None = None,
     design_effect: float = 1.0, confidence_level: float = 0.95, power: float = DEFAULT_POWER,
+    effect: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """What one comparison can detect, from its discordance table.
 
     Returns ``{power, confidence_level, pairs, clusters, design_effect, effective_pairs,
     discordant_proportion, discordance_floored, minimum_detectable_effect, attainable}``;
     ``attainable`` is False when the minimum detectable effect is None or exceeds the
-    discordant proportion. With no pairs every number is None.
+    discordant proportion. With no pairs every number is None. With ``effect`` (the suite's
+    ``[statistics] effect``) it also has ``effect`` and ``power_at_effect``: the design's power
+    for that difference at the observed discordance (:func:`power_at`).
     """
     _check(confidence_level, power, design_effect)
     summary: dict[str, Any] = {
@@ -143,6 +169,9 @@ def power_summary(
         "clusters": pairs if clusters is None else clusters,
         "design_effect": float(design_effect),
     }  # fmt: skip
+    if effect is not None:
+        summary["effect"] = abs(float(effect))
+        summary["power_at_effect"] = None
     if pairs <= 0:
         summary.update(effective_pairs=None, discordant_proportion=None, discordance_floored=False,
                        minimum_detectable_effect=None, attainable=False)  # fmt: skip
@@ -158,6 +187,10 @@ def power_summary(
         minimum_detectable_effect=mde,
         attainable=mde is not None and mde <= psi,
     )
+    if effect is not None:
+        summary["power_at_effect"] = power_at(
+            effect, pairs, psi, confidence_level=confidence_level, design_effect=design_effect
+        )
     return summary
 
 
