@@ -465,9 +465,11 @@ def test_duplicated_examples_in_one_cluster_recover_the_unclustered_f1_interval(
     naive = paired_intervals(ref2, cand2, seed=1)["intervals"]["argument_f1"]
     assert naive["upper"] - naive["lower"] < 0.8 * (f1["upper"] - f1["lower"])
     rate, rate_doubled = (r["intervals"]["full_call_exact_match"] for r in (single, doubled))
-    assert rate_doubled["design_effect"] == pytest.approx(59 / 29)
+    assert rate_doubled["design_effect"] == pytest.approx(59 / 29)  # CR2 = the sandwich here
+    assert rate_doubled["df"] == pytest.approx(29)  # equal sizes: Bell-McCaffrey df = K - 1
     width = rate["upper"] - rate["lower"]
-    assert rate_doubled["upper"] - rate_doubled["lower"] == pytest.approx(width, rel=0.05)
+    # as wide as the single copy's, times the t(29) / z factor (1.043) the 30 clusters cost
+    assert 1.0 < (rate_doubled["upper"] - rate_doubled["lower"]) / width < 1.1
 
 
 # --- the API: records, determinism, order, bootstrap --------------------------------------------
@@ -488,13 +490,13 @@ def test_the_result_has_the_documented_keys() -> None:
     assert result["clusters"] == 9 and result["pairs"] == 25 and result["clustered"] is True
     for name in METRIC_NAMES:
         entry = result["intervals"][name]
-        extra = {"standard_error", "df"} if name == "argument_f1" else {"pairs"}
+        extra = {"standard_error", "df"} if name == "argument_f1" else {"pairs", "df"}
         assert {"lower", "upper", "method", "discordant", "degenerate", "design_effect",
                 "p_value", "estimate"} | extra == entry.keys()  # fmt: skip
         assert entry["discordant"].keys() == {"candidate_only", "reference_only"}
         assert entry["design_effect"] >= 1.0
     assert result["intervals"]["full_call_exact_match"]["method"] == (
-        "bonett_price_adjusted_wald_cluster_adjusted")
+        "bonett_price_adjusted_wald_cr2_bm")
 
 
 @settings(max_examples=30)

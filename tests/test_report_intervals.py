@@ -73,9 +73,7 @@ def test_roots_and_translations_are_one_cluster_in_the_overall_interval() -> Non
     # 6 English roots; he-0..he-3 join en-0..en-3; he-9's root is not in the split
     assert built["intervals"]["clusters"] == 7 and built["intervals"]["pairs"] == 11
     assert built["intervals"]["clustered"] is True
-    assert built["intervals"]["intervals"]["full_call_exact_match"]["method"].endswith(
-        "_cluster_adjusted"
-    )
+    assert built["intervals"]["intervals"]["full_call_exact_match"]["method"].endswith("_cr2_bm")
     assert built["power"]["full_call_exact_match"]["clusters"] == 7
     # within one slice each root is alone: nothing is clustered
     assert built["slices"]["en"]["intervals"]["clustered"] is False

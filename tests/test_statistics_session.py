@@ -66,15 +66,52 @@ DIFFERENCES = {"en-0": 0, "en-1": 1, "en-2": 0, "en-3": 1, "he-0": 0, "he-1": 1,
 ROOT_OF = {"he-0": "en-0", "he-1": "en-1", "he-3": "en-3"}
 
 
-def root_design_effect() -> float:
+def root_clusters() -> tuple[list[int], list[float]]:
+    """Cluster sizes and residual sums of the differences, roots as clusters."""
     mean = sum(DIFFERENCES.values()) / 7
-    residuals = {key: d - mean for key, d in DIFFERENCES.items()}
     sums: dict[str, float] = {}
-    for key, r in residuals.items():
-        sums[ROOT_OF.get(key, key)] = sums.get(ROOT_OF.get(key, key), 0.0) + r
-    k, n = len(sums), len(residuals)
-    clustered = k / (k - 1) * sum(s * s for s in sums.values())
-    return clustered / (n / (n - 1) * sum(r * r for r in residuals.values()))
+    sizes: dict[str, int] = {}
+    for key, d in DIFFERENCES.items():
+        root = ROOT_OF.get(key, key)
+        sums[root] = sums.get(root, 0.0) + d - mean
+        sizes[root] = sizes.get(root, 0) + 1
+    return list(sizes.values()), [sums[k] for k in sizes]
+
+
+def root_design_effect() -> float:
+    """The CR2 design effect (Bell & McCaffrey 2002) of the mean difference, by hand: each
+    cluster's squared residual sum over 1 - its leverage m/n, against the pairs' variance."""
+    sizes, sums = root_clusters()
+    n = 7
+    mean = sum(DIFFERENCES.values()) / n
+    square = sum((d - mean) ** 2 for d in DIFFERENCES.values())
+    cr2 = sum(s * s / (1 - m / n) for s, m in zip(sums, sizes, strict=True))
+    return (n - 1) / n * cr2 / square
+
+
+def root_df() -> float:
+    """Bell & McCaffrey's Satterthwaite degrees of freedom from the eigenvalues of G'G."""
+    import numpy as np
+
+    sizes, _ = root_clusters()
+    n = sum(sizes)
+    columns = []
+    start = 0
+    for m in sizes:
+        u = np.zeros(n)
+        u[start:start + m] = 1.0
+        start += m
+        columns.append((u - m / n) / math.sqrt(1 - m / n))
+    eigen = np.linalg.eigvalsh(np.array(columns) @ np.array(columns).T)
+    return float(eigen.sum() ** 2 / (eigen**2).sum())
+
+
+def t_level(level: float, df: float) -> float:
+    """The normal confidence level with the t(df) critical value (scipy, independently)."""
+    from scipy import stats as scipy_stats
+
+    t = scipy_stats.t.ppf(1 - (1 - level) / 2, df)
+    return float(1 - 2 * scipy_stats.norm.cdf(-t))
 
 
 def gate(name: str, **fields: object) -> dict:
@@ -108,11 +145,12 @@ def test_auto_intervals_clustered_by_root_by_default(pytester: pytest.Pytester) 
     block = report["intervals"]
     assert (block["interval"], block["pairs"], block["clusters"]) == ("auto", 7, 4)
     entry = block["intervals"][METRIC]
-    deff = root_design_effect()  # 304/147
+    deff, df = root_design_effect(), root_df()  # 2.133, 2.88
     assert entry["design_effect"] == pytest.approx(deff)
-    _, lower, upper = bonett_price(4 / deff, 0, 7 / deff)
+    assert entry["df"] == pytest.approx(df)
+    _, lower, upper = bonett_price(4 / deff, 0, 7 / deff, t_level(0.95, df))
     assert (entry["lower"], entry["upper"]) == (pytest.approx(lower), pytest.approx(upper))
-    assert entry["method"] == "bonett_price_adjusted_wald_cluster_adjusted"
+    assert entry["method"] == "bonett_price_adjusted_wald_cr2_bm"
     assert entry["discordant"] == {"candidate_only": 4, "reference_only": 0}
     assert report["ci95"]["method"] == "paired_bootstrap_percentile"  # the seed's, kept
     # within one slice every root is alone
@@ -126,26 +164,27 @@ def test_auto_intervals_clustered_by_root_by_default(pytester: pytest.Pytester) 
     assert selected["discordant"] == {"candidate_only": 0, "reference_only": 0}
     verdict = by_name(read_json(out / "gate_verdict.json"))
     # a margin of -0.01: judged on Tango's score interval over the same adjusted counts
-    margin_lower, margin_upper = tango(4 / deff, 0, 7 / deff)
+    margin_lower, margin_upper = tango(4 / deff, 0, 7 / deff, t_level(0.95, df))
     assert verdict["superiority"]["passed"] is False  # lower -0.264 <= -0.01
     assert verdict["superiority"]["observed"] == pytest.approx(margin_lower)
     assert verdict["superiority"]["interval"]["method"] == (
-        "tango_asymptotic_score_cluster_adjusted")
+        "tango_asymptotic_score_cr2_bm")
     assert "underpowered" not in verdict["superiority"]  # no post-hoc power
     he_lower, he_upper = tango(0, 0, 3)
     assert verdict["equivalence"]["interval"]["lower"] == pytest.approx(he_lower)
     assert verdict["equivalence"]["passed"] is (he_lower >= -0.6 and he_upper <= 0.6)
     result.stdout.fnmatch_lines([
         "*adapter-vs-base (candidate - reference, 95% intervals, interval = auto)*",
-        "*overall: rates bonett_price_adjusted_wald_cluster_adjusted, args_f1 jackknife_t_cluster;"
+        "*overall: rates bonett_price_adjusted_wald_cr2_bm, args_f1 jackknife_t_cluster;"
         " minimum detectable difference in full_call_exact_match at 80% power (one-sided 2.5%),"
         " at the observed discordance 0.571: none with 7 pairs (too few) (4 clusters, design"
-        " effect 2.07)*",
+        " effect 2.13); few clusters: 4 (under 30); the largest holds 2 of 7 pairs (over 10%):"
+        " the intervals rest on few independent units*",
         "*McNemar (full_call): candidate-only 4, reference-only 0, exact p = 0.125, "
         "mid-p = 0.0625*",
         f"FAIL superiority: adapter-vs-base full_call_exact_match [overall] delta +0.571 "
         f"[{margin_lower:+.3f}, {margin_upper:+.3f}]: lower bound {margin_lower:+.3f} <= -0.01 "
-        "(95% tango_asymptotic_score_cluster_adjusted); only 4 discordant pairs (fewer than 10)",
+        "(95% tango_asymptotic_score_cr2_bm); only 4 discordant pairs (fewer than 10)",
         f"PASS equivalence: adapter full_call_exact_match [he] gap +0.000 [{he_lower:+.3f}, "
         f"{he_upper:+.3f}]: lower bound {he_lower:+.3f} >= -0.6; upper bound {he_upper:+.3f} <= "
         "0.6 (95% tango_asymptotic_score); only 0 discordant pairs (fewer than 10)",
@@ -316,6 +355,13 @@ def test_holm_steps_down_the_members_p_values(pytester: pytest.Pytester) -> None
 # --- sommelier plan on the stored run --------------------------------------------------------
 
 
+def wilson_upper(discordant: int, pairs: int, deff: float) -> float:
+    """Wilson's one-sided 80% upper limit of the discordance on n / deff pairs, by hand."""
+    n, p, z = pairs / deff, discordant / pairs, NormalDist().inv_cdf(0.8)
+    return (p + z * z / (2 * n) + z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (
+        1 + z * z / n)  # fmt: skip
+
+
 def connor(effect: float, psi: float, power: float = 0.8) -> float:
     z_a, z_b = z_of(0.95), NormalDist().inv_cdf(power)
     return (z_a * math.sqrt(psi) + z_b * math.sqrt(psi - effect**2)) ** 2 / effect**2
@@ -333,14 +379,17 @@ def test_plan_from_the_stored_run(
     assert set(rows) == {"overall", "en", "he"}
     deff = root_design_effect() if cluster == "root" else 1.0
     overall = rows["overall"]
-    assert overall["pairs_needed"] == math.ceil(deff * connor(0.3, 4 / 7))
+    # sized on the upper 80% Wilson limit of the discordance, on the pilot's effective pairs
+    assert overall["sized_on"] == "upper 80% limit of the discordance"
+    assert overall["pairs_needed"] == math.ceil(deff * connor(0.3, wilson_upper(4, 7, deff)))
     assert overall["pilot_clusters"] == (4 if cluster == "root" else 7)
     assert overall["clusters_needed"] == math.ceil(
         overall["pairs_needed"] / (7 / overall["pilot_clusters"])
     )
-    assert rows["en"]["pairs_needed"] == math.ceil(connor(0.3, 2 / 4))
-    # Hebrew: 2 only-adapter pairs of 3 (he-1, he-3): 0.3 is detectable at that discordance
-    assert rows["he"]["pairs_needed"] == math.ceil(connor(0.3, 2 / 3))
+    assert rows["en"]["pairs_needed"] == math.ceil(connor(0.3, wilson_upper(2, 4, 1.0)))
+    # Hebrew: 2 only-adapter pairs of 3 (he-1, he-3): far too few to size on, and it says so
+    assert rows["he"]["pairs_needed"] == math.ceil(connor(0.3, wilson_upper(2, 3, 1.0)))
+    assert rows["he"]["pilot_too_small"] is True
     assert cli.main(["plan", str(pytester.path / "out"), "--effect", "0.9"]) == 0
     text = capsys.readouterr().out
     assert "not detectable" in text  # 0.9 exceeds every slice's discordant proportion

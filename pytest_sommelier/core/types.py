@@ -386,6 +386,7 @@ class PairedIntervals(TypedDict):
     pairs: int
     clusters: int
     clustered: bool
+    largest_cluster: NotRequired[int]  # the pairs of the largest cluster (the views' warning)
     null: float
     seed: int
     resamples: int

@@ -3,7 +3,8 @@
 The pilot's stored generations are re-scored through ``data.stored`` (the same readers and
 checks as ``sommelier rescore``; nothing in the run folder is written), its comparisons rebuilt,
 and for every comparison and slice (and overall) Connor's (1987) formula is applied to the
-pilot's discordance, design effect and mean cluster size (``core.power.plan``).
+upper 80% confidence limit of the pilot's discordance, its design effect and mean cluster size
+(``core.power.plan``); a block with fewer than 10 discordant pilot pairs is flagged.
 
 Invariant kept: every figure comes from the pilot's own records under its own suite settings
 (seed, level, clusters); a slice whose discordance cannot show the effect says so (``None``
@@ -116,9 +117,12 @@ def plan_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     for name in dict.fromkeys(row["comparison"] for row in rows):
         mine = [row for row in rows if row["comparison"] == name]
         first = mine[0]
+        level = first.get("confidence_level", 0)
+        sized_on = first.get("sized_on", "observed discordance")
         lines.append(
             f"{name} ({first['metric']}): pairs to detect ±{first.get('effect', 0):.3f} at "
-            f"{first.get('power', 0):.0%} power, {first.get('confidence_level', 0):.0%} two-sided"
+            f"{first.get('power', 0):.0%} power, {level:.0%} two-sided (one-sided "
+            f"{(1 - level) * 50:.3g}%), sized on the {sized_on}"
         )
         body = [
             [
@@ -126,19 +130,29 @@ def plan_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 str(row.get("pilot_pairs", 0)),
                 str(row.get("pilot_clusters", "-")),
                 _number(row.get("discordant_proportion")),
+                _number(row.get("planning_discordance")),
                 _number(row.get("design_effect"), 2),
                 _needed(row.get("pairs_needed"), row),
                 _needed(row.get("clusters_needed"), row),
             ]
             for row in mine
         ]
-        header = ["slice", "pilot pairs", "clusters", "discordance", "deff", "pairs needed",
-                  "clusters needed"]  # fmt: skip
+        header = ["slice", "pilot pairs", "clusters", "discordance", "planned on", "deff",
+                  "pairs needed", "clusters needed"]  # fmt: skip
         lines += ["  " + line for line in table(header, body)]
+        small = [row["slice"] for row in mine if row.get("pilot_too_small")]
+        if small:
+            lines.append(
+                f"  pilot too small to estimate the discordance in {', '.join(small)} (fewer "
+                "than 10 discordant pairs): the upper limit is wide, so are the pairs needed; "
+                "run a larger pilot there before trusting the number"
+            )
     lines.append(
-        "pairs needed: Connor (1987) at the pilot's discordant proportion, times its design "
-        "effect; clusters needed: pairs needed / the pilot's pairs per cluster; 'not "
-        "detectable': the effect exceeds the pilot's discordant proportion."
+        "pairs needed: Connor (1987) at the upper 80% confidence limit of the pilot's discordant "
+        "proportion (Wilson, on the pilot's effective pairs; the estimate itself under-delivers "
+        "the power), times its design effect; clusters needed: pairs needed / the pilot's pairs "
+        "per cluster; 'not detectable': the effect exceeds that discordance. Sized for a "
+        "superiority gate (ci_lower_above = 0); a non-inferiority margin needs its own sizing."
     )
     return lines
 

@@ -123,7 +123,32 @@ def power_text(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str | No
         at = summary.get("power_at_effect")
         shown = "n/a (beyond the discordance)" if at is None else f"{at:.0%}"
         text += f"; the design's power for a difference of {summary['effect']:.3g}: {shown}"
-    return text
+    warning = cluster_warning(block)
+    return text if warning is None else f"{text}; {warning}"
+
+
+FEW_CLUSTERS = 30
+LARGEST_CLUSTER_SHARE = 0.1
+
+
+def cluster_warning(block: Mapping[str, Any]) -> str | None:
+    """``few clusters: 12 (under 30); the largest holds 20 of 40 pairs (over 10%)``: a
+    clustered block's intervals rest on few independent units (their coverage was measured
+    down to 10 clusters and one cluster of half the pairs, docs/statistics.md); None when the
+    block is not clustered or has enough clusters of balanced size."""
+    selected = selected_block(block)
+    if not selected.get("clustered"):
+        return None
+    clusters, pairs = selected.get("clusters") or 0, selected.get("pairs") or 0
+    largest = selected.get("largest_cluster")
+    parts = []
+    if clusters < FEW_CLUSTERS:
+        parts.append(f"{clusters} (under {FEW_CLUSTERS})")
+    if isinstance(largest, int) and pairs and largest > LARGEST_CLUSTER_SHARE * pairs:
+        parts.append(f"the largest holds {largest} of {pairs} pairs (over 10%)")
+    if not parts:
+        return None
+    return "few clusters: " + "; ".join(parts) + ": the intervals rest on few independent units"
 
 
 def power_cell(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str:
