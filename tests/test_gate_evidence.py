@@ -77,18 +77,31 @@ def test_a_flagged_degenerate_interval_fails_even_with_width() -> None:
 
 def test_a_degenerate_argument_f1_slice_fails_in_a_session(pytester: pytest.Pytester) -> None:
     # both arms give the gold call on every Hebrew example: argument_f1 is the same whatever
-    # pairs are drawn, so its interval there is a point, which is no evidence
+    # pairs are drawn, so the percentile bootstrap's interval there is a point, no evidence
     outputs = {key: call_text(GOLD[key]) for key in GOLD}
     write_scripted_suite(pytester, {"adapter": outputs, "base": outputs}, gates=[
         {"name": "he-f1", "candidate": "adapter", "reference": "base", "metric": "argument_f1",
          "slice": "he", "ci_lower_at_least": -0.1},
-    ], statistics={"cluster": "example"})  # fmt: skip
+    ], statistics={"cluster": "example", "interval": "bootstrap"})  # fmt: skip
     result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out")
     verdict = json.loads((pytester.path / "out" / "gate_verdict.json").read_text())
     (he,) = verdict["gates"]
     assert he["interval"]["lower"] == he["interval"]["upper"]
     assert he["passed"] is False and verdict["verdict"] == "fail" and result.ret == 1
     assert he["reason"].startswith("not evaluable")
+
+
+def test_auto_gives_the_same_identical_slice_a_width(pytester: pytest.Pytester) -> None:
+    outputs = {key: call_text(GOLD[key]) for key in GOLD}
+    write_scripted_suite(pytester, {"adapter": outputs, "base": outputs}, gates=[
+        {"name": "he-f1", "candidate": "adapter", "reference": "base", "metric": "argument_f1",
+         "slice": "he", "ci_lower_at_least": -0.9},
+    ], statistics={"cluster": "example"})  # fmt: skip
+    pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out")
+    verdict = json.loads((pytester.path / "out" / "gate_verdict.json").read_text())
+    (he,) = verdict["gates"]
+    assert he["interval"]["method"] == "jackknife_t_pseudo_paired"
+    assert he["interval"]["lower"] < 0 < he["interval"]["upper"]
 
 
 # --- margins on Tango's score interval ----------------------------------------------------------

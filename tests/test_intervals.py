@@ -398,13 +398,17 @@ def test_studentized_standard_errors_expand_the_delta_method() -> None:
         assert from_sums == pytest.approx(direct, rel=1e-9, abs=1e-12)
 
 
-def test_identical_arms_make_argument_f1_degenerate_and_say_so() -> None:
+def test_identical_arms_give_argument_f1_a_width_not_a_point() -> None:
     ref = records(["exact", "half", "fail", "half"] * 9)
     result = paired_intervals(ref, ref, seed=4)
     entry = result["intervals"]["argument_f1"]
-    assert entry["degenerate"] is True and entry["lower"] == entry["upper"] == 0.0
+    # the pseudo-units: 36 identical pairs still leave room for a difference (0.3: [0, 0])
+    assert entry["degenerate"] is False and entry["lower"] < 0.0 < entry["upper"]
+    assert entry["lower"] == pytest.approx(-entry["upper"])  # symmetric: the arms are alike
     assert entry["discordant"] == {"candidate_only": 0, "reference_only": 0}
-    assert entry["method"] == JACKKNIFE_PAIRS
+    assert entry["method"] == JACKKNIFE_PAIRS == "jackknife_t_pseudo_paired"
+    boot = paired_intervals(ref, ref, seed=4, interval="bootstrap")["intervals"]["argument_f1"]
+    assert boot["degenerate"] is True and boot["lower"] == boot["upper"] == 0.0
 
 
 def test_discordant_counts_compare_per_example_ratios_exactly() -> None:
@@ -490,7 +494,7 @@ def test_the_result_has_the_documented_keys() -> None:
     assert result["clusters"] == 9 and result["pairs"] == 25 and result["clustered"] is True
     for name in METRIC_NAMES:
         entry = result["intervals"][name]
-        extra = {"standard_error", "df"} if name == "argument_f1" else {"pairs", "df"}
+        extra = {"standard_error", "df", "centre"} if name == "argument_f1" else {"pairs", "df"}
         assert {"lower", "upper", "method", "discordant", "degenerate", "design_effect",
                 "p_value", "estimate"} | extra == entry.keys()  # fmt: skip
         assert entry["discordant"].keys() == {"candidate_only", "reference_only"}

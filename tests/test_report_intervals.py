@@ -41,7 +41,7 @@ def test_ci95_is_still_the_seed_bootstrap_and_intervals_sit_beside_it() -> None:
         entry = block["intervals"][name]
         assert entry["method"] == "bonett_price_adjusted_wald"
         assert entry["lower"] < entry["upper"]
-    assert block["intervals"]["argument_f1"]["method"] == "jackknife_t_paired"
+    assert block["intervals"]["argument_f1"]["method"] == "jackknife_t_pseudo_paired"
     he = built["slices"]["he"]["intervals"]["intervals"]["full_call_exact_match"]
     assert {"lower", "upper", "method", "discordant", "degenerate", "p_value"} <= set(he)
 

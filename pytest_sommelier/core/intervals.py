@@ -67,8 +67,13 @@ AUTO_RATE_METHOD = "bonett_price"
 """The rate-metric interval ``auto`` uses: the only one of the three that covered >= 0.93 in
 every cell of benchmarks/bench_coverage.py (docs/statistics.md has the table)."""
 
-JACKKNIFE_PAIRS = "jackknife_t_paired"
-JACKKNIFE_CLUSTERS = "jackknife_t_cluster"
+JACKKNIFE_PAIRS = "jackknife_t_pseudo_paired"
+JACKKNIFE_CLUSTERS = "jackknife_t_pseudo_cluster"
+"""``argument_f1``'s ``auto`` methods: the jackknife-t with two half-weight pseudo-units
+(``ratio_intervals.pseudo_jackknife_t_interval``). 0.3 wrote ``jackknife_t_paired`` /
+``jackknife_t_cluster`` (no pseudo-units), which near the ceiling under-covered and could be
+zero-width; :data:`PLAIN_JACKKNIFE` names them."""
+PLAIN_JACKKNIFE = ("jackknife_t_paired", "jackknife_t_cluster")
 PERCENTILE_PAIRS = BOOTSTRAP_METHOD  # one name with stats.BOOTSTRAP_METHOD (core.types)
 PERCENTILE_CLUSTERS = "cluster_bootstrap_percentile"
 CLUSTERED_SUFFIX = "_cr2_bm"
@@ -276,15 +281,16 @@ def ratio_interval(
     percentile: Percentile,
     null: float = 0.0,
 ) -> dict[str, Any]:
-    """``argument_f1``'s jackknife-t interval over pairs or clusters.
+    """``argument_f1``'s jackknife-t interval with two half-weight pseudo-units, over pairs or
+    clusters (:func:`~pytest_sommelier.core.ratio_intervals.pseudo_jackknife_t_interval`).
 
-    Where the jackknife is undefined although the statistic varies (a zero jackknife spread
-    from very few units) the seed's percentile bootstrap over the same units is used instead
-    (``pair_replicates`` when given, else drawn with ``resample``), and its method recorded.
+    It is zero-width (degenerate) only when no unit has a denominator. Where it is undefined
+    the seed's percentile bootstrap over the same units is used instead (``pair_replicates``
+    when given, else drawn with ``resample``), and its method recorded.
     """
     clustered = is_clustered(index)
     units = cluster_sums(rows, index) if clustered else rows
-    jackknife = ratio_intervals.jackknife_t_interval(units, confidence_level, null=null)
+    jackknife = ratio_intervals.pseudo_jackknife_t_interval(units, confidence_level, null=null)
     deff = 1.0
     if clustered:
         deff = design_effect(ratio_intervals.linearized_residuals(rows), index)
@@ -299,6 +305,7 @@ def ratio_interval(
         "p_value": jackknife["p_value"],
         "standard_error": float(jackknife["standard_error"]),
         "df": float(jackknife["df"]),
+        "centre": float(jackknife.get("centre", jackknife["estimate"])),
     }
     if not jackknife["defined"]:
         replicates = pair_replicates
@@ -311,7 +318,7 @@ def ratio_interval(
             method=PERCENTILE_CLUSTERS if clustered else PERCENTILE_PAIRS,
             p_value=ratio_intervals.percentile_p_value(replicates, null),
         )
-        del entry["standard_error"], entry["df"]
+        del entry["standard_error"], entry["df"], entry["centre"]
     return entry
 
 
@@ -477,16 +484,17 @@ def entry_at(
     if not isinstance(entry, dict) or entry.get("estimate") is None or entry.get("degenerate"):
         return None
     estimate, name = float(entry["estimate"]), str(entry.get("method", ""))
-    if name in (JACKKNIFE_PAIRS, JACKKNIFE_CLUSTERS):
+    if name in (JACKKNIFE_PAIRS, JACKKNIFE_CLUSTERS, *PLAIN_JACKKNIFE):
         se, df = entry.get("standard_error"), entry.get("df")
         if not isinstance(se, (int, float)) or not isinstance(df, (int, float)) or se <= 0:
             return None
+        centre = float(entry.get("centre", estimate))
         t = t_quantile(confidence_level, float(df))
         return {
             **entry,
-            "lower": max(-1.0, min(estimate, estimate - t * se)),
-            "upper": min(1.0, max(estimate, estimate + t * se)),
-            "p_value": two_sided_t_p((estimate - null) / se, float(df)),
+            "lower": max(-1.0, min(estimate, centre - t * se)),
+            "upper": min(1.0, max(estimate, centre + t * se)),
+            "p_value": two_sided_t_p((centre - null) / se, float(df)),
         }
     base = name.removesuffix(CLUSTERED_SUFFIX).removesuffix(LEGACY_CLUSTERED_SUFFIX)
     key = method or _RATE_METHOD_OF.get(base)
