@@ -72,9 +72,10 @@ CLUSTER_RATE_COLUMNS = (
     "percentile", "cluster_percentile", "tango", "tango_cl", "bonett_price", "bonett_price_cl",
     "newcombe", "newcombe_cl",
 )  # fmt: skip
-F1_COLUMNS = ("percentile", "bca", "studentized", "jackknife_t")
+F1_COLUMNS = ("percentile", "bca", "studentized", "jackknife_t", "jackknife_t_pseudo")
 CLUSTER_F1_COLUMNS = (
     "percentile", "jackknife_t", "cluster_percentile", "bca_cluster", "jackknife_t_cluster",
+    "jackknife_t_pseudo_cluster",
 )  # fmt: skip
 
 
@@ -244,6 +245,8 @@ def f1_cell(rng, n: int, pb: float, pa: float, runs: int, resamples: int) -> Cel
             bounds["studentized"].append((st["lower"], st["upper"]))
             jk = ratio_intervals.jackknife_t_interval(unit_rows, LEVEL, w)
             bounds["jackknife_t"].append((jk["lower"], jk["upper"]))
+            jk = ratio_intervals.pseudo_jackknife_t_interval(unit_rows, LEVEL, w)
+            bounds["jackknife_t_pseudo"].append((jk["lower"], jk["upper"]))
     for name, pairs in bounds.items():
         array = np.array(pairs)
         record(cell, name, array[:, 0], array[:, 1], truth)
@@ -281,6 +284,8 @@ def clustered_f1_cell(rng, roots: int, repeat: float, pb: float, pa: float, runs
         for name, units in (("jackknife_t", pair_rows), ("jackknife_t_cluster", cluster_rows)):
             jk = ratio_intervals.jackknife_t_interval(units, LEVEL)
             bounds[name].append((jk["lower"], jk["upper"]))
+        jk = ratio_intervals.pseudo_jackknife_t_interval(cluster_rows, LEVEL)
+        bounds["jackknife_t_pseudo_cluster"].append((jk["lower"], jk["upper"]))
         deffs.append(design_effect(ratio_intervals.linearized_residuals(pair_rows), index))
     for name, pairs in bounds.items():
         array = np.array(pairs)
@@ -327,6 +332,9 @@ def coverage_part(args: argparse.Namespace) -> None:
     """Run every cell and print the tables and the summary of each method."""
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
+    if args.skip_rates:
+        f1_part(args, rng)
+        return
     rate_cells = [rate_cell(rng, n, pb, pa, args.rate_runs, args.resamples)
                   for n in SIZES for pb, pa in RATES]  # fmt: skip
     clustered = [clustered_rate_cell(rng, k, rho, pb, pa, args.rate_runs, args.resamples)
@@ -355,6 +363,11 @@ def coverage_part(args: argparse.Namespace) -> None:
     print()
     if args.skip_f1:
         return
+    f1_part(args, rng)
+
+
+def f1_part(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    """The argument_f1 cells, unclustered and clustered, with the summaries."""
     started = time.perf_counter()
     f1_cells = [f1_cell(rng, n, pb, pa, args.runs, args.resamples)
                 for n in SIZES for pb, pa in RATES]  # fmt: skip
@@ -371,10 +384,13 @@ def coverage_part(args: argparse.Namespace) -> None:
         print(summary(f1_cells, method, "percentile", "unclustered"))
     for method in CLUSTER_F1_COLUMNS:
         print(summary(f1_clustered, method, "cluster_percentile", "clustered  "))
-    both = [c.coverage["jackknife_t"] for c in f1_cells]
-    both += [c.coverage["jackknife_t_cluster"] for c in f1_clustered]
-    print(f"auto (argument_f1) = jackknife-t over pairs / clusters: min coverage {min(both):.3f}, "
-          f"mean {np.mean(both):.4f} over {len(both)} cells")  # fmt: skip
+    both = [c.coverage["jackknife_t_pseudo"] for c in f1_cells]
+    both += [c.coverage["jackknife_t_pseudo_cluster"] for c in f1_clustered]
+    print(f"auto (argument_f1) = jackknife-t with pseudo-units over pairs / clusters: min "
+          f"coverage {min(both):.3f}, mean {np.mean(both):.4f} over {len(both)} cells")  # fmt: skip
+    ratios = [c.width["jackknife_t_pseudo"] / c.width["jackknife_t"] for c in f1_cells
+              if c.n >= 300 and c.width["jackknife_t"] > 0]  # fmt: skip
+    print(f"jackknife_t_pseudo / jackknife_t width at n >= 300: at most {max(ratios):.3f}x")
     print(f"[argument_f1: {time.perf_counter() - started:.0f} s]")
 
 
@@ -456,6 +472,7 @@ def main() -> None:
     parser.add_argument("--part", choices=("coverage", "speed", "all"), default="all")
     parser.add_argument("--quick", action="store_true", help="200 runs, 400 resamples")
     parser.add_argument("--skip-f1", action="store_true")
+    parser.add_argument("--skip-rates", action="store_true", help="only the argument_f1 cells")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--speed-examples", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=9)

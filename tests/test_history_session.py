@@ -291,25 +291,28 @@ STORED_GATE = [
         "ci_lower_at_least": -0.5,
     }
 ]
+PAIRS_ALONE = {"cluster": "example"}  # 7 pairs in 4 root clusters could show no margin at all
 
 
 def test_a_stored_gate_holds_against_the_last_stored_run(pytester: pytest.Pytester) -> None:
-    result, one = run(pytester, "one", V1, "--sommelier-autosave", gates=STORED_GATE)
+    result, one = run(pytester, "one", V1, "--sommelier-autosave", gates=STORED_GATE,
+                      statistics=PAIRS_ALONE)  # fmt: skip
     assert result.ret == 1  # nothing stored yet: a claim without evidence never passes
     first = gate(one, "not-worse-than-shipped")
     assert first["passed"] is False and "no comparable stored run of suite 'factory'" in (
         first["reason"]
     )
     assert stored_runs(store_of(pytester))[0].comparable  # a failing verdict is still complete
-    result, two = run(pytester, "two", V1, gates=STORED_GATE)
+    result, two = run(pytester, "two", V1, gates=STORED_GATE, statistics=PAIRS_ALONE)
     assert result.ret == 0, result.stdout.str()
     held = gate(two, "not-worse-than-shipped")
     assert held["subject"] == "adapter-vs-adapter@last" and held["passed"] is True
-    # the lower bound of the suite's interval (auto: Bonett-Price) of identical outputs: 7 pairs
+    # the lower bound of Tango's interval (a margin gate) of identical outputs over 7 pairs: it
     # cannot rule out a large loss, so only a wide margin can pass
+    assert held["interval"]["method"] == "tango_asymptotic_score"
     assert -0.5 <= held["observed"] < 0
     assert (two / "report" / "compare-0001.json").is_file()
-    result, three = run(pytester, "three", REGRESSED, gates=STORED_GATE)
+    result, three = run(pytester, "three", REGRESSED, gates=STORED_GATE, statistics=PAIRS_ALONE)
     assert result.ret == 1
     broken = gate(three, "not-worse-than-shipped")
     assert broken["passed"] is False and broken["observed"] < -0.5

@@ -398,13 +398,17 @@ def test_studentized_standard_errors_expand_the_delta_method() -> None:
         assert from_sums == pytest.approx(direct, rel=1e-9, abs=1e-12)
 
 
-def test_identical_arms_make_argument_f1_degenerate_and_say_so() -> None:
+def test_identical_arms_give_argument_f1_a_width_not_a_point() -> None:
     ref = records(["exact", "half", "fail", "half"] * 9)
     result = paired_intervals(ref, ref, seed=4)
     entry = result["intervals"]["argument_f1"]
-    assert entry["degenerate"] is True and entry["lower"] == entry["upper"] == 0.0
+    # the pseudo-units: 36 identical pairs still leave room for a difference (0.3: [0, 0])
+    assert entry["degenerate"] is False and entry["lower"] < 0.0 < entry["upper"]
+    assert entry["lower"] == pytest.approx(-entry["upper"])  # symmetric: the arms are alike
     assert entry["discordant"] == {"candidate_only": 0, "reference_only": 0}
-    assert entry["method"] == JACKKNIFE_PAIRS
+    assert entry["method"] == JACKKNIFE_PAIRS == "jackknife_t_pseudo_paired"
+    boot = paired_intervals(ref, ref, seed=4, interval="bootstrap")["intervals"]["argument_f1"]
+    assert boot["degenerate"] is True and boot["lower"] == boot["upper"] == 0.0
 
 
 def test_discordant_counts_compare_per_example_ratios_exactly() -> None:
@@ -465,9 +469,11 @@ def test_duplicated_examples_in_one_cluster_recover_the_unclustered_f1_interval(
     naive = paired_intervals(ref2, cand2, seed=1)["intervals"]["argument_f1"]
     assert naive["upper"] - naive["lower"] < 0.8 * (f1["upper"] - f1["lower"])
     rate, rate_doubled = (r["intervals"]["full_call_exact_match"] for r in (single, doubled))
-    assert rate_doubled["design_effect"] == pytest.approx(59 / 29)
+    assert rate_doubled["design_effect"] == pytest.approx(59 / 29)  # CR2 = the sandwich here
+    assert rate_doubled["df"] == pytest.approx(29)  # equal sizes: Bell-McCaffrey df = K - 1
     width = rate["upper"] - rate["lower"]
-    assert rate_doubled["upper"] - rate_doubled["lower"] == pytest.approx(width, rel=0.05)
+    # as wide as the single copy's, times the t(29) / z factor (1.043) the 30 clusters cost
+    assert 1.0 < (rate_doubled["upper"] - rate_doubled["lower"]) / width < 1.1
 
 
 # --- the API: records, determinism, order, bootstrap --------------------------------------------
@@ -488,12 +494,13 @@ def test_the_result_has_the_documented_keys() -> None:
     assert result["clusters"] == 9 and result["pairs"] == 25 and result["clustered"] is True
     for name in METRIC_NAMES:
         entry = result["intervals"][name]
+        extra = {"standard_error", "df", "centre"} if name == "argument_f1" else {"pairs", "df"}
         assert {"lower", "upper", "method", "discordant", "degenerate", "design_effect",
-                "p_value", "estimate"} == entry.keys()  # fmt: skip
+                "p_value", "estimate"} | extra == entry.keys()  # fmt: skip
         assert entry["discordant"].keys() == {"candidate_only", "reference_only"}
         assert entry["design_effect"] >= 1.0
     assert result["intervals"]["full_call_exact_match"]["method"] == (
-        "bonett_price_adjusted_wald_cluster_adjusted")
+        "bonett_price_adjusted_wald_cr2_bm")
 
 
 @settings(max_examples=30)

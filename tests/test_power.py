@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.core import power
@@ -36,10 +36,48 @@ def test_connor_by_hand_psi_03_delta_01_power_90() -> None:
 
 def test_the_design_effect_multiplies_the_pairs_needed() -> None:
     assert power.required_pairs(0.1, 0.2, design_effect=1.5) == math.ceil(1.5 * 154.599)
-    plan = power.plan(0.1, 15, 5, 100, clusters=50, design_effect=1.5)
+    plan = power.plan(0.1, 15, 5, 100, clusters=50, design_effect=1.5, discordance="observed")
     assert plan["discordant_proportion"] == 0.2
     assert plan["pairs_needed"] == 232 and plan["clusters_needed"] == 116
     assert plan["pilot_pairs"] == 100 and plan["pilot_clusters"] == 50
+
+
+def wilson_upper(discordant: int, pairs: int, deff: float, level: float = 0.8) -> float:
+    """Wilson's one-sided upper limit by hand (Wilson 1927), on n / deff pairs."""
+    from statistics import NormalDist
+
+    n, p = pairs / deff, discordant / pairs
+    z = NormalDist().inv_cdf(level)
+    return (p + z * z / (2 * n) + z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (
+        1 + z * z / n)  # fmt: skip
+
+
+def test_a_plan_sizes_on_the_upper_limit_of_the_pilot_discordance() -> None:
+    plan = power.plan(0.1, 15, 5, 100, clusters=50, design_effect=1.5)
+    upper = wilson_upper(20, 100, 1.5)
+    assert plan["planning_discordance"] == pytest.approx(upper)
+    assert plan["discordant_proportion"] == 0.2 < upper
+    assert plan["pairs_needed"] == math.ceil(1.5 * power.connor_pairs(0.1, upper) - 1e-9)
+    assert plan["sized_on"] == "upper 80% limit of the discordance"
+    assert plan["pilot_too_small"] is False
+    # none of 10 discordant: sized on at least the 1 / n floor, and it says the pilot is small
+    small = power.plan(0.1, 0, 0, 10)
+    assert small["planning_discordance"] == max(0.1, wilson_upper(0, 10, 1.0))  # the 1/n floor
+    assert small["pilot_too_small"] is True
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 50), st.integers(0, 50), st.integers(1, 400), st.floats(1.0, 4.0))
+def test_the_upper_limit_never_sizes_below_the_estimate(
+    b: int, c: int, extra: int, deff: float
+) -> None:
+    pairs = b + c + extra
+    upper = power.plan(0.05, b, c, pairs, design_effect=deff)
+    plug_in = power.plan(0.05, b, c, pairs, design_effect=deff, discordance="observed")
+    assert upper["planning_discordance"] >= min(1.0, (b + c) / pairs)
+    if plug_in["pairs_needed"] is not None:
+        assert upper["pairs_needed"] is not None
+        assert upper["pairs_needed"] >= plug_in["pairs_needed"]
 
 
 def test_minimum_detectable_effect_inverts_connor_by_hand() -> None:

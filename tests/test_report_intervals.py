@@ -41,7 +41,7 @@ def test_ci95_is_still_the_seed_bootstrap_and_intervals_sit_beside_it() -> None:
         entry = block["intervals"][name]
         assert entry["method"] == "bonett_price_adjusted_wald"
         assert entry["lower"] < entry["upper"]
-    assert block["intervals"]["argument_f1"]["method"] == "jackknife_t_paired"
+    assert block["intervals"]["argument_f1"]["method"] == "jackknife_t_pseudo_paired"
     he = built["slices"]["he"]["intervals"]["intervals"]["full_call_exact_match"]
     assert {"lower", "upper", "method", "discordant", "degenerate", "p_value"} <= set(he)
 
@@ -73,9 +73,7 @@ def test_roots_and_translations_are_one_cluster_in_the_overall_interval() -> Non
     # 6 English roots; he-0..he-3 join en-0..en-3; he-9's root is not in the split
     assert built["intervals"]["clusters"] == 7 and built["intervals"]["pairs"] == 11
     assert built["intervals"]["clustered"] is True
-    assert built["intervals"]["intervals"]["full_call_exact_match"]["method"].endswith(
-        "_cluster_adjusted"
-    )
+    assert built["intervals"]["intervals"]["full_call_exact_match"]["method"].endswith("_cr2_bm")
     assert built["power"]["full_call_exact_match"]["clusters"] == 7
     # within one slice each root is alone: nothing is clustered
     assert built["slices"]["en"]["intervals"]["clustered"] is False

@@ -20,6 +20,7 @@ import pytest
 from plugin_helpers import GOLD, call_text, read_json, write_scripted_suite
 
 from pytest_sommelier import cli
+from pytest_sommelier.core import proportions
 
 ADAPTER = {key: call_text(GOLD[key]) for key in ("en-0", "en-1", "en-3", "he-0", "he-1", "he-3")}
 ADAPTER["en-2"] = call_text({"name": "nope", "arguments": {}})
@@ -43,6 +44,17 @@ def bonett_price(b: float, c: float, n: float, level: float = 0.95) -> tuple[flo
     return centre, max(-1.0, centre - half), min(1.0, centre + half)
 
 
+def tango(b: float, c: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """Tango's score interval: what a gate with a non-zero margin reads (checked against the
+    published examples in tests/test_intervals.py)."""
+    lower, upper = proportions.tango_interval(b, c, n, level)
+    return float(lower), float(upper)
+
+
+def tango_p(b: float, c: float, n: float, null: float) -> float:
+    return float(proportions.tango_p_value(b, c, n, null))
+
+
 def bonett_price_p(b: float, c: float, n: float, null: float) -> float:
     p12, p21 = (b + 1) / (n + 2), (c + 1) / (n + 2)
     se = math.sqrt((p12 + p21 - (p12 - p21) ** 2) / (n + 2))
@@ -54,15 +66,52 @@ DIFFERENCES = {"en-0": 0, "en-1": 1, "en-2": 0, "en-3": 1, "he-0": 0, "he-1": 1,
 ROOT_OF = {"he-0": "en-0", "he-1": "en-1", "he-3": "en-3"}
 
 
-def root_design_effect() -> float:
+def root_clusters() -> tuple[list[int], list[float]]:
+    """Cluster sizes and residual sums of the differences, roots as clusters."""
     mean = sum(DIFFERENCES.values()) / 7
-    residuals = {key: d - mean for key, d in DIFFERENCES.items()}
     sums: dict[str, float] = {}
-    for key, r in residuals.items():
-        sums[ROOT_OF.get(key, key)] = sums.get(ROOT_OF.get(key, key), 0.0) + r
-    k, n = len(sums), len(residuals)
-    clustered = k / (k - 1) * sum(s * s for s in sums.values())
-    return clustered / (n / (n - 1) * sum(r * r for r in residuals.values()))
+    sizes: dict[str, int] = {}
+    for key, d in DIFFERENCES.items():
+        root = ROOT_OF.get(key, key)
+        sums[root] = sums.get(root, 0.0) + d - mean
+        sizes[root] = sizes.get(root, 0) + 1
+    return list(sizes.values()), [sums[k] for k in sizes]
+
+
+def root_design_effect() -> float:
+    """The CR2 design effect (Bell & McCaffrey 2002) of the mean difference, by hand: each
+    cluster's squared residual sum over 1 - its leverage m/n, against the pairs' variance."""
+    sizes, sums = root_clusters()
+    n = 7
+    mean = sum(DIFFERENCES.values()) / n
+    square = sum((d - mean) ** 2 for d in DIFFERENCES.values())
+    cr2 = sum(s * s / (1 - m / n) for s, m in zip(sums, sizes, strict=True))
+    return (n - 1) / n * cr2 / square
+
+
+def root_df() -> float:
+    """Bell & McCaffrey's Satterthwaite degrees of freedom from the eigenvalues of G'G."""
+    import numpy as np
+
+    sizes, _ = root_clusters()
+    n = sum(sizes)
+    columns = []
+    start = 0
+    for m in sizes:
+        u = np.zeros(n)
+        u[start:start + m] = 1.0
+        start += m
+        columns.append((u - m / n) / math.sqrt(1 - m / n))
+    eigen = np.linalg.eigvalsh(np.array(columns) @ np.array(columns).T)
+    return float(eigen.sum() ** 2 / (eigen**2).sum())
+
+
+def t_level(level: float, df: float) -> float:
+    """The normal confidence level with the t(df) critical value (scipy, independently)."""
+    from scipy import stats as scipy_stats
+
+    t = scipy_stats.t.ppf(1 - (1 - level) / 2, df)
+    return float(1 - 2 * scipy_stats.norm.cdf(-t))
 
 
 def gate(name: str, **fields: object) -> dict:
@@ -96,11 +145,12 @@ def test_auto_intervals_clustered_by_root_by_default(pytester: pytest.Pytester) 
     block = report["intervals"]
     assert (block["interval"], block["pairs"], block["clusters"]) == ("auto", 7, 4)
     entry = block["intervals"][METRIC]
-    deff = root_design_effect()  # 304/147
+    deff, df = root_design_effect(), root_df()  # 2.133, 2.88
     assert entry["design_effect"] == pytest.approx(deff)
-    _, lower, upper = bonett_price(4 / deff, 0, 7 / deff)
+    assert entry["df"] == pytest.approx(df)
+    _, lower, upper = bonett_price(4 / deff, 0, 7 / deff, t_level(0.95, df))
     assert (entry["lower"], entry["upper"]) == (pytest.approx(lower), pytest.approx(upper))
-    assert entry["method"] == "bonett_price_adjusted_wald_cluster_adjusted"
+    assert entry["method"] == "bonett_price_adjusted_wald_cr2_bm"
     assert entry["discordant"] == {"candidate_only": 4, "reference_only": 0}
     assert report["ci95"]["method"] == "paired_bootstrap_percentile"  # the seed's, kept
     # within one slice every root is alone
@@ -113,28 +163,37 @@ def test_auto_intervals_clustered_by_root_by_default(pytester: pytest.Pytester) 
     assert (selected["lower"], selected["upper"]) == (pytest.approx(-half), pytest.approx(half))
     assert selected["discordant"] == {"candidate_only": 0, "reference_only": 0}
     verdict = by_name(read_json(out / "gate_verdict.json"))
-    assert verdict["superiority"]["passed"] is False  # lower -0.296 <= -0.01
-    assert verdict["superiority"]["observed"] == pytest.approx(lower)
-    assert verdict["superiority"]["underpowered"] is True  # 7 / 2.07 effective pairs: too few
-    assert verdict["equivalence"]["passed"] is True  # +-0.554 inside +-0.6
+    # a margin of -0.01: judged on Tango's score interval over the same adjusted counts
+    margin_lower, margin_upper = tango(4 / deff, 0, 7 / deff, t_level(0.95, df))
+    assert verdict["superiority"]["passed"] is False  # lower -0.264 <= -0.01
+    assert verdict["superiority"]["observed"] == pytest.approx(margin_lower)
+    assert verdict["superiority"]["interval"]["method"] == (
+        "tango_asymptotic_score_cr2_bm")
+    assert "underpowered" not in verdict["superiority"]  # no post-hoc power
+    he_lower, he_upper = tango(0, 0, 3)
+    assert verdict["equivalence"]["interval"]["lower"] == pytest.approx(he_lower)
+    assert verdict["equivalence"]["passed"] is (he_lower >= -0.6 and he_upper <= 0.6)
     result.stdout.fnmatch_lines([
         "*adapter-vs-base (candidate - reference, 95% intervals, interval = auto)*",
-        "*overall: rates bonett_price_adjusted_wald_cluster_adjusted, args_f1 jackknife_t_cluster;"
-        " detectable at 80% power: nothing with 7 pairs (4 clusters, design effect 2.07)*",
+        "*overall: rates bonett_price_adjusted_wald_cr2_bm, args_f1 jackknife_t_pseudo_cluster;"
+        " minimum detectable difference in full_call_exact_match at 80% power (one-sided 2.5%),"
+        " at the observed discordance 0.571: none with 7 pairs (too few) (4 clusters, design"
+        " effect 2.13); few clusters: 4 (under 30); the largest holds 2 of 7 pairs (over 10%):"
+        " the intervals rest on few independent units*",
         "*McNemar (full_call): candidate-only 4, reference-only 0, exact p = 0.125, "
         "mid-p = 0.0625*",
-        "FAIL superiority: adapter-vs-base full_call_exact_match [overall] delta +0.571 "
-        "[-0.296, +1.000]: lower bound -0.296 <= -0.01 (95% bonett_price_adjusted_wald_cluster_"
-        "adjusted); only 4 discordant pairs (fewer than 10); underpowered: nothing detectable at "
-        "80% power",
-        "PASS equivalence: adapter full_call_exact_match [he] gap +0.000 [-0.554, +0.554]: lower "
-        "bound -0.554 >= -0.6; upper bound +0.554 <= 0.6 (95% bonett_price_adjusted_wald); only "
-        "0 discordant pairs (fewer than 10)",
+        f"FAIL superiority: adapter-vs-base full_call_exact_match [overall] delta +0.571 "
+        f"[{margin_lower:+.3f}, {margin_upper:+.3f}]: lower bound {margin_lower:+.3f} <= -0.01 "
+        "(95% tango_asymptotic_score_cr2_bm); only 4 discordant pairs (fewer than 10)",
+        f"PASS equivalence: adapter full_call_exact_match [he] gap +0.000 [{he_lower:+.3f}, "
+        f"{he_upper:+.3f}]: lower bound {he_lower:+.3f} >= -0.6; upper bound {he_upper:+.3f} <= "
+        "0.6 (95% tango_asymptotic_score); only 0 discordant pairs (fewer than 10)",
         "familywise: none: 2 interval gates, each at 95% with no adjustment*",
     ])  # fmt: skip
     result.stdout.re_match_lines([
         r"\s+base\s+he - en\s+3\s+0\.75\s+\+0\.000\s+\[-0\.554, \+0\.554\]\s+0/0\s+"
-        r"bonett_price_adjusted_wald\s+80% power: nothing \(no discordant pair in 3 pairs\)",
+        r"bonett_price_adjusted_wald\s+none measurable \(no discordant pair in 3 pairs\) "
+        r"\(80% power, one-sided 2\.5%\)",
     ])  # fmt: skip
     assert "[+0.000, +0.000]" not in result.stdout.str()
 
@@ -148,20 +207,22 @@ def test_cluster_example_treats_every_pair_alone(pytester: pytest.Pytester) -> N
     _, lower, upper = bonett_price(4, 0, 7)
     assert (entry["lower"], entry["upper"]) == (pytest.approx(lower), pytest.approx(upper))
     assert (entry["method"], entry["design_effect"]) == ("bonett_price_adjusted_wald", 1.0)
-    # the same gate that fails over root clusters passes over independent pairs: -0.003 > -0.01
+    # the margin gate that fails over root clusters passes over independent pairs (Tango's
+    # lower bound +0.015 > -0.01); the gate at 0 reads the Bonett-Price interval and fails
     result, failed = read_json(out / "gate_verdict.json")["gates"]
-    assert result["passed"] is True and result["observed"] == pytest.approx(lower)
-    # at 0 it fails, and 7 pairs could not show the estimate's distance from 0 at 80% power
+    margin_lower, _ = tango(4, 0, 7)
+    assert result["passed"] is True and result["observed"] == pytest.approx(margin_lower)
+    assert result["interval"]["method"] == "tango_asymptotic_score"
+    assert failed["interval"]["method"] == "bonett_price_adjusted_wald"
+    assert failed["observed"] == pytest.approx(lower)
+    # the minimum detectable effect is recorded, never turned into a post-hoc verdict
     s2, z_a, z_b = 7.0, z_of(0.95), NormalDist().inv_cdf(0.8)
     mde = math.sqrt(4 / 7) * (math.sqrt(s2) * z_a + z_b * math.sqrt(s2 - z_a**2 + z_b**2)) / (
         s2 + z_b**2
     )
-    assert failed["passed"] is False and failed["underpowered"] is True
+    assert failed["passed"] is False and "underpowered" not in failed
     assert failed["interval"]["minimum_detectable_effect"] == pytest.approx(mde)
-    assert failed["reason"].endswith(
-        f"underpowered: detectable at 80% power: ±{mde:.2f} with 7 pairs, more than the "
-        "estimate's distance 0.571 from the threshold"
-    )
+    assert "underpowered" not in failed["reason"]
 
 
 def test_interval_bootstrap_is_the_seed_method_everywhere(pytester: pytest.Pytester) -> None:
@@ -173,6 +234,13 @@ def test_interval_bootstrap_is_the_seed_method_everywhere(pytester: pytest.Pytes
             assert (entry["lower"], entry["upper"]) == (bounds["lower"], bounds["upper"])
             assert entry["method"] == "paired_bootstrap_percentile"
     (gate_result,) = read_json(out / "gate_verdict.json")["gates"]
+    # a gate with a margin (-0.01) reads Tango's interval whatever the interval setting
+    assert gate_result["observed"] == pytest.approx(tango(4, 0, 7)[0])
+    assert gate_result["interval"]["method"] == "tango_asymptotic_score"
+    at_zero = gate("at-zero", ci_lower_above=0.0)
+    _, out = session(pytester, [at_zero], **BOOTSTRAP)
+    (gate_result,) = read_json(out / "gate_verdict.json")["gates"]
+    report = read_json(out / "report" / "adapter-vs-base.json")
     assert gate_result["observed"] == report["ci95"]["intervals"][METRIC]["lower"]
     assert gate_result["interval"]["method"] == "paired_bootstrap_percentile"
     result.stdout.fnmatch_lines(["*95% intervals, interval = bootstrap*"])
@@ -201,19 +269,20 @@ def test_declared_cluster_ids_group_rows(pytester: pytest.Pytester) -> None:
 def test_non_inferiority_and_equivalence_are_one_gate_each(pytester: pytest.Pytester) -> None:
     gates = [
         NON_INFERIORITY,
-        gate("non-inferiority-tight", slice="en", ci_lower_at_least=-0.25),
+        gate("non-inferiority-tight", slice="en", ci_lower_at_least=-0.2),
         EQUIVALENCE,
         gate("equivalence-tight", gap="he", ci_lower_at_least=-0.5, ci_upper_at_most=0.5),
         gate("no-big-gain", slice="en", ci_upper_below=0.95),
     ]
     result, out = session(pytester, gates, "--junitxml=junit.xml")
     verdict = by_name(read_json(out / "gate_verdict.json"))
-    _, en_lower, en_upper = bonett_price(2, 0, 4)  # [-0.263, +0.930]
+    en_lower, en_upper = tango(2, 0, 4)  # [-0.235, +0.850]: margin gates read Tango's interval
     assert verdict["non-inferiority"]["observed"] == pytest.approx(en_lower)
+    assert verdict["non-inferiority"]["interval"]["method"] == "tango_asymptotic_score"
     assert verdict["non-inferiority"]["passed"] is True
     assert verdict["non-inferiority-tight"]["passed"] is False
     assert verdict["equivalence"]["passed"] is True
-    assert verdict["equivalence-tight"]["passed"] is False  # +-0.554 is not inside +-0.5
+    assert verdict["equivalence-tight"]["passed"] is False  # +-0.561 is not inside +-0.5
     assert verdict["no-big-gain"]["passed"] is True and verdict["no-big-gain"]["interval"][
         "upper"] == pytest.approx(en_upper)  # fmt: skip
     assert verdict["equivalence"]["threshold"] == {"ci_lower_at_least": -0.6,
@@ -221,10 +290,10 @@ def test_non_inferiority_and_equivalence_are_one_gate_each(pytester: pytest.Pyte
     assert result.ret == 1
     cases = {c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").iter("testcase")}
     message = cases["equivalence-tight"].find("failure").get("message")
-    assert "gap +0.000 [-0.554, +0.554]: lower bound -0.554 < -0.5; upper bound +0.554 > 0.5" in (
+    assert "gap +0.000 [-0.561, +0.561]: lower bound -0.561 < -0.5; upper bound +0.561 > 0.5" in (
         message
     )
-    assert "(observed -0.554" in message  # then the observed bound at full precision
+    assert "(observed -0.561" in message  # then the observed bound at full precision
 
 
 # --- familywise -------------------------------------------------------------------------------
@@ -244,14 +313,14 @@ def test_bonferroni_reads_every_member_at_the_adjusted_level(pytester: pytest.Py
     gates = by_name(verdict)
     for name, (b, c, n) in {"superiority": (4, 0, 7), "non-inferiority": (2, 0, 4),
                             "equivalence": (0, 0, 3)}.items():  # fmt: skip
-        _, lower, upper = bonett_price(b, c, n, level)
+        lower, upper = tango(b, c, n, level)  # every member has a margin
         interval = gates[name]["interval"]
         assert interval["confidence_level"] == pytest.approx(level)
         assert (interval["lower"], interval["upper"]) == (pytest.approx(lower),
                                                           pytest.approx(upper))  # fmt: skip
         assert gates[name]["passed"] is False  # all three pass unadjusted
     result.stdout.fnmatch_lines([
-        "*FAIL equivalence:*(98.3% bonett_price_adjusted_wald)*",
+        "*FAIL equivalence:*(98.3% tango_asymptotic_score)*",
         "familywise: bonferroni over 3 interval gates: each interval at 98.3%",
     ])  # fmt: skip
 
@@ -262,9 +331,9 @@ def test_holm_steps_down_the_members_p_values(pytester: pytest.Pytester) -> None
     result, out = session(pytester, FAMILY, familywise="holm", **EXAMPLE)
     verdict = read_json(out / "gate_verdict.json")
     raw = {
-        "superiority": bonett_price_p(4, 0, 7, -0.01),
-        "non-inferiority": bonett_price_p(2, 0, 4, -0.3),
-        "equivalence": max(bonett_price_p(0, 0, 3, -0.6), bonett_price_p(0, 0, 3, 0.6)),
+        "superiority": tango_p(4, 0, 7, -0.01),
+        "non-inferiority": tango_p(2, 0, 4, -0.3),
+        "equivalence": max(tango_p(0, 0, 3, -0.6), tango_p(0, 0, 3, 0.6)),
     }
     order = sorted(raw, key=raw.get)
     adjusted, running = {}, 0.0
@@ -278,12 +347,19 @@ def test_holm_steps_down_the_members_p_values(pytester: pytest.Pytester) -> None
         assert gates[name]["passed"] is (adjusted[name] <= 0.05)
     assert not any(g["passed"] for g in verdict["gates"])  # each about 0.10 after stepping down
     result.stdout.fnmatch_lines([
-        "FAIL non-inferiority:*; Holm-adjusted p 0.1017 > 0.05",
+        f"FAIL non-inferiority:*; Holm-adjusted p {adjusted['non-inferiority']:.4g} > 0.05",
         "familywise: holm over 3 interval gates: p-values stepped down at 0.05",
     ])  # fmt: skip
 
 
 # --- sommelier plan on the stored run --------------------------------------------------------
+
+
+def wilson_upper(discordant: int, pairs: int, deff: float) -> float:
+    """Wilson's one-sided 80% upper limit of the discordance on n / deff pairs, by hand."""
+    n, p, z = pairs / deff, discordant / pairs, NormalDist().inv_cdf(0.8)
+    return (p + z * z / (2 * n) + z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (
+        1 + z * z / n)  # fmt: skip
 
 
 def connor(effect: float, psi: float, power: float = 0.8) -> float:
@@ -303,14 +379,17 @@ def test_plan_from_the_stored_run(
     assert set(rows) == {"overall", "en", "he"}
     deff = root_design_effect() if cluster == "root" else 1.0
     overall = rows["overall"]
-    assert overall["pairs_needed"] == math.ceil(deff * connor(0.3, 4 / 7))
+    # sized on the upper 80% Wilson limit of the discordance, on the pilot's effective pairs
+    assert overall["sized_on"] == "upper 80% limit of the discordance"
+    assert overall["pairs_needed"] == math.ceil(deff * connor(0.3, wilson_upper(4, 7, deff)))
     assert overall["pilot_clusters"] == (4 if cluster == "root" else 7)
     assert overall["clusters_needed"] == math.ceil(
         overall["pairs_needed"] / (7 / overall["pilot_clusters"])
     )
-    assert rows["en"]["pairs_needed"] == math.ceil(connor(0.3, 2 / 4))
-    # Hebrew: 2 only-adapter pairs of 3 (he-1, he-3): 0.3 is detectable at that discordance
-    assert rows["he"]["pairs_needed"] == math.ceil(connor(0.3, 2 / 3))
+    assert rows["en"]["pairs_needed"] == math.ceil(connor(0.3, wilson_upper(2, 4, 1.0)))
+    # Hebrew: 2 only-adapter pairs of 3 (he-1, he-3): far too few to size on, and it says so
+    assert rows["he"]["pairs_needed"] == math.ceil(connor(0.3, wilson_upper(2, 3, 1.0)))
+    assert rows["he"]["pilot_too_small"] is True
     assert cli.main(["plan", str(pytester.path / "out"), "--effect", "0.9"]) == 0
     text = capsys.readouterr().out
     assert "not detectable" in text  # 0.9 exceeds every slice's discordant proportion

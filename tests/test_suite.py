@@ -337,7 +337,7 @@ def test_statistics_defaults_and_settings(tmp_path: Path) -> None:
         ("interval", "bca", "key 'interval': 'bca' is not one of ['auto', 'bootstrap']"),
         ("cluster", "roots", "key 'cluster': 'roots' is not one of ['root', 'example']"),
         ("familywise", "sidak", "key 'familywise': 'sidak' is not one of"),
-        ("power", 1.0, "key 'power': 1.0 is greater than or equal to the maximum of 1"),
+        ("power", 1.0, "key 'power' = 1.0 is outside [0.5, 0.999]"),
         ("power", "high", "key 'power' must be a number"),
     ],
 )

@@ -3,7 +3,8 @@
 The pilot's stored generations are re-scored through ``data.store.stored`` (the same readers and
 checks as ``sommelier rescore``; nothing in the run folder is written), its comparisons rebuilt,
 and for every comparison and slice (and overall) Connor's (1987) formula is applied to the
-pilot's discordance, design effect and mean cluster size (``core.power.plan``).
+upper 80% confidence limit of the pilot's discordance, its design effect and mean cluster size
+(``core.power.plan``); a block with fewer than 10 discordant pilot pairs is flagged.
 
 Invariant kept: every figure comes from the pilot's own records under its own suite settings
 (seed, level, clusters); a slice whose discordance cannot show the effect says so (``None``
@@ -117,9 +118,12 @@ def plan_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     for name in dict.fromkeys(row["comparison"] for row in rows):
         mine = [row for row in rows if row["comparison"] == name]
         first = mine[0]
+        level = first.get("confidence_level", 0)
+        sized_on = first.get("sized_on", "observed discordance")
         lines.append(
             f"{name} ({first['metric']}): pairs to detect ±{first.get('effect', 0):.3f} at "
-            f"{first.get('power', 0):.0%} power, {first.get('confidence_level', 0):.0%} two-sided"
+            f"{first.get('power', 0):.0%} power, {level:.0%} two-sided (one-sided "
+            f"{(1 - level) * 50:.3g}%), sized on the {sized_on}"
         )
         body = [
             [
@@ -127,19 +131,29 @@ def plan_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 str(row.get("pilot_pairs", 0)),
                 str(row.get("pilot_clusters", "-")),
                 _number(row.get("discordant_proportion")),
+                _number(row.get("planning_discordance")),
                 _number(row.get("design_effect"), 2),
                 _needed(row.get("pairs_needed"), row),
                 _needed(row.get("clusters_needed"), row),
             ]
             for row in mine
         ]
-        header = ["slice", "pilot pairs", "clusters", "discordance", "deff", "pairs needed",
-                  "clusters needed"]  # fmt: skip
+        header = ["slice", "pilot pairs", "clusters", "discordance", "planned on", "deff",
+                  "pairs needed", "clusters needed"]  # fmt: skip
         lines += ["  " + line for line in table(header, body)]
+        small = [row["slice"] for row in mine if row.get("pilot_too_small")]
+        if small:
+            lines.append(
+                f"  pilot too small to estimate the discordance in {', '.join(small)} (fewer "
+                "than 10 discordant pairs): the upper limit is wide, so are the pairs needed; "
+                "run a larger pilot there before trusting the number"
+            )
     lines.append(
-        "pairs needed: Connor (1987) at the pilot's discordant proportion, times its design "
-        "effect; clusters needed: pairs needed / the pilot's pairs per cluster; 'not "
-        "detectable': the effect exceeds the pilot's discordant proportion."
+        "pairs needed: Connor (1987) at the upper 80% confidence limit of the pilot's discordant "
+        "proportion (Wilson, on the pilot's effective pairs; the estimate itself under-delivers "
+        "the power), times its design effect; clusters needed: pairs needed / the pilot's pairs "
+        "per cluster; 'not detectable': the effect exceeds that discordance. Sized for a "
+        "superiority gate (ci_lower_above = 0); a non-inferiority margin needs its own sizing."
     )
     return lines
 
@@ -175,18 +189,30 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _probability(text: str) -> float:
-    """An argparse type: a number strictly between 0 and 1."""
-    value = float(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not strictly between 0 and 1")
+    """An argparse type: a power, as ``[statistics] power`` takes it (data.suite.statistics_bounds)."""
+    from pytest_sommelier.data.suite.statistics_bounds import power_problem
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.8)") from None
+    why = power_problem(value)
+    if why is not None:
+        raise argparse.ArgumentTypeError(f"power {why}")
     return value
 
 
 def _effect(text: str) -> float:
-    """An argparse type: a non-zero difference of at most 1 in size."""
-    value = float(text)
-    if not 0.0 < abs(value) <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not a difference in (0, 1]")
+    """An argparse type: a difference to detect, as ``[statistics] effect`` takes it."""
+    from pytest_sommelier.data.suite.statistics_bounds import effect_problem
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.03)") from None
+    why = effect_problem(value)
+    if why is not None:
+        raise argparse.ArgumentTypeError(f"effect {why}")
     return value
 
 

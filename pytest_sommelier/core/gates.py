@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pytest_sommelier.core import multiplicity
+from pytest_sommelier.core.intervals import RATIO_OF_SUMS, entry_at, is_margin
 from pytest_sommelier.core.power import minimum_detectable_effect
 from pytest_sommelier.core.types import (
     ComparisonReport,
@@ -174,6 +175,8 @@ class _Observed:
     entry: Mapping[str, Any] | None = None
     confidence_level: float | None = None
     power: Mapping[str, Any] | None = None
+    not_evaluable: str | None = None  # why the interval read is no evidence (zero-width)
+    null: float = 0.0  # the null of the entry's p_value
 
 
 @dataclass(frozen=True)
@@ -227,8 +230,21 @@ def _interval_observation(
     delta = (block.get(deltas_key) or {}).get(gate.metric)
     if any(key in thresholds for key in INTERVAL_THRESHOLDS):
         entry, level = _report_entry(block, gate.metric, what)
-        if plan is not None and plan.entry is not None:
+        if plan is not None and plan.method == "bonferroni" and plan.size > 1:
+            if plan.entry is None:
+                raise _Unavailable(
+                    f"{what}: the {gate.metric} interval cannot be recomputed at the familywise "
+                    f"level {_level_text(plan.confidence_level or 0.0)} (bonferroni, family of "
+                    f"{plan.size}); the gate is not evaluable"
+                )
             entry, level = plan.entry, plan.confidence_level
+        null = 0.0
+        if is_margin_gate(gate) and isinstance(entry, Mapping) and level is not None:
+            margin_entry, margin_null = margin_evidence(gate, entry, level)
+            if margin_entry is not None:  # else a block of a report written before 0.4,
+                entry, null = margin_entry, margin_null  # read as it was recorded
+        observed.null = null
+        observed.not_evaluable = zero_width(entry, gate.metric)
         for key in INTERVAL_THRESHOLDS:
             bound = THRESHOLDS[key].bound
             if key in thresholds:
@@ -344,18 +360,64 @@ def is_interval_gate(gate: GateConfig) -> bool:
     )
 
 
-def _distance(estimate: float, thresholds: Mapping[str, float]) -> float | None:
-    """How far the estimate lies on the passing side of its nearest interval threshold
-    (None when it lies on the failing side of one: then the data, not the power, failed it)."""
-    distances = []
-    for key, limit in thresholds.items():
-        rule = THRESHOLDS[key]
-        if rule.reads != "interval":
-            continue
-        distances.append(estimate - limit if rule.bound == "lower" else limit - estimate)
-    if not distances or min(distances) <= 0:
+def _interval_limits(gate: GateConfig) -> list[tuple[str, float]]:
+    """The interval thresholds a gate sets, ``(key, limit)`` in table order."""
+    return [(key, float(getattr(gate, key))) for key in INTERVAL_THRESHOLDS
+            if getattr(gate, key, None) is not None]  # fmt: skip
+
+
+def is_margin_gate(gate: GateConfig) -> bool:
+    """A rate-metric interval gate with a non-zero limit (non-inferiority, a bounded loss,
+    equivalence): judged on Tango's score interval (``core.intervals.MARGIN_RATE_METHOD``)."""
+    limits = [limit for _, limit in _interval_limits(gate)]
+    return (
+        bool(limits) and gate.metric not in RATIO_OF_SUMS and gate.metric != IDENTICAL_METRIC
+        and is_margin(limits)
+    )  # fmt: skip
+
+
+def _side_p(key: str, limit: float, entry: Mapping[str, Any]) -> float:
+    """A member's evidence at one threshold: the p-value at ``limit``, or 1 when the estimate
+    lies on the failing side of it (a difference in the wrong direction is no evidence)."""
+    estimate = float(entry["estimate"])
+    lower = THRESHOLDS[key].bound == "lower"
+    passing_side = estimate > limit if lower else estimate < limit
+    return float(entry["p_value"]) if passing_side else 1.0
+
+
+def margin_evidence(
+    gate: GateConfig, entry: Mapping[str, Any], level: float
+) -> tuple[dict[str, Any] | None, float]:
+    """A margin gate's Tango interval at ``level`` from its entry, with the p-value (and its
+    null) of the threshold that binds: the largest over its limits, as for Holm."""
+    best: tuple[float, float, dict[str, Any]] | None = None
+    for key, limit in _interval_limits(gate):
+        tango = entry_at(dict(entry), level, limit, "tango")
+        if tango is None:
+            return None, 0.0
+        tango["p_value"] = _side_p(key, limit, tango)
+        if best is None or tango["p_value"] > best[0]:
+            best = (tango["p_value"], limit, tango)
+    if best is None:
+        return None, 0.0
+    return best[2], best[1]
+
+
+def zero_width(entry: Any, metric: str) -> str | None:
+    """Why an interval entry is no evidence, or None: a zero-width interval from a finite
+    sample (degenerate: every resample or leave-one-out value equals the estimate) says
+    nothing about the difference, so a gate reading it fails as not evaluable."""
+    if not isinstance(entry, Mapping):
         return None
-    return min(distances)
+    lower, upper = entry.get("lower"), entry.get("upper")
+    flat = isinstance(lower, (int, float)) and isinstance(upper, (int, float)) and lower >= upper
+    if not (flat or entry.get("degenerate")):
+        return None
+    return (
+        f"not evaluable: the {metric} interval is zero-width ({entry.get('method')}): the "
+        "sample shows no variation to measure the difference by (too few pairs or clusters, "
+        "or identical outputs); a zero-width interval is no evidence"
+    )
 
 
 def _power_at(observed: _Observed) -> tuple[float | None, float | None, int | None]:
@@ -392,32 +454,11 @@ def _gate_interval(observed: _Observed) -> GateInterval:
         "degenerate": bool(entry.get("degenerate", False)),
         "design_effect": entry.get("design_effect"),
         "p_value": entry.get("p_value"),
-        "null": 0.0,
+        "null": observed.null,
         "minimum_detectable_effect": mde,
         "pairs": pairs,
         "power": power,
     }
-
-
-def _underpowered(observed: _Observed, thresholds: Mapping[str, float]) -> tuple[bool, str]:
-    """Whether the run could not reliably detect the distance between its estimate and the
-    gate's threshold at the configured power (the minimum detectable effect at the gate's
-    level exceeds it, or no difference is detectable at all), and the phrase saying so."""
-    power, mde, pairs = _power_at(observed)
-    if power is None or observed.estimate is None:
-        return False, ""
-    distance = _distance(observed.estimate, thresholds)
-    if distance is None:
-        return False, ""
-    if mde is None:
-        return True, f"underpowered: no difference is detectable at {power:.0%} power with " \
-                     f"{pairs} pairs"  # fmt: skip
-    if mde <= distance:
-        return False, ""
-    return True, (
-        f"underpowered: detectable at {power:.0%} power: ±{mde:.2f} with {pairs} pairs, "
-        f"more than the estimate's distance {distance:.3f} from the threshold"
-    )
 
 
 def evaluate_gate(
@@ -429,8 +470,9 @@ def evaluate_gate(
     plan: _Plan | None = None,
 ) -> GateResult:
     """One gate's verdict entry: ``{name, kind, metric, slice, passed, observed, threshold,
-    subject, reason}``, plus ``estimate``, ``interval`` and ``underpowered`` for an interval
-    gate (and ``adjusted_p_value`` under ``holm``). A gap gate's ``slice`` is its gap language.
+    subject, reason}``, plus ``estimate`` and ``interval`` for an interval gate (and
+    ``adjusted_p_value`` under ``holm``). A gap gate's ``slice`` is its gap language. A gate
+    whose interval is zero-width fails as not evaluable whatever its bounds say.
     """
     subject = _subject(gate)
     thresholds = _thresholds(gate)
@@ -442,6 +484,8 @@ def evaluate_gate(
     else:
         passed, reason = _apply(observed.values, thresholds)
         value = _observed_value(observed.values)
+        if observed.not_evaluable is not None:
+            passed, reason = False, f"{observed.not_evaluable}; {reason}"
     result: GateResult = {
         "name": gate.name,
         "kind": gate.kind,
@@ -469,10 +513,6 @@ def evaluate_gate(
             passed, reason = False, f"failed: {phrase}; {reason}"
         else:
             reason = f"{reason}; {phrase}"
-    underpowered, phrase = _underpowered(observed, thresholds)
-    result["underpowered"] = underpowered
-    if not passed and underpowered:
-        reason = f"{reason}; {phrase}"
     result["passed"], result["reason"] = passed, reason
     return result
 
@@ -502,18 +542,16 @@ def _gate_p_value(
     eases another member's test), the largest of them (an equivalence gate passes only when
     both reject); ``(None, None)`` when its subject is unavailable."""
     found: list[tuple[float, float]] = []
-    for key in INTERVAL_THRESHOLDS:
-        limit = getattr(gate, key, None)
-        if limit is None:
-            continue
-        entry = interval_at(gate, level, float(limit))
-        p_value = None if entry is None else entry.get("p_value")
-        estimate = None if entry is None else entry.get("estimate")
-        if p_value is None or estimate is None:
+    margin = is_margin_gate(gate)
+    for key, limit in _interval_limits(gate):
+        entry = interval_at(gate, level, limit)
+        if margin and entry is not None:  # a pre-0.4 entry without counts: as recorded
+            entry = entry_at(dict(entry), level, limit, "tango") or entry
+        if entry is None or zero_width(entry, gate.metric) is not None:
             return None, None
-        lower = THRESHOLDS[key].bound == "lower"
-        passing_side = estimate > limit if lower else estimate < limit
-        found.append((float(p_value) if passing_side else 1.0, float(limit)))
+        if entry.get("p_value") is None or entry.get("estimate") is None:
+            return None, None
+        found.append((_side_p(key, limit, entry), limit))
     return max(found) if found else (None, None)
 
 
@@ -561,6 +599,43 @@ def familywise_plans(
     return plans, block
 
 
+def _recorded_entry(
+    gate: GateConfig,
+    arm_reports: Mapping[str, EvaluationReport],
+    comparison_reports: Mapping[str, ComparisonReport],
+) -> Mapping[str, Any] | None:
+    """The interval entry a gate's subject report holds for its metric (None: unavailable)."""
+    subject = _subject(gate)
+    try:
+        if gate.kind in ("comparison", "stored") and subject in comparison_reports:
+            block = _comparison_block(gate, comparison_reports[subject], subject)
+        elif gate.kind == "gap" and subject in arm_reports:
+            block = _lookup(arm_reports[subject], ["paired_slices", str(gate.gap)], subject)
+        else:
+            return None
+        entry, _ = _report_entry(block, gate.metric, subject)
+    except _Unavailable:
+        return None
+    return entry if isinstance(entry, Mapping) else None
+
+
+def _with_recorded(
+    interval_at: IntervalAt | None,
+    arm_reports: Mapping[str, EvaluationReport],
+    comparison_reports: Mapping[str, ComparisonReport],
+) -> IntervalAt:
+    """``interval_at``, falling back to recomputing the recorded entry where it gives none."""
+
+    def at(gate: GateConfig, level: float, null: float) -> Mapping[str, Any] | None:
+        found = interval_at(gate, level, null) if interval_at is not None else None
+        if found is not None:
+            return found
+        entry = _recorded_entry(gate, arm_reports, comparison_reports)
+        return None if entry is None else entry_at(dict(entry), level, null)
+
+    return at
+
+
 def evaluate_gates(
     gates: Sequence[GateConfig],
     arm_reports: Mapping[str, EvaluationReport],
@@ -578,10 +653,14 @@ def evaluate_gates(
     ``errors`` maps an arm or comparison name to why it has no report (e.g. the identity
     gate's refusal); gates on that subject fail with that reason. ``statistics`` gives the
     familywise method (none without it); ``interval_at`` recomputes a gate's interval at an
-    adjusted level or null (required under ``bonferroni`` and ``holm`` with two or more
-    interval gates).
+    adjusted level or null from the run's records; where it cannot (a ``stored`` gate, whose
+    comparison was made from another run's records, or no ``interval_at``) the interval is
+    recomputed from what its entry records (``core.intervals.entry_at``), and a gate whose
+    entry cannot be recomputed fails as not evaluable: every interval gate of the verdict is
+    a member of the one family, whatever its subject.
     """
-    plans, family = familywise_plans(gates, statistics, interval_at)
+    recompute = _with_recorded(interval_at, arm_reports, comparison_reports)
+    plans, family = familywise_plans(gates, statistics, recompute)
     results = [
         evaluate_gate(gate, arm_reports, comparison_reports, errors, plan=plans.get(gate.name))
         for gate in gates
@@ -612,7 +691,7 @@ def gate_text(result: Mapping[str, Any]) -> str:
     """What a gate compared, rounded as displayed (the verdict keeps full precision):
     ``adapter full_call_exact_match [he] gap -0.333 [-1.000, +0.000]: lower bound -1.000 <
     -0.15 (95% bonett_price_adjusted_wald)``, with the discordant pairs when fewer than 10,
-    the Holm-adjusted p-value, and (failed) whether the subject was underpowered."""
+    and the Holm-adjusted p-value; a zero-width interval says it is no evidence."""
     where = f"{result.get('subject', '')} {result['metric']} [{result['slice']}]".strip()
     thresholds = result.get("threshold") or {}
     observed = result.get("observed")
@@ -632,7 +711,11 @@ def gate_text(result: Mapping[str, Any]) -> str:
             checks.append(f"{sign} {limit:g} ({key})")
         return f"{where} {label} {shown} " + ", ".join(checks)
     label = "gap" if result["kind"] == "gap" else "delta"
-    degenerate = " (degenerate)" if interval.get("degenerate") else ""
+    lower_shown, upper_shown = interval.get("lower"), interval.get("upper")
+    flat = interval.get("degenerate") or (
+        lower_shown is not None and upper_shown is not None and lower_shown >= upper_shown
+    )
+    degenerate = " (zero-width: not evaluable)" if flat else ""
     text = (
         f"{where} {label} {_signed(result.get('estimate'))} "
         f"[{_signed(interval.get('lower'))}, {_signed(interval.get('upper'))}]{degenerate}: "
@@ -658,11 +741,4 @@ def gate_text(result: Mapping[str, Any]) -> str:
         strict = any(key in STRICT for key in thresholds)
         alpha = 1.0 - interval["confidence_level"]
         text += "; " + holm_phrase(result["adjusted_p_value"], alpha, strict)
-    if not result.get("passed") and result.get("underpowered"):
-        mde, power = interval.get("minimum_detectable_effect"), interval.get("power") or 0.0
-        if mde is None:
-            text += f"; underpowered: nothing detectable at {power:.0%} power"
-        else:
-            text += (f"; underpowered: detectable at {power:.0%} power: ±{mde:.2f} with "
-                     f"{interval.get('pairs')} pairs")  # fmt: skip
     return text

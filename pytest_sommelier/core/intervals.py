@@ -11,7 +11,9 @@ What ``auto`` chooses (docs/statistics.md shows the coverage benchmark behind it
 
 - the four rate metrics: the Bonett-Price adjusted Wald interval on the discordance table
   (:mod:`pytest_sommelier.core.proportions`); with clusters, the same interval on the counts
-  divided by the design effect of the paired difference (Rao & Scott 1992; Obuchowski 1998);
+  divided by the CR2 design effect of the paired difference, at Bell & McCaffrey's (2002)
+  Satterthwaite degrees of freedom (``_cr2_bm``; the sandwich design effect with z, 0.3's
+  ``_cluster_adjusted``, covered 0.907 with one dominant cluster);
 - ``argument_f1`` (a ratio of sums): the jackknife-t interval
   (:mod:`pytest_sommelier.core.ratio_intervals`), leaving out one pair, or one cluster, at a
   time; it draws no resamples (the BCa and studentized bootstraps covered less at 30 pairs).
@@ -34,7 +36,19 @@ from typing import Any
 import numpy as np
 
 from pytest_sommelier.core import proportions, ratio_intervals
-from pytest_sommelier.core.clusters import cluster_count, cluster_sums, design_effect
+from pytest_sommelier.core.clusters import (
+    bell_mccaffrey_df,
+    cluster_count,
+    cluster_sums,
+    cr2_design_effect_from_sums,
+    design_effect,
+)
+from pytest_sommelier.core.distributions import (
+    normal_cdf,
+    normal_inverse_cdf,
+    t_quantile,
+    two_sided_t_p,
+)
 from pytest_sommelier.core.types import BOOTSTRAP_METHOD
 from pytest_sommelier.errors import InputError, InvariantError
 
@@ -53,11 +67,21 @@ AUTO_RATE_METHOD = "bonett_price"
 """The rate-metric interval ``auto`` uses: the only one of the three that covered >= 0.93 in
 every cell of benchmarks/bench_coverage.py (docs/statistics.md has the table)."""
 
-JACKKNIFE_PAIRS = "jackknife_t_paired"
-JACKKNIFE_CLUSTERS = "jackknife_t_cluster"
+JACKKNIFE_PAIRS = "jackknife_t_pseudo_paired"
+JACKKNIFE_CLUSTERS = "jackknife_t_pseudo_cluster"
+"""``argument_f1``'s ``auto`` methods: the jackknife-t with two half-weight pseudo-units
+(``ratio_intervals.pseudo_jackknife_t_interval``). 0.3 wrote ``jackknife_t_paired`` /
+``jackknife_t_cluster`` (no pseudo-units), which near the ceiling under-covered and could be
+zero-width; :data:`PLAIN_JACKKNIFE` names them."""
+PLAIN_JACKKNIFE = ("jackknife_t_paired", "jackknife_t_cluster")
 PERCENTILE_PAIRS = BOOTSTRAP_METHOD  # one name with stats.BOOTSTRAP_METHOD (core.types)
 PERCENTILE_CLUSTERS = "cluster_bootstrap_percentile"
-CLUSTERED_SUFFIX = "_cluster_adjusted"
+CLUSTERED_SUFFIX = "_cr2_bm"
+"""The suffix of a rate method over clusters: the counts divided by the CR2 design effect and
+the bounds at Bell & McCaffrey's t degrees of freedom (:func:`rate_interval`). 0.3 wrote
+``_cluster_adjusted`` (the sandwich design effect and z), which under-covered with few or
+unequal clusters; an entry of a stored report may still carry that name."""
+LEGACY_CLUSTERED_SUFFIX = "_cluster_adjusted"
 
 Resample = Callable[[np.ndarray], np.ndarray]
 Percentile = Callable[[np.ndarray, float], tuple[np.ndarray, np.ndarray]]
@@ -132,6 +156,43 @@ def _check_rate(name: str, rows: np.ndarray) -> None:
         )
 
 
+def normal_equivalent_level(confidence_level: float, df: float | None) -> float | None:
+    """The confidence level whose normal critical value is the t critical value at ``df``
+    degrees of freedom: ``1 - 2 Phi(-t_{df})``, so a normal-theory interval at that level has
+    the t interval's half-width factor (``confidence_level`` itself for ``df`` None); None
+    when that level rounds to 1 (a t quantile beyond 8 normal deviates: so few degrees of
+    freedom that the interval is all of [-1, 1])."""
+    if df is None:
+        return confidence_level
+    level = 1.0 - 2.0 * normal_cdf(-t_quantile(confidence_level, df))
+    return level if level < 1.0 - 1e-15 else None
+
+
+def t_p_from_normal_p(p_value: float, df: float | None) -> float:
+    """A two-sided normal p-value re-read on t with ``df`` degrees of freedom (the same
+    statistic, ``|z| = -Phi^-1(p/2)``, accurate for tiny p); unchanged for ``df`` None."""
+    if df is None or p_value >= 1.0:
+        return float(p_value)
+    if p_value <= 0.0:
+        return 0.0
+    return two_sided_t_p(-normal_inverse_cdf(p_value / 2.0), df)
+
+
+def cluster_adjustment(difference: np.ndarray, index: np.ndarray) -> tuple[float, float]:
+    """``(design effect, degrees of freedom)`` of a mean over clustered pairs: the CR2 design
+    effect of the per-pair differences (Kish's worst case where none varies) and Bell &
+    McCaffrey's Satterthwaite degrees of freedom of the cluster sizes
+    (:func:`~pytest_sommelier.core.clusters.cr2_design_effect_from_sums`,
+    :func:`~pytest_sommelier.core.clusters.bell_mccaffrey_df`). 0 degrees of freedom with a
+    single cluster: no interval narrower than [-1, 1] can be formed."""
+    k = cluster_count(index)
+    sizes = np.bincount(index, minlength=k).astype(np.float64)
+    residuals = difference - difference.mean()
+    sums = np.bincount(index, weights=residuals, minlength=k)
+    deff = float(cr2_design_effect_from_sums(sums, sizes, float(residuals @ residuals)))
+    return deff, float(bell_mccaffrey_df(sizes))
+
+
 def rate_interval(
     rows: np.ndarray,
     index: np.ndarray,
@@ -141,8 +202,12 @@ def rate_interval(
 ) -> dict[str, Any]:
     """One rate metric's paired interval from its unit rows (0/1 over 1).
 
-    With clusters the counts are divided by the design effect of the per-pair difference
-    ``cand - ref`` before the method is applied (the method name gains ``_cluster_adjusted``).
+    With clusters the counts are divided by the CR2 design effect of the per-pair difference
+    ``cand - ref`` and the method is applied at the confidence level whose normal critical
+    value is Bell & McCaffrey's t quantile (:func:`cluster_adjustment`; the method name gains
+    ``_cr2_bm``, the entry records ``df``). The coverage benchmark behind the choice:
+    benchmarks/bench_coverage_small.py (docs/statistics.md has the table). With one cluster the
+    interval is [-1, 1].
     """
     ref, cand = rows[:, 0] > 0, rows[:, 2] > 0
     pairs = rows.shape[0]
@@ -151,36 +216,54 @@ def rate_interval(
          np.count_nonzero(ref & ~cand), np.count_nonzero(~ref & ~cand)],
         dtype=np.float64,
     )  # fmt: skip
-    deff = 1.0
-    if is_clustered(index):
-        difference = cand.astype(np.float64) - ref.astype(np.float64)
-        deff = design_effect(difference - difference.mean(), index)
-    both, b, c, neither = cells / deff
-    n = pairs / deff
-    if method == "tango":
-        lower, upper = proportions.tango_interval(b, c, n, confidence_level)
-        p_value = proportions.tango_p_value(b, c, n, null)
-    elif method == "bonett_price":
-        lower, upper = proportions.bonett_price_interval(b, c, n, confidence_level)
-        p_value = proportions.bonett_price_p_value(b, c, n, null)
-    elif method == "newcombe":
-        lower, upper = proportions.newcombe_interval(both, b, c, neither, confidence_level)
-        p_value = proportions.newcombe_p_value(both, b, c, neither, null)
-    else:
+    if method not in RATE_METHODS:
         raise InputError("SOM-STATS-PARAMETER", f"unknown rate interval method {method!r}",
                          f"use one of {', '.join(RATE_METHODS)}")  # fmt: skip
-    name = RATE_METHODS[method] + (CLUSTERED_SUFFIX if is_clustered(index) else "")
+    deff, df = 1.0, None
+    clustered = is_clustered(index)
+    if clustered:
+        difference = cand.astype(np.float64) - ref.astype(np.float64)
+        deff, df = cluster_adjustment(difference, index)
     estimate = float((cells[1] - cells[2]) / pairs)
-    return {
+    entry: dict[str, Any] = {
         "estimate": estimate,
-        "lower": min(float(lower), estimate),
-        "upper": max(float(upper), estimate),
-        "method": name,
+        "method": RATE_METHODS[method] + (CLUSTERED_SUFFIX if clustered else ""),
         "discordant": {"candidate_only": int(cells[1]), "reference_only": int(cells[2])},
         "degenerate": False,
         "design_effect": float(deff),
-        "p_value": float(p_value),
+        "pairs": int(pairs),
     }
+    if df is not None:
+        entry["df"] = df
+    if df is not None and df <= 0.0:  # one cluster: nothing to measure the spread by
+        return {**entry, "lower": -1.0, "upper": 1.0, "p_value": 1.0}
+    lower, upper, p_value = _rate_bounds(method, cells / deff, confidence_level, null, df)
+    return {**entry, "lower": min(lower, estimate), "upper": max(upper, estimate),
+            "p_value": p_value}  # fmt: skip
+
+
+def _rate_bounds(
+    method: str, cells: np.ndarray, confidence_level: float, null: float, df: float | None
+) -> tuple[float, float, float]:
+    """``(lower, upper, p_value)`` of one rate method on (possibly scaled) table cells
+    ``[both, b, c, neither]``, at t with ``df`` degrees of freedom when given."""
+    both, b, c, neither = (float(x) for x in cells)
+    n = both + b + c + neither
+    level = normal_equivalent_level(confidence_level, df)
+    if level is None:
+        return -1.0, 1.0, t_p_from_normal_p(
+            float(proportions.bonett_price_p_value(b, c, n, null)), df
+        )
+    if method == "tango":
+        lower, upper = proportions.tango_interval(b, c, n, level)
+        p_value = proportions.tango_p_value(b, c, n, null)
+    elif method == "bonett_price":
+        lower, upper = proportions.bonett_price_interval(b, c, n, level)
+        p_value = proportions.bonett_price_p_value(b, c, n, null)
+    else:
+        lower, upper = proportions.newcombe_interval(both, b, c, neither, level)
+        p_value = proportions.newcombe_p_value(both, b, c, neither, null)
+    return float(lower), float(upper), t_p_from_normal_p(float(p_value), df)
 
 
 def pair_sums_needed(interval: str, index: np.ndarray) -> bool:
@@ -198,15 +281,16 @@ def ratio_interval(
     percentile: Percentile,
     null: float = 0.0,
 ) -> dict[str, Any]:
-    """``argument_f1``'s jackknife-t interval over pairs or clusters.
+    """``argument_f1``'s jackknife-t interval with two half-weight pseudo-units, over pairs or
+    clusters (:func:`~pytest_sommelier.core.ratio_intervals.pseudo_jackknife_t_interval`).
 
-    Where the jackknife is undefined although the statistic varies (a zero jackknife spread
-    from very few units) the seed's percentile bootstrap over the same units is used instead
-    (``pair_replicates`` when given, else drawn with ``resample``), and its method recorded.
+    It is zero-width (degenerate) only when no unit has a denominator. Where it is undefined
+    the seed's percentile bootstrap over the same units is used instead (``pair_replicates``
+    when given, else drawn with ``resample``), and its method recorded.
     """
     clustered = is_clustered(index)
     units = cluster_sums(rows, index) if clustered else rows
-    jackknife = ratio_intervals.jackknife_t_interval(units, confidence_level, null=null)
+    jackknife = ratio_intervals.pseudo_jackknife_t_interval(units, confidence_level, null=null)
     deff = 1.0
     if clustered:
         deff = design_effect(ratio_intervals.linearized_residuals(rows), index)
@@ -219,6 +303,9 @@ def ratio_interval(
         "degenerate": bool(jackknife["degenerate"]),
         "design_effect": float(deff),
         "p_value": jackknife["p_value"],
+        "standard_error": float(jackknife["standard_error"]),
+        "df": float(jackknife["df"]),
+        "centre": float(jackknife.get("centre", jackknife["estimate"])),
     }
     if not jackknife["defined"]:
         replicates = pair_replicates
@@ -231,6 +318,7 @@ def ratio_interval(
             method=PERCENTILE_CLUSTERS if clustered else PERCENTILE_PAIRS,
             p_value=ratio_intervals.percentile_p_value(replicates, null),
         )
+        del entry["standard_error"], entry["df"], entry["centre"]
     return entry
 
 
@@ -263,9 +351,11 @@ def paired_interval_block(
     :func:`pair_sums_needed`, used when given); ``resample(rows)`` returns such sums for other
     unit rows (clusters), drawn the same way; ``percentile`` is the seed's percentile rule.
     ``p_value`` is each method's two-sided test of ``difference == null`` (a gate's margin;
-    0 by default). Returns ``{confidence_level, interval, pairs, clusters, clustered, null,
-    intervals: {metric: {estimate, lower, upper, method, discordant, degenerate, design_effect,
-    p_value}}}``.
+    0 by default). Returns ``{confidence_level, interval, pairs, clusters, clustered,
+    largest_cluster (the pairs of the largest cluster), null, intervals: {metric: {estimate,
+    lower, upper, method, discordant, degenerate, design_effect, p_value, ...}}}`` (a rate
+    entry adds ``pairs``, and ``df`` over clusters; a jackknife-t entry ``standard_error`` and
+    ``df``).
     """
     check_interval(interval)
     matrices = [np.asarray(m, dtype=np.float64) for m in (ref_num, ref_den, cand_num, cand_den)]
@@ -277,6 +367,7 @@ def paired_interval_block(
         "pairs": pairs,
         "clusters": cluster_count(index),
         "clustered": clustered,
+        "largest_cluster": int(np.bincount(index).max()) if index.size else 0,
         "null": float(null),
     }
     if pair_sums_needed(interval, index) and pair_sums is None:
@@ -362,4 +453,81 @@ def _bootstrap_intervals(
             "design_effect": float(design_effect(residuals, index)) if clustered else 1.0,
             "p_value": ratio_intervals.percentile_p_value(differences[:, column], null),
         }
+        if name not in RATIO_OF_SUMS:
+            entries[name]["pairs"] = int(np.count_nonzero(counted_rows(rows)))
     return entries
+
+
+
+MARGIN_RATE_METHOD = "tango"
+"""The rate interval a gate with a non-zero margin reads: Tango's score interval, whose type I
+error at the margin stayed at or under 0.030 (one-sided nominal 0.025) in every cell of the
+margin table of benchmarks/bench_coverage.py, where the Bonett-Price bound reached 0.069 (its
+pseudo-pairs pull the estimate towards 0, the passing side of a negative margin)."""
+
+_RATE_METHOD_OF = {name: key for key, name in RATE_METHODS.items()}
+
+
+def entry_at(
+    entry: Any, confidence_level: float, null: float, method: str | None = None
+) -> dict[str, Any] | None:
+    """An interval entry recomputed at another ``confidence_level`` and ``null`` from what it
+    records, without the records: a rate entry (``method``: one of :data:`RATE_METHODS` but
+    ``newcombe``, which needs the whole table; default the entry's own) from its discordant
+    counts, counted ``pairs`` and design effect (the counts divided by it, as
+    :func:`rate_interval` does); a jackknife-t entry from its ``standard_error`` and ``df``.
+
+    None when the entry does not record what it takes (a bootstrap or ``ci95`` entry, a report
+    written before entries recorded their pairs, no pairs, a degenerate entry): a gate that
+    needs it then fails as not evaluable.
+    """
+    if not isinstance(entry, dict) or entry.get("estimate") is None or entry.get("degenerate"):
+        return None
+    estimate, name = float(entry["estimate"]), str(entry.get("method", ""))
+    if name in (JACKKNIFE_PAIRS, JACKKNIFE_CLUSTERS, *PLAIN_JACKKNIFE):
+        se, df = entry.get("standard_error"), entry.get("df")
+        if not isinstance(se, (int, float)) or not isinstance(df, (int, float)) or se <= 0:
+            return None
+        centre = float(entry.get("centre", estimate))
+        t = t_quantile(confidence_level, float(df))
+        return {
+            **entry,
+            "lower": max(-1.0, min(estimate, centre - t * se)),
+            "upper": min(1.0, max(estimate, centre + t * se)),
+            "p_value": two_sided_t_p((centre - null) / se, float(df)),
+        }
+    base = name.removesuffix(CLUSTERED_SUFFIX).removesuffix(LEGACY_CLUSTERED_SUFFIX)
+    key = method or _RATE_METHOD_OF.get(base)
+    pairs, deff = entry.get("pairs"), entry.get("design_effect")
+    counts = entry.get("discordant")
+    if key not in ("tango", "bonett_price") or not isinstance(counts, dict):
+        return None
+    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs <= 0:
+        return None
+    deff = max(1.0, float(deff)) if isinstance(deff, (int, float)) else 1.0
+    df = entry.get("df") if isinstance(entry.get("df"), (int, float)) else None
+    suffix = ""
+    if name.endswith(LEGACY_CLUSTERED_SUFFIX):
+        suffix = LEGACY_CLUSTERED_SUFFIX
+    elif df is not None or "cluster" in name:
+        suffix = CLUSTERED_SUFFIX
+    if df is not None and df <= 0.0:
+        return {**entry, "lower": -1.0, "upper": 1.0, "p_value": 1.0,
+                "method": RATE_METHODS[key] + suffix}  # fmt: skip
+    b, c = counts["candidate_only"], counts["reference_only"]
+    cells = np.array([0.0, b, c, pairs - b - c]) / deff
+    lower, upper, p_value = _rate_bounds(key, cells, confidence_level, null, df)
+    return {
+        **entry,
+        "lower": min(lower, estimate),
+        "upper": max(upper, estimate),
+        "method": RATE_METHODS[key] + suffix,
+        "design_effect": deff,
+        "p_value": p_value,
+    }
+
+
+def is_margin(limits: Sequence[float]) -> bool:
+    """Whether interval thresholds at ``limits`` make a margin gate (any limit non-zero:
+    non-inferiority, a bounded loss, equivalence) rather than a test against no difference."""
+    return any(float(limit) != 0.0 for limit in limits)

@@ -106,6 +106,7 @@ class RunOutcome:
     missing: dict[str, int]  # arm -> examples not scored
     generations: dict[str, Generations] = field(default_factory=dict)  # arm -> slice -> records
     rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)  # core.noise
+    interval_at: IntervalAt | None = None  # the gates' familywise recomputation (stored gates)
 
 
 STATISTICS_ADDED = ("interval", "cluster", "familywise", "power")
@@ -513,6 +514,7 @@ def evaluate_run(
         and not list(errored)
     )
     comparison_reports, comparison_errors = build_comparisons(suite, built, split)
+    interval_at = gate_intervals(suite, split, built, comparison_reports)
     verdict = (
         evaluate_gates(
             suite.gates,
@@ -522,7 +524,7 @@ def evaluate_run(
             run_id=run_id,
             errors=comparison_errors,
             statistics=suite.statistics,
-            interval_at=gate_intervals(suite, split, built, comparison_reports),
+            interval_at=interval_at,
         )
         if gates
         else None
@@ -539,6 +541,7 @@ def evaluate_run(
         missing=built.missing,
         generations=built.generations,
         rebatched=built.rebatched,
+        interval_at=interval_at,
     )
 
 

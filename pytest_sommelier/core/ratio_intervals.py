@@ -170,6 +170,72 @@ def jackknife_t_interval(
     return result
 
 
+PSEUDO_WEIGHT = 0.5
+"""The weight of each of the two pseudo-units of :func:`pseudo_jackknife_t_interval`."""
+
+
+def pseudo_jackknife_t_interval(
+    rows: Any, confidence_level: float, weights: Any = None, null: float = 0.0,
+    pseudo_weight: float = PSEUDO_WEIGHT,
+) -> dict[str, Any]:  # fmt: skip
+    """The jackknife-t interval with a continuity correction: two pseudo-units are added, one
+    where only the candidate scores (F1 1 against 0) and one where only the reference does,
+    each with the units' mean denominator and weight ``pseudo_weight`` (0.5), in the manner of
+    the pseudo-pairs Bonett & Price (2012) add to a paired rate (after Agresti & Caffo 2000,
+    Am Stat 54:280-288). Near the metric's ceiling (most calls perfect on both arms) the plain
+    jackknife-t covered 0.46-0.89 with up to 54% zero-width intervals; this one covered at
+    least 0.94 in every cell, never zero-width, within 1.014x of the plain width at 300 pairs
+    (benchmarks/bench_f1_ceiling.py; docs/statistics.md).
+
+    The leave-one-out values leave each real unit (one copy of a weighted row) or each
+    pseudo-unit out; the standard error is the weighted jackknife's over ``k = units + 2w``
+    with ``k - 1`` degrees of freedom, centred on the pseudo-augmented statistic; the
+    interval is widened where needed to hold the raw estimate (which is what is reported) and
+    clipped to [-1, 1]. ``p_value``: the two-sided t test of ``difference == null`` with the
+    same centre, standard error and degrees of freedom. Returns ``{estimate, lower, upper,
+    centre, degenerate, standard_error, df, p_value, defined}``; degenerate (zero-width at the
+    estimate) only when no unit has a denominator.
+    """
+    matrix = np.asarray(rows, dtype=np.float64)
+    w = _weights(matrix, weights)
+    estimate = float(ratio_difference(w @ matrix))
+    result: dict[str, Any] = {
+        "estimate": estimate, "lower": estimate, "upper": estimate, "degenerate": True,
+        "standard_error": 0.0, "df": 0.0, "p_value": 1.0, "defined": True,
+    }  # fmt: skip
+    present = w > 0
+    if not present.any():
+        return result
+    denominator = float(w @ (matrix[:, 1] + matrix[:, 3])) / (2.0 * float(w.sum()))
+    if denominator <= 0.0:
+        return result
+    d = denominator
+    pseudo = np.array([[0.0, d, d, d], [d, d, 0.0, d]])
+    units = np.vstack([matrix[present], pseudo])
+    weight = np.concatenate([w[present], [pseudo_weight, pseudo_weight]])
+    leave = np.concatenate([np.ones(int(present.sum())), [pseudo_weight, pseudo_weight]])
+    total = weight @ units
+    loo = ratio_difference(total[None, :] - units * leave[:, None])
+    k = float(weight.sum())
+    mean = float(weight @ loo) / k
+    se = math.sqrt(max((k - 1.0) / k * float(weight @ ((loo - mean) ** 2)), 0.0))
+    centre = float(ratio_difference(total))
+    df = k - 1.0
+    if se <= _TOLERANCE or df <= 0.0:
+        return result
+    t = t_quantile(confidence_level, df)
+    result.update(
+        lower=max(-1.0, min(estimate, centre - t * se)),
+        upper=min(1.0, max(estimate, centre + t * se)),
+        centre=centre,
+        degenerate=False,
+        standard_error=se,
+        df=df,
+        p_value=two_sided_t_p((centre - null) / se, df),
+    )
+    return result
+
+
 def _close(values: np.ndarray, target: float) -> np.ndarray:
     """Replicates equal to ``target`` up to rounding (relative 1e-12)."""
     return np.abs(values - target) <= _TOLERANCE * max(1.0, abs(target))

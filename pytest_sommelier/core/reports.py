@@ -833,6 +833,7 @@ def power_block(
             discordant["candidate_only"], discordant["reference_only"], pairs,
             clusters=cluster_count, design_effect=max(1.0, entry.get("design_effect") or 1.0),
             confidence_level=block["confidence_level"], power=statistics.power,
+            effect=statistics.effect,
         ))  # fmt: skip
     return out
 

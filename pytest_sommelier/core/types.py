@@ -98,6 +98,7 @@ class StatisticsConfig:
     familywise: str = "none"
     power: float = 0.8
     noise_floor: int = 0
+    effect: float | None = None  # the difference the suite cares about: the design's power for it
 
 
 @dataclass(frozen=True)
@@ -373,6 +374,7 @@ class PairedInterval(TypedDict):
     degenerate: bool
     design_effect: float | None
     p_value: float | None
+    pairs: NotRequired[int]  # a rate metric's counted pairs (a margin gate's Tango interval)
 
 
 class PairedIntervals(TypedDict):
@@ -384,6 +386,7 @@ class PairedIntervals(TypedDict):
     pairs: int
     clusters: int
     clustered: bool
+    largest_cluster: NotRequired[int]  # the pairs of the largest cluster (the views' warning)
     null: float
     seed: int
     resamples: int
@@ -403,6 +406,8 @@ class PowerSummary(TypedDict):
     discordance_floored: bool
     minimum_detectable_effect: float | None
     attainable: bool
+    effect: NotRequired[float]  # [statistics] effect, when the suite declares one
+    power_at_effect: NotRequired[float | None]
 
 
 PowerBlock = dict[str, PowerSummary]
@@ -627,7 +632,6 @@ class GateResult(TypedDict):
     estimate: NotRequired[float | None]
     interval: NotRequired[GateInterval]
     adjusted_p_value: NotRequired[float | None]  # familywise "holm"
-    underpowered: NotRequired[bool]
     # compare-fail gates (data.store.history_gate): the paired difference, its interval and the
     # flipped examples against the stored run, shown beside a failed gate
     evidence: NotRequired[str]

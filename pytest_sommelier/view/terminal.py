@@ -39,6 +39,7 @@ from pytest_sommelier.view.text import (
     fmt,
     fmt_interval,
     methods_text,
+    power_cell,
     power_text,
     selected_block,
     selected_interval,
@@ -238,7 +239,6 @@ def gap_lines(
     for arm, report in arm_reports.items():
         for lang, block in (report.get("paired_slices") or {}).items():
             entry = selected_interval(block, metric)
-            detail = power_text(block, metric) or ""
             rows.append(
                 [
                     arm,
@@ -249,13 +249,13 @@ def gap_lines(
                     fmt_interval(entry),
                     discordant_text(entry),
                     str((entry or {}).get("method") or selected_block(block).get("method")),
-                    detail.removeprefix("detectable at "),
+                    power_cell(block, metric),
                 ]
             )
     if not rows:
         return []
     header = ["arm", "gap", "pairs", "coverage", SHORT[metric], "interval", "discordant",
-              "method", "detectable"]  # fmt: skip
+              "method", "minimum detectable"]  # fmt: skip
     return table(header, rows)
 
 

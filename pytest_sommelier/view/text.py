@@ -61,29 +61,85 @@ def methods_text(block: Mapping[str, Any]) -> str:
     return ", ".join([f"rates {rate}", *others])
 
 
+def _one_sided(summary: Mapping[str, Any]) -> str:
+    """``one-sided 2.5%``: the level of a claim on one bound of the summary's two-sided level."""
+    return f"one-sided {(1.0 - summary['confidence_level']) * 50:.3g}%"
+
+
+def _detectable(summary: Mapping[str, Any]) -> tuple[str, str]:
+    """``(where, value)``: at which discordance, and the minimum detectable difference (or why
+    there is none) of a power summary with pairs."""
+    pairs, mde = summary["pairs"], summary.get("minimum_detectable_effect")
+    psi = summary.get("discordant_proportion")
+    where = f", at the observed discordance {psi:.3f}" if psi is not None else ""
+    if summary.get("discordance_floored"):
+        return "", f"none measurable (no discordant pair in {pairs} pairs)"
+    if mde is None:
+        return where, f"none with {pairs} pairs (too few)"
+    if not summary.get("attainable", True):
+        return where, f"none with {pairs} pairs (it would take {mde:.2f}, beyond the discordance)"
+    return where, f"{mde:.2f} with {pairs} pairs"
+
+
 def power_text(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str | None:
-    """``detectable at 80% power: ±0.12 with 84 pairs (48 clusters, design effect 1.30)``
-    from a block's power summary (None without one)."""
+    """``minimum detectable difference in full_call_exact_match at 80% power (one-sided 2.5%),
+    at the observed discordance 0.488: 0.24 with 84 pairs (48 clusters, design effect 1.30)``,
+    then, when the suite declares ``[statistics] effect``, the design's power for it (None
+    without a power summary). A planning figure: what a run of this size would detect at this
+    discordance, not a verdict on this run's estimate (its gates test that)."""
     summary = (block.get("power") or {}).get(metric)
     if not summary:
         return None
     power, pairs = summary["power"], summary["pairs"]
-    mde = summary.get("minimum_detectable_effect")
-    head = f"detectable at {power:.0%} power:"
+    head = f"minimum detectable difference in {metric} at {power:.0%} power ({_one_sided(summary)})"
     if not pairs:
-        text = f"{head} nothing (no pairs)"
-    elif summary.get("discordance_floored"):
-        text = f"{head} nothing (no discordant pair in {pairs} pairs)"
-    elif mde is None:
-        text = f"{head} nothing with {pairs} pairs"
-    elif not summary.get("attainable", True):
-        psi = summary["discordant_proportion"]
-        text = f"{head} nothing at discordance {psi:.3f} with {pairs} pairs (±{mde:.2f} needed)"
-    else:
-        text = f"{head} ±{mde:.2f} with {pairs} pairs"
+        return f"{head}: none (no pairs)"
+    where, value = _detectable(summary)
+    text = f"{head}{where}: {value}"
     if summary.get("clusters") is not None and summary["clusters"] < pairs:
         text += f" ({summary['clusters']} clusters, design effect {summary['design_effect']:.2f})"
-    return text
+    if "effect" in summary:
+        at = summary.get("power_at_effect")
+        shown = "n/a (beyond the discordance)" if at is None else f"{at:.0%}"
+        text += f"; the design's power for a difference of {summary['effect']:.3g}: {shown}"
+    warning = cluster_warning(block)
+    return text if warning is None else f"{text}; {warning}"
+
+
+FEW_CLUSTERS = 30
+LARGEST_CLUSTER_SHARE = 0.1
+
+
+def cluster_warning(block: Mapping[str, Any]) -> str | None:
+    """``few clusters: 12 (under 30); the largest holds 20 of 40 pairs (over 10%)``: a
+    clustered block's intervals rest on few independent units (their coverage was measured
+    down to 10 clusters and one cluster of half the pairs, docs/statistics.md); None when the
+    block is not clustered or has enough clusters of balanced size."""
+    selected = selected_block(block)
+    if not selected.get("clustered"):
+        return None
+    clusters, pairs = selected.get("clusters") or 0, selected.get("pairs") or 0
+    largest = selected.get("largest_cluster")
+    parts = []
+    if clusters < FEW_CLUSTERS:
+        parts.append(f"{clusters} (under {FEW_CLUSTERS})")
+    if isinstance(largest, int) and pairs and largest > LARGEST_CLUSTER_SHARE * pairs:
+        parts.append(f"the largest holds {largest} of {pairs} pairs (over 10%)")
+    if not parts:
+        return None
+    return "few clusters: " + "; ".join(parts) + ": the intervals rest on few independent units"
+
+
+def power_cell(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str:
+    """The minimum detectable difference as a table cell: ``0.24 (80% power, one-sided 2.5%)``
+    (``none ...`` with the reason; empty without a power summary)."""
+    summary = (block.get("power") or {}).get(metric)
+    if not summary:
+        return ""
+    level = f"({summary['power']:.0%} power, {_one_sided(summary)})"
+    if not summary["pairs"]:
+        return f"none (no pairs) {level}"
+    return f"{_detectable(summary)[1]} {level}"
 
 
 def discordant_text(entry: Mapping[str, Any] | None) -> str:

@@ -160,6 +160,7 @@ def verdict_against_stored(
     verdict = outcome.verdict
     if verdict is None:
         return None
+    interval_at = outcome.interval_at
     if any(gate.kind == "stored" for gate in suite.gates):
         blocks, errors = _stored_gate_inputs(suite, against)
         verdict = evaluate_gates(
@@ -169,6 +170,8 @@ def verdict_against_stored(
             complete=outcome.complete,
             run_id=outcome.run_id,
             errors={**outcome.comparison_errors, **errors},
+            statistics=suite.statistics,
+            interval_at=interval_at,
         )
     if compare is None or not fail_specs or compare in against.missing:
         return verdict

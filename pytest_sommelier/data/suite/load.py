@@ -60,7 +60,8 @@ DEFAULT_STATISTICS: dict[str, Any] = {
     "power": 0.8,
 }
 """``[statistics]`` defaults; the schema (``schemas/suite.schema.json``) checks every key's
-type and choices (``interval``, ``cluster``, ``familywise``, ``power`` in (0, 1))."""
+type and choices (``interval``, ``cluster``, ``familywise``); ``statistics_bounds`` the ranges
+(``power`` in [0.5, 0.999], ``effect`` in [0.0001, 1], finite numbers only)."""
 
 
 def load_suite(path: str | os.PathLike[str]) -> Suite:
@@ -106,6 +107,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             familywise=statistics["familywise"],
             power=float(statistics["power"]),
             noise_floor=_noise_floor(statistics, gates, label),
+            effect=None if statistics.get("effect") is None else abs(float(statistics["effect"])),
         ),
         gates=gates,
         engine=engine,

@@ -1,0 +1,257 @@
+"""Benchmark: the designs where the 0.3 intervals failed (issue 26), each method beside the one
+it replaced.
+
+Margins part (exact, no simulation). A gate with a margin passes when its bound clears the
+margin; its type I error is the probability that it passes when the true difference sits *at*
+the margin. For a rate metric the discordance table is multinomial, so the error is a finite
+sum over every ``(b, c)``, computed exactly here for n = 20-300. Cells: non-inferiority at 95%
+(``ci_lower_at_least = -m``: one-sided nominal 0.025) and equivalence at 90% (``+-m``: nominal
+0.05), with the discordance at the margin one-sided (only the base hits: ``pb = m``, ``pa = 0``)
+or two-sided (``pb = m + 0.05``, ``pa = 0.05``); Bonett-Price (the 0.3 reading) against Tango's
+score interval (what a margin gate reads now).
+
+Clusters part (simulated, vectorised: every run of a cell is one row of a matrix). Cluster
+designs: K = 10, 20 or 30 clusters of 1-4 pairs, one dominant cluster (20 pairs among 20 or 40
+single pairs), within-cluster correlation ICC 0.3 or 0.9 (each pair repeats its cluster's
+outcome with that probability, else draws its own, so every pair keeps the marginal
+probabilities); discordance one-sided (``pb = 0``, ``pa = 0.1``) or two-sided (``pb = 0.05``,
+``pa = 0.15``); unclustered control cells at n = 20-1000. Methods: ``bp_deff_z`` (0.3's
+``auto``: Bonett-Price on the counts divided by the sandwich design effect, worst case n/K),
+``bp_deff_t`` (the same with t(K-1)), ``bp_cr2_bm`` (Bonett-Price with the CR2 design effect of
+Bell & McCaffrey 2002 and their Satterthwaite degrees of freedom, worst case Kish's
+sum(m^2)/n: ``core.clusters.cr2_design_effect``, ``bell_mccaffrey_df``).
+
+    python benchmarks/bench_coverage_small.py [--runs 4000] [--part margins|clusters|all]
+                                              [--markdown]
+
+Sized for one core: the margins part takes a few seconds, the clusters part about a minute at
+4,000 runs per cell (the output says how long each part took).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from pytest_sommelier.core import proportions
+from pytest_sommelier.core.clusters import (
+    bell_mccaffrey_df,
+    cr2_design_effect_from_sums,
+    kish_design_effect,
+)
+from pytest_sommelier.core.distributions import t_quantile
+
+BOTH = 0.55
+MARGINS = (0.02, 0.05, 0.1, 0.2)
+MARGIN_SIZES = (20, 50, 100, 300)
+
+
+# --- margins: exact type I error at the margin ---------------------------------------------
+
+
+def table_probabilities(n: int, pa: float, pb: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every ``(b, c)`` with ``b + c <= n`` and its multinomial probability (b: only the
+    adapter hits, with ``pa``; c: only the base hits, with ``pb``)."""
+    b, c = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    keep = b + c <= n
+    b, c = b[keep].astype(float), c[keep].astype(float)
+    rest = 1.0 - pa - pb
+    log_p = (
+        math.lgamma(n + 1) - np.vectorize(math.lgamma)(b + 1) - np.vectorize(math.lgamma)(c + 1)
+        - np.vectorize(math.lgamma)(n - b - c + 1)
+        + np.where(b > 0, b * math.log(pa) if pa > 0 else -np.inf, 0.0)
+        + np.where(c > 0, c * math.log(pb) if pb > 0 else -np.inf, 0.0)
+        + (n - b - c) * math.log(rest)
+    )  # fmt: skip
+    p = np.exp(log_p)
+    mass = p > 1e-16
+    return b[mass], c[mass], p[mass]
+
+
+def type_one_error(n: int, margin: float, two_sided: bool, method: str, design: str) -> float:
+    """P(the gate passes | true difference -margin), exactly."""
+    extra = 0.05 if two_sided else 0.0
+    b, c, p = table_probabilities(n, extra, margin + extra)
+    level = 0.95 if design == "non-inferiority" else 0.90
+    interval = proportions.tango_interval if method == "tango" else (
+        proportions.bonett_price_interval)  # fmt: skip
+    lower, upper = interval(b, c, float(n), level)
+    estimate = (b - c) / n
+    lower, upper = np.minimum(lower, estimate), np.maximum(upper, estimate)
+    passes = lower >= -margin
+    if design == "equivalence":
+        passes &= upper <= margin
+    return float(p[passes].sum())
+
+
+def margins_part(markdown: bool) -> None:
+    started = time.perf_counter()
+    rows = []
+    for design in ("non-inferiority", "equivalence"):
+        for two_sided in (False, True):
+            for margin in MARGINS:
+                for n in MARGIN_SIZES:
+                    bp = type_one_error(n, margin, two_sided, "bonett_price", design)
+                    tango = type_one_error(n, margin, two_sided, "tango", design)
+                    rows.append((design, "two-sided" if two_sided else "one-sided", margin, n,
+                                 bp, tango))  # fmt: skip
+    elapsed = time.perf_counter() - started
+    print("# type I error at the margin, exact (every discordance table of n pairs); "
+          f"{elapsed:.1f} s on one core")  # fmt: skip
+    print("# non-inferiority: 95% two-sided interval, lower bound >= -m (nominal 0.025); "
+          "equivalence: 90%, both bounds within +-m (nominal 0.05)")  # fmt: skip
+    header = ("design", "discordance", "margin", "n", "bonett_price (0.3)", "tango (now)")
+    print_table(header, [(d, s, f"{m:g}", str(n), f"{bp:.4f}", f"{t:.4f}")
+                         for d, s, m, n, bp, t in rows], markdown)  # fmt: skip
+    for design, nominal in (("non-inferiority", 0.025), ("equivalence", 0.05)):
+        chosen = [r for r in rows if r[0] == design]
+        print(f"# {design}: max bonett_price {max(r[4] for r in chosen):.4f}, max tango "
+              f"{max(r[5] for r in chosen):.4f} (nominal {nominal})")  # fmt: skip
+
+
+# --- clusters: coverage with few or unequal clusters ---------------------------------------
+
+
+def designs(rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
+    """(label, cluster sizes) of every clustered design, and the unclustered controls."""
+    out = []
+    for k in (10, 20, 30):
+        out.append((f"K={k} sizes 1-4", rng.integers(1, 5, size=k)))
+    out.append(("1x20 + 20x1", np.array([20] + [1] * 20)))
+    out.append(("1x20 + 40x1", np.array([20] + [1] * 40)))
+    return out
+
+
+_D = np.array([0.0, 1.0, -1.0, 0.0])  # adapter minus base per outcome: both, a, b, neither
+
+
+def simulate(rng, sizes: np.ndarray, icc: float, pb: float, pa: float, runs: int):
+    """``(runs, n)`` outcome codes: each pair repeats its cluster's outcome with probability
+    ``icc``, else draws its own (so every pair's marginal is ``[BOTH, pa, pb, rest]``)."""
+    p = np.array([BOTH, pa, pb, 1.0 - BOTH - pa - pb])
+    index = np.repeat(np.arange(sizes.size), sizes)
+    shared = rng.choice(4, p=p, size=(runs, sizes.size))[:, index]
+    own = rng.choice(4, p=p, size=(runs, index.size))
+    repeat = rng.random((runs, index.size)) < icc
+    return np.where(repeat, shared, own), index
+
+
+def sandwich_deff(residuals: np.ndarray, index: np.ndarray, k: int) -> np.ndarray:
+    """0.3's design effect per run: [K/(K-1) sum R_k^2] / [n/(n-1) sum r^2], worst case n/K
+    where no pair varies, never below 1."""
+    n = residuals.shape[1]
+    sums = np.stack([residuals[:, index == g].sum(axis=1) for g in range(k)], axis=1)
+    top = k / (k - 1.0) * (sums * sums).sum(axis=1)
+    bottom = n / (n - 1.0) * (residuals * residuals).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        deff = np.where(bottom > 1e-12, top / bottom, n / k)
+    return np.maximum(1.0, deff)
+
+
+def bp_scaled(b, c, n, deff, critical):
+    """Bonett-Price's centre and standard error, the variance times ``deff``, bounds at
+    ``centre +- critical * se``, truncated to [-1, 1] and widened to hold the estimate."""
+    p12, p21 = (b + 1.0) / (n + 2.0), (c + 1.0) / (n + 2.0)
+    centre = p12 - p21
+    se = np.sqrt((p12 + p21 - centre * centre) / (n + 2.0) * deff)
+    estimate = (b - c) / n
+    lower = np.minimum(np.maximum(-1.0, centre - critical * se), estimate)
+    upper = np.maximum(np.minimum(1.0, centre + critical * se), estimate)
+    return lower, upper
+
+
+def cluster_cell(rng, label, sizes, icc, pb, pa, runs):
+    codes, index = simulate(rng, sizes, icc, pb, pa, runs)
+    d = _D[codes]
+    n, k = d.shape[1], sizes.size
+    b = (d > 0).sum(axis=1).astype(float)
+    c = (d < 0).sum(axis=1).astype(float)
+    residuals = d - d.mean(axis=1, keepdims=True)
+    truth = pa - pb
+    z = 1.959963984540054
+    results = {}
+    deff = sandwich_deff(residuals, index, k)
+    results["bp_deff_z"] = bp_scaled(b / deff, c / deff, n / deff, 1.0, z)
+    t_k = t_quantile(0.95, k - 1.0)
+    results["bp_deff_t"] = bp_scaled(b / deff, c / deff, n / deff, 1.0, t_k)
+    sums = np.stack([residuals[:, index == g].sum(axis=1) for g in range(k)], axis=1)
+    cr2 = cr2_design_effect_from_sums(sums, sizes, (residuals * residuals).sum(axis=1))
+    df = bell_mccaffrey_df(sizes)
+    results["bp_cr2_bm"] = bp_scaled(b / cr2, c / cr2, n / cr2, 1.0, t_quantile(0.95, df))
+    row = {"label": label, "icc": icc, "pb": pb, "pa": pa, "n": n, "k": k, "df": df,
+           "kish": kish_design_effect(sizes)}  # fmt: skip
+    for name, (lower, upper) in results.items():
+        inside = (lower <= truth + 1e-12) & (truth - 1e-12 <= upper)
+        row[name] = (float(inside.mean()), float((upper - lower).mean()),
+                     float((truth > upper + 1e-12).mean()), float((upper - lower <= 1e-12).mean()))
+    return row
+
+
+def clusters_part(runs: int, markdown: bool) -> None:
+    started = time.perf_counter()
+    rng = np.random.default_rng(20261201)
+    rows = []
+    cells = [(label, sizes, icc) for label, sizes in designs(rng) for icc in (0.3, 0.6, 0.9)]
+    cells += [(f"n={n} unclustered", np.ones(n, dtype=int), 0.0) for n in (20, 50, 100, 300, 1000)]
+    for label, sizes, icc in cells:
+        for pb, pa in ((0.0, 0.05), (0.0, 0.1), (0.05, 0.15)):
+            rows.append(cluster_cell(rng, label, sizes, icc, pb, pa, runs))
+    elapsed = time.perf_counter() - started
+    methods = ("bp_deff_z", "bp_deff_t", "bp_cr2_bm")
+    print(f"# coverage of nominal-95% rate intervals, {runs} runs per cell, {elapsed:.0f} s on "
+          "one core; cov (upper miss) width; Monte Carlo s.e. of a coverage near 0.95: "
+          f"{math.sqrt(0.95 * 0.05 / runs):.4f}")  # fmt: skip
+    header = ("design", "icc", "pb/pa", "n", "K", "BM df", "Kish deff",
+              *(f"{m}" for m in methods))  # fmt: skip
+    body = []
+    for row in rows:
+        cells_text = [f"{row[m][0]:.3f} ({row[m][2]:.3f}) {row[m][1]:.3f}" for m in methods]
+        body.append((row["label"], f"{row['icc']:g}", f"{row['pb']:g}/{row['pa']:g}",
+                     str(row["n"]), str(row["k"]), f"{row['df']:.1f}", f"{row['kish']:.2f}",
+                     *cells_text))  # fmt: skip
+    print_table(header, body, markdown)
+    for m in methods:
+        cover = [row[m][0] for row in rows]
+        zero = max(row[m][3] for row in rows)
+        print(f"# {m}: min coverage {min(cover):.3f}, mean {np.mean(cover):.3f}, "
+              f"max zero-width share {zero:.3f}")  # fmt: skip
+    big = [row for row in rows if row["n"] >= 300 and row["k"] == row["n"]]
+    ratio = max(row["bp_cr2_bm"][1] / row["bp_deff_z"][1] for row in big)
+    print(f"# width of bp_cr2_bm / bp_deff_z in unclustered cells at n >= 300: at most "
+          f"{ratio:.4f}x")  # fmt: skip
+
+
+def print_table(header, rows, markdown: bool) -> None:
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+        return
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=True)]
+    for row in (header, *rows):
+        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=4000)
+    parser.add_argument("--part", choices=("margins", "clusters", "all"), default="all")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    if args.part in ("margins", "all"):
+        margins_part(args.markdown)
+    if args.part in ("clusters", "all"):
+        clusters_part(args.runs, args.markdown)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Cluster-robust rate intervals that hold with few or unequal clusters: the CR2 design effect
+and Bell & McCaffrey's degrees of freedom (checked against the general matrix definitions),
+Kish's worst case, and the views' few-clusters warning."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_sommelier.core.clusters import (
+    bell_mccaffrey_df,
+    cluster_index,
+    cr2_design_effect_from_sums,
+    design_effect,
+    kish_design_effect,
+)
+from pytest_sommelier.core.intervals import rate_interval
+from pytest_sommelier.data.view.text import cluster_warning, power_text
+
+SIZES = st.lists(st.integers(1, 12), min_size=2, max_size=25)
+
+
+def matrix_cr2(residuals: np.ndarray, sizes: list[int]) -> float:
+    """CR2 variance of a mean from its definition: ``A_g = (I - H_gg)^(-1/2)`` by
+    eigen-decomposition, ``V = sum_g (1' A_g e_g)^2 / n^2`` (Bell & McCaffrey 2002, eq. 8)."""
+    n, start, total = sum(sizes), 0, 0.0
+    for m in sizes:
+        block = np.eye(m) - np.full((m, m), 1.0 / n)
+        values, vectors = np.linalg.eigh(block)
+        root = vectors @ np.diag(values**-0.5) @ vectors.T
+        total += float(np.ones(m) @ root @ residuals[start:start + m]) ** 2
+        start += m
+    return total / n**2
+
+
+def matrix_df(sizes: list[int]) -> float:
+    """Satterthwaite df from the eigenvalues of ``G'G``, ``G_g = (I - H)_{.g} A_g 1_g``."""
+    n = sum(sizes)
+    hat = np.full((n, n), 1.0 / n)
+    residual_maker = np.eye(n) - hat
+    columns, start = [], 0
+    for m in sizes:
+        block = np.eye(m) - hat[:m, :m]
+        values, vectors = np.linalg.eigh(block)
+        root = vectors @ np.diag(values**-0.5) @ vectors.T
+        columns.append(residual_maker[:, start:start + m] @ root @ np.ones(m) / n)
+        start += m
+    g = np.stack(columns, axis=1)
+    eigen = np.linalg.eigvalsh(g.T @ g)
+    return float(eigen.sum() ** 2 / (eigen**2).sum())
+
+
+@settings(max_examples=60, deadline=None)
+@given(SIZES, st.integers(0, 2**32 - 1))
+def test_the_closed_forms_match_the_matrix_definitions(sizes: list[int], seed: int) -> None:
+    if len(sizes) < 2:
+        return
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=sum(sizes))
+    residuals = values - values.mean()
+    index = np.repeat(np.arange(len(sizes)), sizes)
+    sums = np.bincount(index, weights=residuals)
+    n = sum(sizes)
+    iid = float(residuals @ residuals) / (n * (n - 1))
+    deff = cr2_design_effect_from_sums(sums, sizes, float(residuals @ residuals))
+    assert deff == pytest.approx(max(1.0, matrix_cr2(residuals, sizes) / iid), rel=1e-9)
+    assert bell_mccaffrey_df(sizes) == pytest.approx(matrix_df(sizes), rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(SIZES)
+def test_degrees_of_freedom_never_exceed_k_minus_1_and_equal_it_for_equal_sizes(
+    sizes: list[int],
+) -> None:
+    k = len(sizes)
+    assert 0.0 < bell_mccaffrey_df(sizes) <= k - 1 + 1e-9
+    assert bell_mccaffrey_df([sizes[0]] * k) == pytest.approx(k - 1)
+
+
+def test_a_dominant_cluster_costs_degrees_of_freedom_and_kish_is_the_worst_case() -> None:
+    sizes = [20] + [1] * 20
+    assert bell_mccaffrey_df(sizes) == pytest.approx(3.63, abs=0.01)  # not K - 1 = 20
+    assert kish_design_effect(sizes) == 10.5  # n / K would say 40 / 21 = 1.9
+    assert bell_mccaffrey_df([1] * 50) == pytest.approx(49)
+    # no residual varies: the worst case, not the mean size
+    index = np.repeat(np.arange(21), sizes)
+    assert design_effect(np.zeros(40), index) == 10.5
+
+
+def rows_of(ref: list[int], cand: list[int]) -> np.ndarray:
+    return np.array([[r, 1, c, 1] for r, c in zip(ref, cand, strict=True)], dtype=float)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_clustered_rate_interval_is_never_zero_width_and_agrees_with_its_p_value(
+    data: st.DataObject,
+) -> None:
+    n = data.draw(st.integers(2, 40))
+    ref = data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+    cand = data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+    ids = data.draw(st.lists(st.integers(0, 6), min_size=n, max_size=n))
+    index = cluster_index(ids, n)
+    entry = rate_interval(rows_of(ref, cand), index, 0.95)
+    assert entry["lower"] < entry["upper"]
+    assert entry["lower"] <= entry["estimate"] <= entry["upper"]
+    assert -1.0 <= entry["lower"] and entry["upper"] <= 1.0
+    if index.max() + 1 < n:  # clustered
+        assert entry["method"] == "bonett_price_adjusted_wald_cr2_bm" and "df" in entry
+        assert entry["design_effect"] >= 1.0
+        excludes = entry["lower"] > 0 or entry["upper"] < 0
+        # the Wald centre can differ from the estimate; compare where the bound is not moved
+        if entry["lower"] < entry["estimate"] < entry["upper"]:
+            assert (entry["p_value"] <= 0.05) is excludes or math.isclose(
+                entry["p_value"], 0.05, abs_tol=1e-9)  # fmt: skip
+
+
+def test_one_cluster_gives_the_whole_range() -> None:
+    entry = rate_interval(rows_of([0, 0, 1, 0], [1, 1, 1, 1]), np.zeros(4, dtype=np.int64), 0.95)
+    assert (entry["lower"], entry["upper"], entry["df"]) == (-1.0, 1.0, 0.0)
+
+
+def block(clusters: int, pairs: int, largest: int, clustered: bool = True) -> dict:
+    summary = {"power": 0.8, "confidence_level": 0.95, "pairs": pairs, "clusters": clusters,
+               "design_effect": 1.5, "discordant_proportion": 0.3, "discordance_floored": False,
+               "minimum_detectable_effect": 0.2, "attainable": True}  # fmt: skip
+    return {"intervals": {"clustered": clustered, "clusters": clusters, "pairs": pairs,
+                          "largest_cluster": largest, "intervals": {}},
+            "power": {"full_call_exact_match": summary}}  # fmt: skip
+
+
+def test_the_views_warn_of_few_or_dominant_clusters() -> None:
+    assert cluster_warning(block(12, 30, 3)) == (
+        "few clusters: 12 (under 30): the intervals rest on few independent units")
+    assert cluster_warning(block(41, 60, 20)) == (
+        "few clusters: the largest holds 20 of 60 pairs (over 10%): the intervals rest on few "
+        "independent units")  # fmt: skip
+    assert cluster_warning(block(48, 84, 2)) is None
+    assert cluster_warning(block(10, 10, 1, clustered=False)) is None
+    text = power_text(block(12, 30, 3))
+    assert text is not None and text.endswith("the intervals rest on few independent units")
+    assert text.startswith("minimum detectable difference in full_call_exact_match at 80% power "
+                           "(one-sided 2.5%), at the observed discordance 0.300: 0.20")  # fmt: skip
