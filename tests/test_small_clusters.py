@@ -19,7 +19,7 @@ from pytest_sommelier.core.clusters import (
     kish_design_effect,
 )
 from pytest_sommelier.core.intervals import rate_interval
-from pytest_sommelier.data.view.text import cluster_warning, power_text
+from pytest_sommelier.view.text import cluster_warning, power_text
 
 SIZES = st.lists(st.integers(1, 12), min_size=2, max_size=25)
 

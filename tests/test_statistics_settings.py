@@ -14,7 +14,7 @@ from suite_factory import write_suite
 
 from pytest_sommelier import cli
 from pytest_sommelier.core.power import minimum_detectable_effect, power_at, required_pairs
-from pytest_sommelier.data.statistics_bounds import (
+from pytest_sommelier.data.suite.statistics_bounds import (
     MAX_EFFECT,
     MAX_POWER,
     MIN_EFFECT,
