@@ -68,7 +68,7 @@ def selected_interval(block: Mapping[str, Any], metric: str) -> Mapping[str, Any
 
 
 def methods_text(block: Mapping[str, Any]) -> str:
-    """``rates bonett_price_adjusted_wald, args_f1 jackknife_t_paired``: the rate metrics'
+    """``rates bonett_price_adjusted_wald, args_f1 jackknife_t_pseudo_paired``: the rate metrics'
     method, then any other metric's whose method differs."""
     entries = selected_block(block).get("intervals") or {}
     rate = (entries.get(POWER_METRIC) or {}).get("method")
