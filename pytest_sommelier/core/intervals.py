@@ -14,9 +14,11 @@ What ``auto`` chooses (docs/statistics.md shows the coverage benchmark behind it
   divided by the CR2 design effect of the paired difference, at Bell & McCaffrey's (2002)
   Satterthwaite degrees of freedom (``_cr2_bm``; the sandwich design effect with z, 0.3's
   ``_cluster_adjusted``, covered 0.907 with one dominant cluster);
-- ``argument_f1`` (a ratio of sums): the jackknife-t interval
-  (:mod:`pytest_sommelier.core.ratio_intervals`), leaving out one pair, or one cluster, at a
-  time; it draws no resamples (the BCa and studentized bootstraps covered less at 30 pairs).
+- ``argument_f1`` (a ratio of sums): the jackknife-t interval with two half-weight
+  pseudo-units (:func:`~pytest_sommelier.core.ratio_intervals.pseudo_jackknife_t_interval`),
+  leaving out one pair, or one cluster, at a time; it draws no resamples (the BCa and
+  studentized bootstraps covered less at 30 pairs; the plain jackknife-t under-covered and was
+  zero-width near the metric's ceiling).
 
 Invariants kept: every interval records its ``method``, its discordant counts, its design
 effect and a two-sided ``p_value`` of ``difference == null`` from the same method

@@ -47,7 +47,7 @@ POWER_METRIC = "full_call_exact_match"
 
 
 def methods_text(block: Mapping[str, Any]) -> str:
-    """``rates bonett_price_adjusted_wald, args_f1 jackknife_t_paired``: the rate metrics'
+    """``rates bonett_price_adjusted_wald, args_f1 jackknife_t_pseudo_paired``: the rate metrics'
     method, then any other metric's whose method differs."""
     entries = selected_block(block).get("intervals") or {}
     rate = (entries.get(POWER_METRIC) or {}).get("method")
