@@ -14,6 +14,7 @@ from suite_factory import write_suite
 
 from pytest_sommelier import cli
 from pytest_sommelier.core.power import minimum_detectable_effect, power_at, required_pairs
+from pytest_sommelier.data.suite import load_suite
 from pytest_sommelier.data.suite.statistics_bounds import (
     MAX_EFFECT,
     MAX_POWER,
@@ -23,7 +24,6 @@ from pytest_sommelier.data.suite.statistics_bounds import (
     power_problem,
     statistics_problem,
 )
-from pytest_sommelier.data.suite import load_suite
 from pytest_sommelier.errors import InputError
 
 HOSTILE = st.one_of(

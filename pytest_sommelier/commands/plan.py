@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _probability(text: str) -> float:
-    """An argparse type: a power, as ``[statistics] power`` takes it (data.suite.statistics_bounds)."""
+    """An argparse type: a power, as ``[statistics] power`` takes it (statistics_bounds)."""
     from pytest_sommelier.data.suite.statistics_bounds import power_problem
 
     try:
