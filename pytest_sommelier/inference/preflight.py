@@ -56,6 +56,11 @@ from pytest_sommelier.errors import (
 from pytest_sommelier.inference import engines, modelcache, modelref
 from pytest_sommelier.inference.engines import VLLM_LORA_RANKS, BaseSource
 from pytest_sommelier.inference.protocol import PREFLIGHT_KEY
+from pytest_sommelier.inference.tensor_header import HEADER_LENGTH_LIMIT as HEADER_LENGTH_LIMIT
+from pytest_sommelier.inference.tensor_header import TensorHeader as TensorHeader
+from pytest_sommelier.inference.tensor_header import (
+    read_safetensors_header as read_safetensors_header,
+)
 
 PEFT_PREFIX = "base_model.model."
 LORA_PARTS = ("lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B")
@@ -69,68 +74,8 @@ ENGINE_PEFT_TYPES: dict[str, tuple[str, ...]] = {"vllm": ("LORA",)}
 """The PEFT types an engine applies; an engine not listed applies what the installed peft
 knows (transformers), or is not checked (openai: the server decides)."""
 SAVED_EMBEDDING_SUFFIXES = ("embed_tokens", "lm_head", "wte", "word_embeddings", "embed_out")
-HEADER_LENGTH_LIMIT = 100_000_000
-"""The largest safetensors header accepted (the safetensors library's own limit)."""
 SHOWN = 3
 """How many unmatched tensor names an error shows before the count of the others."""
-
-
-# --------------------------------------------------------------------------- safetensors headers
-
-
-@dataclass(frozen=True)
-class TensorHeader:
-    """One tensor's entry in a safetensors header: its dtype and its shape."""
-
-    dtype: str
-    shape: tuple[int, ...]
-
-
-def read_safetensors_header(path: Path) -> dict[str, TensorHeader]:
-    """The tensors a safetensors file declares, from its header alone.
-
-    Reads the 8-byte little-endian header length and that many bytes of JSON, never the data
-    that follows; ``__metadata__`` is left out. A header that is short, too long, not a JSON
-    object or whose entries lack a dtype or an integer shape is an InputError naming the file.
-    """
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            prefix = handle.read(8)
-            length = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
-            if not 0 < length <= min(HEADER_LENGTH_LIMIT, size - 8):
-                raise _bad_header(path, f"header length {length} does not fit a {size}-byte file")
-            raw = handle.read(length)
-    except OSError as exc:
-        raise _bad_header(path, f"cannot be read: {type(exc).__name__}") from exc
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad_header(path, "header is not JSON") from exc
-    if not isinstance(header, dict):
-        raise _bad_header(path, "header is not a JSON object")
-    tensors: dict[str, TensorHeader] = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        shape = entry.get("shape") if isinstance(entry, dict) else None
-        dtype = entry.get("dtype") if isinstance(entry, dict) else None
-        if not isinstance(dtype, str) or not isinstance(shape, list):
-            raise _bad_header(path, f"tensor {name!r} has no dtype or shape")
-        if not all(type(dim) is int and dim >= 0 for dim in shape):
-            raise _bad_header(path, f"tensor {name!r} has a shape that is not a list of sizes")
-        tensors[name] = TensorHeader(dtype, tuple(shape))
-    return tensors
-
-
-def _bad_header(path: Path, detail: str) -> InputError:
-    return InputError(
-        "SOM-ADAPTER-HEADER",
-        f"{path.name} is not a readable safetensors file: {detail}",
-        "re-save it with safetensors (save_pretrained(..., safe_serialization=True))",
-        where=str(path.parent.name),
-    )
 
 
 # --------------------------------------------------------------------------- the base
