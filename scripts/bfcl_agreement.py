@@ -37,7 +37,7 @@ from typing import Any
 
 from pytest_sommelier.core.acceptable import acceptable_component
 from pytest_sommelier.core.parse import parse_tool_call
-from pytest_sommelier.data.bfcl import gold_value, import_category, locate_source
+from pytest_sommelier.data.prepare.bfcl import gold_value, import_category, locate_source
 
 DRIVER = r"""
 import json, sys, types
