@@ -52,3 +52,16 @@ def test_the_documented_old_imports_work_in_a_fresh_interpreter() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_core_reports_keeps_every_public_name_of_its_three_new_homes() -> None:
+    # 0.4 split core.reports by job; the 0.3 module stays and re-exports the same objects
+    from pytest_sommelier.core import report_blocks, report_comparison, report_identity, reports
+
+    homes = (report_blocks, report_identity, report_comparison)
+    for name in reports.__all__:
+        found = [home for home in homes if name in vars(home)]
+        assert found and getattr(reports, name) is getattr(found[0], name), name
+    assert reports.build_evaluation_report.__module__ == "pytest_sommelier.core.report_blocks"
+    assert reports.check_identity.__module__ == "pytest_sommelier.core.report_identity"
+    assert reports.build_comparison_report.__module__ == "pytest_sommelier.core.report_comparison"

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from pytest_sommelier.core import multiplicity
 from pytest_sommelier.core.intervals import RATIO_OF_SUMS, entry_at, is_margin
 from pytest_sommelier.core.power import minimum_detectable_effect
+from pytest_sommelier.core.text import selected_block, selected_entries, selected_key
 from pytest_sommelier.core.types import (
     ComparisonReport,
     Discordant,
@@ -208,13 +209,17 @@ def _arm_observation(gate: GateConfig, report: EvaluationReport) -> _Observed:
 
 
 def _report_entry(block: Mapping[str, Any], metric: str, what: str) -> tuple[Any, float | None]:
-    """The interval entry of ``metric`` a block's selected intervals hold, and their level;
-    a block without ``intervals`` (written before 0.3) is read through its ``ci95``."""
-    key = "intervals" if "intervals" in block else "ci95"
-    entry = _lookup(block, [key, "intervals", metric], what)
-    level = (block.get(key) or {}).get("confidence_level")
-    if key == "ci95" and isinstance(entry, Mapping) and "method" not in entry:
-        entry = {**entry, "method": (block.get("ci95") or {}).get("method")}
+    """The interval entry of ``metric`` a block's selected intervals hold
+    (:func:`~pytest_sommelier.core.text.selected_entries`, the views' rule), and their level;
+    a ``ci95`` entry (a block written before 0.3) gets its block's method."""
+    entries = selected_entries(block)
+    if metric not in entries:
+        raise _Unavailable(f"{what} has no {selected_key(block)}.intervals.{metric}")
+    entry = entries[metric]
+    selected = selected_block(block)
+    level = selected.get("confidence_level")
+    if selected_key(block) == "ci95" and isinstance(entry, Mapping) and "method" not in entry:
+        entry = {**entry, "method": selected.get("method")}
     return entry, level
 
 

@@ -29,14 +29,14 @@ from pytest_sommelier.core.parse import (
     parse_tool_call,
     recorded_arguments_key,
 )
-from pytest_sommelier.core.reports import (
-    build_comparison_report,
+from pytest_sommelier.core.report_blocks import (
     build_evaluation_report,
     comparison_interval_block,
     gap_cohort,
     gap_interval_block,
     order_slice_records,
 )
+from pytest_sommelier.core.report_comparison import build_comparison_report
 from pytest_sommelier.core.types import (
     FINISH_UNKNOWN,
     ComparisonConfig,
@@ -154,7 +154,7 @@ def order_records(
     decoding: Mapping[str, Any] | None = None,
 ) -> Generations:
     """Check each generation record against the split and return them per slice in split
-    order (``reports.order_slice_records`` per slice). Raises InvariantError, naming the arm,
+    order (``report_blocks.order_slice_records`` per slice). Raises InvariantError, naming the arm,
     on a record of an unconfigured slice, an unknown example, a prompt digest mismatch, a
     decoding config other than ``decoding`` (default: the suite's) or a duplicate."""
     expected = dict(suite.decoding if decoding is None else decoding)

@@ -459,7 +459,7 @@ class MarginalGap(TypedDict):
 
 class Conditions(TypedDict):
     """The evaluation conditions an arm report records and a comparison's ``shared`` block
-    holds once both arms agree on them (the identity gate, ``reports.check_identity``)."""
+    holds once both arms agree on them (the identity gate, ``report_identity.check_identity``)."""
 
     model_identity: dict[str, Any] | None
     config_sha256: str
@@ -471,7 +471,7 @@ class Conditions(TypedDict):
 
 
 class EvaluationReport(Conditions):
-    """``eval/<arm>/evaluation_report.json``: one arm's report (core.reports)."""
+    """``eval/<arm>/evaluation_report.json``: one arm's report (core.report_blocks)."""
 
     schema_version: str
     run_id: str
@@ -565,7 +565,8 @@ class ArmMisses(TypedDict):
 
 Efficiency = dict[str, Any]
 """``efficiency``: ``{<arm>: ArmEfficiency, "cross_comparable": bool, "reason": str}`` (arm names
-and two fixed keys side by side, so not a TypedDict; ``reports.efficiency_block`` builds it)."""
+and two fixed keys side by side, so not a TypedDict; ``report_comparison.efficiency_block``
+builds it)."""
 
 
 class NoiseDiff(TypedDict):
@@ -594,7 +595,8 @@ class NoiseFloor(TypedDict):
 
 
 class ComparisonReport(TypedDict):
-    """``report/<candidate>-vs-<reference>.json``: candidate minus reference (core.reports)."""
+    """``report/<candidate>-vs-<reference>.json``: candidate minus reference
+    (core.report_comparison)."""
 
     schema_version: str
     name: str

@@ -3,7 +3,8 @@
 ``history_runs(store)`` reads, for every stored run, its index entry, its arms' evaluation
 reports and its ``stored_run.json`` (value intervals), and marks each arm of each run that
 cannot be compared with the previous comparable run of its suite: incomplete, another kind of
-arm, or refused by the identity gate (``core.reports.check_identity``, whose field is named).
+arm, or refused by the identity gate (``core.report_identity.check_identity``, whose field is
+named).
 ``history_lines`` renders the terminal table; ``render_history``/``write_history`` the page.
 
 Invariants kept: every number shown is read from a stored report or record (nothing is
@@ -28,7 +29,7 @@ import jinja2
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.reports import check_identity
+from pytest_sommelier.core.report_identity import check_identity
 from pytest_sommelier.core.types import EvaluationReport
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import PAGE, StoredRun, read_record, stored_runs

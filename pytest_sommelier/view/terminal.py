@@ -23,7 +23,7 @@ from pytest_sommelier.core.metrics import (
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.parse import STATUS_OK
 from pytest_sommelier.core.pipeline import RunOutcome
-from pytest_sommelier.core.reports import adapter_had_no_effect
+from pytest_sommelier.core.report_comparison import adapter_had_no_effect
 from pytest_sommelier.core.types import (
     Call,
     ComparisonReport,
@@ -206,7 +206,7 @@ def no_effect_lines(
     arm_reports: Mapping[str, EvaluationReport],
 ) -> list[str]:
     """One prominent line per adapter-vs-base comparison whose outputs are (almost) all
-    byte-identical to the base's (``reports.adapter_had_no_effect``)."""
+    byte-identical to the base's (``report_comparison.adapter_had_no_effect``)."""
     lines = []
     for name, report in comparison_reports.items():
         sides = (arm_reports.get(report["candidate"]), arm_reports.get(report["reference"]))

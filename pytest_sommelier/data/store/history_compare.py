@@ -3,7 +3,7 @@
 ``compare_runs(candidate, reference)`` pairs every arm of the candidate run with the arm of
 the same name in the reference run (usually a stored run), re-derives both arms' reports from
 their stored ``raw_text`` (as ``sommelier rescore`` does), and for each pair the identity gate
-(``core.reports.check_identity``) decides whether they may be compared at all.
+(``core.report_identity.check_identity``) decides whether they may be compared at all.
 
 Invariants kept:
 
@@ -16,7 +16,7 @@ Invariants kept:
   with an incomplete run.
 - Every interval comes from :func:`paired_interval`: the intervals the suite's ``[statistics]``
   selects (what gates read) and the percentile bootstrap ``ci95`` beside them; deltas are
-  ``core.reports.metric_gaps`` of the re-derived reports; fixed and broken counts equal
+  ``core.report_blocks.metric_gaps`` of the re-derived reports; fixed and broken counts equal
   McNemar's discordant counts (both from the full-call hit rule).
 """
 
@@ -36,12 +36,9 @@ from pytest_sommelier.core.pipeline import (
     build_arm_reports,
     config_sha256,
 )
-from pytest_sommelier.core.reports import (
-    check_identity,
-    comparison_interval_block,
-    identical_outputs,
-    metric_gaps,
-)
+from pytest_sommelier.core.report_blocks import comparison_interval_block, metric_gaps
+from pytest_sommelier.core.report_comparison import identical_outputs
+from pytest_sommelier.core.report_identity import check_identity
 from pytest_sommelier.core.stats import (
     check_paired_records,
     mcnemar_exact,

@@ -20,7 +20,7 @@ from typing import Any, cast
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_bytes
 from pytest_sommelier.core.pipeline import RunOutcome
-from pytest_sommelier.core.reports import COMPARISON_SCHEMA
+from pytest_sommelier.core.report_comparison import COMPARISON_SCHEMA
 from pytest_sommelier.core.types import ComparisonReport, FormattedSplit, Verdict
 from pytest_sommelier.data.split.load import json_lines
 from pytest_sommelier.data.store import artifacts

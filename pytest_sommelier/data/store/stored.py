@@ -15,7 +15,7 @@ from typing import Any, cast
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
 from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
-from pytest_sommelier.core.reports import build_comparison_report
+from pytest_sommelier.core.report_comparison import build_comparison_report
 from pytest_sommelier.core.types import (
     ArmConfig,
     ComparisonConfig,
