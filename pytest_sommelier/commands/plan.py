@@ -188,32 +188,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _probability(text: str) -> float:
-    """An argparse type: a power, as ``[statistics] power`` takes it (statistics_bounds)."""
-    from pytest_sommelier.data.suite.statistics_bounds import power_problem
+def _bounded(text: str, key: str, example: str) -> float:
+    """An argparse value for the ``[statistics]`` setting ``key`` (``power`` or ``effect``),
+    refused by the same rule the suite loader applies (``statistics_bounds``)."""
+    from pytest_sommelier.data.suite.statistics_bounds import effect_problem, power_problem
 
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.8)") from None
-    why = power_problem(value)
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. {example})") from None
+    why = (power_problem if key == "power" else effect_problem)(value)
     if why is not None:
-        raise argparse.ArgumentTypeError(f"power {why}")
+        raise argparse.ArgumentTypeError(f"{key} {why}")
     return value
+
+
+def _probability(text: str) -> float:
+    """An argparse type: a power, as ``[statistics] power`` takes it."""
+    return _bounded(text, "power", "0.8")
 
 
 def _effect(text: str) -> float:
     """An argparse type: a difference to detect, as ``[statistics] effect`` takes it."""
-    from pytest_sommelier.data.suite.statistics_bounds import effect_problem
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.03)") from None
-    why = effect_problem(value)
-    if why is not None:
-        raise argparse.ArgumentTypeError(f"effect {why}")
-    return value
+    return _bounded(text, "effect", "0.03")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
