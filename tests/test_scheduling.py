@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from plugin_helpers import read_json, read_jsonl
 from suite_factory import make_row, write_suite
 
-from pytest_sommelier.plugin.scheduling import batch_group, batch_index_map, mode_scope, scope_of
+from pytest_sommelier.plugin.keys import batch_index_map
+from pytest_sommelier.plugin.scheduling import batch_group, mode_scope, scope_of, suite_batches
 
 BATCH_SIZE = 3
 EN = [f"en-{i:02d}" for i in range(12)]
@@ -282,3 +283,21 @@ def test_the_package_writes_no_private_attribute_of_another_object() -> None:
             ):
                 offences.append(f"{path.relative_to(root)}:{node.lineno}: setattr")
     assert offences == []
+
+
+def test_the_controller_reads_each_suites_batches(pytester: pytest.Pytester) -> None:
+    """The controller's map is the split's own batches (not the whole-slice fallback): each
+    example's index is its position in its slice // batch_size; a suite that does not load
+    maps to None."""
+    logging_suite(pytester, hits=[])
+    config = pytester.parseconfigure()
+    batches = suite_batches(config)
+    expected = {("en", e): i // BATCH_SIZE for i, e in enumerate(EN)}
+    expected |= {("he", h): i // BATCH_SIZE for i, h in enumerate(HE)}
+    assert batches(SUITE) == expected
+    assert scope_of(f"{SUITE}::adapter::he::he-04", batches) == batch_group(
+        SUITE, "adapter", "he", 1
+    )
+    (pytester.path / "broken").mkdir()
+    (pytester.path / "broken" / "sommelier.toml").write_text("not toml [")
+    assert batches("broken/sommelier.toml") is None

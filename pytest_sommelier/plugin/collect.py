@@ -19,7 +19,7 @@ import pytest
 
 from pytest_sommelier.core.types import BatchKey
 from pytest_sommelier.errors import InputError, SommelierError
-from pytest_sommelier.plugin.keys import RESULT_KEY
+from pytest_sommelier.plugin.keys import RESULT_KEY, batch_index_map
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
 from pytest_sommelier.view.terminal import describe_miss
@@ -195,15 +195,18 @@ class SliceNode(pytest.Collector):
         assert isinstance(arm_node, ArmNode)
         suite_file = arm_node.parent
         assert isinstance(suite_file, SuiteFile)
+        examples = suite_file.split.slices[self.name]
         batch_size = int(suite_file.suite.decoding["batch_size"])
-        for position, example in enumerate(suite_file.split.slices[self.name]):
+        # the one batch rule, shared with the xdist controller's scheduler
+        batches = batch_index_map({self.name: [e.example_id for e in examples]}, batch_size)
+        for example in examples:
             yield EvalItem.from_parent(
                 self,
                 name=example.example_id,
                 suite_file=suite_file,
                 arm=arm_node.name,
                 example=example,
-                batch_index=position // batch_size,
+                batch_index=batches[self.name, example.example_id],
             )
 
 

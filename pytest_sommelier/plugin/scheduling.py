@@ -30,30 +30,16 @@ from typing import Any
 
 import pytest
 
-from pytest_sommelier.plugin.keys import suite_nodeid
+from pytest_sommelier.plugin.keys import BatchIndex, batch_index_map, suite_nodeid
 
 GROUP_PREFIX = "sommelier:"
 TAKEN_OVER = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
 """The ``--dist`` modes whose scheduler :class:`BatchScheduling` replaces."""
 
-BatchIndex = dict[tuple[str, str], int]
-"""(slice, example id) -> the index of the example's fixed batch in its slice."""
-
-
 def batch_group(suite: str, arm: str, language: str, index: int) -> str:
     """The unit name of batch ``index`` of slice ``language`` of ``arm`` in the suite with
     node id ``suite``: two batches share a name exactly when all four agree."""
     return f"{GROUP_PREFIX}{suite}::{arm}::{language}::batch{index}"
-
-
-def batch_index_map(slices: dict[str, list[str]], batch_size: int) -> BatchIndex:
-    """(slice, example id) -> batch index, from each slice's example ids in split order: the
-    rule ``collect.SliceNode`` cuts batches by (position // batch_size)."""
-    return {
-        (language, example_id): position // batch_size
-        for language, ids in slices.items()
-        for position, example_id in enumerate(ids)
-    }
 
 
 def mode_scope(dist: str) -> Callable[[str], str]:
@@ -97,15 +83,16 @@ def suite_batches(config: pytest.Config) -> Callable[[str], BatchIndex | None]:
     def batches(suite: str) -> BatchIndex | None:
         if suite not in known:
             known[suite] = None
-            try:
-                from pytest_sommelier.plugin.collect import load_suite_once
+            from pytest_sommelier.errors import SommelierError
+            from pytest_sommelier.plugin.collect import load_suite_once
 
+            try:
                 loaded, split = load_suite_once(config, Path(config.rootpath) / suite)
-                size = int(loaded.decoding["batch_size"])
-                ids = {lang: [e.example_id for e in rows] for lang, rows in split.slices.items()}
-                known[suite] = batch_index_map(ids, size)
-            except Exception:  # the workers report the suite's own error at collection
-                known[suite] = None
+            except SommelierError:  # the workers report the suite's own error at collection
+                return None
+            size = int(loaded.decoding["batch_size"])
+            ids = {lang: [e.example_id for e in rows] for lang, rows in split.slices.items()}
+            known[suite] = batch_index_map(ids, size)
         return known[suite]
 
     return batches
