@@ -19,7 +19,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from plugin_helpers import CONFTEST, GOLD, SOURCES, call_text
+from fakes import FAKE_CONFTEST
+from plugin_helpers import GOLD, SOURCES, call_text
 from suite_factory import make_row, write_suite
 
 HEBREW = {
@@ -77,7 +78,7 @@ def write_report_suite(folder: Path) -> Path:
         )
     suite = folder / "suite"
     write_suite(suite, rows=rows, model={"base": "fake-org/fake-model"}, gates=GATES)
-    (suite / "conftest.py").write_text(CONFTEST)
+    (suite / "conftest.py").write_text(FAKE_CONFTEST)
     (suite / "script.json").write_text(json.dumps({"adapter": ADAPTER, "base": BASE}))
     return suite
 

@@ -2,8 +2,9 @@
 
 ``write_scripted_suite(pytester, outputs, **suite_overrides)`` writes a suite (through
 ``suite_factory``) and a ``conftest.py`` overriding ``sommelier_model`` with a fake whose
-``generate`` answers from ``script.json`` (arm -> example_id -> output). Unlisted examples
-answer prose. The fake also counts its calls in ``calls.jsonl`` so tests can check batching.
+``generate`` answers from ``script.json`` (arm -> example_id -> output; the keys the fake
+reads are documented in tests/fakes.py). Unlisted examples answer prose. The fake also logs its
+calls in ``calls.jsonl`` so tests can check batching.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import FAKE_CONFTEST
 from suite_factory import make_row, match_base_tokenizer, write_suite
 
 GOLD = {
@@ -25,55 +27,6 @@ GOLD = {
     "he-3": {"name": "book", "arguments": {"room": 4, "late": True}},
 }
 SOURCES = {"he-0": "en-0", "he-1": "en-1", "he-3": "en-3"}
-
-CONFTEST = """
-import json
-import pathlib
-import time
-
-import pytest
-
-HERE = pathlib.Path(__file__).parent
-SCRIPT = json.loads((HERE / "script.json").read_text())
-PROMPTS = {row["prompt_text"]: row["example_id"]
-           for row in map(json.loads, (HERE / "data" / "test.jsonl").read_text().splitlines())}
-
-
-class Fake:
-    def __init__(self, arm, suite=None):
-        self.arm = arm
-        self.model_identity = {"fake": "model-1"}
-        # an adapter identity exactly for an arm the suite configures with an adapter
-        adapter = suite.arms[arm].adapter if suite is not None else arm != "base"
-        self.adapter_identity = {"fake-adapter": arm} if adapter else None
-
-    def generate(self, prompts, decoding):
-        with (HERE / "calls.jsonl").open("a") as log:
-            log.write(json.dumps({"arm": self.arm, "n": len(prompts)}) + "\\n")
-        special = SCRIPT.get("__special__", {}).get(self.arm)
-        if special == "raise":
-            raise RuntimeError("CUDA out of memory (scripted)")
-        if special == "short":
-            return ["x"] * (len(prompts) - 1)
-        if special == "nonstr":
-            return [None for _ in prompts]
-        if special == "hang":
-            time.sleep(20)
-        answers = SCRIPT.get(self.arm, {})
-        outputs = [answers.get(PROMPTS.get(p, "?"), "I think you should check the weather.")
-                   for p in prompts]
-        if special == "batchdep" and len(prompts) > 1:
-            outputs = [o + " (batched)" for o in outputs]
-        if special == "batchflip" and len(prompts) > 1:  # batched: prose; alone: the answer
-            outputs = ["I think you should check the weather." for o in outputs]
-        return outputs
-
-
-@pytest.fixture(scope="session")
-def sommelier_model():
-    return Fake
-"""
-
 
 def rows(ids: tuple[str, ...] = tuple(GOLD)) -> list[dict[str, Any]]:
     return [
@@ -96,7 +49,7 @@ def write_scripted_suite(
     """Write suite + split + fake conftest + script into ``pytester.path``."""
     overrides.setdefault("model", {"base": "fake-org/fake-model"})
     suite = write_suite(pytester.path / "suite", rows=rows(ids), **overrides)
-    (pytester.path / "suite" / "conftest.py").write_text(CONFTEST)
+    (pytester.path / "suite" / "conftest.py").write_text(FAKE_CONFTEST)
     (pytester.path / "suite" / "script.json").write_text(json.dumps(script))
     return suite
 

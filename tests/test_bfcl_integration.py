@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_helpers import CONFTEST, read_json, read_jsonl
+from fakes import FAKE_CONFTEST
+from plugin_helpers import read_json, read_jsonl
 from suite_factory import make_row, write_suite
 
 from pytest_sommelier.cli import main
@@ -122,7 +123,7 @@ def write(pytester: pytest.Pytester, gates: list[dict[str, Any]] | None = None) 
             {"name": "bfcl-min", "arm": "adapter", "metric": "acceptable_call_match", "min": 0.5},
         ],
     )
-    (suite.parent / "conftest.py").write_text(CONFTEST)
+    (suite.parent / "conftest.py").write_text(FAKE_CONFTEST)
     (suite.parent / "script.json").write_text(json.dumps({"adapter": ADAPTER, "base": BASE}))
     return suite
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import NO_LOAD_CONFTEST
 from plugin_helpers import read_json, tiny_suite
 from suite_factory import to_toml
 
@@ -178,14 +179,7 @@ def test_e08_a_fully_cached_rerun_loads_no_model(
     cache = ["--sommelier-cache-dir", str(pytester.path / "gen-cache")]
     first = run(pytester, *cache)
     assert first.ret == 0, first.stdout.str()[-2000:]
-    (pytester.path / "suite" / "conftest.py").write_text(
-        "from pytest_sommelier.inference import transformers_engine\n"
-        "def _refuse(*args, **kwargs):\n"
-        "    raise AssertionError('a fully cached rerun must not load a model')\n"
-        "transformers_engine.load_base = _refuse\n"
-        "transformers_engine._load_model_and_tokenizer = _refuse\n",
-        encoding="utf-8",
-    )
+    (pytester.path / "suite" / "conftest.py").write_text(NO_LOAD_CONFTEST, encoding="utf-8")
     second = pytester.runpytest_subprocess(
         "-m", "eval", "-p", "no:cacheprovider", "--sommelier-out", "out2", *cache
     )  # fmt: skip

@@ -1,6 +1,7 @@
 """Injected faults (issue 7, item 2): one test per row of docs/hardening.md, "Faults".
 
-A scripted fake model (``FAULT_CONFTEST``) misbehaves on purpose: it kills its own process,
+The one scripted fake model (tests/fakes.py, ``"__fault__"`` in its script) misbehaves on
+purpose: it kills its own process,
 raises ``KeyboardInterrupt``, ``SystemExit`` or an ordinary exception, hangs, returns things
 that are not one string per prompt, or reports identities that are not JSON. Other rows break
 the output folder (a path under a file; ``ENOSPC`` from ``fsync``/``os.replace``, injected with
@@ -33,70 +34,6 @@ from plugin_helpers import (
 from pytest_sommelier.data import atomic
 from pytest_sommelier.inference.gencache import GenerationCache
 
-FAULT_CONFTEST = """
-import json
-import os
-import pathlib
-import time
-
-import pytest
-
-HERE = pathlib.Path(__file__).parent
-SCRIPT = json.loads((HERE / "script.json").read_text())
-FAULT = SCRIPT.get("__fault__", {})
-PROMPTS = {row["prompt_text"]: row["example_id"]
-           for row in map(json.loads, (HERE / "data" / "test.jsonl").read_text().splitlines())}
-
-RETURNS = {
-    "none-items": lambda prompts: [None for _ in prompts],
-    "bytes": lambda prompts: [b"{}" for _ in prompts],
-    "ints": lambda prompts: [7 for _ in prompts],
-    "dicts": lambda prompts: [{"name": "x", "arguments": {}} for _ in prompts],
-    "one-str": lambda prompts: "x" * len(prompts),
-    "iterator": lambda prompts: iter(["x"] * len(prompts)),
-    "one-extra": lambda prompts: ["x"] * (len(prompts) + 1),
-    "none": lambda prompts: None,
-    "surrogate": lambda prompts: ["\\ud800 {}" for _ in prompts],
-}
-
-
-class Fake:
-    def __init__(self, arm):
-        if FAULT.get("arm") == arm and FAULT.get("kind") == "load-raise":
-            raise OSError("weights vanished (scripted)")
-        self.arm = arm
-        self.model_identity = {"fake": "model-1"}
-        if FAULT.get("arm") == arm and FAULT.get("kind") == "set-identity":
-            self.model_identity = {"fake": {"not", "json"}}
-        self.adapter_identity = None if arm == "base" else {"fake-adapter": arm}
-
-    def generate(self, prompts, decoding):
-        ids = [PROMPTS.get(p, "?") for p in prompts]
-        with (HERE / "calls.jsonl").open("a") as log:
-            log.write(json.dumps({"arm": self.arm, "ids": ids, "pid": os.getpid()}) + "\\n")
-        kind = FAULT.get("kind") if FAULT.get("arm") == self.arm else None
-        if kind in RETURNS:
-            return RETURNS[kind](prompts)
-        if kind is not None and FAULT.get("example", ids[0]) in ids:
-            if kind == "exit":
-                os._exit(1)
-            if kind == "interrupt":
-                raise KeyboardInterrupt
-            if kind == "sysexit":
-                raise SystemExit(3)
-            if kind == "raise":
-                raise ValueError("scripted model failure")
-            if kind == "hang":
-                time.sleep(60)
-        answers = SCRIPT.get(self.arm, {})
-        return [answers.get(i, "I think you should check the weather.") for i in ids]
-
-
-@pytest.fixture(scope="session")
-def sommelier_model():
-    return Fake
-"""
-
 ADAPTER = {k: call_text(v) for k, v in GOLD.items()}
 SCRIPT = {"adapter": ADAPTER, "base": {}}
 SUBPROCESS_TIMEOUT = 180
@@ -107,11 +44,9 @@ GATES = [{"name": "exact", "arm": "adapter", "metric": "full_call_exact_match", 
 
 
 def fault_suite(pytester: pytest.Pytester, fault: dict[str, Any], **overrides: Any) -> Path:
-    """The scripted two-arm suite with ``FAULT_CONFTEST`` and ``fault`` in its script."""
+    """The scripted two-arm suite (tests/fakes.py) with ``fault`` in its script."""
     overrides.setdefault("gates", GATES)
-    suite = write_scripted_suite(pytester, {**SCRIPT, "__fault__": fault}, **overrides)
-    (suite.parent / "conftest.py").write_text(FAULT_CONFTEST)
-    return suite
+    return write_scripted_suite(pytester, {**SCRIPT, "__fault__": fault}, **overrides)
 
 
 def run(

@@ -5,7 +5,7 @@ pytester session with a scripted fake model, the ``sommelier`` command, the load
 the promise the project makes: one clear line with a stable code, nothing half-written, never a
 passing verdict from bad evidence, and a re-scored run equal to the run it re-scores.
 
-The fake (``HOSTILE_CONFTEST``) answers from ``script.json`` like tests/plugin_helpers.py's, and
+The one fake (tests/fakes.py) answers from ``script.json`` and
 misbehaves on purpose where ``script["__hostile__"]`` says so (per arm): it edits the split while
 the run is in progress, raises an exception whose ``__str__`` raises, or reports an identity
 that does not fit its arm.
@@ -19,64 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import FAKE_CONFTEST
 from plugin_helpers import GOLD, call_text, read_json, read_jsonl, write_scripted_suite
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.core.canonical import sha256_bytes
-
-HOSTILE_CONFTEST = """
-import json
-import pathlib
-
-import pytest
-
-HERE = pathlib.Path(__file__).parent
-SCRIPT = json.loads((HERE / "script.json").read_text())
-HOSTILE = SCRIPT.get("__hostile__", {})
-SPLIT = HERE / "data" / "test.jsonl"
-PROMPTS = {row["prompt_text"]: row["example_id"]
-           for row in map(json.loads, SPLIT.read_text().splitlines())}
-
-
-class Unprintable(ValueError):
-    def __str__(self):
-        raise ValueError("__str__ of this exception raises")
-
-
-class Fake:
-    def __init__(self, arm):
-        self.arm = arm
-        self.kind = HOSTILE.get(arm)
-        self.model_identity = {"fake": "model-1"}
-        self.adapter_identity = None if arm == "base" else {"fake-adapter": arm}
-        if self.kind == "no-adapter-identity":
-            self.adapter_identity = None
-        if self.kind == "adapter-identity":
-            self.adapter_identity = {"fake-adapter": "stray"}
-        if arm != "base" and HOSTILE.get("identity") == "engine":  # as engines.adapter_refs
-            self.adapter_identity = {"name": arm, "sha256": "a" * 64}
-
-    def generate(self, prompts, decoding):
-        with (HERE / "calls.jsonl").open("a") as log:
-            log.write(json.dumps({"arm": self.arm, "n": len(prompts)}) + "\\n")
-        if self.kind == "edit-split" and not (HERE / "edited").exists():
-            (HERE / "edited").write_text("")
-            lines = SPLIT.read_text().splitlines()
-            row = json.loads(lines[0])
-            row["target_text"] = json.dumps([{"name": "edited", "arguments": {}}])
-            lines[0] = json.dumps(row)
-            SPLIT.write_text("\\n".join(lines) + "\\n")
-        if self.kind == "unprintable":
-            raise Unprintable()
-        answers = SCRIPT.get(self.arm, {})
-        return [answers.get(PROMPTS.get(p, "?"), "I think you should check the weather.")
-                for p in prompts]
-
-
-@pytest.fixture(scope="session")
-def sommelier_model():
-    return Fake
-"""
 
 EXACT = {k: call_text(v) for k, v in GOLD.items()}
 SCRIPT: dict[str, Any] = {"adapter": EXACT, "base": {}}
@@ -89,12 +36,10 @@ GATES = [{"name": "exact", "arm": "adapter", "metric": "full_call_exact_match", 
 def hostile_suite(
     pytester: pytest.Pytester, hostile: dict[str, str] | None = None, **overrides: Any
 ) -> Path:
-    """The scripted two-arm suite with ``HOSTILE_CONFTEST``; ``hostile``: arm -> misbehaviour."""
+    """The scripted two-arm suite (tests/fakes.py); ``hostile``: arm -> misbehaviour."""
     overrides.setdefault("gates", GATES)
     script = {**SCRIPT, "__hostile__": hostile or {}}
-    suite = write_scripted_suite(pytester, script, **overrides)
-    (suite.parent / "conftest.py").write_text(HOSTILE_CONFTEST)
-    return suite
+    return write_scripted_suite(pytester, script, **overrides)
 
 
 def session(pytester: pytest.Pytester, *args: str, out: str = "out") -> tuple[Any, str]:
@@ -605,7 +550,7 @@ def test_H07_two_sessions_writing_one_output_folder(tmp_path: Path) -> None:
             {"adapter": adapter, "base": {}, "__hostile__": {}},
             gates=GATES,
         )
-        (suite.parent / "conftest.py").write_text(HOSTILE_CONFTEST + SLOW_WRITES)
+        (suite.parent / "conftest.py").write_text(FAKE_CONFTEST + SLOW_WRITES)
         roots[name] = root
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--sommelier-out"]
     command.append(str(out))

@@ -40,23 +40,6 @@ from pytest_sommelier.errors import (
     SommelierError,
 )
 
-MINIMAL_CONFTEST = """
-import pytest
-
-
-class Fake:
-    def __init__(self, arm):
-        self.model_identity = {"fake": "model-1"}
-        self.adapter_identity = None if arm == "base" else {"fake-adapter": arm}
-
-    def generate(self, prompts, decoding):
-        return ["no call" for _ in prompts]
-
-
-@pytest.fixture(scope="session")
-def sommelier_model():
-    return Fake
-"""
 SCRIPT = {"adapter": {k: call_text(v) for k, v in GOLD.items()}, "base": {}}
 GATES = [{"name": "exact", "arm": "adapter", "metric": "full_call_exact_match", "min": 0.5}]
 
@@ -482,7 +465,6 @@ def test_T13_split_path_is_a_folder(tmp_path: Path) -> None:
 
 def test_T14_bad_split_line_in_a_session(pytester: pytest.Pytester) -> None:
     suite = write_scripted_suite(pytester, SCRIPT)
-    (suite.parent / "conftest.py").write_text(MINIMAL_CONFTEST)  # it does not read the split
     split = suite.parent / "data" / "test.jsonl"
     lines = split.read_text(encoding="utf-8").splitlines()
     lines[3] = lines[3][:-5]

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import FAKE_CONFTEST
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from plugin_helpers import CONFTEST, read_json, read_jsonl
+from plugin_helpers import read_json, read_jsonl
 from suite_factory import write_suite
 from tool_templates import (
     FAMILIES,
@@ -321,7 +322,7 @@ def test_a_scripted_run_scores_the_family_output_format_ok(pytester: pytest.Pyte
     suite = write_suite(pytester.path / "suite", rows=rows,
                         suite={"slices": ["en"], "arguments_key": suite_key,
                                "split_tokenizer": "any"}, comparisons=None)
-    (suite.parent / "conftest.py").write_text(CONFTEST)
+    (suite.parent / "conftest.py").write_text(FAKE_CONFTEST)
     answers = {r["example_id"]: r["target_text"].removesuffix(END_OF_TURN[family]) for r in rows}
     assert all(key in answer for answer in answers.values())  # the family's own key
     (suite.parent / "script.json").write_text(json.dumps({"adapter": answers}))

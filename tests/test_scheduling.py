@@ -1,6 +1,6 @@
 """Under ``-n 2`` every fixed batch is generated once, whatever subset is selected (issue 16).
 
-A logging fake model (``LOGGING_CONFTEST``) appends every ``generate`` call's example ids, its
+The one fake model (tests/fakes.py) appends every ``generate`` call's example ids, its
 process id and whether it is the runner's warm-up call to ``calls.jsonl``. A suite of 12 English
 and 8 Hebrew examples at ``batch_size`` 3 (14 batches over two arms) runs under ``-n 2`` with
 ``-k``, ``--deselect`` and ``--lf``: every example of every batch that holds a selected item
@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fakes import FAKE_CONFTEST
 from hypothesis import given
 from hypothesis import strategies as st
 from plugin_helpers import read_json, read_jsonl
@@ -29,43 +30,7 @@ EN = [f"en-{i:02d}" for i in range(12)]
 HE = [f"he-{i:02d}" for i in range(8)]
 ARMS = ("base", "adapter")
 SUITE = "suite/sommelier.toml"
-
-LOGGING_CONFTEST = """
-import json
-import os
-import pathlib
-
-import pytest
-
-HERE = pathlib.Path(__file__).parent
-ROWS = [json.loads(line) for line in (HERE / "data" / "test.jsonl").read_text().splitlines()]
-IDS = {row["prompt_text"]: row["example_id"] for row in ROWS}
-GOLD = {row["example_id"]: row["target_text"] for row in ROWS}
-HITS = set(json.loads((HERE / "hits.json").read_text()))
-
-
-class Logging:
-    def __init__(self, arm):
-        self.arm = arm
-        self.model_identity = {"fake": "logging-1"}
-        self.adapter_identity = None if arm == "base" else {"fake-adapter": arm}
-        self.warmed = False  # the runner's first call of a generator is its warm-up
-
-    def generate(self, prompts, decoding):
-        ids = [IDS[prompt] for prompt in prompts]
-        with (HERE / "calls.jsonl").open("a") as log:
-            log.write(json.dumps(
-                {"arm": self.arm, "ids": ids, "pid": os.getpid(), "warmup": not self.warmed}
-            ) + "\\n")
-        self.warmed = True
-        return [GOLD[i] if i in HITS else "I am not sure." for i in ids]
-
-
-@pytest.fixture(scope="session")
-def sommelier_model():
-    return Logging
-"""
-
+LOGGING = {"fake": "logging-1"}
 
 def logging_suite(pytester: pytest.Pytester, hits: list[str]) -> Path:
     """The suite, its logging fake and the examples the fake answers right (``hits``)."""
@@ -80,8 +45,9 @@ def logging_suite(pytester: pytest.Pytester, hits: list[str]) -> Path:
         model={"base": "fake-org/fake-model"},
         decoding={"batch_size": BATCH_SIZE},
     )
-    (suite.parent / "conftest.py").write_text(LOGGING_CONFTEST)
-    (suite.parent / "hits.json").write_text(json.dumps(hits))
+    (suite.parent / "conftest.py").write_text(FAKE_CONFTEST)
+    script = {"__hits__": hits, "__prose__": "I am not sure.", "__model_identity__": LOGGING}
+    (suite.parent / "script.json").write_text(json.dumps(script))
     return suite
 
 

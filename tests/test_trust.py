@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import LOAD_RECORDER_CONFTEST
 from hypothesis import given
 from hypothesis import strategies as st
 from plugin_helpers import (
@@ -87,62 +88,24 @@ def test_a_parse_failure_that_hit_the_limit_is_truncated_not_malformed() -> None
     }
 
 
-COMPLETIONS_CONFTEST = """
-import json
-import pathlib
-
-import pytest
-from pytest_sommelier.core.types import Completion
-
-HERE = pathlib.Path(__file__).parent
-PROMPTS = {row["prompt_text"]: row["example_id"]
-           for row in map(json.loads, (HERE / "data" / "test.jsonl").read_text().splitlines())}
 CALL = '[{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}]'
 
 
-class Rich:
-    def __init__(self, arm):
-        self.model_identity = {"fake": "model-1"}
-        self.adapter_identity = None if arm == "base" else {"fake-adapter": arm}
-
-    def generate(self, prompts, decoding):
-        raise AssertionError("generate_completions is preferred")
-
-    def generate_completions(self, prompts, decoding):
-        with (HERE / "calls.jsonl").open("a") as log:
-            log.write(json.dumps(len(prompts)) + "\\n")
-        out = []
-        for prompt in prompts:
-            example = PROMPTS[prompt]
-            if example == "en-0":
-                out.append(Completion(CALL, "stop", 21))
-            elif example == "en-1":
-                out.append(Completion(CALL[:30], "length", decoding["max_new_tokens"]))
-            else:
-                out.append(Completion("not json at all", "stop", 5))
-        return out
-
-
-class Plain:
-    def __init__(self, arm):
-        self.model_identity = {"fake": "model-1"}
-        self.adapter_identity = None if arm == "base" else {"fake-adapter": arm}
-
-    def generate(self, prompts, decoding):
-        return [CALL[:30] for _ in prompts]
-
-
-@pytest.fixture(scope="session")
-def sommelier_model():
-    return lambda arm: Rich(arm) if arm == "base" else Plain(arm)
-"""
+def completions_script(first: str = "stop") -> dict[str, Any]:
+    """The base arm completes (``generate_completions``: a call that stops, one cut off at
+    ``max_new_tokens``, prose); the adapter returns plain strings, the call cut short."""
+    return {
+        "__completions__": {"base": {"en-0": [CALL, first, 21], "en-1": [CALL[:30], "length", 64]}},
+        "__default__": {"adapter": CALL[:30]},
+    }
 
 
 def test_finish_reasons_reach_records_reports_terminal_and_cache(
     pytester: pytest.Pytester,
 ) -> None:
-    write_scripted_suite(pytester, {}, ids=("en-0", "en-1", "en-2"), suite={"slices": ["en"]})
-    (pytester.path / "suite" / "conftest.py").write_text(COMPLETIONS_CONFTEST)
+    write_scripted_suite(
+        pytester, completions_script(), ids=("en-0", "en-1", "en-2"), suite={"slices": ["en"]}
+    )
     cache = pytester.path / "cache"
     _, text = session(pytester, "--sommelier-cache-dir", str(cache))
     records = {
@@ -190,9 +153,8 @@ def test_finish_reasons_reach_records_reports_terminal_and_cache(
 def test_a_completion_that_breaks_the_contract_errors_its_batch(
     pytester: pytest.Pytester,
 ) -> None:
-    write_scripted_suite(pytester, {}, ids=("en-0",), suite={"slices": ["en"]})
-    (pytester.path / "suite" / "conftest.py").write_text(
-        COMPLETIONS_CONFTEST.replace('Completion(CALL, "stop", 21)', 'Completion(CALL, "eos", 21)')
+    write_scripted_suite(
+        pytester, completions_script(first="eos"), ids=("en-0",), suite={"slices": ["en"]}
     )
     result, text = session(pytester, "-k", "base")
     assert "SOM-GEN-TYPE" in text and "finish_reason 'eos'" in text
@@ -514,24 +476,6 @@ def trust_kit(tiny: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory)
     return {"root": root, "model": model, "good": good, "renamed": renamed, "other": other}
 
 
-LOADS_CONFTEST = """
-import pathlib
-
-from pytest_sommelier.inference import transformers_engine
-
-_original = transformers_engine._load_model_and_tokenizer
-
-
-def _recording(*args, **kwargs):
-    with open(pathlib.Path(__file__).parent / "loads.txt", "a") as log:
-        log.write("loaded\\n")
-    return _original(*args, **kwargs)
-
-
-transformers_engine._load_model_and_tokenizer = _recording
-"""
-
-
 def _real_suite(
     pytester: pytest.Pytester, paths: dict[str, Path], adapter: str, **overrides: Any
 ) -> Path:
@@ -552,7 +496,7 @@ def _real_suite(
         **overrides,
     )
     shutil.rmtree(folder / "adapter")
-    (folder / "conftest.py").write_text(LOADS_CONFTEST)
+    (folder / "conftest.py").write_text(LOAD_RECORDER_CONFTEST)
     return match_base_tokenizer(suite)
 
 
@@ -604,7 +548,7 @@ def test_every_broken_adapter_of_the_preflight_tests_errors_its_arm_at_session_s
         engine={"name": engine},
         comparisons=None,
     )
-    (folder / "conftest.py").write_text(LOADS_CONFTEST)
+    (folder / "conftest.py").write_text(LOAD_RECORDER_CONFTEST)
     match_base_tokenizer(suite)
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--sommelier-out", "out", "-k", "not base"
