@@ -36,7 +36,7 @@ fi
 "$PY" -c "import vllm, pytest_sommelier; print('vllm', vllm.__version__)"
 
 # 1. the engine tests (real vLLM on a tiny Llama, in process and through the server)
-"$PY" -m pytest -q -p no:cacheprovider tests/test_vllm_engine.py tests/test_openai_engine.py
+"$PY" -m pytest -q -p no:cacheprovider tests/inference/test_vllm_engine.py tests/inference/test_openai_engine.py
 
 # 2. a subset of the demo: the first $EXAMPLES examples of each slice
 WORK=$(mktemp -d)

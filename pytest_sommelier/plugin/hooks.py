@@ -8,7 +8,7 @@ Invariant kept: the plugin is free when idle. This module, and what it imports a
 (``keys``, ``role``, ``settings``, ``fixture``), import only pytest and the standard library;
 collection, the session aggregator and with them ``core``, ``data``, ``inference``, numpy,
 jsonschema and jinja2 are imported when a ``sommelier.toml`` is collected or a suite item
-reports (tests/test_idle_cost.py, benchmarks/bench_idle.py).
+reports (tests/plugin/test_idle_cost.py, benchmarks/bench_idle.py).
 """
 
 from __future__ import annotations

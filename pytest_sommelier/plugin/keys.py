@@ -3,7 +3,7 @@ the suite part of a node id, the key of an item's result, and the batch rule col
 xdist scheduler both cut batches by.
 
 Invariant kept: this module imports only pytest and the standard library (the entry point
-imports it in every pytest run, with or without a suite; tests/test_idle_cost.py checks it).
+imports it in every pytest run, with or without a suite; tests/plugin/test_idle_cost.py checks it).
 """
 
 from __future__ import annotations

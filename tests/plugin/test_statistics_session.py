@@ -46,7 +46,7 @@ def bonett_price(b: float, c: float, n: float, level: float = 0.95) -> tuple[flo
 
 def tango(b: float, c: float, n: float, level: float = 0.95) -> tuple[float, float]:
     """Tango's score interval: what a gate with a non-zero margin reads (checked against the
-    published examples in tests/test_intervals.py)."""
+    published examples in tests/core/test_intervals.py)."""
     lower, upper = proportions.tango_interval(b, c, n, level)
     return float(lower), float(upper)
 

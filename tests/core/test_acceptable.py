@@ -226,7 +226,7 @@ BFCL_PYTHON = Path(os.environ.get("SOMMELIER_BFCL_PYTHON", "/work/venv-bfcl/bin/
 )
 def test_agreement_with_bfcl_ast_checker_on_simple_python(tmp_path):
     out = tmp_path / "agreement.json"
-    script = Path(__file__).parents[1] / "scripts" / "bfcl_agreement.py"
+    script = Path(__file__).parents[2] / "scripts" / "bfcl_agreement.py"
     subprocess.run(
         [
             sys.executable,

@@ -30,7 +30,7 @@ from pytest_sommelier.errors import InputError, SommelierEnvironmentError, Somme
 from pytest_sommelier.inference import modelcache, modelref, preflight
 from pytest_sommelier.inference.transformers_engine import BaseSource
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------- safetensors headers

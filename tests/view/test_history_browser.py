@@ -1,5 +1,5 @@
 """``history.html`` in a real browser: headless Chromium from the system, driven by Playwright
-(the pip package only), as for the run page (tests/test_html_report_browser.py).
+(the pip package only), as for the run page (tests/view/test_html_report_browser.py).
 
 The store holds four runs made by real pytest sessions (history_helpers): 0001, then 0002
 under another decoding (not comparable: config_sha256, decoding.max_new_tokens), 0003

@@ -2,7 +2,7 @@
 
 The run comes from a pytest session over the scripted suite of ``html_helpers`` (outcomes
 worked out by hand there); a few tests edit a copy of it to show how the page degrades.
-The page is checked in a real browser in ``test_html_report_browser.py``.
+The page is checked in a real browser in ``tests/view/test_html_report_browser.py``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 ``config_sha256`` only when it is not the default, and compared by the identity gate.
 
 The plugin sessions (a native split of each family parser v1 reads, scored ``ok``) are in
-``tests/test_native_policy.py``; the gate's field-by-field refusals in ``tests/test_reports.py``.
+``tests/data/split/test_native_policy.py``; the gate's field-by-field refusals in
+``tests/core/test_reports.py``.
 """
 
 from __future__ import annotations

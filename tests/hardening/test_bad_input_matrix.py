@@ -10,8 +10,8 @@ or ini option) and checks the same four things:
   and no verdict other than ``incomplete``/``fail`` for the bad run);
 - never a passing verdict, never exit status 0.
 
-Rows already covered by tests/test_bad_input.py and tests/test_split.py are not repeated here;
-docs/hardening.md lists them beside these.
+Rows already covered by tests/data/suite/test_suite_bad_input.py and
+tests/data/split/test_split.py are not repeated here; docs/hardening.md lists them beside these.
 """
 
 from __future__ import annotations

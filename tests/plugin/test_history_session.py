@@ -18,7 +18,7 @@ from plugin_helpers import write_scripted_suite
 
 from pytest_sommelier.data.store.history import read_index, stored_runs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAIL = "--sommelier-compare-fail=full_call_exact_match:0.02"
 ADAPTER_GATE = "compare-fail:adapter:full_call_exact_match:0.02"
 

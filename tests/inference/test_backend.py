@@ -18,7 +18,7 @@ import torch
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierEnvironmentError
 from pytest_sommelier.inference import transformers_engine as backend
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from tiny import make_tiny_adapter_dir, make_tiny_gguf, make_tiny_model_dir
 
 torch.set_num_threads(1)

@@ -18,7 +18,7 @@ import pytest
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.inference import engines, openai_engine, vllm_engine
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 
 DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 12, "batch_size": 4}
 PROMPTS = ["hello", "שלום עולם", '{"name": "get_weather", "arguments": {}}', "a" * 30, "xy"]

@@ -21,7 +21,7 @@ from pytest_sommelier.errors import (
 )
 from pytest_sommelier.inference import engines, openai_engine
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from fault_server import FaultServer, completion_ids, completion_text
 
 DECODING = {"temperature": 0.0, "do_sample": False, "max_new_tokens": 7, "batch_size": 4}

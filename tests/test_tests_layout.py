@@ -1,0 +1,65 @@
+"""The tests mirror the package: a test module lives in the folder of the layer (or the job of
+``data/``) it tests, is named by what it tests, and every pytester suite uses the one fake model.
+
+- ``tests/<layer>/`` for ``core``, ``data`` (with ``data/<job>/`` for ``split``, ``suite``,
+  ``prepare``, ``store``), ``inference``, ``plugin``, ``view``, ``commands``: each folder is a
+  package folder of ``pytest_sommelier``; ``tests/hardening/`` holds the rows of
+  docs/hardening.md (faults, bad input, hostile inputs, fuzzing, security), which cross layers
+  by design; the project-wide checks (layering, declared imports, docs, moved paths, this
+  file) stay in ``tests/``.
+- No module is named by an issue (``issue``, ``part``, a bare number) and basenames are unique
+  (pytest's default import mode needs it: the folders have no ``__init__.py``).
+- ``def sommelier_model`` appears in one place only, ``tests/fakes.py``: a test that needs a
+  different model behaviour says so in its suite's ``script.json``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+PACKAGE = TESTS.parent / "pytest_sommelier"
+CROSS_LAYER = {"hardening"}
+
+
+def modules() -> list[Path]:
+    return sorted(TESTS.rglob("test_*.py"))
+
+
+def test_every_test_folder_is_a_package_folder_or_the_hardening_matrix() -> None:
+    folders = {p.parent.relative_to(TESTS) for p in modules()} - {Path(".")}
+    assert folders, "the tests are in folders"
+    for folder in folders:
+        if folder.parts[0] in CROSS_LAYER:
+            assert len(folder.parts) == 1, folder
+            continue
+        assert (PACKAGE / folder / "__init__.py").is_file(), (
+            f"tests/{folder} mirrors no package folder of pytest_sommelier"
+        )
+
+
+def test_each_layer_has_its_tests() -> None:
+    layers = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    jobs = {p.name for p in (PACKAGE / "data").iterdir() if (p / "__init__.py").is_file()}
+    tested = {p.parent.relative_to(TESTS).parts for p in modules()}
+    for layer in layers - {"__pycache__"}:
+        assert any(parts[:1] == (layer,) for parts in tested), f"no tests/{layer}/"
+    for job in jobs - {"schemas", "templates"}:
+        assert ("data", job) in tested, f"no tests/data/{job}/"
+
+
+def test_names_say_what_is_tested_and_are_unique() -> None:
+    names = [p.name for p in modules()]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    for name in names:
+        assert not re.search(r"issue|_part\d|_\d+\.py$", name), name
+
+
+def test_the_one_fake_model_is_the_only_sommelier_model_override() -> None:
+    overriding = sorted(
+        str(p.relative_to(TESTS))
+        for p in TESTS.rglob("*.py")
+        if re.search(r"^\s*def sommelier_model\(", p.read_text(encoding="utf-8"), re.M)
+    )
+    assert overriding == ["fakes.py"]
