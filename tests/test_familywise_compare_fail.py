@@ -102,7 +102,8 @@ def test_a_refused_comparison_is_a_failing_member(pytester: pytest.Pytester) -> 
     session(pytester, "one", V1, "--sommelier-autosave", statistics=statistics)
     write_scripted_suite(pytester, script(V1), gates=[UPLIFT], statistics=statistics)
     result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-no-cache",
-                                "--sommelier-out", "two", "--sommelier-compare=7", WIDE)  # fmt: skip
+                                "--sommelier-out", "two", "--sommelier-compare=7",
+                                WIDE)  # fmt: skip
     result.stdout.fnmatch_lines([f"FAIL compare-fail:{METRIC}:0.9: *unavailable: "
                                  "SOM-HISTORY-UNKNOWN: *no stored run 0007*"])  # fmt: skip
     assert result.ret != 0

@@ -21,9 +21,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,11 +206,10 @@ def run(args: argparse.Namespace) -> int:
     session's summary."""
     from pytest_sommelier import __version__
     from pytest_sommelier.core import runlayout
+    from pytest_sommelier.data.store.history_gate import parse_fail_specs
     from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.view import terminal
     from pytest_sommelier.view.compare import against_lines
-
-    from pytest_sommelier.data.store.history_gate import parse_fail_specs
 
     suite = load_suite(args.suite) if args.suite else None
     specs = parse_fail_specs(args.compare_fail or [], option="--compare-fail")

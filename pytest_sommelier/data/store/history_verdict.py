@@ -191,7 +191,7 @@ def verdict_against_stored(
         )
         if members is not None:
             gate_results = with_member_evidence(verdict["gates"], members)
-            return {**verdict, "gates": gate_results}  # type: ignore[typeddict-item]
+            return {**verdict, "gates": gate_results}  # type: ignore[return-value]
     if not failing:
         return verdict
     results = evaluate_fail_specs(fail_specs, report, refused=refused)
