@@ -25,7 +25,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pytest_sommelier.core import multiplicity
-from pytest_sommelier.core.intervals import RATIO_OF_SUMS, entry_at, is_margin
+from pytest_sommelier.core.intervals import (
+    EQUIVALENCE_RATE_METHOD,
+    MARGIN_RATE_METHOD,
+    RATIO_OF_SUMS,
+    entry_at,
+    is_margin,
+)
 from pytest_sommelier.core.power import design_power, minimum_detectable_effect
 from pytest_sommelier.core.text import selected_block, selected_entries, selected_key
 from pytest_sommelier.core.types import (
@@ -381,6 +387,13 @@ def is_margin_gate(gate: GateConfig) -> bool:
     )  # fmt: skip
 
 
+def margin_method(gate: GateConfig) -> str:
+    """The rate method a margin gate reads: Tango's score interval, continuity-corrected for an
+    equivalence gate (both bounds: its uncorrected size at 90% reached 0.069 for a nominal
+    0.05, ``core.intervals.EQUIVALENCE_RATE_METHOD``)."""
+    return EQUIVALENCE_RATE_METHOD if len(interval_limits(gate)) > 1 else MARGIN_RATE_METHOD
+
+
 def _side_p(key: str, limit: float, entry: Mapping[str, Any]) -> float:
     """A member's evidence at one threshold: the p-value at ``limit``, or 1 when the estimate
     lies on the failing side of it (a difference in the wrong direction is no evidence)."""
@@ -397,7 +410,7 @@ def margin_evidence(
     null) of the threshold that binds: the largest over its limits, as for Holm."""
     best: tuple[float, float, dict[str, Any]] | None = None
     for key, limit in interval_limits(gate):
-        tango = entry_at(dict(entry), level, limit, "tango")
+        tango = entry_at(dict(entry), level, limit, margin_method(gate))
         if tango is None:
             return None, 0.0
         tango["p_value"] = _side_p(key, limit, tango)
@@ -574,7 +587,7 @@ def _gate_p_value(
     for key, limit in interval_limits(gate):
         entry = interval_at(gate, level, limit)
         if margin and entry is not None:  # a pre-0.4 entry without counts: as recorded
-            entry = entry_at(dict(entry), level, limit, "tango") or entry
+            entry = entry_at(dict(entry), level, limit, margin_method(gate)) or entry
         if entry is None or zero_width(entry, gate.metric) is not None:
             return None, None
         if entry.get("p_value") is None or entry.get("estimate") is None:
