@@ -18,7 +18,8 @@ when the score test at -m rejects; an equivalence gate's with the continuity cor
 a unit; over clusters on the counts divided by the CR2 design effect at the t quantile of Bell &
 McCaffrey's degrees of freedom).
 
-    python benchmarks/bench_plan_power.py [--studies 2000] [--markdown] [--part all|superiority|margin]
+    python benchmarks/bench_plan_power.py [--studies 2000] [--markdown]
+                                          [--part all|superiority|margin]
 
 Sized for one core: about two minutes at 2,000 studies per cell (the output says how long).
 """

@@ -81,7 +81,8 @@ def type_one_error_90(n: int, margin: float, continuity: float) -> float:
     b, c = b[keep].astype(float), c[keep].astype(float)
     p = stats.multinomial.pmf(np.stack([b, c, n - b - c], axis=1), n, [0.0, margin, 1 - margin])
     lower, upper = proportions.tango_interval(b, c, float(n), 0.9, continuity)
-    passes = (np.minimum(lower, (b - c) / n) >= -margin) & (np.maximum(upper, (b - c) / n) <= margin)
+    estimate = (b - c) / n
+    passes = (np.minimum(lower, estimate) >= -margin) & (np.maximum(upper, estimate) <= margin)
     return float(p[passes].sum())
 
 

@@ -183,8 +183,8 @@ def test_auto_intervals_clustered_by_root_by_default(pytester: pytest.Pytester) 
         "*adapter-vs-base (candidate - reference, 95% intervals, interval = auto)*",
         "*overall: rates bonett_price_adjusted_wald_cr2_bm, args_f1 jackknife_t_pseudo_cluster;"
         " minimum detectable difference in full_call_exact_match at 80% power (one-sided 2.5%),"
-        " at the observed discordance 0.571: none with 7 pairs (too few; a figure of the design, not"
-        " of this run's difference, which the gates judge) (4 clusters, design"
+        " at the observed discordance 0.571: none with 7 pairs (too few; a figure of the design,"
+        " not of this run's difference, which the gates judge) (4 clusters, design"
         " effect 2.13); few clusters: 4 (under 30); the largest holds 2 of 7 pairs (over 10%):"
         " the intervals rest on few independent units*",
         "*McNemar (full_call): candidate-only 4, reference-only 0, exact p = 0.125, "
