@@ -220,3 +220,64 @@ def test_a_bad_gate_effect_is_one_line_naming_the_key(
     assert lines and message in lines[0] and "[[gates]] #1" in lines[0], text
     assert "Traceback" not in text
     assert not (pytester.path / "out" / "eval").exists()
+
+
+# --- hostile inputs for the new surfaces ------------------------------------------------------
+
+HOSTILE = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**20), 10**20),
+    st.booleans(),
+    st.text(max_size=6),
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(HOSTILE)
+def test_a_gate_effect_is_a_finite_size_or_one_line_naming_the_key(value: object) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from suite_factory import write_suite
+
+    from pytest_sommelier.data.suite import load_suite
+    from pytest_sommelier.errors import InputError
+
+    ok = (isinstance(value, int | float) and not isinstance(value, bool)
+          and math.isfinite(value) and 1e-4 <= abs(value) <= 1)  # fmt: skip
+    gate = {"name": "kept", "candidate": "adapter", "reference": "base", "metric": METRIC,
+            "ci_lower_at_least": -0.1, "effect": value}  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_suite(Path(folder) / "suite", gates=[gate])
+        try:
+            suite = load_suite(path)
+        except InputError as error:
+            assert not ok, error
+            text = str(error)
+            assert "\n" not in text and "effect" in text and "[[gates]] #1" in text
+        else:
+            assert ok
+            assert suite.gates[0].effect == pytest.approx(abs(float(value)))  # type: ignore[arg-type]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=30))
+def test_a_plan_comparison_name_is_a_stored_run_or_not_one(text: str) -> None:
+    """``--comparison`` with any text: not ``ARM-vs-ARM@SPEC`` is left to the comparison check;
+    a stored-run name against a store that lacks it is one ``SOM-PLAN-COMPARISON`` line."""
+    import tempfile
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from pytest_sommelier.commands.plan import STORED_COMPARISON, _stored_comparisons
+    from pytest_sommelier.errors import InputError
+
+    with tempfile.TemporaryDirectory() as folder:
+        suite = SimpleNamespace(name="s")
+        try:
+            found = _stored_comparisons(Path(folder), suite, text, Path(folder) / "store")
+        except InputError as error:
+            assert STORED_COMPARISON.match(text) is not None
+            assert error.code == "SOM-PLAN-COMPARISON" and "\n" not in str(error).strip("\n")
+        else:
+            assert found == {} and STORED_COMPARISON.match(text) is None
