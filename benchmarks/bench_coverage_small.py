@@ -126,6 +126,29 @@ def margins_part(markdown: bool) -> None:
               f"(nominal {nominal})")  # fmt: skip
 
 
+def margin_widths(markdown: bool, runs: int = 2000) -> None:
+    """Mean width of the 90% intervals an equivalence gate could read, unclustered, at n = 300
+    and 1000 on the regular grid of bench_coverage.py (both hit 0.55): Bonett-Price (0.3),
+    Tango, Tango with the half-unit continuity correction (now), seed 26."""
+    rng = np.random.default_rng(26)
+    rows = []
+    for n in (300, 1000):
+        for pb, pa in ((0.02, 0.02), (0.0, 0.04), (0.05, 0.10), (0.0, 0.0), (0.10, 0.20)):
+            draws = rng.multinomial(n, [BOTH, pa, pb, 1 - BOTH - pa - pb], size=runs)
+            b, c = draws[:, 1].astype(float), draws[:, 2].astype(float)
+            size = np.full_like(b, float(n))
+            widths = []
+            for lower, upper in (proportions.bonett_price_interval(b, c, size, 0.9),
+                                 proportions.tango_interval(b, c, size, 0.9),
+                                 proportions.tango_interval(b, c, size, 0.9, 0.5)):  # fmt: skip
+                widths.append(float(np.mean(np.asarray(upper) - np.asarray(lower))))
+            rows.append((str(n), f"pb={pb:g} pa={pa:g}", *(f"{w:.4f}" for w in widths),
+                         f"{widths[2] / widths[0]:.3f}x"))  # fmt: skip
+    print(f"# equivalence reading: mean width of 90% intervals, unclustered, {runs} runs per cell")
+    header = ("n", "cell", "bonett_price (0.3)", "tango", "tango_cc (now)", "tango_cc / 0.3")
+    print_table(header, rows, markdown)
+
+
 # --- clusters: coverage with few or unequal clusters ---------------------------------------
 
 
@@ -258,6 +281,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.part in ("margins", "all"):
         margins_part(args.markdown)
+        margin_widths(args.markdown)
     if args.part in ("clusters", "all"):
         clusters_part(args.runs, args.markdown)
 
