@@ -60,14 +60,15 @@ def plan_rows(
     run_dir: Path | str,
     *,
     comparison: str | None = None,
-    effect: float = DEFAULT_EFFECT,
+    effect: float | None = None,
     power: float | None = None,
     metric: str = PLAN_METRIC,
     store: Path | str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per comparison and block (``overall``, then each slice): the pilot's pairs,
     clusters, discordance and design effect and ``core.power.plan``'s pairs and clusters
-    needed to detect ``effect`` at ``power`` (default: the suite's ``[statistics] power``);
+    needed to detect ``effect`` (default: the suite's ``[statistics] effect``, else
+    :data:`DEFAULT_EFFECT`) at ``power`` (default: the suite's ``[statistics] power``);
     then one row per interval gate of the suite on a rate metric (``gate`` names it), sized
     for the claim it makes. ``comparison`` keeps one subject (``ARM-vs-ARM@NNNN``: a
     comparison with a stored run of ``store``)."""
@@ -92,6 +93,8 @@ def plan_rows(
             where=str(run_dir),
         )
     wanted = power if power is not None else suite.statistics.power
+    if effect is None:
+        effect = suite.statistics.effect or DEFAULT_EFFECT
     rows = []
     for name, report in {**reports, **stored}.items():
         if comparison is not None and name != comparison:
@@ -216,14 +219,14 @@ def _gate_row(
     store: Path | str | None, effect: float, power: float,
 ) -> dict[str, Any] | None:  # fmt: skip
     """The plan of one interval gate's claim on a rate metric (None for any other gate):
-    its subject's block, its limits, the gate's ``effect`` (else the suite's, else
-    ``--effect``) for a gate at 0, the arms equal (or that effect on the passing side) at a
+    its subject's block, its limits, the gate's ``effect`` (else ``effect``, the plan's) for a
+    gate at 0, the arms equal (or that effect on the passing side) at a
     margin."""
     if not is_interval_gate(gate) or gate.metric in RATIO_OF_SUMS or gate.metric in (
         IDENTICAL_METRIC, NOISE_METRIC
     ):
         return None
-    size = gate.effect if gate.effect is not None else suite.statistics.effect or effect
+    size = gate.effect if gate.effect is not None else effect
     limits = tuple((THRESHOLDS[key].bound, limit) for key, limit in interval_limits(gate))
     block: Mapping[str, Any] | str
     if gate.kind == "comparison":
@@ -423,8 +426,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "comparison of the pilot)",
     )  # fmt: skip
     parser.add_argument(
-        "--effect", type=_effect, default=DEFAULT_EFFECT,
-        help=f"the difference to detect (default {DEFAULT_EFFECT})",
+        "--effect", type=_effect, default=None,
+        help="the difference to detect (default: the suite's [statistics] effect, else "
+        f"{DEFAULT_EFFECT}; a gate's own effect wins for that gate)",
     )  # fmt: skip
     parser.add_argument(
         "--power", type=_probability, default=None,
