@@ -281,3 +281,32 @@ def test_a_plan_comparison_name_is_a_stored_run_or_not_one(text: str) -> None:
             assert error.code == "SOM-PLAN-COMPARISON" and "\n" not in str(error).strip("\n")
         else:
             assert found == {} and STORED_COMPARISON.match(text) is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(HOSTILE)
+def test_a_resolved_gates_effect_is_checked_when_read_back(value: object) -> None:
+    """A run's ``suite.resolved.json`` edited to hold any ``effect``: read back as recorded
+    when it is a size in bounds, else one ``SOM-STORED-FIELD`` line naming the gate's key."""
+    from pathlib import Path
+
+    from pytest_sommelier.data.store.stored import suite_from_resolved
+    from pytest_sommelier.errors import InputError
+
+    resolved = {"name": "s", "slices": ["en"], "arms": {"base": {}, "adapter": {}},
+                "comparisons": [{"candidate": "adapter", "reference": "base"}],
+                "statistics": {"seed": 1, "resamples": 200, "confidence_level": 0.95},
+                "decoding": {}, "gates": [{**NI, "kind": "comparison", "slice": "overall",
+                                           "arm": None, "gap": None, "min": None, "max": None,
+                                           "ci_lower_above": None, "delta_at_least": None,
+                                           "effect": value}]}  # fmt: skip
+    ok = (isinstance(value, int | float) and not isinstance(value, bool)
+          and math.isfinite(value) and 1e-4 <= abs(value) <= 1)  # fmt: skip
+    try:
+        suite = suite_from_resolved(resolved, Path("run"))
+    except InputError as error:
+        assert not ok
+        assert error.code == "SOM-STORED-FIELD" and "gates[0].effect" in str(error)
+        assert "\n" not in str(error)
+    else:
+        assert ok and suite.gates[0].effect == value
