@@ -310,3 +310,23 @@ def test_a_resolved_gates_effect_is_checked_when_read_back(value: object) -> Non
         assert "\n" not in str(error)
     else:
         assert ok and suite.gates[0].effect == value
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.05, 0.9), st.floats(0.01, 0.3), st.floats(0.5, 0.99), st.floats(1.0, 3.0))
+def test_nams_power_inverts_its_size(psi: float, margin: float, power: float,
+                                     deff: float) -> None:  # fmt: skip
+    """At Nam's size the power is the power asked for; more pairs never lose power; the plan
+    of an equivalence gate needs at least what either of its sides needs."""
+    pairs = power_module.margin_pairs(-margin, psi, power=power)
+    assert pairs is not None
+    at = power_module.margin_power(-margin, pairs * deff, psi, design_effect=deff)
+    assert at == pytest.approx(power, abs=1e-9)
+    more = power_module.margin_power(-margin, pairs * deff * 1.5, psi, design_effect=deff)
+    assert more is not None and more >= at - 1e-12
+    plan = power_module.plan(0.03, int(psi * 200) // 2, int(psi * 200) // 2, 200,
+                             limits=(("lower", -margin), ("upper", margin)))  # fmt: skip
+    one = power_module.plan(0.03, int(psi * 200) // 2, int(psi * 200) // 2, 200,
+                            limits=(("lower", -margin),))  # fmt: skip
+    if plan["pairs_needed"] is not None and one["pairs_needed"] is not None:
+        assert plan["pairs_needed"] >= one["pairs_needed"]
