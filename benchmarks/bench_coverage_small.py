@@ -8,7 +8,8 @@ sum over every ``(b, c)``, computed exactly here for n = 20-300. Cells: non-infe
 (``ci_lower_at_least = -m``: one-sided nominal 0.025) and equivalence at 90% (``+-m``: nominal
 0.05), with the discordance at the margin one-sided (only the base hits: ``pb = m``, ``pa = 0``)
 or two-sided (``pb = m + 0.05``, ``pa = 0.05``); Bonett-Price (the 0.3 reading) against Tango's
-score interval (what a margin gate reads now).
+score interval (what a non-inferiority gate reads now) and Tango's with a continuity correction
+of half a unit (``tango_cc``: what an equivalence gate reads now).
 
 Clusters part (simulated, vectorised: every run of a cell is one row of a matrix). Cluster
 designs: K = 10, 20 or 30 clusters of 1-4 pairs, one dominant cluster (20 pairs among 20 or 40
@@ -81,9 +82,11 @@ def type_one_error(n: int, margin: float, two_sided: bool, method: str, design: 
     extra = 0.05 if two_sided else 0.0
     b, c, p = table_probabilities(n, extra, margin + extra)
     level = 0.95 if design == "non-inferiority" else 0.90
-    interval = proportions.tango_interval if method == "tango" else (
-        proportions.bonett_price_interval)  # fmt: skip
-    lower, upper = interval(b, c, float(n), level)
+    if method == "bonett_price":
+        lower, upper = proportions.bonett_price_interval(b, c, float(n), level)
+    else:
+        continuity = 0.5 if method == "tango_cc" else 0.0
+        lower, upper = proportions.tango_interval(b, c, float(n), level, continuity)
     estimate = (b - c) / n
     lower, upper = np.minimum(lower, estimate), np.maximum(upper, estimate)
     passes = lower >= -margin
@@ -101,20 +104,49 @@ def margins_part(markdown: bool) -> None:
                 for n in MARGIN_SIZES:
                     bp = type_one_error(n, margin, two_sided, "bonett_price", design)
                     tango = type_one_error(n, margin, two_sided, "tango", design)
+                    tango_cc = type_one_error(n, margin, two_sided, "tango_cc", design)
                     rows.append((design, "two-sided" if two_sided else "one-sided", margin, n,
-                                 bp, tango))  # fmt: skip
+                                 bp, tango, tango_cc))  # fmt: skip
     elapsed = time.perf_counter() - started
     print("# type I error at the margin, exact (every discordance table of n pairs); "
           f"{elapsed:.1f} s on one core")  # fmt: skip
     print("# non-inferiority: 95% two-sided interval, lower bound >= -m (nominal 0.025); "
           "equivalence: 90%, both bounds within +-m (nominal 0.05)")  # fmt: skip
-    header = ("design", "discordance", "margin", "n", "bonett_price (0.3)", "tango (now)")
-    print_table(header, [(d, s, f"{m:g}", str(n), f"{bp:.4f}", f"{t:.4f}")
-                         for d, s, m, n, bp, t in rows], markdown)  # fmt: skip
+    header = ("design", "discordance", "margin", "n", "bonett_price (0.3)", "tango",
+              "tango_cc")  # fmt: skip
+    now = {"non-inferiority": 5, "equivalence": 6}  # the column each design reads now
+    print_table(header, [(d, s, f"{m:g}", str(n), f"{bp:.4f}",
+                          f"{t:.4f}" + (" (now)" if now[d] == 5 else ""),
+                          f"{cc:.4f}" + (" (now)" if now[d] == 6 else ""))
+                         for d, s, m, n, bp, t, cc in rows], markdown)  # fmt: skip
     for design, nominal in (("non-inferiority", 0.025), ("equivalence", 0.05)):
         chosen = [r for r in rows if r[0] == design]
         print(f"# {design}: max bonett_price {max(r[4] for r in chosen):.4f}, max tango "
-              f"{max(r[5] for r in chosen):.4f} (nominal {nominal})")  # fmt: skip
+              f"{max(r[5] for r in chosen):.4f}, max tango_cc {max(r[6] for r in chosen):.4f} "
+              f"(nominal {nominal})")  # fmt: skip
+
+
+def margin_widths(markdown: bool, runs: int = 2000) -> None:
+    """Mean width of the 90% intervals an equivalence gate could read, unclustered, at n = 300
+    and 1000 on the regular grid of bench_coverage.py (both hit 0.55): Bonett-Price (0.3),
+    Tango, Tango with the half-unit continuity correction (now), seed 26."""
+    rng = np.random.default_rng(26)
+    rows = []
+    for n in (300, 1000):
+        for pb, pa in ((0.02, 0.02), (0.0, 0.04), (0.05, 0.10), (0.0, 0.0), (0.10, 0.20)):
+            draws = rng.multinomial(n, [BOTH, pa, pb, 1 - BOTH - pa - pb], size=runs)
+            b, c = draws[:, 1].astype(float), draws[:, 2].astype(float)
+            size = np.full_like(b, float(n))
+            widths = []
+            for lower, upper in (proportions.bonett_price_interval(b, c, size, 0.9),
+                                 proportions.tango_interval(b, c, size, 0.9),
+                                 proportions.tango_interval(b, c, size, 0.9, 0.5)):  # fmt: skip
+                widths.append(float(np.mean(np.asarray(upper) - np.asarray(lower))))
+            rows.append((str(n), f"pb={pb:g} pa={pa:g}", *(f"{w:.4f}" for w in widths),
+                         f"{widths[2] / widths[0]:.3f}x"))  # fmt: skip
+    print(f"# equivalence reading: mean width of 90% intervals, unclustered, {runs} runs per cell")
+    header = ("n", "cell", "bonett_price (0.3)", "tango", "tango_cc (now)", "tango_cc / 0.3")
+    print_table(header, rows, markdown)
 
 
 # --- clusters: coverage with few or unequal clusters ---------------------------------------
@@ -249,6 +281,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.part in ("margins", "all"):
         margins_part(args.markdown)
+        margin_widths(args.markdown)
     if args.part in ("clusters", "all"):
         clusters_part(args.runs, args.markdown)
 

@@ -17,7 +17,11 @@ weight 0.5 or 1: a continuity correction in the manner of Bonett-Price's pseudo-
 ``pseudo_w0.5`` is ``core.ratio_intervals.pseudo_jackknife_t_interval``, what ``auto`` uses now
 (checked run by run against the vectorised form here).
 
-    python benchmarks/bench_f1_ceiling.py [--runs 4000] [--markdown]
+    python benchmarks/bench_f1_ceiling.py [--runs 4000] [--markdown] [--part grid|extra]
+
+``--part extra`` runs the cells added later (its own seed, so the grid's numbers stay as
+published): clustered cells at ICC 0.3, and one dominant cluster of 20 pairs among 20 single
+pairs at ICC 0.3 and 0.9.
 
 Sized for one core: well under a minute at 4,000 runs per cell (the output says how long).
 """
@@ -93,17 +97,18 @@ def with_pseudo(units: np.ndarray, weight: float) -> tuple[np.ndarray, np.ndarra
     return out, weights
 
 
-def cell(rng, n, p_ref, p_cand, rho, runs, clusters=None):
+def cell(rng, n, p_ref, p_cand, rho, runs, clusters=None, icc=0.9, sizes=None):
     big = pairs(rng, (2_000_000,), p_ref, p_cand, rho)
     truth = float(ratio(big.sum(axis=0)))
     if clusters is None:
         units = pairs(rng, (runs, n), p_ref, p_cand, rho)
     else:
-        sizes = rng.integers(2, 5, size=clusters)
+        if sizes is None:
+            sizes = rng.integers(2, 5, size=clusters)
         shared = pairs(rng, (runs, clusters), p_ref, p_cand, rho)
         own = pairs(rng, (runs, int(sizes.sum())), p_ref, p_cand, rho)
         index = np.repeat(np.arange(clusters), sizes)
-        repeat = rng.random((runs, index.size)) < 0.9
+        repeat = rng.random((runs, index.size)) < icc
         rows = np.where(repeat[..., None], shared[:, index, :], own)
         units = np.stack([rows[:, index == c, :].sum(axis=1) for c in range(clusters)], axis=1)
         n = int(sizes.sum())
@@ -132,19 +137,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4000)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--part", choices=("grid", "extra"), default="grid",
+        help="grid: the cells above; extra: clustered cells at ICC 0.3 and one dominant "
+        "cluster (20 pairs among 20 single ones) at ICC 0.3 and 0.9",
+    )  # fmt: skip
     args = parser.parse_args()
-    rng = np.random.default_rng(2026)
+    rng = np.random.default_rng(2026 if args.part == "grid" else 20262)
     started = time.perf_counter()
     specs = []
-    for n in (20, 25, 40, 100, 300):
-        for p_ref, p_cand in ((0.9, 0.95), (0.95, 0.95), (0.6, 0.7)):
-            specs.append((f"n={n}", n, p_ref, p_cand, None))
-    for k in (10, 20, 30):
-        for p_ref, p_cand in ((0.9, 0.95), (0.95, 0.95)):
-            specs.append((f"K={k} ICC 0.9", 0, p_ref, p_cand, k))
+    if args.part == "grid":
+        for n in (20, 25, 40, 100, 300):
+            for p_ref, p_cand in ((0.9, 0.95), (0.95, 0.95), (0.6, 0.7)):
+                specs.append((f"n={n}", n, p_ref, p_cand, None, 0.9, None))
+        for k in (10, 20, 30):
+            for p_ref, p_cand in ((0.9, 0.95), (0.95, 0.95)):
+                specs.append((f"K={k} ICC 0.9", 0, p_ref, p_cand, k, 0.9, None))
+    else:
+        for k in (10, 20, 30):
+            for p_ref, p_cand in ((0.9, 0.95), (0.95, 0.95)):
+                specs.append((f"K={k} ICC 0.3", 0, p_ref, p_cand, k, 0.3, None))
+        dominant = np.array([20] + [1] * 20)
+        for icc in (0.3, 0.9):
+            for p_ref, p_cand in ((0.9, 0.95), (0.95, 0.95)):
+                specs.append((f"1x20 + 20x1 ICC {icc:g}", 0, p_ref, p_cand, dominant.size, icc,
+                              dominant))  # fmt: skip
     rows = []
-    for label, n, p_ref, p_cand, k in specs:
-        result = cell(rng, n, p_ref, p_cand, 0.5, args.runs, k)
+    for label, n, p_ref, p_cand, k, icc, sizes in specs:
+        result = cell(rng, n, p_ref, p_cand, 0.5, args.runs, k, icc, sizes)
         rows.append((label, p_ref, p_cand, result))
     elapsed = time.perf_counter() - started
     methods = ("jackknife_t", "pseudo_w0.5", "pseudo_w1")  # pseudo_w0.5: what auto uses now
@@ -169,7 +189,7 @@ def main() -> None:
         print(f"# {m}: min coverage {min(cover):.3f}, mean {np.mean(cover):.3f}, max zero-width "
               f"{max(r[m][2] for _, _, _, r in rows):.3f}")  # fmt: skip
     big = [r for label, _, _, r in rows if label == "n=300"]
-    for m in methods[1:]:
+    for m in methods[1:] if big else ():
         ratio_w = max(r[m][1] / r["jackknife_t"][1] for r in big)
         print(f"# width of {m} / jackknife_t at n = 300: at most {ratio_w:.3f}x")
 

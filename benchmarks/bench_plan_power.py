@@ -10,7 +10,16 @@ at the planner's target of 0.80 for a true difference ``delta`` with discordance
 is "only the adapter hits" with ``(psi + delta) / 2``, "only the base" with ``(psi - delta) /
 2``). Vectorised: every study of a cell is one row.
 
+The margin part does the same for a non-inferiority gate ``ci_lower_at_least = -m`` and an
+equivalence gate (``-m`` and ``+m``) at a true difference of 0 (what the plan assumes): the plan
+is Nam's (1997) score-test size (``core.power.plan(..., limits=...)``), and the main run's gate
+is judged as the product judges it, on Tango's score interval (its lower bound >= -m exactly
+when the score test at -m rejects; an equivalence gate's with the continuity correction of half
+a unit; over clusters on the counts divided by the CR2 design effect at the t quantile of Bell &
+McCaffrey's degrees of freedom).
+
     python benchmarks/bench_plan_power.py [--studies 2000] [--markdown]
+                                          [--part all|superiority|margin]
 
 Sized for one core: about two minutes at 2,000 studies per cell (the output says how long).
 """
@@ -30,7 +39,9 @@ import time
 import numpy as np
 
 from pytest_sommelier.core import power as power_module
+from pytest_sommelier.core import proportions
 from pytest_sommelier.core.distributions import t_quantile
+from pytest_sommelier.core.intervals import TANGO_CONTINUITY
 
 TARGET = 0.8
 LEVEL = 0.95
@@ -117,28 +128,92 @@ def clustered(rng, n0, psi, delta, studies, rule):
     return float(passed.mean()), float(np.nanmedian(pairs))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--studies", type=int, default=2000)
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
-    rng = np.random.default_rng(26)
+MARGIN_CELLS = (  # (design, pilot pairs, psi, margin); the true difference is 0
+    ("non-inferiority", 40, 0.3, 0.1), ("non-inferiority", 100, 0.2, 0.05),
+    ("non-inferiority", 100, 0.4, 0.1), ("non-inferiority", 300, 0.1, 0.03),
+    ("non-inferiority", 300, 0.3, 0.05), ("equivalence", 100, 0.2, 0.1),
+    ("equivalence", 300, 0.3, 0.08),
+)  # fmt: skip
+
+
+def limits_of(design: str, margin: float) -> tuple[tuple[str, float], ...]:
+    if design == "equivalence":
+        return (("lower", -margin), ("upper", margin))
+    return (("lower", -margin),)
+
+
+def margin_plan(b, c, n, deff, limits, rule: str) -> np.ndarray:
+    out = np.empty(b.size)
+    for i in range(b.size):
+        row = power_module.plan(0.03, int(b[i]), int(c[i]), int(n), design_effect=float(deff[i]),
+                                discordance=rule, limits=limits)  # fmt: skip
+        out[i] = row["pairs_needed"] if row["pairs_needed"] is not None else np.nan
+    return out
+
+
+def score_passes(b, c, n, deff, critical, limits) -> np.ndarray:
+    """Whether Tango's interval on the counts divided by ``deff`` clears every limit: the
+    score test rejects at each (``T(-m) >= crit`` for a lower limit, ``T(m) <= -crit`` for an
+    upper one); ``critical`` is z, or the t quantile over clusters."""
+    bb, cc, nn = b / deff, c / deff, n / deff
+    continuity = TANGO_CONTINUITY if len(limits) > 1 else 0.0  # an equivalence gate's reading
+    passed = np.ones(b.size, dtype=bool)
+    for side, limit in limits:
+        numerator, sd = proportions._tango_parts(np.full(b.size, limit), bb, cc, nn)
+        toward = -continuity if side == "lower" else continuity
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.nan_to_num((numerator + toward) / sd, nan=0.0)
+        passed &= (t >= critical) if side == "lower" else (t <= -critical)
+    return passed
+
+
+def margin_unclustered(rng, n0, psi, limits, studies, rule):
+    p = probabilities(psi, 0.0)
+    pilot = rng.multinomial(n0, p, size=studies)
+    pairs = margin_plan(pilot[:, 1], pilot[:, 2], n0, np.ones(studies), limits, rule)
+    ok = ~np.isnan(pairs)
+    sizes = np.where(ok, pairs, 1).astype(np.int64)
+    main = rng.multinomial(sizes, p)
+    passed = score_passes(main[:, 1].astype(float), main[:, 2].astype(float),
+                          sizes.astype(float), 1.0, Z, limits) & ok  # fmt: skip
+    return float(passed.mean()), float(np.nanmedian(pairs))
+
+
+def margin_clustered(rng, n0, psi, limits, studies, rule):
+    p = probabilities(psi, 0.0)
+    b, c, n, deff, _ = cluster_draw(rng, np.full(studies, n0 // 2), p)
+    pairs = margin_plan(b, c, n0, deff, limits, rule)
+    ok = ~np.isnan(pairs)
+    roots = np.where(ok, np.ceil(pairs / 2), 2).astype(np.int64)
+    b, c, n, deff, df = cluster_draw(rng, roots, p)
+    critical = np.array([t_quantile(LEVEL, float(d)) for d in df])
+    passed = score_passes(b, c, n, deff, critical, limits) & ok
+    return float(passed.mean()), float(np.nanmedian(pairs))
+
+
+def margin_part(rng, studies: int, markdown: bool) -> None:
     started = time.perf_counter()
     rows = []
-    for design, simulate in (("unclustered", unclustered), ("clustered", clustered)):
-        for n0, psi, delta in CELLS:
-            row = [design, str(n0), f"{psi:g}", f"{delta:g}"]
+    for name, simulate in (("unclustered", margin_unclustered), ("clustered", margin_clustered)):
+        for design, n0, psi, margin in MARGIN_CELLS:
+            limits = limits_of(design, margin)
+            row = [name, design, str(n0), f"{psi:g}", f"{margin:g}"]
             for rule in ("observed", "upper"):
-                achieved, median = simulate(rng, n0, psi, delta, args.studies, rule)
+                achieved, median = simulate(rng, n0, psi, limits, studies, rule)
                 row += [f"{achieved:.3f}", f"{median:.0f}"]
             rows.append(row)
     elapsed = time.perf_counter() - started
-    print(f"# end-to-end power of pilot -> plan -> main run at a target of {TARGET:.2f}, "
-          f"{args.studies} studies per cell, {elapsed:.0f} s on one core; Monte Carlo s.e. "
-          f"{math.sqrt(TARGET * (1 - TARGET) / args.studies):.4f}")  # fmt: skip
-    header = ["design", "pilot pairs", "psi", "delta", "observed (0.3): power",
+    print(f"# margin gates: end-to-end power of pilot -> plan (Nam 1997) -> main run judged on "
+          f"Tango's interval, true difference 0, target {TARGET:.2f}, {studies} studies per "
+          f"cell, {elapsed:.0f} s on one core; Monte Carlo s.e. "
+          f"{math.sqrt(TARGET * (1 - TARGET) / studies):.4f}")  # fmt: skip
+    header = ["design", "gate", "pilot pairs", "psi", "margin", "observed: power",
               "median pairs", "upper limit (now): power", "median pairs"]  # fmt: skip
-    if args.markdown:
+    show(header, rows, markdown)
+
+
+def show(header, rows, markdown: bool) -> None:
+    if markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
         for row in rows:
@@ -147,6 +222,38 @@ def main() -> None:
     widths = [max(len(x) for x in column) for column in zip(header, *rows, strict=True)]
     for row in (header, *rows):
         print("  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--studies", type=int, default=2000)
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--part", choices=("all", "superiority", "margin"), default="all")
+    args = parser.parse_args()
+    rng = np.random.default_rng(26)
+    if args.part in ("all", "superiority"):
+        superiority_part(rng, args.studies, args.markdown)
+    if args.part in ("all", "margin"):
+        margin_part(np.random.default_rng(1997), args.studies, args.markdown)
+
+
+def superiority_part(rng, studies: int, markdown: bool) -> None:
+    started = time.perf_counter()
+    rows = []
+    for design, simulate in (("unclustered", unclustered), ("clustered", clustered)):
+        for n0, psi, delta in CELLS:
+            row = [design, str(n0), f"{psi:g}", f"{delta:g}"]
+            for rule in ("observed", "upper"):
+                achieved, median = simulate(rng, n0, psi, delta, studies, rule)
+                row += [f"{achieved:.3f}", f"{median:.0f}"]
+            rows.append(row)
+    elapsed = time.perf_counter() - started
+    print(f"# end-to-end power of pilot -> plan -> main run at a target of {TARGET:.2f}, "
+          f"{studies} studies per cell, {elapsed:.0f} s on one core; Monte Carlo s.e. "
+          f"{math.sqrt(TARGET * (1 - TARGET) / studies):.4f}")  # fmt: skip
+    header = ["design", "pilot pairs", "psi", "delta", "observed (0.3): power",
+              "median pairs", "upper limit (now): power", "median pairs"]  # fmt: skip
+    show(header, rows, markdown)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data.digests import sha256_files, sha256_path
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import FOLDER, RECORD
+from pytest_sommelier.data.store.history_gate import FailSpec
 from pytest_sommelier.data.store.history_record import config_difference
 from pytest_sommelier.data.store.history_verdict import (
     AgainstStored,
@@ -125,9 +127,12 @@ def rescore(
     store: Path | None = None,
     flips: int = 10,
     by: str = "pytest-sommelier",
+    compare: str | None = None,
+    fail_specs: Sequence[FailSpec] = (),
 ) -> Rescored:
     """Re-derive every report and the verdict of ``run_dir`` from stored ``raw_text`` (under
-    ``suite``'s comparisons and gates when given), evaluate its ``stored`` gates against
+    ``suite``'s comparisons and gates when given), evaluate its ``stored`` gates (and, with
+    ``compare``, the compare-fail ``fail_specs`` against that stored run) against
     ``store``, and write reports, verdict, ``rescored.json``, the page and the summary into
     ``out_dir`` (default: in place); ``by`` names the tool and its version in the record."""
     run_dir = Path(run_dir)
@@ -173,12 +178,14 @@ def rescore(
             comparison_markdown=outcome_markdown(outcome),
         )
         artifacts.atomic_write_json(runlayout.rescored(stage), record)
-        specs = stored_specs(scored, None)
+        specs = stored_specs(scored, compare)
         against = compare_with_stored(
             stage, Path(store or ".sommelier"), specs, suite=scored.name, flips=flips
         )
         write_compared(stage, against, compare_markdown)
-        verdict = verdict_against_stored(scored, outcome, against, compare=None, fail_specs=())
+        verdict = verdict_against_stored(
+            scored, outcome, against, compare=compare, fail_specs=fail_specs
+        )
         outcome = replace(outcome, verdict=verdict)
         if verdict is not None:  # once, after the comparisons; the page and summary read it
             artifacts.write_verdict(stage, verdict)
@@ -199,11 +206,19 @@ def run(args: argparse.Namespace) -> int:
     session's summary."""
     from pytest_sommelier import __version__
     from pytest_sommelier.core import runlayout
+    from pytest_sommelier.data.store.history_gate import parse_fail_specs
     from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.view import terminal
     from pytest_sommelier.view.compare import against_lines
 
     suite = load_suite(args.suite) if args.suite else None
+    specs = parse_fail_specs(args.compare_fail or [], option="--compare-fail")
+    if specs and args.compare is None:
+        raise InputError(
+            "SOM-HISTORY-FAIL-SPEC",
+            "--compare-fail needs --compare (the stored run to compare with)",
+            "e.g. --compare last --compare-fail full_call_exact_match:0.02",
+        )
     done = rescore(
         Path(args.run_dir),
         Path(args.out) if args.out else None,
@@ -211,6 +226,8 @@ def run(args: argparse.Namespace) -> int:
         store=Path(args.store),
         flips=args.misses,
         by=f"pytest-sommelier {__version__}",
+        compare=args.compare,
+        fail_specs=specs,
     )
     for note in done.notes:
         print(f"note: {note}")
@@ -251,6 +268,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--misses", type=int, default=10, help="misses and flipped examples shown (default 10)"
     )
+    parser.add_argument(
+        "--compare", default=None, metavar="NUM|last",
+        help="compare with this stored run, as the session's --sommelier-compare",
+    )  # fmt: skip
+    parser.add_argument(
+        "--compare-fail", action="append", default=None, metavar="METRIC[:SLICE]:MARGIN",
+        help="a regression gate against --compare's run, as --sommelier-compare-fail "
+        "(repeatable)",
+    )  # fmt: skip
     parser.set_defaults(handler=run)
 
 

@@ -25,8 +25,14 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pytest_sommelier.core import multiplicity
-from pytest_sommelier.core.intervals import RATIO_OF_SUMS, entry_at, is_margin
-from pytest_sommelier.core.power import minimum_detectable_effect
+from pytest_sommelier.core.intervals import (
+    EQUIVALENCE_RATE_METHOD,
+    MARGIN_RATE_METHOD,
+    RATIO_OF_SUMS,
+    entry_at,
+    is_margin,
+)
+from pytest_sommelier.core.power import design_power, minimum_detectable_effect
 from pytest_sommelier.core.text import selected_block, selected_entries, selected_key
 from pytest_sommelier.core.types import (
     ComparisonReport,
@@ -365,7 +371,7 @@ def is_interval_gate(gate: GateConfig) -> bool:
     )
 
 
-def _interval_limits(gate: GateConfig) -> list[tuple[str, float]]:
+def interval_limits(gate: GateConfig) -> list[tuple[str, float]]:
     """The interval thresholds a gate sets, ``(key, limit)`` in table order."""
     return [(key, float(getattr(gate, key))) for key in INTERVAL_THRESHOLDS
             if getattr(gate, key, None) is not None]  # fmt: skip
@@ -374,11 +380,18 @@ def _interval_limits(gate: GateConfig) -> list[tuple[str, float]]:
 def is_margin_gate(gate: GateConfig) -> bool:
     """A rate-metric interval gate with a non-zero limit (non-inferiority, a bounded loss,
     equivalence): judged on Tango's score interval (``core.intervals.MARGIN_RATE_METHOD``)."""
-    limits = [limit for _, limit in _interval_limits(gate)]
+    limits = [limit for _, limit in interval_limits(gate)]
     return (
         bool(limits) and gate.metric not in RATIO_OF_SUMS and gate.metric != IDENTICAL_METRIC
         and is_margin(limits)
     )  # fmt: skip
+
+
+def margin_method(gate: GateConfig) -> str:
+    """The rate method a margin gate reads: Tango's score interval, continuity-corrected for an
+    equivalence gate (both bounds: its uncorrected size at 90% reached 0.069 for a nominal
+    0.05, ``core.intervals.EQUIVALENCE_RATE_METHOD``)."""
+    return EQUIVALENCE_RATE_METHOD if len(interval_limits(gate)) > 1 else MARGIN_RATE_METHOD
 
 
 def _side_p(key: str, limit: float, entry: Mapping[str, Any]) -> float:
@@ -396,8 +409,8 @@ def margin_evidence(
     """A margin gate's Tango interval at ``level`` from its entry, with the p-value (and its
     null) of the threshold that binds: the largest over its limits, as for Holm."""
     best: tuple[float, float, dict[str, Any]] | None = None
-    for key, limit in _interval_limits(gate):
-        tango = entry_at(dict(entry), level, limit, "tango")
+    for key, limit in interval_limits(gate):
+        tango = entry_at(dict(entry), level, limit, margin_method(gate))
         if tango is None:
             return None, 0.0
         tango["p_value"] = _side_p(key, limit, tango)
@@ -446,11 +459,30 @@ def _discordant(counts: Any) -> Discordant | None:
             "reference_only": int(counts["reference_only"])}  # fmt: skip
 
 
-def _gate_interval(observed: _Observed) -> GateInterval:
+def _effect_power(gate: GateConfig, observed: _Observed) -> tuple[float, float | None] | None:
+    """``(effect, power)``: where the gate (``effect = ...``) or the suite (``[statistics]
+    effect``) declares the difference it cares about, the design's power for the gate's claim
+    at that difference (``core.power.design_power``: Connor for a limit at 0, Nam's score test
+    at a margin), at the observed discordance and the level the gate read; None without one."""
+    summary, level = observed.power, observed.confidence_level
+    effect = gate.effect if gate.effect is not None else (summary or {}).get("effect")
+    if effect is None or gate.metric in RATIO_OF_SUMS:
+        return None
+    if not summary or level is None or not summary.get("pairs"):
+        return float(effect), None
+    limits = tuple((THRESHOLDS[key].bound, limit) for key, limit in interval_limits(gate))
+    found = design_power(
+        limits, float(effect), summary["pairs"], summary["discordant_proportion"],
+        confidence_level=level, design_effect=max(1.0, summary.get("design_effect") or 1.0),
+    )  # fmt: skip
+    return float(effect), found
+
+
+def _gate_interval(observed: _Observed, gate: GateConfig | None = None) -> GateInterval:
     """The ``interval`` a verdict entry records for an interval gate (full precision)."""
     entry = observed.entry or {}
     power, mde, pairs = _power_at(observed)
-    return {
+    interval: GateInterval = {
         "lower": entry.get("lower"),
         "upper": entry.get("upper"),
         "method": str(entry.get("method")),
@@ -464,6 +496,10 @@ def _gate_interval(observed: _Observed) -> GateInterval:
         "pairs": pairs,
         "power": power,
     }
+    at_effect = None if gate is None else _effect_power(gate, observed)
+    if at_effect is not None:
+        interval["effect"], interval["power_at_effect"] = at_effect
+    return interval
 
 
 def evaluate_gate(
@@ -505,7 +541,7 @@ def evaluate_gate(
     if observed is None or observed.entry is None:
         return result
     result["estimate"] = observed.estimate
-    result["interval"] = _gate_interval(observed)
+    result["interval"] = _gate_interval(observed, gate)
     if plan is not None and plan.method == "holm" and plan.size > 1:
         result["interval"]["p_value"] = plan.p_value
         result["interval"]["null"] = plan.null
@@ -548,10 +584,10 @@ def _gate_p_value(
     both reject); ``(None, None)`` when its subject is unavailable."""
     found: list[tuple[float, float]] = []
     margin = is_margin_gate(gate)
-    for key, limit in _interval_limits(gate):
+    for key, limit in interval_limits(gate):
         entry = interval_at(gate, level, limit)
         if margin and entry is not None:  # a pre-0.4 entry without counts: as recorded
-            entry = entry_at(dict(entry), level, limit, "tango") or entry
+            entry = entry_at(dict(entry), level, limit, margin_method(gate)) or entry
         if entry is None or zero_width(entry, gate.metric) is not None:
             return None, None
         if entry.get("p_value") is None or entry.get("estimate") is None:
@@ -746,4 +782,9 @@ def gate_text(result: Mapping[str, Any]) -> str:
         strict = any(key in STRICT for key in thresholds)
         alpha = 1.0 - interval["confidence_level"]
         text += "; " + holm_phrase(result["adjusted_p_value"], alpha, strict)
+    if "effect" in interval:
+        at = interval.get("power_at_effect")
+        shown = "n/a" if at is None else f"{at:.0%}"
+        text += (f"; the design's power for this claim at a difference of "
+                 f"{interval['effect']:.3g}: {shown} (at the observed discordance)")  # fmt: skip
     return text

@@ -147,6 +147,70 @@ def power_at(
     return NormalDist().cdf(numerator / spread)
 
 
+def _null_variance(delta: float, psi: float, margin: float) -> float:
+    """The variance of Tango's (= Nam's) score statistic under the null ``difference = margin``
+    at the true cell probabilities ``p12 = (psi + delta) / 2``, ``p21 = (psi - delta) / 2``:
+    ``2 p21~ + margin (1 - margin)``, ``p21~`` the limit of the constrained maximum-likelihood
+    estimate (Tango 1998, eq. 4 with the counts divided by ``n``; Nam 1997, eq. 2.3)."""
+    p21 = (psi - delta) / 2.0
+    bq = -psi + (2.0 - delta) * margin
+    cq = -p21 * margin * (1.0 - margin)
+    root = math.sqrt(max(bq * bq - 8.0 * cq, 0.0))
+    p21_null = -2.0 * cq / (root + bq) if bq > 0 else (root - bq) / 4.0
+    return max(2.0 * p21_null + margin * (1.0 - margin), 0.0)
+
+
+def margin_pairs(
+    margin: float, discordant_proportion: float, *, difference: float = 0.0,
+    confidence_level: float = 0.95, power: float = DEFAULT_POWER, side: str = "lower",
+) -> float | None:  # fmt: skip
+    """Pairs (a real number, not rounded) for a one-sided score test of ``difference ==
+    margin`` to reject with power ``power`` when the true difference is ``difference`` and the
+    discordant proportion ``psi``: Nam (1997), "Establishing equivalence of two treatments and
+    sample size requirements in matched-pairs design", Biometrics 53:1422-1430, the score
+    (Tango) statistic's size; the same as Liu, Hsueh, Hsieh & Chen (2002), Stat Med 21:231-245,
+
+        n = [z_a sigma_0 + z_b sqrt(psi - difference^2)]^2 / (difference - margin)^2,
+
+    ``sigma_0^2`` the null variance at the constrained estimate (:func:`_null_variance`), ``z_a``
+    the one-sided critical value of the gate's bound (``1 - (1 - cl) / 2``). A non-inferiority
+    gate ``ci_lower_at_least = -m`` is ``margin = -m``; a bounded gain ``ci_upper_at_most = m``
+    is ``margin = m`` with ``side = "upper"``. At ``margin = 0`` it is Connor's (1987) formula.
+    None when the true difference is not on the passing side of the margin (above a lower
+    one, below an upper one), or impossible at ``psi`` (``|difference| > psi``)."""
+    _check(confidence_level, power, 1.0)
+    psi, delta = discordant_proportion, difference
+    passing = delta > margin if side == "lower" else delta < margin
+    if not (0.0 < psi <= 1.0) or abs(delta) > psi or not passing or abs(margin) >= 1.0:
+        return None
+    z_alpha, z_beta = _critical_values(confidence_level, power)
+    sigma0 = math.sqrt(_null_variance(delta, psi, margin))
+    sigma1 = math.sqrt(max(psi - delta * delta, 0.0))
+    return (z_alpha * sigma0 + z_beta * sigma1) ** 2 / (delta - margin) ** 2
+
+
+def margin_power(
+    margin: float, pairs: float, discordant_proportion: float, *, difference: float = 0.0,
+    confidence_level: float = 0.95, design_effect: float = 1.0, side: str = "lower",
+) -> float | None:  # fmt: skip
+    """The power of ``pairs`` pairs (``pairs / deff`` effective) for the one-sided score test
+    of :func:`margin_pairs`: ``Phi((s |difference - margin| - z_a sigma_0) / sigma_1)`` when
+    the difference is on the passing side of the margin, ``Phi(-...)``-small (at most the
+    level) otherwise; None where the difference is impossible at ``psi``."""
+    _check(confidence_level, 0.5, design_effect)
+    psi, delta = discordant_proportion, difference
+    if pairs <= 0 or not (0.0 < psi <= 1.0) or abs(delta) > psi or abs(margin) >= 1.0:
+        return None
+    toward = (delta - margin) if side == "lower" else (margin - delta)
+    z_alpha = NormalDist().inv_cdf(1.0 - (1.0 - confidence_level) / 2.0)
+    sigma0 = math.sqrt(_null_variance(delta, psi, margin))
+    sigma1 = math.sqrt(max(psi - delta * delta, 0.0))
+    numerator = math.sqrt(pairs / design_effect) * toward - z_alpha * sigma0
+    if sigma1 == 0.0:
+        return 1.0 if numerator > 0 else 0.0
+    return NormalDist().cdf(numerator / sigma1)
+
+
 def observed_discordance(
     candidate_only: int, reference_only: int, pairs: int
 ) -> tuple[float, bool]:
@@ -221,23 +285,109 @@ def discordance_upper_limit(
     return min(1.0, (centre + half) / (1.0 + z * z / n))
 
 
+PLAN_FORMULAS = {"superiority": "connor_1987", "non-inferiority": "nam_1997_score",
+                 "equivalence": "nam_1997_score_tost"}  # fmt: skip
+"""The formula a plan row sizes with, by the design of the claim (recorded as ``formula``)."""
+
+Limits = tuple[tuple[str, float], ...]
+"""A gate's interval limits as ``(side, limit)``: ``("lower", -0.02)`` for ``ci_lower_at_least
+= -0.02``, ``("upper", 0.05)`` for ``ci_upper_at_most = 0.05``."""
+
+
+def design_of(limits: Limits) -> str:
+    """The design a gate's interval limits make: ``superiority`` (no limit, or one at 0),
+    ``non-inferiority`` (one non-zero limit: a bounded loss or gain, or superiority by a
+    margin), ``equivalence`` (a lower and an upper one)."""
+    if len(limits) >= 2:
+        return "equivalence"
+    if limits and limits[0][1] != 0.0:
+        return "non-inferiority"
+    return "superiority"
+
+
+def assumed_difference(limits: Limits, effect: float | None) -> float | None:
+    """The true difference a margin claim is planned and powered at: 0 (the arms equal) when
+    0 lies on the passing side of every limit and no ``effect`` is given; with ``effect``, that
+    far on the passing side (``+effect`` above a lower limit at or below 0, ``limit + effect``
+    above a positive one, mirrored for an upper limit; equivalence: ``+effect``, or 0). None
+    when a positive lower (negative upper) limit has no effect to add."""
+    if len(limits) >= 2:
+        return 0.0 if effect is None else abs(effect)
+    side, limit = limits[0]
+    size = 0.0 if effect is None else abs(effect)
+    if side == "lower":
+        if limit < 0:
+            return size
+        return None if effect is None else limit + size
+    if limit > 0:
+        return -size
+    return None if effect is None else limit - size
+
+
+def _margin_needed(
+    limits: Limits, planning: float, difference: float, confidence_level: float,
+    power: float, design_effect: float,
+) -> int | None:  # fmt: skip
+    """Pairs for a margin design: one limit, Nam's size; two (equivalence, TOST), the larger
+    of the two one-sided sizes at power ``1 - (1 - power) / 2`` each (so the chance that
+    either side fails is at most ``1 - power``). None when a size is None."""
+    wanted = power if len(limits) == 1 else 1.0 - (1.0 - power) / 2.0
+    sizes = [margin_pairs(limit, planning, difference=difference, side=side,
+                          confidence_level=confidence_level, power=wanted)
+             for side, limit in limits]  # fmt: skip
+    if any(size is None for size in sizes):
+        return None
+    pairs = design_effect * max(float(size) for size in sizes if size is not None)
+    return math.ceil(pairs - 1e-9 * pairs)
+
+
+def design_power(
+    limits: Limits, effect: float, pairs: float, discordant_proportion: float, *,
+    confidence_level: float = 0.95, design_effect: float = 1.0,
+) -> float | None:  # fmt: skip
+    """The power of a design of ``pairs`` pairs for a gate's claim: superiority (limits at 0),
+    Connor's power to detect ``effect`` (:func:`power_at`); a margin, Nam's power at the
+    :func:`assumed_difference` (equivalence: both sides, ``max(0, p_lower + p_upper - 1)``, a
+    lower bound). None where the claim cannot be shown at that discordance."""
+    limits = tuple((side, limit) for side, limit in limits if limit != 0.0 or len(limits) > 1)
+    if design_of(limits) == "superiority":
+        return power_at(effect, pairs, discordant_proportion, confidence_level=confidence_level,
+                        design_effect=design_effect)  # fmt: skip
+    difference = assumed_difference(limits, effect)
+    if difference is None:
+        return None
+    powers = [margin_power(limit, pairs, discordant_proportion, difference=difference,
+                           confidence_level=confidence_level, design_effect=design_effect,
+                           side=side) for side, limit in limits]  # fmt: skip
+    if any(p is None for p in powers):
+        return None
+    return max(0.0, sum(float(p) for p in powers if p is not None) - (len(powers) - 1))
+
+
 def plan(
     effect: float, candidate_only: int, reference_only: int, pairs: int, *,
     clusters: int | None = None, design_effect: float = 1.0, confidence_level: float = 0.95,
     power: float = DEFAULT_POWER, discordance: str = "upper",
+    limits: Limits = (), difference: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Pairs (and clusters) a run needs to detect ``effect``, from a pilot's discordance table.
+    """Pairs (and clusters) a run needs for a claim, from a pilot's discordance table.
+
+    Without ``limits`` (or with one at 0) the claim is superiority: detect ``effect`` (Connor
+    1987). With a gate's non-zero ``limits`` it is non-inferiority (a bounded loss or gain) or
+    equivalence at the true difference ``difference`` (default :func:`assumed_difference`
+    with no effect: 0, the arms equal), sized by Nam's (1997) score-test formula
+    (:func:`margin_pairs`).
 
     ``discordance = "upper"`` (the default) sizes on the :func:`discordance_upper_limit` of
     the pilot's discordance, so that the power holds end to end (the pilot's discordance is an
     estimate: plugging it in as if known delivered 0.77 power for a promised 0.80);
     ``"observed"`` plugs in the estimate (0.3's rule). Returns ``{effect, power,
     confidence_level, discordant_proportion, discordance_floored, planning_discordance,
-    sized_on, design_effect, pairs_needed, clusters_needed, pilot_pairs, pilot_clusters,
-    pilot_too_small}``; ``clusters_needed`` divides by the pilot's mean cluster size;
-    ``pairs_needed`` is None when the effect exceeds the planning discordance;
-    ``pilot_too_small`` when fewer than :data:`SMALL_PILOT_DISCORDANT` effective discordant
-    pairs were seen.
+    sized_on, design, formula, limits, difference, design_effect, pairs_needed,
+    clusters_needed, pilot_pairs, pilot_clusters, pilot_discordant, pilot_too_small}``;
+    ``clusters_needed`` divides by the pilot's mean cluster size; ``pairs_needed`` is None
+    when the claim cannot be shown at the planning discordance; ``pilot_too_small`` when
+    fewer than :data:`SMALL_PILOT_DISCORDANT` effective discordant pairs were seen.
     """
     _check(confidence_level, power, design_effect)
     if pairs <= 0:
@@ -251,10 +401,21 @@ def plan(
     if discordance == "upper":
         planning = max(psi, discordance_upper_limit(candidate_only, reference_only, pairs,
                                                     design_effect=design_effect))  # fmt: skip
-    needed = required_pairs(effect, planning, confidence_level=confidence_level, power=power,
-                            design_effect=design_effect)  # fmt: skip
+    limits = tuple((side, float(limit)) for side, limit in limits)
+    if len(limits) == 1 and limits[0][1] == 0.0:
+        limits = ()
+    design = design_of(limits)
+    assumed: float | None = None
+    if design == "superiority":
+        needed = required_pairs(effect, planning, confidence_level=confidence_level,
+                                power=power, design_effect=design_effect)  # fmt: skip
+    else:
+        assumed = difference if difference is not None else assumed_difference(limits, None)
+        needed = None if assumed is None else _margin_needed(
+            limits, planning, assumed, confidence_level, power, design_effect)  # fmt: skip
     cluster_count = pairs if clusters is None else clusters
     per_cluster = pairs / cluster_count
+    discordant = candidate_only + reference_only
     return {
         "effect": abs(float(effect)), "power": float(power),
         "confidence_level": float(confidence_level), "discordant_proportion": psi,
@@ -262,8 +423,10 @@ def plan(
         "planning_discordance": planning,
         "sized_on": (f"upper {PLAN_UPPER_LEVEL:.0%} limit of the discordance"
                      if discordance == "upper" else "observed discordance"),
-        "pilot_too_small": (candidate_only + reference_only) / design_effect
-        < SMALL_PILOT_DISCORDANT,
+        "design": design, "formula": PLAN_FORMULAS[design],
+        "limits": [[side, limit] for side, limit in limits], "difference": assumed,
+        "pilot_discordant": discordant,
+        "pilot_too_small": discordant / design_effect < SMALL_PILOT_DISCORDANT,
         "pairs_needed": needed,
         "clusters_needed": None if needed is None else math.ceil(needed / per_cluster - 1e-9),
         "pilot_pairs": pairs, "pilot_clusters": cluster_count,

@@ -52,13 +52,14 @@ def _scalar_or_array(value: np.ndarray) -> Any:
 # --- Tango's asymptotic score interval ------------------------------------------------------
 
 
-def _tango_statistic(delta: np.ndarray, b: np.ndarray, c: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Tango's score statistic ``T(delta)`` with the constrained ML estimate of p21.
-
-    ``p21~`` is the root of ``2n p^2 + B p + C = 0`` with ``B = -b - c + (2n - b + c) delta``
-    and ``C = -c delta (1 - delta)`` (Tango 1998, eq. 4), taken in a cancellation-free form.
-    NaN where the variance vanishes (only at the boundary delta = +-1).
-    """
+def _tango_parts(
+    delta: np.ndarray, b: np.ndarray, c: np.ndarray, n: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(b - c - n delta, sd)``: the numerator of Tango's score statistic and its null
+    standard deviation ``sqrt(n (2 p21~ + delta (1 - delta)))`` with the constrained ML
+    estimate of p21, the root of ``2n p^2 + B p + C = 0`` with ``B = -b - c + (2n - b + c)
+    delta`` and ``C = -c delta (1 - delta)`` (Tango 1998, eq. 4), taken in a cancellation-free
+    form. The sd is NaN where the variance vanishes (only at the boundary delta = +-1)."""
     a2 = 2.0 * n
     bq = -b - c + (2.0 * n - b + c) * delta
     cq = -c * delta * (1.0 - delta)
@@ -66,20 +67,31 @@ def _tango_statistic(delta: np.ndarray, b: np.ndarray, c: np.ndarray, n: np.ndar
     with np.errstate(divide="ignore", invalid="ignore"):
         p21 = np.where(bq > 0, -2.0 * cq / (root + bq), (root - bq) / (2.0 * a2))
         variance = n * (2.0 * p21 + delta * (1.0 - delta))
-        statistic: np.ndarray = (b - c - n * delta) / np.sqrt(
-            np.where(variance > 0, variance, np.nan)
-        )
-        return statistic
+        sd = np.sqrt(np.where(variance > 0, variance, np.nan))
+    return b - c - n * delta, sd
+
+
+def _tango_statistic(delta: np.ndarray, b: np.ndarray, c: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Tango's score statistic ``T(delta)`` (:func:`_tango_parts`); NaN where the variance
+    vanishes."""
+    numerator, sd = _tango_parts(delta, b, c, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        statistic: np.ndarray = numerator / sd
+    return statistic
 
 
 def tango_interval(
-    candidate_only: Any, reference_only: Any, pairs: Any, confidence_level: float
-) -> tuple[Any, Any]:
+    candidate_only: Any, reference_only: Any, pairs: Any, confidence_level: float,
+    continuity: float = 0.0,
+) -> tuple[Any, Any]:  # fmt: skip
     """Tango's asymptotic score interval for the paired difference ``(b - c) / n``.
 
     The bounds solve ``T(delta) = +-z`` on either side of the estimate (vectorised bisection,
     64 halvings of ``[-1, estimate]`` and ``[estimate, 1]``: exact to double precision). A bound
-    is -1 (or 1) when the score test accepts every difference on that side.
+    is -1 (or 1) when the score test accepts every difference on that side. With
+    ``continuity`` (0.5: half a unit of ``b - c``) each one-sided test moves its numerator that
+    far towards accepting, ``(b - c - n delta -+ continuity) / sd`` (the correction of Edwards
+    1948 and of Tango 1998, sec. 5, to the score test), so each bound moves outwards.
     """
     b, c, n = _arrays(candidate_only, reference_only, pairs)
     z = normal_quantile(confidence_level)
@@ -89,7 +101,9 @@ def tango_interval(
         inner, outer = estimate.copy(), np.full_like(estimate, side)
         for _ in range(_BISECTIONS):
             middle = 0.5 * (inner + outer)
-            t = _tango_statistic(middle, b, c, n)
+            numerator, sd = _tango_parts(middle, b, c, n)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = (numerator + side * continuity) / sd
             rejected = np.isnan(t) | (t >= z if side < 0 else t <= -z)
             outer = np.where(rejected, middle, outer)
             inner = np.where(rejected, inner, middle)
@@ -98,18 +112,23 @@ def tango_interval(
 
 
 def tango_p_value(
-    candidate_only: Any, reference_only: Any, pairs: Any, null: float = 0.0
-) -> Any:
+    candidate_only: Any, reference_only: Any, pairs: Any, null: float = 0.0,
+    continuity: float = 0.0,
+) -> Any:  # fmt: skip
     """Two-sided p-value of Tango's score test of ``difference == null``: ``P(|Z| >= |T(null)|)``.
 
     At ``null = 0`` the constrained estimate is ``(b + c) / 2n`` and ``T = (b - c) / sqrt(b +
     c)``: the asymptotic McNemar test (1.0 with no discordant pair). It is at most alpha exactly
     when the ``1 - alpha`` interval excludes ``null``. At a boundary null (+-1) with a different
-    estimate it is 0.
+    estimate it is 0. With ``continuity`` the numerator's size is reduced by it (never below 0),
+    as :func:`tango_interval` does.
     """
     b, c, n = _arrays(candidate_only, reference_only, pairs)
     estimate = (b - c) / n
-    t = _tango_statistic(np.full_like(b, float(null)), b, c, n)
+    numerator, sd = _tango_parts(np.full_like(b, float(null)), b, c, n)
+    reduced = np.maximum(np.abs(numerator) - continuity, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = reduced / sd
     same = np.isclose(estimate, null, rtol=0.0, atol=1e-15)
     t = np.where(same, 0.0, np.where(np.isnan(t), np.inf, t))
     return _scalar_or_array(np.asarray(two_sided_normal_p(t)))

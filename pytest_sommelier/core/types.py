@@ -122,6 +122,7 @@ class GateConfig:
     ci_upper_below: float | None = None  # defaults: a resolved suite of 0.2 has no such keys
     ci_upper_at_most: float | None = None
     stored: str | None = None  # a "stored" gate: "last" or a store number (its arm's stored twin)
+    effect: float | None = None  # the difference this gate's claim cares about (its power, plan)
 
 
 SPLIT_TOKENIZER_POLICIES: tuple[str, ...] = ("base", "any")
@@ -657,6 +658,8 @@ class GateInterval(TypedDict):
     minimum_detectable_effect: float | None
     pairs: int | None
     power: float | None
+    effect: NotRequired[float]  # the gate's (or [statistics]) effect, when one is declared
+    power_at_effect: NotRequired[float | None]  # the design's power for it, observed discordance
 
 
 class Familywise(TypedDict):

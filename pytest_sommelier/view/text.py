@@ -75,10 +75,14 @@ def _detectable(summary: Mapping[str, Any]) -> tuple[str, str]:
     if summary.get("discordance_floored"):
         return "", f"none measurable (no discordant pair in {pairs} pairs)"
     if mde is None:
-        return where, f"none with {pairs} pairs (too few)"
+        return where, f"none with {pairs} pairs (too few; {_DESIGN_ONLY})"
     if not summary.get("attainable", True):
-        return where, f"none with {pairs} pairs (it would take {mde:.2f}, beyond the discordance)"
+        return where, (f"none with {pairs} pairs (a run this size would need {mde:.2f}, more "
+                       f"than the discordance; {_DESIGN_ONLY})")  # fmt: skip
     return where, f"{mde:.2f} with {pairs} pairs"
+
+
+_DESIGN_ONLY = "a figure of the design, not of this run's difference, which the gates judge"
 
 
 def power_text(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str | None:

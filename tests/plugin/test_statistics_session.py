@@ -44,15 +44,20 @@ def bonett_price(b: float, c: float, n: float, level: float = 0.95) -> tuple[flo
     return centre, max(-1.0, centre - half), min(1.0, centre + half)
 
 
-def tango(b: float, c: float, n: float, level: float = 0.95) -> tuple[float, float]:
+def tango(b: float, c: float, n: float, level: float = 0.95,
+          continuity: float = 0.0) -> tuple[float, float]:  # fmt: skip
     """Tango's score interval: what a gate with a non-zero margin reads (checked against the
-    published examples in tests/core/test_intervals.py)."""
-    lower, upper = proportions.tango_interval(b, c, n, level)
+    published examples in tests/core/test_intervals.py); an equivalence gate reads it with a
+    continuity correction of half a unit."""
+    lower, upper = proportions.tango_interval(b, c, n, level, continuity)
     return float(lower), float(upper)
 
 
-def tango_p(b: float, c: float, n: float, null: float) -> float:
-    return float(proportions.tango_p_value(b, c, n, null))
+def tango_p(b: float, c: float, n: float, null: float, continuity: float = 0.0) -> float:
+    return float(proportions.tango_p_value(b, c, n, null, continuity))
+
+
+CC = 0.5  # an equivalence gate's continuity correction
 
 
 def bonett_price_p(b: float, c: float, n: float, null: float) -> float:
@@ -122,7 +127,7 @@ def gate(name: str, **fields: object) -> dict:
 
 SUPERIORITY = gate("superiority", ci_lower_above=-0.01)
 NON_INFERIORITY = gate("non-inferiority", slice="en", ci_lower_at_least=-0.3)
-EQUIVALENCE = gate("equivalence", gap="he", ci_lower_at_least=-0.6, ci_upper_at_most=0.6)
+EQUIVALENCE = gate("equivalence", gap="he", ci_lower_at_least=-0.72, ci_upper_at_most=0.72)
 
 
 def session(pytester: pytest.Pytester, gates: list[dict], *args: str, **statistics: object):
@@ -170,14 +175,16 @@ def test_auto_intervals_clustered_by_root_by_default(pytester: pytest.Pytester) 
     assert verdict["superiority"]["interval"]["method"] == (
         "tango_asymptotic_score_cr2_bm")
     assert "underpowered" not in verdict["superiority"]  # no post-hoc power
-    he_lower, he_upper = tango(0, 0, 3)
+    he_lower, he_upper = tango(0, 0, 3, continuity=CC)
     assert verdict["equivalence"]["interval"]["lower"] == pytest.approx(he_lower)
-    assert verdict["equivalence"]["passed"] is (he_lower >= -0.6 and he_upper <= 0.6)
+    assert verdict["equivalence"]["interval"]["method"] == "tango_asymptotic_score_cc"
+    assert verdict["equivalence"]["passed"] is (he_lower >= -0.72 and he_upper <= 0.72)
     result.stdout.fnmatch_lines([
         "*adapter-vs-base (candidate - reference, 95% intervals, interval = auto)*",
         "*overall: rates bonett_price_adjusted_wald_cr2_bm, args_f1 jackknife_t_pseudo_cluster;"
         " minimum detectable difference in full_call_exact_match at 80% power (one-sided 2.5%),"
-        " at the observed discordance 0.571: none with 7 pairs (too few) (4 clusters, design"
+        " at the observed discordance 0.571: none with 7 pairs (too few; a figure of the design,"
+        " not of this run's difference, which the gates judge) (4 clusters, design"
         " effect 2.13); few clusters: 4 (under 30); the largest holds 2 of 7 pairs (over 10%):"
         " the intervals rest on few independent units*",
         "*McNemar (full_call): candidate-only 4, reference-only 0, exact p = 0.125, "
@@ -186,8 +193,8 @@ def test_auto_intervals_clustered_by_root_by_default(pytester: pytest.Pytester) 
         f"[{margin_lower:+.3f}, {margin_upper:+.3f}]: lower bound {margin_lower:+.3f} <= -0.01 "
         "(95% tango_asymptotic_score_cr2_bm); only 4 discordant pairs (fewer than 10)",
         f"PASS equivalence: adapter full_call_exact_match [he] gap +0.000 [{he_lower:+.3f}, "
-        f"{he_upper:+.3f}]: lower bound {he_lower:+.3f} >= -0.6; upper bound {he_upper:+.3f} <= "
-        "0.6 (95% tango_asymptotic_score); only 0 discordant pairs (fewer than 10)",
+        f"{he_upper:+.3f}]: lower bound {he_lower:+.3f} >= -0.72; upper bound {he_upper:+.3f} <= "
+        "0.72 (95% tango_asymptotic_score_cc); only 0 discordant pairs (fewer than 10)",
         "familywise: none: 2 interval gates, each at 95% with no adjustment*",
     ])  # fmt: skip
     result.stdout.re_match_lines([
@@ -282,18 +289,18 @@ def test_non_inferiority_and_equivalence_are_one_gate_each(pytester: pytest.Pyte
     assert verdict["non-inferiority"]["passed"] is True
     assert verdict["non-inferiority-tight"]["passed"] is False
     assert verdict["equivalence"]["passed"] is True
-    assert verdict["equivalence-tight"]["passed"] is False  # +-0.561 is not inside +-0.5
+    assert verdict["equivalence-tight"]["passed"] is False  # +-0.690 is not inside +-0.5
     assert verdict["no-big-gain"]["passed"] is True and verdict["no-big-gain"]["interval"][
         "upper"] == pytest.approx(en_upper)  # fmt: skip
-    assert verdict["equivalence"]["threshold"] == {"ci_lower_at_least": -0.6,
-                                                   "ci_upper_at_most": 0.6}  # fmt: skip
+    assert verdict["equivalence"]["threshold"] == {"ci_lower_at_least": -0.72,
+                                                   "ci_upper_at_most": 0.72}  # fmt: skip
     assert result.ret == 1
     cases = {c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").iter("testcase")}
     message = cases["equivalence-tight"].find("failure").get("message")
-    assert "gap +0.000 [-0.561, +0.561]: lower bound -0.561 < -0.5; upper bound +0.561 > 0.5" in (
+    assert "gap +0.000 [-0.690, +0.690]: lower bound -0.690 < -0.5; upper bound +0.690 > 0.5" in (
         message
     )
-    assert "(observed -0.561" in message  # then the observed bound at full precision
+    assert "(observed -0.690" in message  # then the observed bound at full precision
 
 
 # --- familywise -------------------------------------------------------------------------------
@@ -313,14 +320,15 @@ def test_bonferroni_reads_every_member_at_the_adjusted_level(pytester: pytest.Py
     gates = by_name(verdict)
     for name, (b, c, n) in {"superiority": (4, 0, 7), "non-inferiority": (2, 0, 4),
                             "equivalence": (0, 0, 3)}.items():  # fmt: skip
-        lower, upper = tango(b, c, n, level)  # every member has a margin
+        continuity = CC if name == "equivalence" else 0.0
+        lower, upper = tango(b, c, n, level, continuity)  # every member has a margin
         interval = gates[name]["interval"]
         assert interval["confidence_level"] == pytest.approx(level)
         assert (interval["lower"], interval["upper"]) == (pytest.approx(lower),
                                                           pytest.approx(upper))  # fmt: skip
         assert gates[name]["passed"] is False  # all three pass unadjusted
     result.stdout.fnmatch_lines([
-        "*FAIL equivalence:*(98.3% tango_asymptotic_score)*",
+        "*FAIL equivalence:*(98.3% tango_asymptotic_score_cc)*",
         "familywise: bonferroni over 3 interval gates: each interval at 98.3%",
     ])  # fmt: skip
 
@@ -333,7 +341,7 @@ def test_holm_steps_down_the_members_p_values(pytester: pytest.Pytester) -> None
     raw = {
         "superiority": tango_p(4, 0, 7, -0.01),
         "non-inferiority": tango_p(2, 0, 4, -0.3),
-        "equivalence": max(tango_p(0, 0, 3, -0.6), tango_p(0, 0, 3, 0.6)),
+        "equivalence": max(tango_p(0, 0, 3, -0.72, CC), tango_p(0, 0, 3, 0.72, CC)),
     }
     order = sorted(raw, key=raw.get)
     adjusted, running = {}, 0.0

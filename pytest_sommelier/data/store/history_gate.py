@@ -10,6 +10,11 @@ part that is wrong; each spec gives one gate result per arm of the comparison, s
 ``core.gates.evaluate_gate``'s and evaluated by it (a ``delta_at_least = -MARGIN`` threshold on
 the comparison block), so a refused or missing pair fails with its reason like any gate; the
 reason also carries the paired interval and the flipped examples.
+
+Under a familywise method (``[statistics] familywise`` other than ``none``) the specs are
+members of the suite's one family instead (``fail_members``): each is the non-inferiority gate
+``ci_lower_at_least = -MARGIN`` on the same comparison, judged with the suite's gates at the
+family's level, since a point difference makes no claim at any level.
 """
 
 from __future__ import annotations
@@ -192,6 +197,88 @@ def evaluate_fail_specs(
     return results
 
 
+@dataclass(frozen=True)
+class FailMembers:
+    """Compare-fail specs as members of the suite's familywise family: each spec and arm a
+    non-inferiority gate (``ci_lower_at_least = -MARGIN`` on this run minus the stored run),
+    the comparison blocks they read and the refusals of those that have none."""
+
+    gates: tuple[GateConfig, ...]
+    blocks: dict[str, Mapping[str, Any]]
+    errors: dict[str, str]
+    evidence: dict[str, str]
+    stored: dict[str, str]
+
+
+REFUSED_SUBJECT = "this run-vs-stored run"
+
+
+def fail_members(
+    specs: Sequence[FailSpec], report: Mapping[str, Any] | None, *, refused: str | None = None
+) -> FailMembers:
+    """The compare-fail gates of ``specs`` as familywise members (one per spec and arm, in spec
+    then arm order; one per spec, failing with the refusal, when there is no comparison).
+
+    A member claims what a passing compare-fail gate says, that this run lost no more than
+    ``MARGIN``, at the family's level: its lower bound at the member's level must be at least
+    ``-MARGIN`` (the point difference alone makes no claim at a level)."""
+    gates: list[GateConfig] = []
+    blocks: dict[str, Mapping[str, Any]] = {}
+    errors: dict[str, str] = {}
+    evidence: dict[str, str] = {}
+    stored: dict[str, str] = {}
+    if report is None or refused is not None:
+        for spec in specs:
+            gates.append(_member(f"compare-fail:{spec.text}", spec, "this run", "stored run"))
+        errors[REFUSED_SUBJECT] = refused or "no comparison with a stored run"
+        return FailMembers(tuple(gates), blocks, errors, evidence, stored)
+    label, label_stored = report["reference"]["name"], report["reference"]["label"]
+    for spec in specs:
+        for arm, block in report["arms"].items():
+            reference_arm = block.get("reference_arm") or f"{arm}@{label_stored}"
+            member = _member(f"compare-fail:{arm}:{spec.text}", spec, arm, reference_arm)
+            subject = f"{arm}-vs-{reference_arm}"
+            gates.append(member)
+            stored[member.name] = label_stored
+            if block.get("status") == "compared":
+                blocks[subject] = block
+                evidence[member.name] = _evidence(block, spec, label)
+            else:
+                errors[subject] = str(block.get("reason", "refused"))
+    return FailMembers(tuple(gates), blocks, errors, evidence, stored)
+
+
+def _member(name: str, spec: FailSpec, arm: str, reference_arm: str) -> GateConfig:
+    """A spec on one arm as a family member: ``ci_lower_at_least = -MARGIN``."""
+    return GateConfig(
+        name=name, kind="comparison", metric=spec.metric, slice=spec.slice, arm=None,
+        candidate=arm, reference=reference_arm, gap=None, min=None, max=None,
+        ci_lower_above=None, ci_lower_at_least=-spec.margin if spec.margin else 0.0,
+        delta_at_least=None,
+    )  # fmt: skip
+
+
+def with_member_evidence(
+    results: Sequence[Mapping[str, Any]], members: FailMembers
+) -> list[dict[str, Any]]:
+    """The verdict's gate results with each compare-fail member's evidence (the paired
+    difference and the flips) and its stored run added, as ``evaluate_fail_specs`` adds them."""
+    out = []
+    for result in results:
+        name = str(result["name"])
+        if name not in {gate.name for gate in members.gates}:
+            out.append(dict(result))
+            continue
+        extra: dict[str, Any] = {}
+        if members.evidence.get(name):
+            extra["reason"] = f"{result['reason']}; {members.evidence[name]}"
+            extra["evidence"] = members.evidence[name]
+        if name in members.stored:
+            extra["stored"] = members.stored[name]
+        out.append({**result, **extra})
+    return out
+
+
 def with_fail_results(
     verdict: Mapping[str, Any] | None, results: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any] | None:
@@ -204,9 +291,13 @@ def with_fail_results(
 
 
 __all__ = [
+    "REFUSED_SUBJECT",
+    "FailMembers",
     "FailSpec",
     "evaluate_fail_specs",
+    "fail_members",
     "parse_fail_spec",
     "parse_fail_specs",
     "with_fail_results",
+    "with_member_evidence",
 ]

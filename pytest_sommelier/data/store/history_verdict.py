@@ -13,7 +13,9 @@ Invariants kept:
   gates are then not added (the first CI run), while a ``stored`` gate fails (a claim without
   its evidence never passes).
 - The verdict is re-derived from every gate (``core.gates.evaluate_gates``, then
-  ``history_gate.with_fail_results``), never edited by hand.
+  ``history_gate.with_fail_results``), never edited by hand; under a familywise method the
+  compare-fail gates are evaluated with the suite's gates as members of the one family
+  (``history_gate.fail_members``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from pytest_sommelier.data.store.history_compare import Scored, compare_runs, wr
 from pytest_sommelier.data.store.history_gate import (
     FailSpec,
     evaluate_fail_specs,
+    fail_members,
     with_fail_results,
+    with_member_evidence,
 )
 from pytest_sommelier.errors import SommelierError
 
@@ -161,10 +165,22 @@ def verdict_against_stored(
     if verdict is None:
         return None
     interval_at = outcome.interval_at
-    if any(gate.kind == "stored" for gate in suite.gates):
+    failing = compare is not None and bool(fail_specs) and compare not in against.missing
+    report = against.reports.get(compare) if compare is not None else None
+    refused = against.refusals.get(compare) if compare is not None else None
+    members = (
+        fail_members(fail_specs, report, refused=refused)
+        if failing and suite.statistics.familywise != "none"
+        else None
+    )
+    if any(gate.kind == "stored" for gate in suite.gates) or members is not None:
         blocks, errors = _stored_gate_inputs(suite, against)
+        gates = tuple(suite.gates)
+        if members is not None:  # the compare-fail gates join the family
+            gates += members.gates
+            blocks, errors = {**blocks, **members.blocks}, {**errors, **members.errors}
         verdict = evaluate_gates(
-            suite.gates,
+            gates,
             outcome.arm_reports,
             {**outcome.comparison_reports, **blocks},  # type: ignore[dict-item]
             complete=outcome.complete,
@@ -173,11 +189,12 @@ def verdict_against_stored(
             statistics=suite.statistics,
             interval_at=interval_at,
         )
-    if compare is None or not fail_specs or compare in against.missing:
+        if members is not None:
+            gate_results = with_member_evidence(verdict["gates"], members)
+            return {**verdict, "gates": gate_results}  # type: ignore[return-value]
+    if not failing:
         return verdict
-    results = evaluate_fail_specs(
-        fail_specs, against.reports.get(compare), refused=against.refusals.get(compare)
-    )
+    results = evaluate_fail_specs(fail_specs, report, refused=refused)
     return with_fail_results(verdict, results)  # type: ignore[return-value]
 
 

@@ -31,7 +31,7 @@ from pytest_sommelier.core.types import (
 from pytest_sommelier.data.split.load import load_split
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.suite.load import valid_name
-from pytest_sommelier.data.suite.statistics_bounds import statistics_problem
+from pytest_sommelier.data.suite.statistics_bounds import effect_problem, statistics_problem
 from pytest_sommelier.errors import InputError, InvariantError
 
 
@@ -71,6 +71,15 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             f"{where}: statistics.{bounded[0]} {bounded[1]}",
             "the resolved suite was edited; a run is re-scored with the settings it ran with",
         )
+    for index, gate in enumerate(resolved.get("gates") or []):
+        effect = gate.get("effect") if isinstance(gate, dict) else None
+        why = None if effect is None else effect_problem(effect)
+        if why is not None:
+            raise InputError(
+                "SOM-STORED-FIELD",
+                f"{where}: gates[{index}].effect {why}",
+                "the resolved suite was edited; a gate's effect is a size in [0.0001, 1]",
+            )
     arguments_key = recorded_arguments_key(resolved)
     if arguments_key is None:
         raise InputError(

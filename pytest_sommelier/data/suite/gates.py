@@ -17,6 +17,7 @@ from pytest_sommelier.core.gates import (
     ARM_THRESHOLDS,
     COMPARISON_THRESHOLDS,
     IDENTICAL_METRIC,
+    INTERVAL_THRESHOLDS,
     LOWER_THRESHOLDS,
     NOISE_METRIC,
     UPPER_THRESHOLDS,
@@ -31,6 +32,7 @@ from pytest_sommelier.core.types import (
 )
 from pytest_sommelier.data.suite.arms import require_arm
 from pytest_sommelier.data.suite.names import OVERALL
+from pytest_sommelier.data.suite.statistics_bounds import effect_problem
 from pytest_sommelier.errors import InputError
 
 GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
@@ -159,6 +161,7 @@ def _gate_config(
     slice_name = _gate_slice(entry, kind, slices, where)
     _check_thresholds(entry, kind, where)
     stored = _stored_spec(entry["stored"], where) if kind == "stored" else None
+    effect = _gate_effect(entry, kind, where)
     return GateConfig(
         name=entry["name"],
         kind=kind,
@@ -170,7 +173,34 @@ def _gate_config(
         gap=entry.get("gap"),
         **{key: _float_or_none(entry.get(key)) for key in ALL_THRESHOLDS},
         stored=stored,
+        effect=effect,
     )
+
+
+def _gate_effect(entry: Mapping[str, Any], kind: str, where: str) -> float | None:
+    """A gate's ``effect``: the difference its claim cares about (a size in [0.0001, 1], the
+    ``[statistics] effect`` bounds), on an interval gate of a rate metric only; else one line
+    naming ``gates.effect``."""
+    if "effect" not in entry:
+        return None
+    value = entry["effect"]
+    interval = any(key in entry for key in INTERVAL_THRESHOLDS)
+    if kind not in ("comparison", "gap", "stored") or not interval or entry["metric"] in (
+        "argument_f1", IDENTICAL_METRIC, NOISE_METRIC
+    ):
+        raise InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            "key 'gates.effect' is for a gate on an interval bound of a rate metric (its power "
+            "and plan are a paired proportion's)",
+            "remove effect, or put it on a comparison, gap or stored gate with ci_lower_* / "
+            "ci_upper_*",
+            where=where,
+        )
+    why = effect_problem(value)
+    if why is not None:
+        raise InputError("SOM-SUITE-INVALID-VALUE", f"key 'gates.effect' {why}",
+                         "see docs/suite.md, [[gates]]", where=where)  # fmt: skip
+    return abs(float(value))
 
 
 def _stored_spec(value: Any, where: str) -> str:

@@ -54,7 +54,7 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
             for c in suite.comparisons
         ],
         "statistics": asdict(suite.statistics),
-        "gates": [asdict(gate) for gate in suite.gates],
+        "gates": [_gate_identity(gate) for gate in suite.gates],
     }
     if suite.split_tokenizer != "base":
         identity["split_tokenizer"] = suite.split_tokenizer
@@ -69,3 +69,12 @@ def reference_identity(value: str, revision: str | None) -> dict[str, Any]:
     if kind == "pkg":
         return {"kind": "pkg", "ref": value, "sha256": sha256_path(resolve_pkg_path(value))}
     return {"kind": "local", "sha256": sha256_path(value)}
+
+
+def _gate_identity(gate: Any) -> dict[str, Any]:
+    """A gate as the resolved suite records it: ``effect`` only when the gate declares one (a
+    suite without it resolves as it did before the key existed)."""
+    fields = asdict(gate)
+    if fields.get("effect") is None:
+        fields.pop("effect", None)
+    return fields
