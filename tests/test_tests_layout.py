@@ -21,6 +21,13 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 PACKAGE = TESTS.parent / "pytest_sommelier"
 CROSS_LAYER = {"hardening"}
+PROJECT_WIDE = {
+    "test_declared_imports.py",
+    "test_docs.py",
+    "test_layering.py",
+    "test_moved.py",
+    "test_tests_layout.py",
+}
 
 
 def modules() -> list[Path]:
@@ -37,6 +44,10 @@ def test_every_test_folder_is_a_package_folder_or_the_hardening_matrix() -> None
         assert (PACKAGE / folder / "__init__.py").is_file(), (
             f"tests/{folder} mirrors no package folder of pytest_sommelier"
         )
+
+
+def test_only_the_project_wide_checks_stay_in_the_tests_folder() -> None:
+    assert {p.name for p in TESTS.glob("test_*.py")} == PROJECT_WIDE
 
 
 def test_each_layer_has_its_tests() -> None:
