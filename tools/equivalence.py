@@ -7,8 +7,8 @@ ids, dates, timings and the scratch folder's path.
 ``--before`` is a git revision of this repository (default ``main``), unpacked with
 ``git archive`` into a scratch folder (nothing in the repository changes); ``--after`` is a
 source tree (default: this one). Each tree runs, with ``PYTHONPATH`` pointing at it, in a fresh
-scratch project holding one scripted-fake suite (the tests' ``suite_factory`` and
-``plugin_helpers``: two arms, English and Hebrew, an arm gate and a stored gate):
+scratch project holding one scripted-fake suite (the tests' ``suite_factory``, ``plugin_helpers``
+and the one fake, ``fakes``: two arms, English and Hebrew, an arm gate and a stored gate):
 
 1. a session autosaving the run into the store (``one``), with ``--junitxml``;
 2. a regressed session compared with the stored run (``--sommelier-compare last`` and a
@@ -42,8 +42,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
+from fakes import FAKE_CONFTEST  # noqa: E402
 from history_helpers import REGRESSED, V1, script  # noqa: E402
-from plugin_helpers import CONFTEST, rows  # noqa: E402
+from plugin_helpers import rows  # noqa: E402
 from suite_factory import write_suite  # noqa: E402
 
 GATES = [
@@ -81,7 +82,7 @@ def project(folder: Path) -> Path:
     suite = write_suite(
         folder / "suite", rows=rows(), model={"base": "fake-org/fake-model"}, gates=GATES
     )
-    (suite.parent / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    (suite.parent / "conftest.py").write_text(FAKE_CONFTEST, encoding="utf-8")
     (suite.parent / "script.json").write_text(json.dumps(script(V1)), encoding="utf-8")
     return suite
 
