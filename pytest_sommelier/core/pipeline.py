@@ -22,7 +22,7 @@ from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.gates import IntervalAt, evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, finish_counts, miss_fields
-from pytest_sommelier.core.noise import noise_floor_block
+from pytest_sommelier.core.noise import noise_arms, noise_floor_block, noise_sample
 from pytest_sommelier.core.parse import (
     DEFAULT_ARGUMENTS_KEY,
     PARSER_VERSION,
@@ -331,6 +331,19 @@ def comparisons_to_run(suite: Suite) -> list[ComparisonConfig]:
     return list(wanted.values())
 
 
+def noise_plan(suite: Suite, split: FormattedSplit) -> dict[str, frozenset[str]]:
+    """arm -> the example ids its noise floor re-batches (``core.noise``): the seeded sample of
+    ``[statistics] noise_floor`` examples for every comparison's reference arm; empty when the
+    noise floor is off (pytest collection and ``training.SommelierCallback`` alike)."""
+    count = int(getattr(suite.statistics, "noise_floor", 0) or 0)
+    if count <= 0:
+        return {}
+    sample = frozenset(
+        noise_sample((e.example_id for e in split.examples), count, suite.statistics.seed)
+    )
+    return dict.fromkeys(noise_arms(comparisons_to_run(suite)), sample)
+
+
 @dataclass
 class ArmReports:
     """Every arm's scoring records, report, telemetry and count of unscored examples."""
@@ -406,9 +419,7 @@ def build_comparisons(
     """Every comparison to run (``comparisons_to_run``): its report, or why it was refused
     (an arm not run, or the identity gate's one-line error). With ``split`` the intervals
     use the clusters ``[statistics] cluster`` gives its examples."""
-    clusters = (
-        None if split is None else example_clusters(split.examples, suite.statistics.cluster)
-    )
+    clusters = None if split is None else example_clusters(split.examples, suite.statistics.cluster)
     reports: dict[str, ComparisonReport] = {}
     errors: dict[str, str] = {}
     for comparison in comparisons_to_run(suite):
@@ -557,6 +568,7 @@ __all__ = [
     "evaluate_run",
     "gate_intervals",
     "generation_record",
+    "noise_plan",
     "order_records",
     "rescored",
     "telemetry_for",

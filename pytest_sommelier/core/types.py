@@ -191,6 +191,9 @@ class FormattedSplit:
     raw: bytes = field(default=b"", repr=False, compare=False)
     left_out: dict[str, int] = field(default_factory=dict)
     """Rows of languages that are not a configured slice (language -> rows): not evaluated."""
+    sample: dict[str, Any] | None = field(default=None, compare=False)
+    """A seeded sample of the file (``data.split.sample``: roots, seed, of_roots, of_sha256),
+    None for the whole split."""
 
 
 # --------------------------------------------------------------------------- records
