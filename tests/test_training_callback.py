@@ -197,7 +197,8 @@ def test_log_history_holds_the_sommelier_entries(trained: dict[str, Any]) -> Non
     # the logged numbers are the stored run's numbers
     result = trained["callback"].results[0]
     report = read_json(result.run_dir / "eval" / "adapter" / "evaluation_report.json")
-    assert first["sommelier/adapter/valid_json_rate"] == report["metrics"]["valid_json_rate"]["value"]
+    value = report["metrics"]["valid_json_rate"]["value"]
+    assert first["sommelier/adapter/valid_json_rate"] == value
 
 
 @pytest.mark.slow

@@ -33,6 +33,7 @@ from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
 from pytest_sommelier.view import terminal
 from pytest_sommelier.view.markdown import outcome_markdown
+from pytest_sommelier.view.text import sample_text
 
 if TYPE_CHECKING:
     from pytest_sommelier.plugin.history import OverTime
@@ -121,6 +122,8 @@ class SommelierSession:
             result.name = suite.name
             left_out = terminal.left_out_line(split.left_out, suite.slices)
             result.notices += [left_out] if left_out else []
+            sampled = sample_text({"test_split": {"sample": split.sample}})
+            result.notices += [sampled] if sampled else []
             result.run_dir = self.out_dir(suite, several)
             # the folder is claimed (one writer) and the earlier run's files removed, verdict
             # first, before anything is evaluated: whatever fails below, no stale verdict stays

@@ -16,6 +16,7 @@ number of roots is the whole split, unchanged.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import replace
 
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256
@@ -27,15 +28,15 @@ from pytest_sommelier.errors import InputError
 def parse_sample(text: str, where: str) -> tuple[int, int]:
     """``(roots, seed)`` of ``N`` or ``N:SEED`` (seed 0 by default); an ``InputError``
     ``SOM-OPTION-VALUE`` naming ``where`` otherwise."""
-    count, _, seed = str(text).partition(":")
-    if not count.isdigit() or int(count) < 1 or (seed and not seed.isdigit()):
+    match = re.fullmatch(r"([0-9]{1,9})(?::([0-9]{1,18}))?", str(text))
+    if match is None or int(match.group(1)) < 1:
         raise InputError(
             "SOM-OPTION-VALUE",
             f"sample {text!r} is not N or N:SEED (N >= 1 roots, SEED a whole number)",
             "e.g. --sommelier-sample 20:7",
             where=where,
         )
-    return int(count), int(seed or 0)
+    return int(match.group(1)), int(match.group(2) or 0)
 
 
 def sample_split(split: FormattedSplit, roots: int, seed: int) -> FormattedSplit:
