@@ -72,13 +72,10 @@ def training_suite(root: Path, model_dir: Path, **overrides: Any) -> Path:
     """A suite with one base arm over a copy of the tiny model (the trained arm is added by
     the callback)."""
     overrides.setdefault("decoding", {"max_new_tokens": 6, "batch_size": 2})
+    overrides.setdefault("arms", {"base": {}})
+    overrides.setdefault("comparisons", None)
     suite = write_suite(
-        root / "suite",
-        rows=rows(IDS),
-        model={"base": "model", "revision": None},
-        arms={"base": {}},
-        comparisons=None,
-        **overrides,
+        root / "suite", rows=rows(IDS), model={"base": "model", "revision": None}, **overrides
     )
     shutil.rmtree(suite.parent / "adapter")
     if not (suite.parent / "model").exists():
@@ -282,3 +279,83 @@ def test_the_training_layer_imports_no_pytest() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pytest', '_pytest')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_a_glob_suite_over_the_checkpoints_gives_the_callbacks_numbers(
+    trained: dict[str, Any], pytester: pytest.Pytester
+) -> None:
+    root = trained["root"]
+    glob = str(root / "out" / "checkpoint-*")
+    training_suite(pytester.path, trained["model_dir"],
+                   arms={"base": {}, "adapter": {"adapter": glob}})
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--sommelier-out", "sweep",
+        "--sommelier-cache-dir", str(root / "cache"),
+    )
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    sweep = pytester.path / "sweep"
+    for callback_run in trained["callback"].results:
+        arm = f"adapter@{callback_run.step}"
+        ours = read_json(sweep / "eval" / arm / "evaluation_report.json")
+        theirs = read_json(callback_run.run_dir / "eval" / "adapter" / "evaluation_report.json")
+        assert ours["adapter_identity"]["sha256"] == theirs["adapter_identity"]["sha256"]
+        assert ours["model_identity"] == theirs["model_identity"]
+        assert ours["config_sha256"] == theirs["config_sha256"]
+        assert ours["metrics"] == theirs["metrics"]
+        for language in ("en", "he"):
+            rows = read_jsonl(sweep / "eval" / arm / f"generations.{language}.jsonl")
+            assert rows and all(row["cached"] for row in rows)  # every output a cache hit
+            stored = read_jsonl(callback_run.run_dir / "eval" / "adapter"
+                                / f"generations.{language}.jsonl")
+            assert [r["raw_text"] for r in rows] == [r["raw_text"] for r in stored]
+        comparison = read_json(sweep / "report" / f"{arm}-vs-base.json")
+        assert comparison["deltas"] == read_json(
+            callback_run.run_dir / "report" / "adapter-vs-base.json")["deltas"]
+    base = read_jsonl(sweep / "eval" / "base" / "generations.en.jsonl")
+    assert all(row["cached"] for row in base)
+
+
+@pytest.mark.slow
+def test_the_stop_rule_stops_training_with_its_evidence(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    suite = training_suite(tmp_path, model_dir)
+    callback = SommelierCallback(
+        suite, out=tmp_path / "runs", store=tmp_path / "store", cache_dir=tmp_path / "cache",
+        stop_when="no_improvement:full_call_exact_match:1", quiet=True,
+    )
+    trainer = train(model_dir, tmp_path / "out", callback, attach=False)
+    # the tiny random model never produces a full call: no checkpoint beats the first
+    assert [r.step for r in callback.results] == [2, 4]
+    assert trainer.state.global_step == 4
+    assert "no gain (1 of 1); stopping" in callback.results[-1].line
+    logged = [e for e in trainer.state.log_history if "sommelier/stop" in e]  # appended
+    assert [e["sommelier/stop"] for e in logged] == [0.0, 1.0]
+
+
+@pytest.mark.slow
+def test_max_examples_draws_the_sample_the_pytest_option_draws(
+    tiny: tuple[Path, Path], tmp_path: Path, pytester: pytest.Pytester
+) -> None:
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    suite = training_suite(tmp_path, model_dir)
+    callback = SommelierCallback(
+        suite, out=tmp_path / "runs", store=tmp_path / "store", cache_dir=tmp_path / "cache",
+        max_examples=2, seed=3, quiet=True,
+    )
+    train(model_dir, tmp_path / "out", callback, steps=2)
+    (result,) = callback.results
+    ours = read_json(result.run_dir / "suite.resolved.json")["test_split"]
+    assert ours["sample"]["roots"] == 2 and ours["sample"]["seed"] == 3
+    training_suite(pytester.path, model_dir)
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sommelier-out", "s",
+                                        "--sommelier-sample", "2:3")
+    assert run.ret == 0
+    theirs = read_json(pytester.path / "s" / "suite.resolved.json")["test_split"]
+    assert theirs["sha256"] == ours["sha256"] and theirs["sample"] == ours["sample"]

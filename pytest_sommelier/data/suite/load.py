@@ -40,6 +40,7 @@ from pytest_sommelier.data.suite.arms import (
 )
 from pytest_sommelier.data.suite.gates import GATE_METRICS as GATE_METRICS
 from pytest_sommelier.data.suite.gates import gate_configs
+from pytest_sommelier.data.suite.globs import expand_globs
 from pytest_sommelier.data.suite.identity import SUITE_IDENTITY_VERSION as SUITE_IDENTITY_VERSION
 from pytest_sommelier.data.suite.identity import reference_identity as reference_identity
 from pytest_sommelier.data.suite.identity import suite_identity as suite_identity
@@ -71,6 +72,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     data = read_toml(suite_path, label)
     validate_structure(data, label)
     folder = suite_path.resolve().parent
+    data = expand_globs(data, folder, label)  # checkpoint sweeps: one arm per folder
     section = data["suite"]
     slices = tuple(section["slices"])
     model = model_config(data["model"], folder, label)
