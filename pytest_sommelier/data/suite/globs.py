@@ -122,8 +122,8 @@ def expand_globs(data: dict[str, Any], folder: Path, label: str) -> dict[str, An
             gates.append(entry)
             continue
         for name in sweeps[entry[key]]:
-            step = name.rpartition("@")[2]
-            gates.append({**entry, key: name, "name": f"{entry['name']}@{step}"})
+            suffix = name.rpartition("@")[2]
+            gates.append({**entry, key: name, "name": f"{entry['name']}@{suffix}"})
     expanded = {**data, "arms": arms, "gates": gates}
     if comparisons or "comparisons" in data:
         expanded["comparisons"] = comparisons
