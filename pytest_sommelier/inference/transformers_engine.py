@@ -480,13 +480,6 @@ def live_generators(
     same checkpoint does. The caller owns the model's mode, gradients and RNG states."""
     suite_dir = Path(suite_dir)
     base = engines.base_ref(model, suite_dir)
-    if base.source.kind == "gguf":
-        raise InputError(
-            "SOM-TRAIN-BASE",
-            "the suite's base is a .gguf file; a model being trained is a transformers model",
-            "point [model] base at the folder or hub id the trained model was loaded from",
-            where="model.base",
-        )
     parameter = next(iter(live_model.parameters()), None)
     live_dtype = str(parameter.dtype).removeprefix("torch.") if parameter is not None else ""
     if live_dtype != base.dtype:
