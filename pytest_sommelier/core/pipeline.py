@@ -37,6 +37,7 @@ from pytest_sommelier.core.report_blocks import (
     order_slice_records,
 )
 from pytest_sommelier.core.report_comparison import build_comparison_report
+from pytest_sommelier.core.selection import selection_block
 from pytest_sommelier.core.types import (
     FINISH_UNKNOWN,
     ComparisonConfig,
@@ -107,6 +108,7 @@ class RunOutcome:
     generations: dict[str, Generations] = field(default_factory=dict)  # arm -> slice -> records
     rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)  # core.noise
     interval_at: IntervalAt | None = None  # the gates' familywise recomputation (stored gates)
+    selection: dict[str, Any] | None = None  # [selection]: core.selection.selection_block
 
 
 STATISTICS_ADDED = ("interval", "cluster", "familywise", "power")
@@ -526,6 +528,17 @@ def evaluate_run(
     )
     comparison_reports, comparison_errors = build_comparisons(suite, built, split)
     interval_at = gate_intervals(suite, split, built, comparison_reports)
+    selection = (
+        None
+        if suite.selection is None
+        else selection_block(
+            suite.selection,
+            built.reports,
+            built.scoring,
+            suite.statistics,
+            example_clusters(split.examples, suite.statistics.cluster),
+        )
+    )
     verdict = (
         evaluate_gates(
             suite.gates,
@@ -553,6 +566,7 @@ def evaluate_run(
         generations=built.generations,
         rebatched=built.rebatched,
         interval_at=interval_at,
+        selection=selection,
     )
 
 

@@ -131,6 +131,17 @@ resolved suite)."""
 
 
 @dataclass(frozen=True)
+class SelectionConfig:
+    """``[selection]``: choose the best of the arms ``among`` names (an ``fnmatch`` pattern over
+    arm names, e.g. ``adapter@*``) by ``metric`` against ``reference`` (core.selection)."""
+
+    metric: str
+    among: str
+    reference: str
+    candidates: tuple[str, ...] = ()  # the arms ``among`` matched, in the suite's arm order
+
+
+@dataclass(frozen=True)
 class Suite:
     """A loaded, validated suite; ``slices[0]`` is the reference (root) slice.
 
@@ -150,6 +161,7 @@ class Suite:
     engine: EngineConfig = field(default_factory=EngineConfig)
     arguments_key: str = "arguments"
     split_tokenizer: str = "base"  # SPLIT_TOKENIZER_POLICIES: "any" accepts another tokenizer's
+    selection: SelectionConfig | None = None  # [selection]: the best candidate, core.selection
 
     @property
     def reference_slice(self) -> str:

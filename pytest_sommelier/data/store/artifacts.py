@@ -216,6 +216,8 @@ def write_outcome(
         verdict=outcome.verdict,
         rebatched=outcome.rebatched,
     )
+    if outcome.selection is not None:
+        atomic_write_json(runlayout.selection(run_dir), outcome.selection)
 
 
 def remove_stale(run_dir: Path, *, keep_generations: bool = True) -> None:

@@ -47,6 +47,7 @@ from pytest_sommelier.data.suite.identity import suite_identity as suite_identit
 from pytest_sommelier.data.suite.names import NAME as NAME
 from pytest_sommelier.data.suite.names import OVERALL as OVERALL
 from pytest_sommelier.data.suite.names import valid_name as valid_name
+from pytest_sommelier.data.suite.selection import selection_config
 from pytest_sommelier.data.suite.statistics_bounds import statistics_problem
 from pytest_sommelier.data.suite.toml import read_toml, validate_structure
 from pytest_sommelier.errors import InputError
@@ -80,6 +81,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     arms = arm_configs(data["arms"], folder, label)
     comparisons = comparison_configs(data.get("comparisons", []), arms, label)
     gates = gate_configs(data.get("gates", []), arms, comparisons, slices, label)
+    selection = selection_config(data.get("selection"), arms, label)
     statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
     bounded = statistics_problem(statistics)
     if bounded is not None:
@@ -115,6 +117,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         engine=engine,
         arguments_key=section.get("arguments_key", DEFAULT_ARGUMENTS_KEY),
         split_tokenizer=section.get("split_tokenizer", "base"),
+        selection=selection,
     )
 
 
