@@ -359,3 +359,23 @@ def test_max_examples_draws_the_sample_the_pytest_option_draws(
     assert run.ret == 0
     theirs = read_json(pytester.path / "s" / "suite.resolved.json")["test_split"]
     assert theirs["sha256"] == ours["sha256"] and theirs["sample"] == ours["sample"]
+
+
+@pytest.mark.slow
+def test_the_history_page_draws_the_checkpoints_as_a_curve(trained: dict[str, Any]) -> None:
+    from pytest_sommelier.view.history_page import build_history_context, history_runs, write_history
+
+    store = trained["root"] / "store"
+    context = build_history_context(store, store / "history.html", history_runs(store))
+    (group,) = context["groups"]
+    curve = group["curve"]
+    assert [x["label"] for x in curve["xs"]] == ["2", "4", "6"]
+    assert [s["metric"] for s in curve["series"]][:2] == ["valid_json_rate",
+                                                          "function_name_accuracy"]
+    assert all(len(s["points"]) == 3 for s in curve["series"])
+    assert all("y1" in p for s in curve["series"] for p in s["points"])  # intervals drawn
+    assert curve["selected"]["step"] == 2  # every checkpoint ties at 0: the first
+    xs = [p["x"] for p in curve["series"][0]["points"]]
+    assert xs == sorted(xs) and xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])  # step scale
+    html = write_history(store).read_text()
+    assert 'data-curve="checkpoints"' in html and "selected: step 2" in html
