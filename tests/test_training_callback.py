@@ -363,7 +363,11 @@ def test_max_examples_draws_the_sample_the_pytest_option_draws(
 
 @pytest.mark.slow
 def test_the_history_page_draws_the_checkpoints_as_a_curve(trained: dict[str, Any]) -> None:
-    from pytest_sommelier.view.history_page import build_history_context, history_runs, write_history
+    from pytest_sommelier.view.history_page import (
+        build_history_context,
+        history_runs,
+        write_history,
+    )
 
     store = trained["root"] / "store"
     context = build_history_context(store, store / "history.html", history_runs(store))
