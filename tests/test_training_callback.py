@@ -383,3 +383,61 @@ def test_the_history_page_draws_the_checkpoints_as_a_curve(trained: dict[str, An
     assert xs == sorted(xs) and xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])  # step scale
     html = write_history(store).read_text()
     assert 'data-curve="checkpoints"' in html and "selected: step 2" in html
+
+
+@pytest.mark.slow
+def test_every_n_steps_saves_the_adapter_and_evaluates_it(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from transformers import Trainer, TrainingArguments
+
+    from pytest_sommelier.data.digests import sha256_path
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    suite = training_suite(tmp_path, model_dir)
+    callback = SommelierCallback(suite, every=2, out=tmp_path / "runs", store=tmp_path / "store",
+                                 cache_dir=tmp_path / "cache", quiet=True)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=4, save_strategy="no",
+                             per_device_train_batch_size=2, learning_rate=5e-2, use_cpu=True,
+                             report_to="none", disable_tqdm=True, seed=0)
+    trainer = Trainer(model=lora_model(model_dir), args=args, train_dataset=dataset(model_dir))
+    callback.attach(trainer)
+    trainer.train()
+    assert [r.step for r in callback.results] == [2, 4]
+    assert [r.folder for r in callback.results] == [
+        tmp_path / "runs" / "adapters" / "step-2", tmp_path / "runs" / "adapters" / "step-4"
+    ]
+    for result in callback.results:
+        report = read_json(result.run_dir / "eval" / "adapter" / "evaluation_report.json")
+        assert report["adapter_identity"]["sha256"] == sha256_path(result.folder)
+    assert not list((tmp_path / "out").glob("checkpoint-*"))
+
+
+@pytest.mark.slow
+def test_trl_sft_trainer_with_the_callback(tiny: tuple[Path, Path], tmp_path: Path) -> None:
+    pytest.importorskip("trl")
+    datasets = pytest.importorskip("datasets")
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    suite = training_suite(tmp_path, model_dir)
+    data = datasets.Dataset.from_list(
+        [{"prompt": f"<|im_start|>user\nweather {i}<|im_end|>\n",
+          "completion": '{"name": "w", "arguments": {}}<|im_end|>'} for i in range(8)]
+    )
+    config = SFTConfig(output_dir=str(tmp_path / "out"), max_steps=2, save_strategy="steps",
+                       save_steps=2, per_device_train_batch_size=2, use_cpu=True,
+                       report_to="none", disable_tqdm=True, max_length=64)
+    trainer = SFTTrainer(model=lora_model(model_dir), args=config, train_dataset=data,
+                         processing_class=AutoTokenizer.from_pretrained(model_dir))
+    callback = SommelierCallback(suite, out=tmp_path / "runs", store=tmp_path / "store",
+                                 cache_dir=tmp_path / "cache", quiet=True)
+    callback.attach(trainer)
+    trainer.train()
+    entries = [e for e in trainer.state.log_history if "sommelier/adapter/valid_json_rate" in e]
+    assert [e["step"] for e in entries] == [2]
+    assert [r.folder.name for r in callback.results] == ["checkpoint-2"]
