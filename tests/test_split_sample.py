@@ -116,3 +116,4 @@ def test_a_bad_sample_option_stops_the_session(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-sample", "0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*SOM-OPTION-VALUE*--sommelier-sample*"])
+

@@ -441,3 +441,33 @@ def test_trl_sft_trainer_with_the_callback(tiny: tuple[Path, Path], tmp_path: Pa
     entries = [e for e in trainer.state.log_history if "sommelier/adapter/valid_json_rate" in e]
     assert [e["step"] for e in entries] == [2]
     assert [r.folder.name for r in callback.results] == ["checkpoint-2"]
+
+
+@pytest.mark.slow
+def test_every_evaluate_adds_the_numbers_to_the_evaluation_metrics(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from transformers import Trainer, TrainingArguments
+
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    suite = training_suite(tmp_path, model_dir)
+    callback = SommelierCallback(suite, every="evaluate", out=tmp_path / "runs",
+                                 store=tmp_path / "store", cache_dir=tmp_path / "cache",
+                                 quiet=True)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=2, save_strategy="no",
+                             eval_strategy="steps", eval_steps=2, per_device_train_batch_size=2,
+                             per_device_eval_batch_size=2, use_cpu=True, report_to="none",
+                             disable_tqdm=True, seed=0)
+    data = dataset(model_dir)
+    trainer = Trainer(model=lora_model(model_dir), args=args, train_dataset=data,
+                      eval_dataset=data[:2])
+    callback.attach(trainer)
+    trainer.train()
+    assert [r.step for r in callback.results] == [2]
+    metrics = trainer.evaluate()  # a second evaluation at the same step is not re-run
+    assert "sommelier/adapter/valid_json_rate" not in metrics
+    assert len(callback.results) == 1
+    logged = [e for e in trainer.state.log_history if "sommelier/adapter/argument_f1" in e]
+    assert [e["step"] for e in logged] == [2]

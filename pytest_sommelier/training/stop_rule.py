@@ -12,6 +12,7 @@ evidence rule of every gate.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -33,7 +34,7 @@ def parse_stop_rule(spec: str) -> tuple[str, int]:
         problem = "is not no_improvement:METRIC:PATIENCE"
     elif parts[1] not in METRIC_NAMES:
         problem = f"names metric {parts[1]!r}, not one of {', '.join(METRIC_NAMES)}"
-    elif not parts[2].isdigit() or int(parts[2]) < 1:
+    elif re.fullmatch(r"[0-9]{1,6}", parts[2]) is None or int(parts[2]) < 1:
         problem = f"has patience {parts[2]!r}, not a whole number of evaluations >= 1"
     if problem is not None:
         raise InputError(
