@@ -45,6 +45,7 @@ from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import DEFAULT_STORE
 from pytest_sommelier.data.store.history_compare import paired_interval
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.inference.model_call import check_generator
 from pytest_sommelier.inference.protocol import Generator
 from pytest_sommelier.inference.select_engine import live_generators
 from pytest_sommelier.inference.split_check import load_checked_suite
@@ -317,6 +318,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
                     adapter_name=self._adapter_name(model),
                 )
             )
+            for name, generator in generators.items():
+                check_generator(generator, name)  # what the runner checks of every generator
             live = evaluate_live(
                 suite,
                 self.split,
@@ -397,7 +400,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
 
     def _line(self, result: CheckpointResult, live: LiveRun, evidence: str) -> str:
         """The console line of one checkpoint."""
-        metric = self.rule.metric if self.rule is not None else METRIC_NAMES[1]
+        metric = self.rule.metric if self.rule is not None else "full_call_exact_match"
         value = result.numbers.get(f"{PREFIX}/{self.trained}/{metric}")
         parts = [
             f"sommelier step {result.step} ({result.folder.name}): {self.trained} "

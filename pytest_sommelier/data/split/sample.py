@@ -15,11 +15,10 @@ number of roots is the whole split, unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import replace
 
-from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256
+from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_bytes
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import FormattedSplit
 from pytest_sommelier.errors import InputError
@@ -73,7 +72,7 @@ def sample_split(split: FormattedSplit, roots: int, seed: int) -> FormattedSplit
     }
     return replace(
         split,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        sha256=sha256_bytes(raw),
         raw=raw,
         examples=examples,
         slices=slices,
