@@ -23,7 +23,7 @@ import pytest
 PACKAGE = "pytest_sommelier"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
-LAYERS = ("core", "data", "view", "inference", "plugin")
+LAYERS = ("core", "data", "view", "inference", "plugin", "training")
 THIRD_PARTY: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "core": frozenset({"numpy"}),
@@ -37,6 +37,11 @@ THIRD_PARTY: dict[str, frozenset[str]] = {
         {"numpy", "jsonschema", "jinja2", "pyarrow", "torch", "transformers", "peft", "gguf",
          "safetensors", "huggingface_hub", "vllm", "pytest", "_pytest", "xdist"}
     ),
+    # beside plugin: what inference may import (the trainer's libraries), never pytest
+    "training": frozenset(
+        {"numpy", "jsonschema", "jinja2", "pyarrow", "torch", "transformers", "peft", "gguf",
+         "safetensors", "huggingface_hub", "vllm"}
+    ),
 }
 INTERNAL: dict[str, frozenset[str]] = {
     "errors": frozenset({"errors"}),
@@ -45,7 +50,11 @@ INTERNAL: dict[str, frozenset[str]] = {
     "view": frozenset({"errors", "core", "data", "view"}),
     "inference": frozenset({"errors", "core", "data", "inference"}),
     "plugin": frozenset({"errors", "core", "data", "view", "inference", "plugin"}),
+    # plugin only for its pytest-free runner (TRAINING_FROM_PLUGIN, checked below)
+    "training": frozenset({"errors", "core", "data", "view", "inference", "plugin", "training"}),
 }
+TRAINING_FROM_PLUGIN = frozenset({"pytest_sommelier.plugin.runner"})
+"""What ``training`` may import of ``plugin``: the runner, which imports no pytest."""
 # the jobs inside ``data``: what each may import of the others (``leaf``: a module directly in
 # ``data/``, shared by every job)
 DATA_JOBS: dict[str, frozenset[str]] = {
@@ -134,6 +143,11 @@ def violations(root: Path) -> list[str]:
                     problems.append(
                         f"{where}: data/{job} must not import {imported} (data/{target_job})"
                     )
+                if layer == "training" and target == "plugin" and (
+                    imported not in TRAINING_FROM_PLUGIN
+                ):
+                    problems.append(f"{where}: training may import only the runner of plugin, "
+                                    f"not {imported}")
             elif top in stdlib or top == "__future__":
                 continue
             elif layer != "top" and top not in THIRD_PARTY[layer]:
@@ -384,3 +398,16 @@ def test_a_data_job_importing_another_against_the_rule_is_reported(tmp_path: Pat
     assert any(line.endswith("data/leaf must not import pytest_sommelier.data.suite.names "
                              "(data/suite)") for line in found), found
     assert not any("data/store must not" in line for line in found), found
+
+
+def test_training_may_import_only_the_runner_of_plugin(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "training/__init__.py": "",
+        "training/a.py": "from pytest_sommelier.plugin import runner\n"
+                         "from pytest_sommelier.plugin import session\n",
+        "plugin/runner.py": "", "plugin/session.py": "",
+    })
+    found = violations(root)
+    assert any(line.endswith("training may import only the runner of plugin, not "
+                             "pytest_sommelier.plugin.session") for line in found), found
+    assert not any("plugin.runner" in line for line in found), found

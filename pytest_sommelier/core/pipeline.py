@@ -22,7 +22,7 @@ from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.gates import IntervalAt, evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, finish_counts, miss_fields
-from pytest_sommelier.core.noise import noise_floor_block
+from pytest_sommelier.core.noise import noise_arms, noise_floor_block, noise_sample
 from pytest_sommelier.core.parse import (
     DEFAULT_ARGUMENTS_KEY,
     PARSER_VERSION,
@@ -37,6 +37,7 @@ from pytest_sommelier.core.report_blocks import (
     order_slice_records,
 )
 from pytest_sommelier.core.report_comparison import build_comparison_report
+from pytest_sommelier.core.selection import selection_block
 from pytest_sommelier.core.types import (
     FINISH_UNKNOWN,
     ComparisonConfig,
@@ -107,6 +108,7 @@ class RunOutcome:
     generations: dict[str, Generations] = field(default_factory=dict)  # arm -> slice -> records
     rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)  # core.noise
     interval_at: IntervalAt | None = None  # the gates' familywise recomputation (stored gates)
+    selection: dict[str, Any] | None = None  # [selection]: core.selection.selection_block
 
 
 STATISTICS_ADDED = ("interval", "cluster", "familywise", "power")
@@ -331,6 +333,19 @@ def comparisons_to_run(suite: Suite) -> list[ComparisonConfig]:
     return list(wanted.values())
 
 
+def noise_plan(suite: Suite, split: FormattedSplit) -> dict[str, frozenset[str]]:
+    """arm -> the example ids its noise floor re-batches (``core.noise``): the seeded sample of
+    ``[statistics] noise_floor`` examples for every comparison's reference arm; empty when the
+    noise floor is off (pytest collection and ``training.SommelierCallback`` alike)."""
+    count = int(getattr(suite.statistics, "noise_floor", 0) or 0)
+    if count <= 0:
+        return {}
+    sample = frozenset(
+        noise_sample((e.example_id for e in split.examples), count, suite.statistics.seed)
+    )
+    return dict.fromkeys(noise_arms(comparisons_to_run(suite)), sample)
+
+
 @dataclass
 class ArmReports:
     """Every arm's scoring records, report, telemetry and count of unscored examples."""
@@ -406,9 +421,7 @@ def build_comparisons(
     """Every comparison to run (``comparisons_to_run``): its report, or why it was refused
     (an arm not run, or the identity gate's one-line error). With ``split`` the intervals
     use the clusters ``[statistics] cluster`` gives its examples."""
-    clusters = (
-        None if split is None else example_clusters(split.examples, suite.statistics.cluster)
-    )
+    clusters = None if split is None else example_clusters(split.examples, suite.statistics.cluster)
     reports: dict[str, ComparisonReport] = {}
     errors: dict[str, str] = {}
     for comparison in comparisons_to_run(suite):
@@ -515,6 +528,17 @@ def evaluate_run(
     )
     comparison_reports, comparison_errors = build_comparisons(suite, built, split)
     interval_at = gate_intervals(suite, split, built, comparison_reports)
+    selection = (
+        None
+        if suite.selection is None
+        else selection_block(
+            suite.selection,
+            built.reports,
+            built.scoring,
+            suite.statistics,
+            example_clusters(split.examples, suite.statistics.cluster),
+        )
+    )
     verdict = (
         evaluate_gates(
             suite.gates,
@@ -542,6 +566,7 @@ def evaluate_run(
         generations=built.generations,
         rebatched=built.rebatched,
         interval_at=interval_at,
+        selection=selection,
     )
 
 
@@ -557,6 +582,7 @@ __all__ = [
     "evaluate_run",
     "gate_intervals",
     "generation_record",
+    "noise_plan",
     "order_records",
     "rescored",
     "telemetry_for",

@@ -121,6 +121,11 @@ def comparison_report(run_dir: Path, name: str) -> Path:
     return report_files(report_dir(run_dir), name)[0]
 
 
+def selection(run_dir: Path) -> Path:
+    """``report/selection.json``: the ``[selection]`` block (core.selection)."""
+    return run_dir / REPORT / "selection.json"
+
+
 def summary(run_dir: Path) -> Path:
     """``report/summary.md``."""
     return run_dir / SUMMARY

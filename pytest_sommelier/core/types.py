@@ -132,6 +132,17 @@ resolved suite)."""
 
 
 @dataclass(frozen=True)
+class SelectionConfig:
+    """``[selection]``: choose the best of the arms ``among`` names (an ``fnmatch`` pattern over
+    arm names, e.g. ``adapter@*``) by ``metric`` against ``reference`` (core.selection)."""
+
+    metric: str
+    among: str
+    reference: str
+    candidates: tuple[str, ...] = ()  # the arms ``among`` matched, in the suite's arm order
+
+
+@dataclass(frozen=True)
 class Suite:
     """A loaded, validated suite; ``slices[0]`` is the reference (root) slice.
 
@@ -151,6 +162,7 @@ class Suite:
     engine: EngineConfig = field(default_factory=EngineConfig)
     arguments_key: str = "arguments"
     split_tokenizer: str = "base"  # SPLIT_TOKENIZER_POLICIES: "any" accepts another tokenizer's
+    selection: SelectionConfig | None = None  # [selection]: the best candidate, core.selection
 
     @property
     def reference_slice(self) -> str:
@@ -192,6 +204,9 @@ class FormattedSplit:
     raw: bytes = field(default=b"", repr=False, compare=False)
     left_out: dict[str, int] = field(default_factory=dict)
     """Rows of languages that are not a configured slice (language -> rows): not evaluated."""
+    sample: dict[str, Any] | None = field(default=None, compare=False)
+    """A seeded sample of the file (``data.split.sample``: roots, seed, of_roots, of_sha256),
+    None for the whole split."""
 
 
 # --------------------------------------------------------------------------- records

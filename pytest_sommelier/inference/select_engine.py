@@ -31,6 +31,12 @@ ENGINES: dict[str, str] = {
 }
 """Engine name -> ``"module:function"`` of its loader (the names ``[engine] name`` accepts)."""
 
+LIVE_ENGINES: dict[str, str] = {
+    "transformers": "pytest_sommelier.inference.transformers_engine:live_generators",
+}
+"""Engine name -> ``"module:function"`` of its generators over a model already in memory (the
+model being trained: ``training.SommelierCallback``); only transformers + peft trains here."""
+
 
 def engine_loader(name: str) -> EngineLoader:
     """The loader registered for ``name`` (its module imported now); InputError when unknown."""
@@ -58,3 +64,22 @@ def load_generators(
     """One generator per arm from the named engine (nothing is loaded before ``generate``)."""
     loader = engine_loader(engine.name)
     return dict(loader(engine, model, arms, suite_dir=Path(suite_dir), worker_index=worker_index))
+
+
+def live_generators(
+    model: ModelConfig,
+    arms: Mapping[str, ArmConfig],
+    *,
+    suite_dir: Path,
+    live_model: object,
+    adapter_name: str,
+) -> dict[str, Generator]:
+    """One generator per arm over ``live_model``, the model being trained (``LIVE_ENGINES``:
+    the transformers engine's generation, batching and identities, nothing loaded)."""
+    module, _, function = LIVE_ENGINES["transformers"].partition(":")
+    build = getattr(importlib.import_module(module), function)
+    return dict(
+        build(
+            model, arms, suite_dir=Path(suite_dir), live_model=live_model, adapter_name=adapter_name
+        )
+    )

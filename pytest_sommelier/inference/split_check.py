@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_sommelier.core.types import Suite
+from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data.references import is_hub_id
 from pytest_sommelier.errors import InputError, SommelierError
 from pytest_sommelier.inference import engines, modelref
@@ -109,3 +109,19 @@ def _shown(identity: tuple[str, str]) -> str:
     if revision.startswith(DIGEST_PREFIX):
         revision = revision[: len(DIGEST_PREFIX) + 12]
     return f"{tokenizer_id} ({revision})"
+
+
+def load_checked_suite(path: Path) -> tuple[Suite, FormattedSplit]:
+    """A suite file and its split as an evaluation runs them (pytest collection and
+    ``training.SommelierCallback`` alike): the suite loaded, its split read with the suite's
+    ``arguments_key``, its gates checked against the split, and the split's tokenizer checked
+    against the base's (:func:`check_split_tokenizer`). Raises the first load error."""
+    from pytest_sommelier.data.split.load import load_split
+    from pytest_sommelier.data.suite.gates import check_gates_against_split
+    from pytest_sommelier.data.suite.load import load_suite
+
+    suite = load_suite(path)
+    split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+    check_gates_against_split(suite, split)
+    check_split_tokenizer(suite)
+    return suite, split

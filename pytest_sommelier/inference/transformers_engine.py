@@ -179,6 +179,15 @@ def _load_model_and_tokenizer(
     return model, tokenizer, source.kind
 
 
+def prepare_tokenizer(tokenizer: Any) -> Any:
+    """The one generation setup of a tokenizer: a pad token (the end-of-sequence token when it
+    has none) and left padding, so a batch's prompts end where generation starts."""
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
 def load_base(model: ModelConfig, *, suite_dir: Path, worker_index: int = 0) -> LoadedBase:
     """Return this process's loaded base for ``model``, loading it on first use."""
     source = engines.resolve_base(model, suite_dir)
@@ -192,9 +201,7 @@ def load_base(model: ModelConfig, *, suite_dir: Path, worker_index: int = 0) -> 
     weights, tokenizer, status = _load_model_and_tokenizer(source, dtype, suite_dir)
     weights.to(device)
     weights.eval()
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"
+    prepare_tokenizer(tokenizer)
     identity = engines.model_identity_for(source, None, suite_dir, dtype_name)
     loaded = LoadedBase(weights, tokenizer, device, identity, status)
     _BASES[key] = loaded
@@ -235,8 +242,7 @@ def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[s
     except Exception as exc:
         raise SommelierEnvironmentError(
             "SOM-BACKEND-ADAPTER-LOAD",
-            f"could not attach adapter of arm {arm.name!r}: "
-            f"{exception_text(exc, 200)}",
+            f"could not attach adapter of arm {arm.name!r}: {exception_text(exc, 200)}",
             "check that the adapter was trained for this base model",
             where=f"arms.{arm.name}.adapter",
         ) from exc
@@ -350,12 +356,14 @@ class TransformersGenerator:
         return device_info(self.device)
 
     def _adapter_context(self) -> contextlib.AbstractContextManager[Any]:
-        """Select this arm's adapter, or disable adapters for the base arm."""
+        """Select this arm's adapter (only when another one is active: peft's ``set_adapter``
+        also resets which adapter trains), or disable adapters for the base arm."""
         if not self.base.is_peft:
             return contextlib.nullcontext()
         if self.adapter_name is None:
             return self.base.model.disable_adapter()
-        self.base.model.set_adapter(self.adapter_name)
+        if getattr(self.base.model, "active_adapter", None) != self.adapter_name:
+            self.base.model.set_adapter(self.adapter_name)
         return contextlib.nullcontext()
 
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
@@ -411,8 +419,7 @@ class TransformersGenerator:
         eos = config.eos_token_id
         stops = [] if eos is None else [int(eos)] if isinstance(eos, int) else [int(e) for e in eos]
         finishes = [
-            engines.finish_of(row, stops, int(config.max_new_tokens))
-            for row in new_tokens.tolist()
+            engines.finish_of(row, stops, int(config.max_new_tokens)) for row in new_tokens.tolist()
         ]
         return [
             Completion(text, reason, count)
@@ -454,3 +461,51 @@ def load_engine(
     :func:`load_generators`; this engine has no ``[engine]`` settings of its own."""
     del engine
     return load_generators(model, arms, suite_dir=suite_dir, worker_index=worker_index)
+
+
+def live_generators(
+    model: ModelConfig,
+    arms: Mapping[str, ArmConfig],
+    *,
+    suite_dir: Path,
+    live_model: Any,
+    adapter_name: str,
+) -> dict[str, TransformersGenerator]:
+    """Generators over a model already in memory (a ``PeftModel`` being trained,
+    ``training.SommelierCallback``): no weights are loaded or copied. The base arms generate
+    with peft's ``disable_adapter()``, the adapter arm (exactly one) with ``adapter_name``, the
+    adapter being trained; the tokenizer is the suite base's, set up as :func:`load_base` sets
+    it. Identities are :func:`load_generators`' (the adapter arm's folder is the checkpoint its
+    ``ArmConfig`` names), so the outputs key the generation cache exactly as a pytest run of the
+    same checkpoint does. The caller owns the model's mode, gradients and RNG states."""
+    suite_dir = Path(suite_dir)
+    base = engines.base_ref(model, suite_dir)
+    parameter = next(iter(live_model.parameters()), None)
+    live_dtype = str(parameter.dtype).removeprefix("torch.") if parameter is not None else ""
+    if live_dtype != base.dtype:
+        raise InputError(
+            "SOM-TRAIN-DTYPE",
+            f"the model being trained holds {live_dtype or 'no'} weights, the suite's base is "
+            f"{base.dtype}; outputs would not be the suite's",
+            f"set [model] dtype = {live_dtype!r} in the suite, or train in {base.dtype}",
+            where="model.dtype",
+        )
+    tokenizer = modelref.load_tokenizer(
+        base.source.ref, revision=base.source.revision, base_dir=suite_dir
+    )
+    device = str(parameter.device) if parameter is not None else "cpu"
+    loaded = LoadedBase(
+        live_model, prepare_tokenizer(tokenizer), device, dict(base.identity), "live"
+    )
+    identity = {**base.identity, "engine": engine_fields()}
+    handle = BaseHandle(model, suite_dir, 0, device, loaded)
+    generators: dict[str, TransformersGenerator] = {}
+    for key, ref in engines.adapter_refs(arms, suite_dir).items():
+        if ref.folder is None:
+            generators[key] = TransformersGenerator(key, dict(identity), None, handle)
+            continue
+        loaded.adapters[adapter_name] = dict(ref.identity or {})
+        generators[key] = TransformersGenerator(
+            key, dict(identity), ref.identity, handle, arms[key], adapter_name
+        )
+    return generators

@@ -45,20 +45,20 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
     """A suite file and its split, loaded once per process and session (kept in
     ``config.stash``): collection and the session finish share them. The split's native-policy
     targets are read with the suite's ``arguments_key``, and the split must have been formatted
-    with the base's tokenizer (``inference.split_check``). A load error is raised each time and
-    never kept."""
-    from pytest_sommelier.data.split.load import load_split
-    from pytest_sommelier.data.suite.gates import check_gates_against_split
-    from pytest_sommelier.data.suite.load import load_suite
-    from pytest_sommelier.inference.split_check import check_split_tokenizer
+    with the base's tokenizer (``inference.split_check``); with ``--sommelier-sample`` the split
+    is its seeded sample (``data.split.sample``). A load error is raised each time and never
+    kept."""
+    from pytest_sommelier.inference.split_check import load_checked_suite
 
     loaded = config.stash.setdefault(SUITES_KEY, {})
     key = str(Path(path).resolve())
     if key not in loaded:
-        suite = load_suite(path)
-        split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
-        check_gates_against_split(suite, split)
-        check_split_tokenizer(suite)
+        suite, split = load_checked_suite(path)
+        sample = settings_of(config).sample
+        if sample is not None:  # --sommelier-sample: the sample is the run's split
+            from pytest_sommelier.data.split.sample import sample_split
+
+            split = sample_split(split, *sample)
         loaded[key] = (suite, split)
     return loaded[key]
 
@@ -103,23 +103,6 @@ def generation_cache(config: pytest.Config) -> Any:
     return GenerationCache(folder)
 
 
-
-def noise_plan(suite: Suite, split: FormattedSplit) -> dict[str, frozenset[str]]:
-    """arm -> the example ids its noise floor re-batches (``core.noise``): the seeded sample of
-    ``[statistics] noise_floor`` examples for every comparison's reference arm; empty when the
-    noise floor is off."""
-    count = int(getattr(suite.statistics, "noise_floor", 0) or 0)
-    if count <= 0:
-        return {}
-    from pytest_sommelier.core.noise import noise_arms, noise_sample
-    from pytest_sommelier.core.pipeline import comparisons_to_run
-
-    sample = frozenset(
-        noise_sample((e.example_id for e in split.examples), count, suite.statistics.seed)
-    )
-    return dict.fromkeys(noise_arms(comparisons_to_run(suite)), sample)
-
-
 def refuse_unwritable_out(config: pytest.Config) -> None:
     """Refuse, at collection and before any model runs, an output folder that could not be
     written (``artifacts.check_writable``): an earlier run there is then left as it was, never
@@ -161,6 +144,8 @@ class SuiteFile(pytest.Module):
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite
         self.split: FormattedSplit = split
+        from pytest_sommelier.core.pipeline import noise_plan
+
         self.noise = noise_plan(suite, split)
         # marked once here, inherited by every item (cheaper than 2 marks on each item)
         self.add_marker(pytest.mark.eval)

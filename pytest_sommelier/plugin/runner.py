@@ -30,15 +30,18 @@ from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
-from pytest_sommelier.core.pipeline import generation_record
+from pytest_sommelier.core.pipeline import ArmRun, generation_record, order_records
 from pytest_sommelier.core.types import (
     BatchKey,
     Completion,
     Example,
+    FormattedSplit,
     RebatchedOutput,
+    Suite,
     WorkerPayload,
     model_kind_of,
 )
+from pytest_sommelier.data.store.artifacts import dumps
 from pytest_sommelier.errors import (
     EvaluationError,
     InvariantError,
@@ -201,9 +204,7 @@ class Runner:
             try:
                 self._warm_up(key.arm, generator, warmup_prompt, decoding)
                 started = time.perf_counter()
-                outputs = self._call(
-                    generator, key.arm, [e.prompt_text for e in pending], decoding
-                )
+                outputs = self._call(generator, key.arm, [e.prompt_text for e in pending], decoding)
                 elapsed = time.perf_counter() - started
             except SommelierError as error:
                 return BatchOutcome(error=error)
@@ -328,3 +329,53 @@ class Runner:
             "selfcheck_differs": outcome.selfcheck.get(example.example_id),
             "rebatched": rebatched,
         }
+
+
+def arm_runs(
+    suite: Suite, split: FormattedSplit, payloads: Sequence[Mapping[str, Any]]
+) -> dict[str, ArmRun]:
+    """Each arm's ``ArmRun`` from its items' payloads (``Runner.payload``), in the suite's arm
+    order: records checked and ordered by ``core.pipeline.order_records``, one timing per
+    payload; an arm whose payloads name more than one model or adapter identity stops the run
+    (``SOM-IDENTITY-MIXED``). The session's finish and ``training.SommelierCallback`` both
+    build a run's arms here."""
+    by_arm: dict[str, list[Mapping[str, Any]]] = {}
+    for payload in payloads:
+        by_arm.setdefault(payload["record"]["arm"], []).append(payload)
+    arms: dict[str, ArmRun] = {}
+    for name in suite.arms:
+        rows = by_arm.get(name)
+        if not rows:
+            continue
+        identities = {dumps(p["model_identity"]) for p in rows}
+        adapters = {dumps(p["adapter_identity"]) for p in rows}
+        if len(identities) > 1 or len(adapters) > 1:
+            raise InvariantError(
+                "SOM-IDENTITY-MIXED",
+                f"arm '{name}': generations came from more than one model or adapter identity",
+                "every process must load the same model files for an arm",
+            )
+        first = rows[0]
+        arms[name] = ArmRun(
+            name=name,
+            model_kind=first["record"]["model_kind"],
+            model_identity=first["model_identity"],
+            adapter_identity=first["adapter_identity"],
+            records=order_records(suite, split, name, (p["record"] for p in rows)),
+            timings=[
+                {
+                    "language": p["record"]["language"],
+                    "cached": p["record"]["cached"],
+                    "seconds": p["seconds"],
+                    "worker": p["worker"],
+                    "processes": p["processes"],
+                    "device": p["device"],
+                    "selfcheck_differs": p.get("selfcheck_differs"),
+                }
+                for p in rows
+            ],
+            rebatched={
+                p["record"]["example_id"]: p["rebatched"] for p in rows if p.get("rebatched")
+            },
+        )
+    return arms

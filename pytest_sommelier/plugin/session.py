@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_sommelier.core import runlayout
-from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run, order_records
+from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run
 from pytest_sommelier.data.split.load import FormattedSplit
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.suite.load import Suite, suite_identity
@@ -33,6 +33,7 @@ from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
 from pytest_sommelier.view import terminal
 from pytest_sommelier.view.markdown import outcome_markdown
+from pytest_sommelier.view.text import sample_text
 
 if TYPE_CHECKING:
     from pytest_sommelier.plugin.history import OverTime
@@ -121,6 +122,8 @@ class SommelierSession:
             result.name = suite.name
             left_out = terminal.left_out_line(split.left_out, suite.slices)
             result.notices += [left_out] if left_out else []
+            sampled = sample_text({"test_split": {"sample": split.sample}})
+            result.notices += [sampled] if sampled else []
             result.run_dir = self.out_dir(suite, several)
             # the folder is claimed (one writer) and the earlier run's files removed, verdict
             # first, before anything is evaluated: whatever fails below, no stale verdict stays
@@ -236,50 +239,12 @@ class SommelierSession:
                 lines.append(f"{name}: {total} generated")
         return lines
 
-
     def _arm_runs(
         self, suite: Suite, split: FormattedSplit, payloads: list[dict]
     ) -> dict[str, ArmRun]:
-        by_arm: dict[str, list[dict]] = {}
-        for payload in payloads:
-            by_arm.setdefault(payload["record"]["arm"], []).append(payload)
-        arms: dict[str, ArmRun] = {}
-        for name in suite.arms:
-            rows = by_arm.get(name)
-            if not rows:
-                continue
-            identities = {artifacts.dumps(p["model_identity"]) for p in rows}
-            adapters = {artifacts.dumps(p["adapter_identity"]) for p in rows}
-            if len(identities) > 1 or len(adapters) > 1:
-                raise InvariantError(
-                    "SOM-IDENTITY-MIXED",
-                    f"arm '{name}': generations came from more than one model or adapter identity",
-                    "every process must load the same model files for an arm",
-                )
-            first = rows[0]
-            arms[name] = ArmRun(
-                name=name,
-                model_kind=first["record"]["model_kind"],
-                model_identity=first["model_identity"],
-                adapter_identity=first["adapter_identity"],
-                records=order_records(suite, split, name, (p["record"] for p in rows)),
-                timings=[
-                    {
-                        "language": p["record"]["language"],
-                        "cached": p["record"]["cached"],
-                        "seconds": p["seconds"],
-                        "worker": p["worker"],
-                        "processes": p["processes"],
-                        "device": p["device"],
-                        "selfcheck_differs": p.get("selfcheck_differs"),
-                    }
-                    for p in rows
-                ],
-                rebatched={
-                    p["record"]["example_id"]: p["rebatched"] for p in rows if p.get("rebatched")
-                },
-            )
-        return arms
+        from pytest_sommelier.plugin.runner import arm_runs
+
+        return arm_runs(suite, split, payloads)
 
     def _baselines(self, suite: Suite, split: FormattedSplit) -> dict[str, ArmRun]:
         from pytest_sommelier.plugin.baseline import baseline_arms

@@ -47,6 +47,7 @@ class Settings:
     autosave_all: bool = False  # keep incomplete runs too (marked incomplete)
     compare: str | None = None  # NUM, "last" or a run folder
     compare_fail: tuple[str, ...] = ()  # METRIC[:SLICE]:MARGIN, each checked at configure
+    sample: tuple[int, int] | None = None  # (roots, seed): a seeded sample of every split
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -163,6 +164,14 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
         "paired by example, is below -MARGIN, e.g. full_call_exact_match:0.02; repeatable "
         "(ini: one per line); needs --sommelier-compare",
         "linelist",
+    ),
+    (
+        "--sommelier-sample",
+        {"dest": "sommelier_sample", "metavar": "N[:SEED]", "default": None},
+        "evaluate a seeded sample of N roots with their translations (seed 0 unless given), "
+        "with a complete verdict on the sample; the run says it is a sample and never "
+        "compares as the full suite",
+        "string",
     ),
 ]
 
@@ -297,6 +306,21 @@ def _compare_fail(config: pytest.Config, compare: str | None) -> tuple[str, ...]
     return tuple(texts)
 
 
+def _sample(config: pytest.Config) -> tuple[int, int] | None:
+    """``--sommelier-sample N[:SEED]`` as ``(roots, seed)`` (``data.split.sample`` is imported
+    only when the option is given)."""
+    value = _raw(config, "sommelier_sample")
+    if value is None:
+        return None
+    from pytest_sommelier.data.split.sample import parse_sample
+    from pytest_sommelier.errors import SommelierError
+
+    try:
+        return parse_sample(str(value).strip(), _flag("sommelier_sample"))
+    except SommelierError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
 def build_settings(config: pytest.Config) -> Settings:
     """Read and validate every option once (a usage error naming the option, never a crash
     halfway through a session); the result is what :func:`settings_of` returns."""
@@ -340,6 +364,7 @@ def build_settings(config: pytest.Config) -> Settings:
         autosave_all=autosave_all,
         compare=compare,
         compare_fail=_compare_fail(config, compare),
+        sample=_sample(config),
     )
 
 

@@ -34,6 +34,7 @@ from pytest_sommelier.view.text import (
     fmt_interval,
     md_table,
     methods_text,
+    sample_text,
     selected_block,
     selected_interval,
 )
@@ -97,6 +98,9 @@ def summary_text(inputs: SummaryInputs) -> str:
         f"Run `{md_cell(resolved.get('run_id', inputs.run_name))}`, {len(reports)} arm(s), "
         + ("complete." if (verdict or {}).get("complete", True) else "**incomplete**."),
     ]
+    sampled = sample_text(resolved)
+    if sampled:
+        lines += ["", f"**{md_cell(sampled)}**"]
     if verdict and verdict.get("gates"):
         header = ["result", "gate", "what it compared", "why not evaluated"]
         lines += ["", "### Gates", "", *md_table(header, _gate_rows(verdict))]

@@ -153,6 +153,7 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
                 "page": page if page.is_file() else None,
                 "slices": [*(resolved.get("slices") or []), OVERALL],
                 "arms": arms,
+                "checkpoint": run.entry.get("checkpoint"),  # a training callback's run
             }
         )
     return out
@@ -282,6 +283,74 @@ def chart(runs: Sequence[Mapping[str, Any]], arms: Sequence[str], metric: str, s
     }
 
 
+CURVE_WIDTH = 520.0
+SELECTED_BY = "full_call_exact_match"
+
+
+def checkpoint_curve(runs: Sequence[Mapping[str, Any]]) -> dict | None:
+    """The checkpoints of a suite's training-callback runs (store records with
+    ``checkpoint``) as one chart: step on the x axis, one line per metric of the trained
+    arm's overall value with its interval, the selected checkpoint (the highest
+    ``full_call_exact_match``, the first on ties) marked; None without such runs. A step
+    evaluated twice (two training runs) shows its latest run."""
+    latest: dict[int, Mapping[str, Any]] = {}
+    for run in runs:
+        checkpoint = run.get("checkpoint")
+        if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("step"), int):
+            latest[int(checkpoint["step"])] = run
+    if not latest:
+        return None
+    steps = sorted(latest)
+    low, high = steps[0], steps[-1]
+    span = max(high - low, 1)
+
+    def x_of(step: int) -> float:
+        return round(LEFT + (step - low) / span * (CURVE_WIDTH - LEFT - RIGHT), 2)
+
+    series = []
+    best: tuple[float, int] | None = None
+    for index, metric in enumerate(METRIC_NAMES):
+        points: list[dict[str, Any]] = []
+        for step in steps:
+            run = latest[step]
+            arm = str(run["checkpoint"].get("arm") or "")
+            value = ((((run["arms"].get(arm) or {}).get("values") or {}).get(OVERALL)) or {}).get(
+                metric
+            ) or {}
+            if value.get("value") is None:
+                continue
+            point = {
+                "x": x_of(step),
+                "y": _y(value["value"]),
+                "step": step,
+                "run": run["label"],
+                "title": f"step {step} ({run['label']}) {arm} {metric}: {fmt(value['value'])} "
+                f"{fmt_interval(value) if value.get('lower') is not None else '(no interval)'}",
+            }
+            if value.get("lower") is not None and value.get("upper") is not None:
+                point["y1"], point["y2"] = _y(value["lower"]), _y(value["upper"])
+            points.append(point)
+            if metric == SELECTED_BY and (best is None or value["value"] > best[0]):
+                best = (value["value"], step)
+        line = " ".join(f"{p['x']},{p['y']}" for p in points)
+        series.append({"metric": metric, "index": index % 6, "points": points, "line": line})
+    selected = None if best is None else {"step": best[1], "x": x_of(best[1]),
+                                          "run": latest[best[1]]["label"]}
+    return {
+        "width": CURVE_WIDTH,
+        "height": TOP + HEIGHT + BOTTOM,
+        "left": LEFT,
+        "right": CURVE_WIDTH - RIGHT,
+        "top": TOP,
+        "bottom": TOP + HEIGHT,
+        "ticks": [{"y": _y(v), "label": f"{v:.2f}"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
+        "xs": [{"x": x_of(step), "label": str(step)} for step in steps],
+        "series": series,
+        "selected": selected,
+        "selected_by": SELECTED_BY,
+    }
+
+
 def _href(target: Path, page: Path) -> str:
     """A relative link from ``page`` to ``target`` (percent-encoded)."""
     relative = os.path.relpath(target.resolve(), page.resolve().parent)
@@ -308,6 +377,7 @@ def build_history_context(
                 "suite": suite,
                 "runs": members,
                 "arms": [{"name": arm, "index": i % 6} for i, arm in enumerate(arms)],
+                "curve": checkpoint_curve(members),
                 "charts": [
                     {"metric": metric, "charts": [chart(members, arms, metric, s) for s in slices]}
                     for metric in METRIC_NAMES
@@ -360,6 +430,7 @@ def write_history(
 __all__ = [
     "build_history_context",
     "chart",
+    "checkpoint_curve",
     "history_lines",
     "history_runs",
     "render_history",

@@ -74,6 +74,7 @@ from pytest_sommelier.view.text import (
     fmt_interval,
     methods_text,
     power_text,
+    sample_text,
     selected_block,
     selected_interval,
 )
@@ -529,7 +530,8 @@ def page_context(files: RunFiles, run_name: str) -> dict[str, Any]:
     built from memory by ``runread.run_files_of``); ``run_name`` is the run folder's name."""
     resolved, verdict, arms = files.resolved, files.verdict, files.arms
     comparisons, rows, split_notes = files.comparisons, files.rows, files.split_notes
-    notes = [*files.notes, *split_notes]
+    sampled = sample_text(resolved)
+    notes = [*([sampled] if sampled else []), *files.notes, *split_notes]
     slices = list(resolved.get("slices") or [])
     split_counts = None
     blob = None

@@ -389,6 +389,22 @@ def left_out_line(left_out: Mapping[str, int], slices: Iterable[str]) -> str | N
     )
 
 
+def selection_lines(block: Mapping[str, Any]) -> list[str]:
+    """The ``[selection]`` block as text: the selected candidate, its familywise comparison
+    with the reference, and the winner's curse."""
+    interval = block.get("interval") or {}
+    family = block.get("familywise") or {}
+    return [
+        f"selection by {block.get('metric')} among {block.get('among')} "
+        f"({family.get('candidates')} candidates): {block.get('selected')} "
+        f"{fmt(block.get('selected_value'))} vs {block.get('reference')} "
+        f"{fmt(block.get('reference_value'))}: delta {fmt(interval.get('estimate'), True)} "
+        f"{fmt_interval(interval)} at {family.get('confidence_level', 0):.4f} "
+        f"({family.get('method')} over all candidates)",
+        f"  {block.get('winners_curse')}",
+    ]
+
+
 def run_summary_lines(
     outcome: RunOutcome,
     run_dir: str | PathLike[str] | None,
@@ -426,6 +442,9 @@ def run_summary_lines(
     if comparisons:
         lines.append(("", {}))
         lines += [(line, {}) for line in comparisons]
+    if outcome.selection is not None:
+        lines.append(("", {}))
+        lines += [(line, {}) for line in selection_lines(outcome.selection)]
     no_effect = no_effect_lines(outcome.comparison_reports, outcome.arm_reports)
     lines += [(line, {"yellow": True, "bold": True}) for line in no_effect]
     gaps = gap_lines(outcome.arm_reports)

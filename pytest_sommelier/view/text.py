@@ -152,3 +152,16 @@ def discordant_text(entry: Mapping[str, Any] | None) -> str:
     if not counts:
         return "n/a"
     return f"{counts['candidate_only']}/{counts['reference_only']}"
+
+
+def sample_text(resolved: Mapping[str, Any]) -> str | None:
+    """What every view says of a sampled run (``data.split.sample``: the resolved suite's
+    ``test_split.sample``), or None for a run of the whole split."""
+    sample = (resolved.get("test_split") or {}).get("sample")
+    if not isinstance(sample, Mapping):
+        return None
+    return (
+        f"sample: {sample.get('roots')} of {sample.get('of_roots')} roots with their "
+        f"translations (seed {sample.get('seed')}); the verdict is the sample's, and this run "
+        "never compares as the full suite"
+    )

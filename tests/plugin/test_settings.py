@@ -164,6 +164,8 @@ BUILT: list[tuple[str, list[str], str, dict[str, Any]]] = [
      "    full_call_exact_match:he:0.03",
      {"compare": "3",
       "compare_fail": ("full_call_exact_match:0.02", "full_call_exact_match:he:0.03")}),
+    ("sample", ["--sommelier-sample", "20:7"], "sommelier_sample = 20:7", {"sample": (20, 7)}),
+    ("sample-no-seed", ["--sommelier-sample=3"], "sommelier_sample = 3", {"sample": (3, 0)}),
 ]  # fmt: skip
 
 

@@ -105,6 +105,8 @@ def stored_resolved(resolved: Mapping[str, Any], split: FormattedSplit) -> dict[
     """``suite.resolved.json`` as :func:`write_run` writes it: ``resolved`` with the digest of
     the split bytes the run loaded."""
     recorded = {**resolved.get("test_split", {}), "sha256": split.sha256}
+    if split.sample is not None:  # a seeded sample (data.split.sample): the identity says so
+        recorded["sample"] = dict(split.sample)
     return {**resolved, "test_split": recorded}
 
 
@@ -214,6 +216,8 @@ def write_outcome(
         verdict=outcome.verdict,
         rebatched=outcome.rebatched,
     )
+    if outcome.selection is not None:
+        atomic_write_json(runlayout.selection(run_dir), outcome.selection)
 
 
 def remove_stale(run_dir: Path, *, keep_generations: bool = True) -> None:

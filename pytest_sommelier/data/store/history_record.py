@@ -135,7 +135,9 @@ def run_identity(resolved: Mapping[str, Any], reports: Mapping[str, Mapping[str,
     model and adapter produced it (digests of the reports' identities)."""
     first = next(iter(reports.values()), {})
     arms_resolved = resolved.get("arms") or {}
+    sample = (resolved.get("test_split") or {}).get("sample")
     return {
+        **({"sample": sample} if sample is not None else {}),  # a seeded sample says so
         "config_sha256": first.get("config_sha256"),
         "split": first.get("split"),
         "test_split_sha256": (resolved.get("test_split") or {}).get("sha256"),

@@ -40,12 +40,14 @@ from pytest_sommelier.data.suite.arms import (
 )
 from pytest_sommelier.data.suite.gates import GATE_METRICS as GATE_METRICS
 from pytest_sommelier.data.suite.gates import gate_configs
+from pytest_sommelier.data.suite.globs import expand_globs
 from pytest_sommelier.data.suite.identity import SUITE_IDENTITY_VERSION as SUITE_IDENTITY_VERSION
 from pytest_sommelier.data.suite.identity import reference_identity as reference_identity
 from pytest_sommelier.data.suite.identity import suite_identity as suite_identity
 from pytest_sommelier.data.suite.names import NAME as NAME
 from pytest_sommelier.data.suite.names import OVERALL as OVERALL
 from pytest_sommelier.data.suite.names import valid_name as valid_name
+from pytest_sommelier.data.suite.selection import selection_config
 from pytest_sommelier.data.suite.statistics_bounds import statistics_problem
 from pytest_sommelier.data.suite.toml import read_toml, validate_structure
 from pytest_sommelier.errors import InputError
@@ -71,6 +73,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     data = read_toml(suite_path, label)
     validate_structure(data, label)
     folder = suite_path.resolve().parent
+    data = expand_globs(data, folder, label)  # checkpoint sweeps: one arm per folder
     section = data["suite"]
     slices = tuple(section["slices"])
     model = model_config(data["model"], folder, label)
@@ -78,6 +81,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     arms = arm_configs(data["arms"], folder, label)
     comparisons = comparison_configs(data.get("comparisons", []), arms, label)
     gates = gate_configs(data.get("gates", []), arms, comparisons, slices, label)
+    selection = selection_config(data.get("selection"), arms, label)
     statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
     bounded = statistics_problem(statistics)
     if bounded is not None:
@@ -113,6 +117,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         engine=engine,
         arguments_key=section.get("arguments_key", DEFAULT_ARGUMENTS_KEY),
         split_tokenizer=section.get("split_tokenizer", "base"),
+        selection=selection,
     )
 
 

@@ -13,9 +13,15 @@ OVERALL = "overall"
 """The slice name of the whole split (reserved: no configured slice may use it)."""
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*\Z")  # \Z, not $: no trailing newline
+SWEEP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*@[0-9]+\Z")
+"""An arm of a checkpoint sweep (``data.suite.globs``): ``<arm>@<step>``; never written in a
+suite file (the schema's name pattern has no ``@``), only made by the expansion."""
 
 
 def valid_name(name: object) -> bool:
     """Whether ``name`` may name an arm or a slice (it becomes part of file names):
-    letters, digits, ``_`` and ``-``, not starting with ``_``/``-``, and not ``overall``."""
-    return isinstance(name, str) and bool(NAME.match(name)) and name != OVERALL
+    letters, digits, ``_`` and ``-``, not starting with ``_``/``-``, and not ``overall``; or
+    an arm of a checkpoint sweep, ``<name>@<step>``."""
+    if not isinstance(name, str) or name == OVERALL:
+        return False
+    return bool(NAME.match(name)) or bool(SWEEP_NAME.match(name))

@@ -1,0 +1,90 @@
+"""Choosing the best of several candidates with honest evidence (``[selection]``).
+
+The selected candidate is the one with the highest overall value of the metric (ties: the
+first in the suite's arm order, which for a checkpoint sweep is step order). Its comparison
+with the reference is the paired interval of candidate minus reference at the Bonferroni level
+over all K candidates (``core.multiplicity.bonferroni_confidence_level``: ``1 - (1 - cl) / K``),
+so the interval would cover every candidate's true delta simultaneously with the suite's
+confidence, whichever one was picked. The winner's curse is stated, not hidden: the selected
+candidate's observed delta is the maximum of K noisy deltas on the same examples and so biased
+upward; only the familywise interval (or a fresh split) is evidence. Every candidate's
+adjusted interval is in the block too (pure: numpy only, no I/O).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from pytest_sommelier.core.multiplicity import bonferroni_confidence_level
+from pytest_sommelier.core.report_blocks import comparison_interval_block
+from pytest_sommelier.core.types import (
+    EvaluationReport,
+    ScoringRecord,
+    SelectionConfig,
+    StatisticsConfig,
+)
+
+SCHEMA = "sommelier.selection.v1"
+CURSE = (
+    "the selected candidate is the best of {k} on these examples, so its observed delta is "
+    "biased upward (the winner's curse); its interval is Bonferroni-adjusted over all {k} "
+    "candidates, and a fresh split gives an unbiased estimate"
+)
+
+
+def flat(by_slice: Mapping[str, Sequence[ScoringRecord]]) -> list[ScoringRecord]:
+    """An arm's scoring records in slice order, then split order."""
+    return [record for records in by_slice.values() for record in records]
+
+
+def selection_block(
+    selection: SelectionConfig,
+    reports: Mapping[str, EvaluationReport],
+    scoring: Mapping[str, Mapping[str, Sequence[ScoringRecord]]],
+    statistics: StatisticsConfig,
+    clusters: Mapping[str, Hashable] | None = None,
+) -> dict[str, Any] | None:
+    """The selection of a run (module docstring), or None when the reference or every
+    candidate was not run."""
+    ran = [name for name in selection.candidates if name in reports]
+    if not ran or selection.reference not in reports:
+        return None
+    metric, k = selection.metric, len(selection.candidates)
+    level = bonferroni_confidence_level(statistics.confidence_level, k)
+    values = {name: reports[name]["metrics"][metric]["value"] for name in ran}
+    selected = max(
+        ran, key=lambda name: (values[name] is not None, values[name] or 0.0, -ran.index(name))
+    )
+    reference = flat(scoring[selection.reference])
+    candidates = []
+    for name in ran:
+        block = comparison_interval_block(
+            reference,
+            flat(scoring[name]),
+            statistics,
+            label=f"selection:{name}",
+            clusters=clusters,
+            acceptable=False,
+            confidence_level=level,
+            include_bootstrap=False,
+        )
+        entry = dict(block["intervals"][metric])
+        candidates.append({"arm": name, "value": values[name], **entry})
+    chosen = next(c for c in candidates if c["arm"] == selected)
+    return {
+        "schema_version": SCHEMA,
+        "metric": metric,
+        "among": selection.among,
+        "reference": selection.reference,
+        "reference_value": reports[selection.reference]["metrics"][metric]["value"],
+        "selected": selected,
+        "selected_value": values[selected],
+        "interval": {key: chosen.get(key) for key in ("estimate", "lower", "upper", "method")},
+        "familywise": {"method": "bonferroni", "candidates": k, "confidence_level": level},
+        "candidates": candidates,
+        "winners_curse": CURSE.format(k=k),
+    }
+
+
+__all__ = ["CURSE", "SCHEMA", "selection_block"]

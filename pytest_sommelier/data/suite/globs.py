@@ -1,0 +1,133 @@
+"""Checkpoint sweeps: an arm whose adapter is a glob (``adapter = "out/checkpoint-*"``).
+
+At load, before any reference is resolved, such an arm becomes one arm per matching folder,
+named ``<arm>@<step>`` (the number that ends the folder's name: ``checkpoint-40`` is step 40)
+and ordered by step; each is an ordinary adapter arm from there on (resolved, digested,
+preflighted, generated from the one base the engine loads). Comparisons and gates that name
+the glob arm are repeated for each of its arms (a gate ``g`` becomes ``g@<step>``); when no
+comparison names it, each of its arms is compared with the suite's base arm (the first arm
+without adapter). Invariants kept: a glob matching no folder is an error naming the glob
+(``SOM-SUITE-GLOB-EMPTY``); a match without a trailing step number, two matches with one step,
+a glob on a hub id or with ``adapter_revision``, and a glob arm as a comparison's reference are
+errors naming the arm; the expansion is the same for the same folders, whatever the order the
+file system lists them in.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pytest_sommelier.errors import InputError
+
+GLOB_CHARS = frozenset("*?[")
+STEP = re.compile(r"([0-9]+)\Z")
+
+
+def is_glob(value: object) -> bool:
+    """Whether an adapter value is a glob (holds ``*``, ``?`` or ``[``)."""
+    return isinstance(value, str) and any(char in GLOB_CHARS for char in value)
+
+
+def step_name(arm: str, step: int) -> str:
+    """The name of one arm of a sweep: ``<arm>@<step>``."""
+    return f"{arm}@{step}"
+
+
+def _matches(arm: str, pattern: str, folder: Path, where: str) -> list[tuple[int, Path]]:
+    """``(step, folder)`` of every folder the glob matches, ordered by step."""
+    expanded = os.path.expanduser(pattern)
+    base = expanded if os.path.isabs(expanded) else str(folder / expanded)
+    found = sorted(Path(p) for p in glob.glob(base) if Path(p).is_dir())
+    if not found:
+        raise InputError(
+            "SOM-SUITE-GLOB-EMPTY",
+            f"arms.{arm}.adapter glob {pattern!r} matches no folder",
+            "train first (the trainer writes checkpoint-N folders), or fix the glob",
+            where=where,
+        )
+    steps: dict[int, Path] = {}
+    for path in found:
+        match = STEP.search(path.name)
+        if match is None:
+            raise InputError(
+                "SOM-SUITE-GLOB-STEP",
+                f"arms.{arm}.adapter glob {pattern!r} matches {path.name!r}, whose name does "
+                "not end in a step number",
+                "narrow the glob to the checkpoint folders (e.g. checkpoint-*)",
+                where=where,
+            )
+        step = int(match.group(1))
+        if step in steps:
+            raise InputError(
+                "SOM-SUITE-GLOB-STEP",
+                f"arms.{arm}.adapter glob {pattern!r} matches two folders of step {step}: "
+                f"{steps[step].name!r} and {path.name!r}",
+                "narrow the glob to one training run's checkpoints",
+                where=where,
+            )
+        steps[step] = path
+    return sorted(steps.items())
+
+
+def expand_globs(data: dict[str, Any], folder: Path, label: str) -> dict[str, Any]:
+    """The suite's tables with every glob arm expanded (module docstring); ``data`` itself is
+    left as it is. Without a glob arm the tables are returned unchanged."""
+    arms: dict[str, Any] = {}
+    sweeps: dict[str, list[str]] = {}
+    for name, table in data["arms"].items():
+        adapter = table.get("adapter")
+        if not is_glob(adapter):
+            arms[name] = table
+            continue
+        where = f"{label}: [arms.{name}]"
+        if table.get("adapter_revision") is not None:
+            raise InputError(
+                "SOM-SUITE-GLOB-STEP",
+                f"arms.{name}.adapter is a glob, which names local folders; "
+                "adapter_revision is for a hub id",
+                "remove adapter_revision",
+                where=where,
+            )
+        sweeps[name] = []
+        for step, path in _matches(name, adapter, folder, where):
+            sweeps[name].append(step_name(name, step))
+            arms[step_name(name, step)] = {**table, "adapter": str(path)}
+    if not sweeps:
+        return data
+    comparisons: list[dict[str, Any]] = []
+    for index, entry in enumerate(data.get("comparisons", [])):
+        if entry.get("reference") in sweeps:
+            raise InputError(
+                "SOM-SUITE-GLOB-STEP",
+                f"comparison #{index + 1} has the checkpoint sweep {entry['reference']!r} as "
+                "its reference",
+                "compare each checkpoint with the base (or a shipped adapter) as reference",
+                where=f"{label}: [[comparisons]] #{index + 1}",
+            )
+        names = sweeps.get(entry.get("candidate"), [entry.get("candidate")])
+        comparisons += [{**entry, "candidate": name} for name in names]
+    base = next((name for name, table in arms.items() if table.get("adapter") is None), None)
+    named = {entry.get("candidate") for entry in data.get("comparisons", [])}
+    for sweep, names in sweeps.items():
+        if sweep not in named and base is not None:
+            comparisons += [{"candidate": name, "reference": base} for name in names]
+    gates: list[dict[str, Any]] = []
+    for entry in data.get("gates", []):
+        key = next((k for k in ("arm", "candidate") if entry.get(k) in sweeps), None)
+        if key is None:
+            gates.append(entry)
+            continue
+        for name in sweeps[entry[key]]:
+            suffix = name.rpartition("@")[2]
+            gates.append({**entry, key: name, "name": f"{entry['name']}@{suffix}"})
+    expanded = {**data, "arms": arms, "gates": gates}
+    if comparisons or "comparisons" in data:
+        expanded["comparisons"] = comparisons
+    return expanded
+
+
+__all__ = ["GLOB_CHARS", "expand_globs", "is_glob", "step_name"]

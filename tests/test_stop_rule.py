@@ -1,0 +1,69 @@
+"""``stop_when="no_improvement:METRIC:PATIENCE"`` (``training.stop_rule``): hostile texts parse
+or are one line naming the option; the rule's evidence over paired records."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_sommelier.core.types import StatisticsConfig
+from pytest_sommelier.errors import InputError
+from pytest_sommelier.training.stop_rule import StopRule
+
+
+@given(st.text(max_size=40))
+def test_any_stop_rule_text_parses_or_is_one_line_naming_stop_when(text: str) -> None:
+    from pytest_sommelier.core.metrics import METRIC_NAMES
+    from pytest_sommelier.training.stop_rule import parse_stop_rule
+
+    try:
+        metric, patience = parse_stop_rule(text)
+    except InputError as error:
+        assert "\n" not in str(error) and "stop_when" in str(error)
+        return
+    assert metric in METRIC_NAMES and patience >= 1
+    assert text == f"no_improvement:{metric}:{text.rsplit(':', 1)[1]}"
+
+
+def test_any_unicode_digit_patience_is_refused_not_a_crash() -> None:
+    from pytest_sommelier.training.stop_rule import parse_stop_rule
+
+    for text in ("no_improvement:argument_f1:\u00b2", "no_improvement:argument_f1:\u0663"):
+        try:
+            parse_stop_rule(text)
+        except InputError as error:
+            assert "stop_when" in str(error)
+        else:
+            raise AssertionError(text)
+
+
+def records(hits: list[bool]) -> list[dict]:
+    import json
+
+    from pytest_sommelier.core.parse import parse_tool_call
+
+    gold = {"name": "f", "arguments": {}}
+    out = []
+    for i, hit in enumerate(hits):
+        raw = json.dumps(gold) if hit else "no call, sorry"
+        parsed, status = parse_tool_call(raw)
+        out.append({"example_id": f"en-{i}", "language": "en", "raw_text": raw,
+                    "parse_status": status, "parsed_call": parsed, "gold_call": gold,
+                    "finish_reason": "stop"})
+    return out
+
+
+def test_the_rule_needs_a_lower_bound_above_zero_to_call_it_a_gain() -> None:
+    rule = StopRule.of("no_improvement:full_call_exact_match:2",
+                       StatisticsConfig(seed=1, resamples=200, confidence_level=0.95))
+    assert rule.update(1, records([False] * 40)) == (
+        False, "full_call_exact_match: step 1 is the first, the best so far"
+    )
+    stop, line = rule.update(2, records([True] + [False] * 39))  # one more hit: no evidence
+    assert not stop and "no gain (1 of 2)" in line and rule.best_step == 1
+    stop, line = rule.update(3, records([True] * 40))  # every example fixed: a gain
+    assert not stop and "beats best step 1" in line and rule.best_step == 3
+    assert rule.since_best == 0
+    rule.update(4, records([True] * 40))
+    stop, line = rule.update(5, records([True] * 40))
+    assert stop and line.endswith("no gain (2 of 2); stopping")

@@ -1,0 +1,80 @@
+"""Checkpoint sweeps: ``adapter = "out/checkpoint-*"`` expands at load into arms
+``<arm>@<step>`` ordered by step, each compared with the base (``data.suite.globs``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from suite_factory import write_suite
+
+from pytest_sommelier.data.suite.load import load_suite
+from pytest_sommelier.errors import InputError
+
+
+def checkpoints(folder: Path, names: list[str]) -> None:
+    for name in names:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "adapter_config.json").write_text('{"peft_type": "LORA"}\n')
+        (folder / name / "adapter_model.safetensors").write_bytes(b"")
+
+
+def sweep_suite(tmp_path: Path, names: list[str], **overrides: object) -> Path:
+    checkpoints(tmp_path / "suite" / "out", names)
+    overrides.setdefault("arms", {"base": {}, "adapter": {"adapter": "out/checkpoint-*"}})
+    return write_suite(tmp_path / "suite", **overrides)  # type: ignore[arg-type]
+
+
+def test_a_glob_arm_becomes_one_arm_per_checkpoint_ordered_by_step(tmp_path: Path) -> None:
+    gates = [{"name": "up", "candidate": "adapter", "reference": "base",
+              "metric": "full_call_exact_match", "ci_lower_at_least": -1.0}]
+    suite = load_suite(sweep_suite(tmp_path, ["checkpoint-10", "checkpoint-2", "checkpoint-4"],
+                                   gates=gates))
+    assert list(suite.arms) == ["base", "adapter@2", "adapter@4", "adapter@10"]
+    assert [Path(str(suite.arms[f"adapter@{s}"].adapter)).name for s in (2, 4, 10)] == [
+        "checkpoint-2", "checkpoint-4", "checkpoint-10"
+    ]
+    assert [c.name for c in suite.comparisons] == [
+        "adapter@2-vs-base", "adapter@4-vs-base", "adapter@10-vs-base"
+    ]
+    assert [g.name for g in suite.gates] == ["up@2", "up@4", "up@10"]
+    assert [g.candidate for g in suite.gates] == ["adapter@2", "adapter@4", "adapter@10"]
+
+
+def test_without_a_comparison_each_checkpoint_is_compared_with_the_base(tmp_path: Path) -> None:
+    suite = load_suite(sweep_suite(tmp_path, ["checkpoint-1", "checkpoint-3"], comparisons=None))
+    assert [c.name for c in suite.comparisons] == ["adapter@1-vs-base", "adapter@3-vs-base"]
+
+
+def test_a_glob_matching_nothing_is_an_error_naming_the_glob(tmp_path: Path) -> None:
+    path = write_suite(tmp_path / "suite",
+                       arms={"base": {}, "adapter": {"adapter": "nowhere/checkpoint-*"}})
+    with pytest.raises(InputError) as caught:
+        load_suite(path)
+    assert caught.value.code == "SOM-SUITE-GLOB-EMPTY"
+    assert "'nowhere/checkpoint-*'" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_sweep_as_a_reference_is_refused(tmp_path: Path) -> None:
+    path = sweep_suite(tmp_path, ["checkpoint-1"],
+                       comparisons=[{"candidate": "base", "reference": "adapter"}])
+    with pytest.raises(InputError, match="as its reference"):
+        load_suite(path)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(st.from_regex(r"checkpoint-[0-9a-z]{0,3}", fullmatch=True), min_size=1,
+                      max_size=5, unique=True))
+def test_any_folder_names_expand_in_step_order_or_fail_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, names: list[str]
+) -> None:
+    root = tmp_path_factory.mktemp("g")
+    try:
+        suite = load_suite(sweep_suite(root, names))
+    except InputError as error:
+        assert "\n" not in str(error) and error.code in ("SOM-SUITE-GLOB-STEP",)
+        return
+    steps = [int(name.rpartition("@")[2]) for name in suite.arms if "@" in name]
+    assert steps == sorted(steps) and len(steps) == len(names)
