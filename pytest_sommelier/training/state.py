@@ -8,7 +8,7 @@ random number generators training draws from (Python's ``random``, numpy's globa
 torch's CPU generator and, when CUDA is initialised, every CUDA device's). Parameters and their
 ``.grad`` tensors are never written: generation runs without gradients. So a training run
 with the callback draws the same dropout masks and data order, and ends with the same weights,
-as one without it (tests/test_training_callback.py checks both).
+as one without it (tests/training/test_training_callback.py checks both).
 """
 
 from __future__ import annotations
