@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pytest_sommelier.core import multiplicity
-from pytest_sommelier.core.intervals import RATIO_OF_SUMS, entry_at, is_margin
+from pytest_sommelier.core.intervals import entry_at, is_margin
 from pytest_sommelier.core.power import minimum_detectable_effect
+from pytest_sommelier.core.scorers import is_ratio
 from pytest_sommelier.core.text import selected_block, selected_entries, selected_key
 from pytest_sommelier.core.types import (
     ComparisonReport,
@@ -376,7 +377,7 @@ def is_margin_gate(gate: GateConfig) -> bool:
     equivalence): judged on Tango's score interval (``core.intervals.MARGIN_RATE_METHOD``)."""
     limits = [limit for _, limit in _interval_limits(gate)]
     return (
-        bool(limits) and gate.metric not in RATIO_OF_SUMS and gate.metric != IDENTICAL_METRIC
+        bool(limits) and not is_ratio(gate.metric) and gate.metric != IDENTICAL_METRIC
         and is_margin(limits)
     )  # fmt: skip
 

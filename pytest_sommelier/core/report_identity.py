@@ -65,6 +65,7 @@ def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
     key = recorded_arguments_key(report) or _field(report, "arguments_key")  # unknown: as is
     fields.append(("arguments_key", key))
     fields.append(("decoding", _field(report, "decoding")))
+    fields.append(("scorers", report.get("scorers", [])))  # core.scorers: names and versions
     names = metric_order(metrics) if isinstance(metrics, Mapping) else MISSING
     fields.append(("metric_names", names))
     return fields

@@ -150,6 +150,7 @@ class Suite:
     engine: EngineConfig = field(default_factory=EngineConfig)
     arguments_key: str = "arguments"
     split_tokenizer: str = "base"  # SPLIT_TOKENIZER_POLICIES: "any" accepts another tokenizer's
+    scorers: tuple[str, ...] = ()  # [suite] scorers: the extension scorers it enables (by name)
 
     @property
     def reference_slice(self) -> str:
@@ -170,6 +171,7 @@ class Example:
     line: int
     acceptable_arguments: dict[str, Any] | None = None  # BFCL's acceptable values (core.acceptable)
     cluster_id: str | None = None  # the row's declared cluster (core.clusters.example_clusters)
+    tools: Any = field(default=None, compare=False)  # the row's tools (what a scorer may read)
 
 
 @dataclass(frozen=True)
@@ -267,6 +269,7 @@ class GenerationRecord(TypedDict):
     cached: NotRequired[bool]
     miss_category: NotRequired[str | None]  # core.misses; set when the run is scored
     value_language_mismatch: NotRequired[bool]  # translated examples only
+    scores: NotRequired[dict[str, list[int]]]  # core.scorers: name -> [numerator, denominator]
 
 
 class ScoringRecord(GenerationRecord):
@@ -487,6 +490,7 @@ class EvaluationReport(Conditions):
     misses: MissCounts
     complete: bool
     finish_reasons: NotRequired[dict[str, int]]  # core.misses.finish_counts: stop/length/unknown
+    scorers: NotRequired[list[dict[str, str]]]  # core.scorers.scorer_identity (with scorers)
 
 
 class TelemetrySlice(TypedDict):

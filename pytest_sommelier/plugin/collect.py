@@ -157,6 +157,9 @@ class SuiteFile(pytest.Module):
             suite, split = load_suite_once(self.config, self.path)
             refuse_unwritable_out(self.config)
             refuse_unknown_strict_arms(self.config, suite)
+            from pytest_sommelier.plugin.extensions import suite_scorers
+
+            suite_scorers(self.config, suite, self.session)  # a bad scorer stops collection
         except SommelierError as error:
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite

@@ -29,8 +29,23 @@ if TYPE_CHECKING:
 __all__ = ["sommelier_model"]
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The extension hooks (``plugin.hookspec``; docs/extending.md)."""
+    from pytest_sommelier.plugin import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    """The extensions the collected suites use, on one line after collection (the entry
+    points are read only when a suite is collected, so the header before it cannot)."""
+    from pytest_sommelier.plugin.extensions import loaded_line
+
+    return loaded_line(config)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +78,7 @@ class SuiteReports:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.session is None:
             return
+        self.session.pytest_session = session
         forced = self.session.finish()
         if forced is not None and session.exitstatus == 0:
             session.exitstatus = forced

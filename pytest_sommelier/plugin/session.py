@@ -14,6 +14,7 @@ is stored); the page, JUnit cases and exit status all follow that final verdict.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.suite.load import Suite, suite_identity
 from pytest_sommelier.errors import InvariantError, SommelierError, exception_text
 from pytest_sommelier.plugin.collect import load_suite_once
+from pytest_sommelier.plugin.extensions import with_identity_hook
 from pytest_sommelier.plugin.junit import add_gate_cases
 from pytest_sommelier.plugin.keys import suite_nodeid
 from pytest_sommelier.plugin.role import role_of
@@ -66,6 +68,7 @@ class SommelierSession:
         self.errored: dict[str, list[str]] = {}
         self.results: list[SuiteResult] = []
         self.run_id = artifacts.new_run_id()
+        self.pytest_session: pytest.Session | None = None  # set at the session finish
 
     # -- aggregation -------------------------------------------------------------------------
 
@@ -152,6 +155,8 @@ class SommelierSession:
         arms.update(self._baselines(suite, split))
         result.origins = self._origins(suite, arms)
         identity = suite_identity(suite)
+        from pytest_sommelier.plugin.extensions import suite_scorers
+
         outcome = evaluate_run(
             suite,
             split,
@@ -160,6 +165,7 @@ class SommelierSession:
             model=identity["model"],
             errored=result.errored_items,
             gates=settings_of(self.config).gates,
+            scorers=suite_scorers(self.config, suite, self.pytest_session),
         )
         resolved = {**identity, "run_id": self.run_id}
         artifacts.write_outcome(
@@ -204,12 +210,17 @@ class SommelierSession:
         ):
             result.no_verdict = over.errors[-1]
             return
+        self.config.hook.pytest_sommelier_run_written(config=self.config, run_dir=run_dir)
         if verdict is not None:
             try:
                 artifacts.write_verdict(run_dir, verdict)
             except SommelierError as error:
                 over.errors.append(str(error))
                 result.no_verdict = str(error)
+                return
+            self.config.hook.pytest_sommelier_verdict(
+                config=self.config, verdict=copy.deepcopy(verdict), run_dir=run_dir
+            )
 
     def _origins(self, suite: Suite, arms: dict[str, ArmRun]) -> list[str]:
         """Per arm, where its generations came from: ``84 of 84 from the generation cache``,
@@ -260,7 +271,7 @@ class SommelierSession:
             arms[name] = ArmRun(
                 name=name,
                 model_kind=first["record"]["model_kind"],
-                model_identity=first["model_identity"],
+                model_identity=with_identity_hook(self.config, name, first["model_identity"]),
                 adapter_identity=first["adapter_identity"],
                 records=order_records(suite, split, name, (p["record"] for p in rows)),
                 timings=[

@@ -99,6 +99,7 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             statistics=statistics,
             gates=tuple(GateConfig(**gate) for gate in resolved["gates"]),
             arguments_key=arguments_key,
+            scorers=tuple(str(name) for name in resolved.get("scorers", ())),
         )
     except (KeyError, TypeError) as exc:
         raise _not_resolved(where, exc) from None

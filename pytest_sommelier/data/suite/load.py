@@ -77,7 +77,8 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     decoding = validate_decoding(data.get("decoding", {}), where=f"{label}: [decoding]")
     arms = arm_configs(data["arms"], folder, label)
     comparisons = comparison_configs(data.get("comparisons", []), arms, label)
-    gates = gate_configs(data.get("gates", []), arms, comparisons, slices, label)
+    scorers = tuple(section.get("scorers", ()))
+    gates = gate_configs(data.get("gates", []), arms, comparisons, slices, label, scorers)
     statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
     bounded = statistics_problem(statistics)
     if bounded is not None:
@@ -113,6 +114,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         engine=engine,
         arguments_key=section.get("arguments_key", DEFAULT_ARGUMENTS_KEY),
         split_tokenizer=section.get("split_tokenizer", "base"),
+        scorers=scorers,
     )
 
 
