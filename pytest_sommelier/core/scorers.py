@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from pytest_sommelier.core.types import Call, Example, MetricValue, ScoringRecord
 from pytest_sommelier.errors import EvaluationError, InputError, InvariantError, exception_text
+from pytest_sommelier.registry import Registry
 
 KINDS: tuple[str, ...] = ("rate", "ratio")
 """A scorer's kinds: ``rate`` (0/1 of 1 per example) or ``ratio`` (a ratio of sums)."""
@@ -110,6 +111,29 @@ def check_scorer(value: Any, source: str, reserved: Iterable[str] = ()) -> Score
         raise refuse(f"{value.name!r} has a score that is not callable")
     declare_kind(value.name, value.kind)
     return value
+
+
+def resolve_scorers(
+    names: Sequence[str], found: Registry, *, where: str, reserved: Iterable[str]
+) -> tuple[Scorer, ...]:
+    """The scorers ``names`` (``[suite] scorers``) from the scorer registry ``found``, each
+    loaded and checked (:func:`check_scorer`) and named as registered: the one resolution the
+    pytest session, ``sommelier rescore`` and the tests share. ``SOM-SCORER-UNKNOWN`` at
+    ``where`` for a name no entry has."""
+    scorers = []
+    reserved = tuple(reserved)
+    for name in names:
+        entry = found.entry(name, where=where, code="SOM-SCORER-UNKNOWN")
+        scorer = check_scorer(entry.load(), entry.source, reserved=reserved)
+        if scorer.name != name:
+            raise InputError(
+                "SOM-SCORER-CONTRACT",
+                f"the scorer registered as {name!r} by {entry.source} is named {scorer.name!r}",
+                "register a scorer under its own name",
+                where=where,
+            )
+        scorers.append(scorer)
+    return tuple(scorers)
 
 
 def scorer_identity(scorers: Sequence[Scorer]) -> list[dict[str, str]]:

@@ -105,24 +105,17 @@ def suite_scorers(
     (``SOM-SCORER-UNKNOWN`` for a name no registry entry has)."""
     if not suite.scorers:
         return ()
-    from pytest_sommelier.core.scorers import check_scorer
+    from pytest_sommelier.core.scorers import resolve_scorers
     from pytest_sommelier.data.suite.gates import GATE_METRICS
 
     found = registry_for(config, "scorers", suite.path, session)
-    scorers = []
-    for name in suite.scorers:
-        entry = found.entry(name, where=f"{suite.path}: [suite] scorers", code="SOM-SCORER-UNKNOWN")
-        scorer = check_scorer(entry.load(), entry.source, reserved=GATE_METRICS)
-        if scorer.name != name:
-            raise InputError(
-                "SOM-SCORER-CONTRACT",
-                f"the scorer registered as {name!r} by {entry.source} is named {scorer.name!r}",
-                "register a scorer under its own name",
-                where=f"{suite.path}: [suite] scorers",
-            )
-        config.stash.setdefault(USED_KEY, {})[f"scorer {name} {scorer.version}"] = entry.source
-        scorers.append(scorer)
-    return tuple(scorers)
+    scorers = resolve_scorers(
+        suite.scorers, found, where=f"{suite.path}: [suite] scorers", reserved=GATE_METRICS
+    )
+    for scorer in scorers:
+        source = found.entries[scorer.name].source
+        config.stash.setdefault(USED_KEY, {})[f"scorer {scorer.name} {scorer.version}"] = source
+    return scorers
 
 
 def suite_engines(
