@@ -20,8 +20,8 @@ Invariants kept:
   numerator <= denominator``, a rate's denominator exactly 1; called twice on copies of its
   inputs it must give the same answer (pure). Any violation, or an exception, is one
   ``SOM-SCORER-*`` EvaluationError naming the scorer and the example: the run has no verdict;
-- a metric name has one kind in a process (:func:`declare_kind`), which the interval selection
-  reads through :func:`is_ratio`.
+- a scorer's kind is declared when it is checked (:func:`declare_kind`) and read by the
+  interval selection through :func:`is_ratio`; the built-in ratio is ``argument_f1`` alone.
 """
 
 from __future__ import annotations
@@ -68,15 +68,11 @@ _KINDS: dict[str, str] = {}
 
 
 def declare_kind(name: str, kind: str) -> None:
-    """Record that metric ``name`` is of ``kind`` in this process; another kind for the same
-    name (two scorers of one name) is an InvariantError."""
-    earlier = _KINDS.setdefault(name, kind)
-    if earlier != kind:
-        raise InvariantError(
-            "SOM-SCORER-KIND",
-            f"scorer {name!r} is declared {kind!r}, and {earlier!r} before",
-            "one name, one scorer: give the other scorer another name",
-        )
+    """Record that metric ``name`` is of ``kind`` in this process (what :func:`is_ratio`
+    answers), done when a scorer is checked: the suite being evaluated declares its scorers'
+    kinds before any report block is built, so a name reused with another kind by another
+    suite of the same process is read with the kind of the suite in hand."""
+    _KINDS[name] = kind
 
 
 def is_ratio(name: str) -> bool:
