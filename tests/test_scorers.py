@@ -101,9 +101,10 @@ def test_an_impure_scorer_is_one_line() -> None:
 
 def test_a_score_that_differs_from_the_recorded_one_is_impure() -> None:
     steady = scorer(lambda parsed, gold, example: (1, 1))
-    assert sc.record_scores([steady], None, EXAMPLE, {"probe": [1, 1]}) == {"probe": [1, 1]}
+    same = sc.record_scores([steady], None, EXAMPLE, {"probe": [1, 1]}, compare=True)
+    assert same == {"probe": [1, 1]}
     with pytest.raises(EvaluationError) as caught:
-        sc.record_scores([steady], None, EXAMPLE, {"probe": [0, 1]})
+        sc.record_scores([steady], None, EXAMPLE, {"probe": [0, 1]}, compare=True)
     assert caught.value.code == "SOM-SCORER-IMPURE" and "on rescore" in str(caught.value)
 
 

@@ -266,7 +266,8 @@ def rescored(
                 scorers,
                 parsed_call,
                 example,
-                stored_scores if compare_stored and isinstance(stored_scores, dict) else None,
+                stored_scores if isinstance(stored_scores, dict) else None,
+                compare=compare_stored,
             )
         scoring = cast(ScoringRecord, {**kept, **reparsed, "gold_call": example.gold_call})
         if example.acceptable_arguments is not None:

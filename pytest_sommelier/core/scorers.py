@@ -62,6 +62,24 @@ class Scorer:
     kind: str
     score: ScoreFunction
     label: str = ""
+    recorded: bool = False  # a scorer known by its identity only: its scores are the records'
+
+
+def recorded_scorer(identity: Mapping[str, Any]) -> Scorer:
+    """A scorer known only by the ``{name, version, kind}`` a process that could run it
+    recorded (an xdist worker that loaded the ``conftest.py`` the controller never loads): its
+    components are the records' own ``scores``, each checked like a scorer's output."""
+
+    def unavailable(parsed_call: Any, gold_call: Any, example: Any) -> Any:
+        raise RuntimeError("a recorded scorer is never called")
+
+    return check_scorer(
+        Scorer(
+            str(identity.get("name")), str(identity.get("version")), str(identity.get("kind")),
+            unavailable, recorded=True,
+        ),
+        "the workers' records",
+    )  # fmt: skip
 
 
 _KINDS: dict[str, str] = {}
@@ -227,14 +245,21 @@ def record_scores(
     parsed_call: Call | None,
     example: Example,
     stored: Mapping[str, Any] | None = None,
+    *,
+    compare: bool = False,
 ) -> dict[str, list[int]]:
-    """Every scorer's checked components of one example, by name in name order. ``stored``
-    (a stored record's ``scores``, written under the same scorer versions) must agree with the
-    recomputation: a difference is ``SOM-SCORER-IMPURE`` (different on rescore)."""
+    """Every scorer's checked components of one example, by name in name order. With
+    ``compare`` the ``stored`` scores (a stored record's, written under the same scorer
+    versions) must agree with the recomputation: a difference is ``SOM-SCORER-IMPURE``
+    (different on rescore). A recorded scorer (:func:`recorded_scorer`) takes its component
+    from ``stored``, checked like an output (``SOM-SCORER-MISSING`` when there is none)."""
     scores: dict[str, list[int]] = {}
     for scorer in sorted(scorers, key=lambda s: s.name):
+        if scorer.recorded:
+            scores[scorer.name] = _recorded(scorer, stored, example)
+            continue
         scores[scorer.name] = score_one(scorer, parsed_call, example)
-        if stored is not None and scorer.name in stored:
+        if compare and stored is not None and scorer.name in stored:
             before = stored[scorer.name]
             if before != scores[scorer.name]:
                 raise _failure(
@@ -243,6 +268,22 @@ def record_scores(
                     f"{exception_safe(before)}: it is not pure",
                 )  # fmt: skip
     return scores
+
+
+def _recorded(scorer: Scorer, stored: Mapping[str, Any] | None, example: Example) -> list[int]:
+    """The component a worker recorded for a recorded scorer, checked."""
+    value = (stored or {}).get(scorer.name)
+    if value is None:
+        raise InvariantError(
+            "SOM-SCORER-MISSING",
+            f"record has no score for {scorer.name}",
+            "every record of a run is scored by every scorer of its suite",
+            where=f"example {example.example_id}",
+        )
+    problem = output_problem(scorer.kind, value)
+    if problem is not None:
+        raise _failure(scorer, example.example_id, *problem)
+    return [int(value[0]), int(value[1])]
 
 
 def score_names(records: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:

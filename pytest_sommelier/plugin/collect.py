@@ -293,6 +293,10 @@ class EvalItem(pytest.Function):
             outcome,
             arguments_key=self.suite.arguments_key,
         )
+        if self.suite.scorers and role_of(self.config).is_worker:
+            from pytest_sommelier.plugin.extensions import worker_scores
+
+            worker_scores(self.config, self.session, self.suite, self.example, payload)
         self.stash[RESULT_KEY] = payload
         settings = settings_of(self.config)
         arms = settings.strict_arms

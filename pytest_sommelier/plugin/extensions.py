@@ -34,6 +34,9 @@ HOOKS = {
 REGISTRIES_KEY = pytest.StashKey[dict[tuple[str, str], "Registry"]]()
 USED_KEY = pytest.StashKey[dict[str, str]]()
 """``kind name`` -> source of every extension a suite of this session uses."""
+SHOWN_KEY = pytest.StashKey[bool]()
+"""Whether the loaded-extensions line was shown after collection (an xdist controller collects
+nothing: it shows the line in its summary instead)."""
 
 
 def hook_proxy(config: pytest.Config, path: Path, session: pytest.Session | None) -> Any:
@@ -115,6 +118,47 @@ def suite_scorers(
     for scorer in scorers:
         source = found.entries[scorer.name].source
         config.stash.setdefault(USED_KEY, {})[f"scorer {scorer.name} {scorer.version}"] = source
+    return scorers
+
+
+def worker_scores(
+    config: pytest.Config, session: pytest.Session, suite: Suite, example: Any, payload: Any
+) -> None:
+    """On an xdist worker, the suite's scores of one item into its payload (its record's
+    ``scores`` and the payload's ``scorers`` identities): the controller, which never loads a
+    ``conftest.py`` below the rootdir, evaluates with them when it cannot resolve a scorer
+    itself (``controller_scorers``). A broken scorer errors the item with its one line."""
+    from pytest_sommelier.core.scorers import record_scores, scorer_identity
+
+    scorers = suite_scorers(config, suite, session)
+    record = payload["record"]
+    record["scores"] = record_scores(scorers, record["parsed_call"], example)
+    payload["scorers"] = scorer_identity(scorers)
+
+
+def controller_scorers(
+    config: pytest.Config, suite: Suite, session: pytest.Session | None, payloads: Any
+) -> tuple[Scorer, ...]:
+    """The scorers the session finish evaluates with: the suite's own when this process can
+    resolve them, else (an xdist controller without the suite's ``conftest.py``) the ones the
+    workers recorded, known by their identities, whose scores are the workers'."""
+    try:
+        return suite_scorers(config, suite, session)
+    except InputError as error:
+        if error.code != "SOM-SCORER-UNKNOWN":
+            raise
+        identities = {
+            entry["name"]: entry for payload in payloads for entry in payload.get("scorers") or ()
+        }
+        if any(name not in identities for name in suite.scorers):
+            raise
+    from pytest_sommelier.core.scorers import recorded_scorer
+
+    scorers = tuple(recorded_scorer(identities[name]) for name in suite.scorers)
+    for scorer in scorers:
+        config.stash.setdefault(USED_KEY, {})[f"scorer {scorer.name} {scorer.version}"] = (
+            "the xdist workers' hooks"
+        )
     return scorers
 
 

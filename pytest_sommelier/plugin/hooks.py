@@ -43,9 +43,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
     """The extensions the collected suites use, on one line after collection (the entry
     points are read only when a suite is collected, so the header before it cannot)."""
-    from pytest_sommelier.plugin.extensions import loaded_line
+    from pytest_sommelier.plugin.extensions import SHOWN_KEY, loaded_line
 
-    return loaded_line(config)
+    line = loaded_line(config)
+    config.stash[SHOWN_KEY] = line is not None
+    return line
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -86,6 +88,11 @@ class SuiteReports:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
         if self.session is not None:
             self.session.summary(terminalreporter)
+            from pytest_sommelier.plugin.extensions import SHOWN_KEY, loaded_line
+
+            line = loaded_line(self.config)
+            if line is not None and not self.config.stash.get(SHOWN_KEY, False):
+                terminalreporter.write_line(line)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

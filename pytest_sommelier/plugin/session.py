@@ -155,7 +155,7 @@ class SommelierSession:
         arms.update(self._baselines(suite, split))
         result.origins = self._origins(suite, arms)
         identity = suite_identity(suite)
-        from pytest_sommelier.plugin.extensions import suite_scorers
+        from pytest_sommelier.plugin.extensions import controller_scorers
 
         outcome = evaluate_run(
             suite,
@@ -165,7 +165,9 @@ class SommelierSession:
             model=identity["model"],
             errored=result.errored_items,
             gates=settings_of(self.config).gates,
-            scorers=suite_scorers(self.config, suite, self.pytest_session),
+            scorers=controller_scorers(
+                self.config, suite, self.pytest_session, self.payloads.get(result.nodeid, [])
+            ),
         )
         resolved = {**identity, "run_id": self.run_id}
         artifacts.write_outcome(
