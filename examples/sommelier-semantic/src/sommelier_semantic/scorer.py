@@ -54,7 +54,13 @@ def _unordered(schema: Mapping[str, Any]) -> bool:
 
 
 def _key(value: Any, schema: Mapping[str, Any]) -> str:
-    """A canonical text of ``value`` under the rules (to sort an unordered array)."""
+    """A canonical text of ``value`` under the rules (to sort an unordered array). A string
+    the schema declares a string (or a date) is read as a date before a number, so the basic
+    ISO date ``"20240305"`` is a date there; elsewhere a number comes first."""
+    dated = schema.get("format") in ("date", "date-time") or schema.get("type") == "string"
+    instant = _instant(value) if dated else None
+    if instant is not None:
+        return f"d:{instant.isoformat()}"
     number = _number(value)
     if number is not None:
         return f"n:{number!r}"
