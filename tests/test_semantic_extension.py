@@ -50,7 +50,7 @@ NOOP = {"name": "route", "arguments": {"stops": []}}
 ADAPTER = {
     "en-0": json.dumps(
         {"name": "tag", "arguments": {"tags": ["b", "a"], "n": "2", "when": "20240305"}}
-    ),  # fmt: skip
+    ),
     "en-1": json.dumps({"name": "route", "arguments": {"stops": ["y", "x"]}}),
     "en-2": json.dumps(NOOP),
 }
@@ -135,7 +135,7 @@ def semantic_suite(pytester: pytest.Pytester) -> Path:
             gold_call=TAG,
             tools=function(TAG_TOOL),
             prompt_text="<user>תייג</user>\n",
-        ),  # fmt: skip
+        ),
     ]
     gates = [{"name": "semantic", "arm": "adapter", "metric": "semantic_args", "min": 0.5}]
     suite = write_suite(
@@ -162,8 +162,8 @@ def test_a_run_with_the_installed_scorer_rescores_the_same_and_refuses_an_impure
     semantic_suite(pytester)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sommelier-out", "out")
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["sommelier extensions: scorer semantic_args 1 (from entry point "
-                                 "sommelier.scorers:semantic_args of sommelier-semantic*"])  # fmt: skip
+    loaded = "sommelier extensions: scorer semantic_args 1 (from entry point sommelier.scorers"
+    result.stdout.fnmatch_lines([f"{loaded}:semantic_args of sommelier-semantic*"])
     out = pytester.path / "out"
     adapter = read_json(out / "eval" / "adapter" / "evaluation_report.json")
     assert counts(adapter) == (2, 4)
