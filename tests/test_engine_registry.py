@@ -4,7 +4,6 @@ are read through one helper each."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import subprocess
 import sys
@@ -14,9 +13,9 @@ from typing import Any
 import pytest
 
 from pytest_sommelier import Generator as PublicGenerator
+from pytest_sommelier import registry as reg
 from pytest_sommelier.core.types import ENGINE_NAMES, ArmConfig, EngineConfig, ModelConfig
 from pytest_sommelier.errors import InputError
-from pytest_sommelier import registry as reg
 from pytest_sommelier.inference import protocol, select_engine
 from pytest_sommelier.inference.protocol import (
     Generator,

@@ -1,7 +1,8 @@
-"""Extension scorers and events in real pytest sessions (pytester): a ``conftest.py`` hook adds
+"""Extensions in real pytest sessions (pytester): a ``conftest.py`` hook adds
 a scorer to the suites below it, and the scorer then behaves as a metric after the five
 everywhere (reports, slices, gaps, intervals, gates, terminal, Markdown, page, JUnit, the miss
-drilldown); a broken scorer is one line and no verdict; the event hooks see the run.
+drilldown); a broken scorer is one line and no verdict; the event hooks see the run; a
+``conftest.py`` engine is chosen by ``[engine] name`` like a built-in.
 
 Expected numbers are worked out by hand from the scripted outputs of ``test_plugin_scripted``:
 ``lenient_call`` counts a call whose name is the gold's and whose arguments equal the gold's
@@ -220,3 +221,68 @@ def test_an_identity_hook_that_removes_a_field_is_refused(pytester: pytest.Pytes
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*SOM-PLUGIN-IDENTITY*removed or changed 'fake'*"])
     assert not (pytester.path / "out" / "gate_verdict.json").exists()
+
+
+ENGINE_HOOK = '''
+import json
+import pathlib
+
+HERE = pathlib.Path(__file__).parent
+
+
+class Echo:
+    """Answers every prompt with the gold call of en-0 (a hit there, a miss elsewhere)."""
+
+    def __init__(self, arm):
+        self.model_identity = {"engine": {"name": "echo", "version": "1"}}
+        self.adapter_identity = None
+
+    def generate(self, prompts, decoding):
+        return ['{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}'
+                for _ in prompts]
+
+
+def load_echo(engine, model, arms, *, suite_dir, worker_index=0):
+    (HERE / "loaded.json").write_text(json.dumps({"engine": engine.name, "arms": list(arms)}))
+    return {name: Echo(name) for name in arms}
+
+
+def pytest_sommelier_add_engines(config):
+    return {"echo": load_echo}
+'''
+
+
+def test_a_conftest_engine_is_chosen_by_name_like_a_built_in(pytester: pytest.Pytester) -> None:
+    from suite_factory import write_suite
+
+    suite = write_suite(
+        pytester.path / "suite",
+        arms={"base": {}},
+        comparisons=None,
+        engine={"name": "echo"},
+        model={"base": "fake-org/fake-model"},
+    )
+    (suite.parent / "conftest.py").write_text(ENGINE_HOOK)
+    result = run(pytester)
+    assert result.ret == 0, result.stdout.str()
+    assert read_json(suite.parent / "loaded.json") == {"engine": "echo", "arms": ["base"]}
+    report = read_json(pytester.path / "out" / "eval" / "base" / "evaluation_report.json")
+    assert report["model_identity"]["engine"] == {"name": "echo", "version": "1"}
+    assert report["metrics"]["full_call_exact_match"]["numerator"] == 2  # en-0 and he-0
+    hook = "pytest_sommelier_add_engines of *conftest.py)"
+    result.stdout.fnmatch_lines([f"sommelier extensions: engine echo (from hook {hook}*"])
+
+
+def test_an_engine_name_nobody_registers_is_one_line(pytester: pytest.Pytester) -> None:
+    from suite_factory import write_suite
+
+    write_suite(
+        pytester.path / "suite",
+        arms={"base": {}},
+        comparisons=None,
+        engine={"name": "nobody"},
+        model={"base": "fake-org/fake-model"},
+    )
+    result = run(pytester)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*SOM-ENGINE-NAME*engine 'nobody' is not known*"])
