@@ -286,3 +286,17 @@ def test_an_engine_name_nobody_registers_is_one_line(pytester: pytest.Pytester) 
     result = run(pytester)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*SOM-ENGINE-NAME*engine 'nobody' is not known*"])
+
+
+def test_a_scorer_run_compares_with_its_stored_run(pytester: pytest.Pytester) -> None:
+    """A stored run is read back without its scorers (the store compares on the built-in
+    metrics), so comparing a scorer run with it works and says so in its file."""
+    lenient_suite(pytester)
+    first = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "one",
+                               "--sommelier-autosave")  # fmt: skip
+    assert first.ret == 0, first.stdout.str()
+    second = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "two",
+                                "--sommelier-compare", "last")  # fmt: skip
+    assert second.ret == 0, second.stdout.str()
+    compared = read_json(pytester.path / "two" / "report" / "compare-0001.json")
+    assert compared["arms"], compared

@@ -287,11 +287,14 @@ def _recorded(scorer: Scorer, stored: Mapping[str, Any] | None, example: Example
 
 
 def score_names(records: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
-    """The scorer metrics the records carry, in name order (none without scorers)."""
-    names: set[str] = set()
+    """The scorer metrics every one of the records carries, in name order (none without
+    scorers, or when some record has none: a stored run re-read without its scorers is then
+    compared on the built-in metrics alone)."""
+    names: set[str] | None = None
     for record in records:
-        names.update(record.get("scores") or ())
-    return tuple(sorted(names))
+        carried = set(record.get("scores") or ())
+        names = carried if names is None else names & carried
+    return tuple(sorted(names or ()))
 
 
 def score_arrays(
