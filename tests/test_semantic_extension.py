@@ -186,3 +186,36 @@ def test_a_run_with_the_installed_scorer_rescores_the_same_and_refuses_an_impure
     assert len(error) == 1 and "SOM-SCORER-IMPURE" in error[0]
     assert "scorer 'semantic_args' 1" in error[0] and "example en-1" in error[0]
     assert not (pytester.path / "third").exists()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
+                                                                max_size=4),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@given(st.dictionaries(st.text(max_size=6), JSON, max_size=5), st.booleans())
+def test_semantic_args_is_reflexive_and_total(arguments: dict[str, Any], unique: bool) -> None:
+    schema = {"type": "object", "properties": {
+        key: {"type": "array", "uniqueItems": unique} for key in arguments}}  # fmt: skip
+    tools = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+    call = {"name": "f", "arguments": arguments}
+    assert score(call, call, tools) == (1, 1)
+    assert score(None, call, tools) == (0, 1)
+
+
+@given(st.dictionaries(st.sampled_from(["system", "chat", "other"]), JSON | st.text(), max_size=3))
+def test_a_hostile_glaive_row_is_a_candidate_a_skip_or_one_input_error(row: dict[str, Any]) -> None:
+    from sommelier_semantic.glaive import convert
+
+    from pytest_sommelier import Candidate, Skip
+    from pytest_sommelier.errors import InputError
+
+    try:
+        outcome = convert(row, "rows.jsonl:3")
+    except InputError as error:
+        assert "\n" not in str(error) and "rows.jsonl:3" in str(error)
+    else:
+        assert isinstance(outcome, Candidate | Skip)
