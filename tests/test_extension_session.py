@@ -300,3 +300,20 @@ def test_a_scorer_run_compares_with_its_stored_run(pytester: pytest.Pytester) ->
     assert second.ret == 0, second.stdout.str()
     compared = read_json(pytester.path / "two" / "report" / "compare-0001.json")
     assert compared["arms"], compared
+
+
+def test_a_stored_run_of_another_scorer_version_is_not_compared(
+    pytester: pytest.Pytester,
+) -> None:
+    lenient_suite(pytester)
+    first = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "one",
+                               "--sommelier-autosave")  # fmt: skip
+    assert first.ret == 0, first.stdout.str()
+    conftest = pytester.path / "suite" / "conftest.py"
+    text = conftest.read_text(encoding="utf-8")
+    conftest.write_text(text.replace('Scorer("lenient_call", "2"', 'Scorer("lenient_call", "3"'))
+    second = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "two",
+                                "--sommelier-compare", "last")  # fmt: skip
+    second.stdout.fnmatch_lines([
+        "adapter: REFUSED: SOM-COMPARE-IDENTITY: scorers.lenient_call.version: * 3*, * 2*",
+    ])  # fmt: skip
