@@ -174,15 +174,16 @@ def stored_scorers(suite: Suite, run_dir: Path) -> tuple[Scorer, ...]:
             continue
         report = artifacts.read_json(report_path)
         recorded = report.get("scorers") if isinstance(report, dict) else None
-        names = [e.get("name") for e in recorded or () if isinstance(e, dict)]
-        if sorted(names) != sorted(suite.scorers):
+        entries = [e for e in recorded or () if isinstance(e, dict)]
+        names = [str(e.get("name")) for e in entries]
+        if len(entries) != len(recorded or ()) or sorted(names) != sorted(suite.scorers):
             raise InputError(
                 "SOM-STORED-FIELD",
                 f"{report_path}: scorers {names} are not the resolved suite's "
                 f"{list(suite.scorers)}",
                 "the run's files were edited; a run is read with the scorers it ran with",
             )
-        return tuple(recorded_scorer(entry) for entry in recorded or ())
+        return tuple(recorded_scorer(entry) for entry in entries)
     return ()
 
 
