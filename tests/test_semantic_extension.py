@@ -29,6 +29,7 @@ semantic = pytest.importorskip(
     reason="the reference extension is not installed: pip install -e examples/sommelier-semantic "
     "(scripts/install.sh installs it in every CI environment)",
 )
+glaive = pytest.importorskip("sommelier_semantic.glaive")
 FIXTURE = Path(__file__).resolve().parent.parent / "examples" / "sommelier-semantic" / "tests"
 
 TAG_TOOL = {
@@ -208,13 +209,11 @@ def test_semantic_args_is_reflexive_and_total(arguments: dict[str, Any], unique:
 
 @given(st.dictionaries(st.sampled_from(["system", "chat", "other"]), JSON | st.text(), max_size=3))
 def test_a_hostile_glaive_row_is_a_candidate_a_skip_or_one_input_error(row: dict[str, Any]) -> None:
-    from sommelier_semantic.glaive import convert
-
     from pytest_sommelier import Candidate, Skip
     from pytest_sommelier.errors import InputError
 
     try:
-        outcome = convert(row, "rows.jsonl:3")
+        outcome = glaive.convert(row, "rows.jsonl:3")
     except InputError as error:
         assert "\n" not in str(error) and "rows.jsonl:3" in str(error)
     else:
