@@ -13,6 +13,7 @@ reports (tests/test_idle_cost.py, benchmarks/bench_idle.py).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
     """The extensions the collected suites use, on one line after collection (the entry
-    points are read only when a suite is collected, so the header before it cannot)."""
+    points are read only when a suite is collected, so the header before it cannot). A run
+    that collected no suite never imported ``plugin.extensions``, and does not now."""
+    if "pytest_sommelier.plugin.extensions" not in sys.modules:
+        return None
     from pytest_sommelier.plugin.extensions import SHOWN_KEY, loaded_line
 
     line = loaded_line(config)
