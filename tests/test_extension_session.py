@@ -65,6 +65,13 @@ LENIENT_GATES = [
         "metric": "lenient_call",
         "ci_lower_at_least": -1.0,
     },
+    {
+        "name": "lenient-gap",
+        "arm": "adapter",
+        "gap": "he",
+        "metric": "lenient_call",
+        "delta_at_least": -0.5,
+    },
 ]
 
 
@@ -120,6 +127,8 @@ def test_a_conftest_scorer_is_a_metric_after_the_five(
     gates = {g["name"]: g for g in verdict["gates"]}
     assert gates["lenient"]["passed"] and gates["lenient"]["observed"] == pytest.approx(5 / 7)
     assert gates["lenient-uplift"]["passed"]
+    assert gates["lenient-gap"]["passed"]  # the matched gap: 2 of 3 minus 3 of 3
+    assert gates["lenient-gap"]["observed"] == pytest.approx(2 / 3 - 1)
     source = "the xdist workers' hooks" if xdist else "hook pytest_sommelier_add_scorers"
     assert f"sommelier extensions: scorer lenient_call 2 (from {source}" in result.stdout.str()
     result.stdout.fnmatch_lines([
