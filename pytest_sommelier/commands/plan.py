@@ -38,7 +38,7 @@ from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.pipeline import evaluate_run
 from pytest_sommelier.core.power import SMALL_PILOT_DISCORDANT, Limits, assumed_difference, plan
 from pytest_sommelier.core.types import ComparisonReport, GateConfig
-from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
+from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm, stored_scorers
 from pytest_sommelier.errors import InputError
 
 DEFAULT_EFFECT = 0.03
@@ -119,7 +119,7 @@ def pilot_outcome(run_dir: Path) -> tuple[Any, Any]:
             arms[name] = stored_arm(suite, split, arm_dir)
     outcome = evaluate_run(
         suite, split, arms, run_id=resolved.get("run_id", run_dir.name), model=resolved["model"],
-        gates=False,
+        gates=False, scorers=stored_scorers(suite, run_dir),
     )  # fmt: skip
     return outcome, suite
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run
+from pytest_sommelier.core.scorers import Scorer, resolve_scorers, scorer_identity
 from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data.digests import sha256_files, sha256_path
 from pytest_sommelier.data.store import artifacts
@@ -119,6 +120,35 @@ def apply_suite(
     return suite, resolved, note
 
 
+def run_scorers(run_suite: Suite, run_dir: Path) -> tuple[Scorer, ...]:
+    """The scorers the run's suite enabled, from the installed ``sommelier.scorers`` entry
+    points (``SOM-SCORER-UNKNOWN`` when one is not installed)."""
+    if not run_suite.scorers:
+        return ()
+    from pytest_sommelier.data.suite.gates import GATE_METRICS
+    from pytest_sommelier.registry import registry
+
+    return resolve_scorers(
+        run_suite.scorers,
+        registry("scorers"),
+        where=f"{runlayout.resolved(run_dir)}: scorers",
+        reserved=GATE_METRICS,
+    )
+
+
+def same_scorer_versions(scorers: tuple[Scorer, ...], run_dir: Path, arms: Any) -> bool:
+    """Whether every stored arm report recorded exactly these scorers' versions: then a
+    recorded score must be what the scorer gives again (an impure scorer is refused)."""
+    if not scorers:
+        return False
+    current = scorer_identity(scorers)
+    for name in arms:
+        report = artifacts.read_json(runlayout.arm_report(runlayout.arm_dir(run_dir, name)))
+        if not isinstance(report, dict) or report.get("scorers") != current:
+            return False
+    return True
+
+
 def rescore(
     run_dir: Path,
     out_dir: Path | None = None,
@@ -158,6 +188,7 @@ def rescore(
         if suite is None
         else {"file": suite.path.name, "sha256": sha256_path(suite.path)},
     }
+    scorers = run_scorers(run_suite, run_dir)
     outcome = evaluate_run(
         scored,
         split,
@@ -165,6 +196,8 @@ def rescore(
         run_id=resolved.get("run_id", run_dir.name),
         model=resolved["model"],
         gates=True,
+        scorers=scorers,
+        compare_stored=same_scorer_versions(scorers, run_dir, arms),
     )
     target = out_dir or run_dir
     in_place = target.resolve() == run_dir.resolve()

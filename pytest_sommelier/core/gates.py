@@ -33,6 +33,7 @@ from pytest_sommelier.core.intervals import (
     is_margin,
 )
 from pytest_sommelier.core.power import design_power, minimum_detectable_effect
+from pytest_sommelier.core.scorers import is_ratio
 from pytest_sommelier.core.text import selected_block, selected_entries, selected_key
 from pytest_sommelier.core.types import (
     ComparisonReport,
@@ -382,7 +383,7 @@ def is_margin_gate(gate: GateConfig) -> bool:
     equivalence): judged on Tango's score interval (``core.intervals.MARGIN_RATE_METHOD``)."""
     limits = [limit for _, limit in interval_limits(gate)]
     return (
-        bool(limits) and gate.metric not in RATIO_OF_SUMS and gate.metric != IDENTICAL_METRIC
+        bool(limits) and not is_ratio(gate.metric) and gate.metric != IDENTICAL_METRIC
         and is_margin(limits)
     )  # fmt: skip
 

@@ -51,13 +51,14 @@ from pytest_sommelier.core.distributions import (
     t_quantile,
     two_sided_t_p,
 )
+from pytest_sommelier.core.scorers import BUILTIN_RATIOS, is_ratio
 from pytest_sommelier.core.types import BOOTSTRAP_METHOD
 from pytest_sommelier.errors import InputError, InvariantError
 
 INTERVALS: tuple[str, ...] = ("auto", "bootstrap")
 """The accepted values of ``interval`` (``[statistics] interval``)."""
 
-RATIO_OF_SUMS = frozenset({"argument_f1"})
+RATIO_OF_SUMS = BUILTIN_RATIOS
 """Metrics that are a ratio of sums (every other metric is a rate: per-example 0/1 over 1)."""
 
 RATE_METHODS: dict[str, str] = {
@@ -385,7 +386,7 @@ def paired_interval_block(
     entries: dict[str, Any] = {}
     for column, name in enumerate(metric_names):
         rows = _unit_rows(matrices, column)
-        if name in RATIO_OF_SUMS:
+        if is_ratio(name):
             if not pairs:
                 method = JACKKNIFE_CLUSTERS if clustered else JACKKNIFE_PAIRS
                 entries[name] = _empty_interval(method)
@@ -457,7 +458,7 @@ def _bootstrap_intervals(
             "design_effect": float(design_effect(residuals, index)) if clustered else 1.0,
             "p_value": ratio_intervals.percentile_p_value(differences[:, column], null),
         }
-        if name not in RATIO_OF_SUMS:
+        if not is_ratio(name):
             entries[name]["pairs"] = int(np.count_nonzero(counted_rows(rows)))
     return entries
 

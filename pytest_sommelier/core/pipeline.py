@@ -37,6 +37,7 @@ from pytest_sommelier.core.report_blocks import (
     order_slice_records,
 )
 from pytest_sommelier.core.report_comparison import build_comparison_report
+from pytest_sommelier.core.scorers import Scorer, record_scores, scorer_identity
 from pytest_sommelier.core.selection import selection_block
 from pytest_sommelier.core.types import (
     FINISH_UNKNOWN,
@@ -225,6 +226,8 @@ def rescored(
     *,
     arm: str | None = None,
     model_kind: str | None = None,
+    scorers: Sequence[Scorer] = (),
+    compare_stored: bool = False,
 ) -> tuple[list[GenerationRecord], list[ScoringRecord]]:
     """``(generation records, scoring records)`` of ``records``, new dicts; the records given
     are left as they are.
@@ -240,7 +243,12 @@ def rescored(
     Every derived field is re-derived, in both records, never copied from the input: the parse
     (``parsed_call``, ``parse_status``), the miss fields, and (when given: the arm the records
     are evaluated as) ``arm`` and ``model_kind``. So a stored record edited to claim
-    ``parse_status: ok`` is written back with the parse its ``raw_text`` has."""
+    ``parse_status: ok`` is written back with the parse its ``raw_text`` has.
+
+    With ``scorers`` (core.scorers) both records get ``scores``, each scorer's checked
+    components of the re-derived parse (a stale ``scores`` is dropped); ``compare_stored``
+    (a stored run re-scored under the scorer versions it ran with) makes a recorded score
+    that differs from the recomputed one ``SOM-SCORER-IMPURE``."""
     by_id = {example.example_id: example for example in split.examples}
     owner = {} if arm is None else {"arm": arm}
     if model_kind is not None:
@@ -254,6 +262,15 @@ def rescored(
         reparsed = {"parsed_call": parsed_call, "parse_status": status, **owner}
         kept = cast(GenerationRecord, {**record, **reparsed})
         kept.pop(LANGUAGE_FLAG, None)
+        stored_scores = kept.pop("scores", None)
+        if scorers:
+            kept["scores"] = record_scores(
+                scorers,
+                parsed_call,
+                example,
+                stored_scores if isinstance(stored_scores, dict) else None,
+                compare=compare_stored,
+            )
         scoring = cast(ScoringRecord, {**kept, **reparsed, "gold_call": example.gold_call})
         if example.acceptable_arguments is not None:
             scoring["acceptable_arguments"] = example.acceptable_arguments
@@ -358,17 +375,43 @@ class ArmReports:
     rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)
 
 
+def check_scorers(suite: Suite, scorers: Sequence[Scorer]) -> None:
+    """The scorers given are exactly the ones the suite enables (``[suite] scorers``)."""
+    given = sorted(scorer.name for scorer in scorers)
+    if given != sorted(suite.scorers):
+        raise InvariantError(
+            "SOM-SCORER-SET",
+            f"the suite enables scorers {sorted(suite.scorers)} but {given} were given",
+            "resolve the suite's scorers through the scorer registry",
+        )
+
+
 def build_arm_reports(
-    suite: Suite, split: FormattedSplit, arms: Mapping[str, ArmRun], *, run_id: str, digest: str
+    suite: Suite,
+    split: FormattedSplit,
+    arms: Mapping[str, ArmRun],
+    *,
+    run_id: str,
+    digest: str,
+    scorers: Sequence[Scorer] = (),
+    compare_stored: bool = False,
 ) -> ArmReports:
     """One ``evaluation_report.json`` per arm from its records, which ``order_records``
     already checked and put in split order (they are not checked again here); a baseline arm
-    keeps the conditions of its stored report so the identity gate judges them."""
+    keeps the conditions of its stored report so the identity gate judges them. ``scorers``
+    are the suite's (``check_scorers``), scored into every record (``rescored``)."""
+    check_scorers(suite, scorers)
     built = ArmReports()
     for name, arm in arms.items():
         both = {
             language: rescored(
-                records, split, suite.arguments_key, arm=name, model_kind=arm.model_kind
+                records,
+                split,
+                suite.arguments_key,
+                arm=name,
+                model_kind=arm.model_kind,
+                scorers=scorers,
+                compare_stored=compare_stored,
             )
             for language, records in arm.records.items()
         }
@@ -400,6 +443,7 @@ def build_arm_reports(
             },
             complete=built.missing[name] == 0,
             ordered=True,
+            scorers=scorer_identity(scorers),
         )
         report["finish_reasons"] = finish_counts(
             record for records in built.generations[name].values() for record in records
@@ -512,15 +556,20 @@ def evaluate_run(
     model: Mapping[str, Any],
     errored: Iterable[str] = (),
     gates: bool = True,
+    scorers: Sequence[Scorer] = (),
+    compare_stored: bool = False,
 ) -> RunOutcome:
     """Arm reports, then comparisons, then the verdict of one run.
 
     ``errored`` names items that errored (model errors, lost workers): their presence makes the
     run incomplete. ``model`` is the suite's base-model identity (content digest or revision).
+    ``scorers`` are the suite's enabled scorers (core.scorers), ``compare_stored`` as in
+    :func:`rescored`.
     """
     built = build_arm_reports(
-        suite, split, arms, run_id=run_id, digest=config_sha256(suite, split, model)
-    )
+        suite, split, arms, run_id=run_id, digest=config_sha256(suite, split, model),
+        scorers=scorers, compare_stored=compare_stored,
+    )  # fmt: skip
     complete = (
         set(arms) == set(suite.arms)
         and all(count == 0 for count in built.missing.values())

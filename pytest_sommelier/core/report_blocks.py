@@ -33,15 +33,16 @@ from pytest_sommelier.core.acceptable import (
     carries_acceptable,
 )
 from pytest_sommelier.core.clusters import example_clusters
-from pytest_sommelier.core.intervals import RATIO_OF_SUMS
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     component_arrays,
     compute_metrics,
+    metric_order,
 )
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, MISS_CATEGORIES, miss_counts
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.power import power_summary
+from pytest_sommelier.core.scorers import is_ratio, score_arrays, score_metrics, score_names
 from pytest_sommelier.core.stats import (
     check_paired_records,
     derive_seed,
@@ -97,17 +98,22 @@ def metric_difference(target: MetricValue, reference: MetricValue) -> float | No
 
 def metric_gaps(target: Metrics, reference: Metrics) -> Deltas:
     """Per-metric ``target - reference`` over two ``<metrics>`` blocks, in METRIC_NAMES order,
-    then ``acceptable_call_match`` when both blocks have it."""
-    names = [*METRIC_NAMES, *[n for n in (ACCEPTABLE,) if n in target and n in reference]]
+    then every other metric both blocks have (``acceptable_call_match``, scorers) in
+    ``metric_order``."""
+    extra = [n for n in metric_order(target) if n not in METRIC_NAMES and n in reference]
+    names = [*METRIC_NAMES, *extra]
     return {name: metric_difference(target[name], reference[name]) for name in names}
 
 
-def _metrics(records: Records, acceptable: bool) -> Metrics:
+def _metrics(records: Records, acceptable: bool, scorers: Sequence[str] = ()) -> Metrics:
     """The five metrics, plus ``acceptable_call_match`` (apart, after them) when the arm's
-    examples carry acceptable values (core.acceptable)."""
+    examples carry acceptable values (core.acceptable), then the named scorer metrics
+    (core.scorers, from the records' ``scores``)."""
     metrics = compute_metrics(records)
     if acceptable:
         metrics[ACCEPTABLE] = acceptable_metric(records)
+    if scorers:
+        metrics.update(score_metrics(records, scorers))
     return metrics
 
 
@@ -251,16 +257,21 @@ def comparison_arrays(
     ref_records: Records, cand_records: Records, acceptable: bool
 ) -> tuple[Matrices, tuple[str, ...]]:
     """Both sides' component arrays and their metric names: the five, then
-    ``acceptable_call_match`` as a sixth column when the arms carry it."""
+    ``acceptable_call_match`` as a sixth column when the arms carry it, then the scorer
+    metrics the records carry (core.scorers)."""
+    scorers = score_names([*ref_records, *cand_records])
     sides: list[Any] = []
     for records in (ref_records, cand_records):
         num, den = component_arrays(list(records))
         if acceptable:
             extra_num, extra_den = acceptable_arrays(list(records))
             num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
+        if scorers:
+            extra_num, extra_den = score_arrays(list(records), scorers)
+            num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
         sides += [num, den]
     names = (*METRIC_NAMES, ACCEPTABLE) if acceptable else tuple(METRIC_NAMES)
-    return (sides[0], sides[1], sides[2], sides[3]), names
+    return (sides[0], sides[1], sides[2], sides[3]), (*names, *scorers)
 
 
 def interval_block(
@@ -326,7 +337,7 @@ def power_block(
     ``counted`` names, per metric, the pairs it counts (default: all)."""
     out: PowerBlock = {}
     for metric, entry in block["intervals"].items():
-        if metric in RATIO_OF_SUMS:
+        if is_ratio(metric):
             continue
         mask = list(counted[metric]) if counted and metric in counted else None
         pairs = block["pairs"] if mask is None else sum(mask)
@@ -394,14 +405,20 @@ def gap_interval_block(
     groups them."""
     roots = [root for root, _ in cohort]
     targets = [target for _, target in cohort]
-    ref_num, ref_den = component_arrays(roots)
-    tgt_num, tgt_den = component_arrays(targets)
+    scorers = score_names([*roots, *targets])
+    sides: list[Any] = []
+    for records in (roots, targets):
+        num, den = component_arrays(records)
+        if scorers:
+            extra_num, extra_den = score_arrays(records, scorers)
+            num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
+        sides += [num, den]
     return interval_block(
-        (ref_num, ref_den, tgt_num, tgt_den),
+        (sides[0], sides[1], sides[2], sides[3]),
         statistics,
         label=gap_label(arm, lang),
         clusters=record_clusters(roots, clusters),
-        metric_names=METRIC_NAMES,
+        metric_names=(*METRIC_NAMES, *scorers),
         confidence_level=confidence_level,
         null=null,
         include_bootstrap=include_bootstrap,
@@ -428,8 +445,9 @@ def _paired_slice(
     roots = [root for root, _ in cohort]
     targets = [target for _, target in cohort]
     reference_size = len(_slice_examples(split, reference_slice))
-    reference_metrics = compute_metrics(roots)
-    target_metrics = compute_metrics(targets)
+    scorers = score_names([*roots, *targets])
+    reference_metrics = _metrics(roots, False, scorers)
+    target_metrics = _metrics(targets, False, scorers)
     block = gap_interval_block(cohort, arm, lang, statistics, clusters)
     ci95 = block.pop("bootstrap")
     return {
@@ -482,6 +500,7 @@ def build_evaluation_report(
     complete: bool,
     ordered: bool = False,
     arguments_key: str = DEFAULT_ARGUMENTS_KEY,
+    scorers: Sequence[Mapping[str, str]] = (),
 ) -> EvaluationReport:
     """Build one arm's ``evaluation_report.json`` dict from its scoring records.
 
@@ -492,6 +511,8 @@ def build_evaluation_report(
     already checked and put in split order by ``order_slice_records`` (the pipeline does it
     once, in ``order_records``): they are then not checked again. ``parser_version`` and
     ``arguments_key`` together are the parser's identity (``core.parse.parser_identity``).
+    ``scorers`` (``core.scorers.scorer_identity``: names, versions, kinds) is recorded as the
+    report's ``scorers`` when there are any (an identity field; absent without scorers).
     """
     slices = tuple(slices)
     unknown = unknown_slice(records_by_slice, slices)
@@ -508,10 +529,11 @@ def build_evaluation_report(
         for lang in slices
     }
     acceptable = carries_acceptable(r for lang in slices for r in scored[lang])
+    score_columns = score_names(r for lang in slices for r in scored[lang])
     slice_misses, overall_misses = _miss_block(scored, slices)
     slice_blocks: dict[str, SliceBlock] = {
         lang: {
-            "metrics": _metrics(scored[lang], acceptable),
+            "metrics": _metrics(scored[lang], acceptable, score_columns),
             "misses": slice_misses[lang],
             "examples": len(scored[lang]),
             "prompt_set_sha256": canonical.prompt_set_sha256(scored[lang]),
@@ -522,7 +544,7 @@ def build_evaluation_report(
     reference_slice, targets = slices[0], slices[1:]
     clusters = example_clusters(split.examples, statistics.cluster)
     all_scored = all(len(scored[lang]) == len(_slice_examples(split, lang)) for lang in slices)
-    return {
+    report: EvaluationReport = {
         "schema_version": EVALUATION_SCHEMA,
         "run_id": run_id,
         "plugin_version": VERSION,
@@ -545,10 +567,15 @@ def build_evaluation_report(
         "language_gaps": {
             lang: _marginal_gap(reference_slice, lang, slice_blocks) for lang in targets
         },
-        "metrics": _metrics([r for lang in slices for r in scored[lang]], acceptable),
+        "metrics": _metrics(
+            [r for lang in slices for r in scored[lang]], acceptable, score_columns
+        ),
         "misses": overall_misses,
         "complete": bool(complete) and all_scored,
     }
+    if scorers:
+        report["scorers"] = [dict(entry) for entry in scorers]
+    return report
 
 
 def _artifact(generation_artifacts: Mapping[str, str], lang: str) -> str:

@@ -65,6 +65,12 @@ def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
     key = recorded_arguments_key(report) or _field(report, "arguments_key")  # unknown: as is
     fields.append(("arguments_key", key))
     fields.append(("decoding", _field(report, "decoding")))
+    scorers = {  # core.scorers: by name, so a refusal names the scorer and its version
+        str(entry.get("name")): {k: v for k, v in entry.items() if k != "name"}
+        for entry in report.get("scorers", [])
+        if isinstance(entry, Mapping)
+    }
+    fields.append(("scorers", scorers))
     names = metric_order(metrics) if isinstance(metrics, Mapping) else MISSING
     fields.append(("metric_names", names))
     return fields

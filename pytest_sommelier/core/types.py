@@ -163,6 +163,7 @@ class Suite:
     arguments_key: str = "arguments"
     split_tokenizer: str = "base"  # SPLIT_TOKENIZER_POLICIES: "any" accepts another tokenizer's
     selection: SelectionConfig | None = None  # [selection]: the best candidate, core.selection
+    scorers: tuple[str, ...] = ()  # [suite] scorers: the extension scorers it enables (by name)
 
     @property
     def reference_slice(self) -> str:
@@ -183,6 +184,7 @@ class Example:
     line: int
     acceptable_arguments: dict[str, Any] | None = None  # BFCL's acceptable values (core.acceptable)
     cluster_id: str | None = None  # the row's declared cluster (core.clusters.example_clusters)
+    tools: Any = field(default=None, compare=False)  # the row's tools (what a scorer may read)
 
 
 @dataclass(frozen=True)
@@ -283,6 +285,7 @@ class GenerationRecord(TypedDict):
     cached: NotRequired[bool]
     miss_category: NotRequired[str | None]  # core.misses; set when the run is scored
     value_language_mismatch: NotRequired[bool]  # translated examples only
+    scores: NotRequired[dict[str, list[int]]]  # core.scorers: name -> [numerator, denominator]
 
 
 class ScoringRecord(GenerationRecord):
@@ -503,6 +506,7 @@ class EvaluationReport(Conditions):
     misses: MissCounts
     complete: bool
     finish_reasons: NotRequired[dict[str, int]]  # core.misses.finish_counts: stop/length/unknown
+    scorers: NotRequired[list[dict[str, str]]]  # core.scorers.scorer_identity (with scorers)
 
 
 class TelemetrySlice(TypedDict):

@@ -3,8 +3,10 @@
 :data:`ENGINES` maps each engine name to its loader, written as ``"module:function"``; a
 loader is imported only when its engine is chosen, so importing this module imports no engine
 (no torch, no vllm). Adding an engine is one module with a loader of the
-:class:`~pytest_sommelier.inference.protocol.EngineLoader` signature and one line here (see
-docs/engines.md, "Adding an engine").
+:class:`~pytest_sommelier.inference.protocol.EngineLoader` signature, registered by name: a
+built-in in ``registry.BUILTIN``, an extension through the ``sommelier.engines`` entry points or
+the ``pytest_sommelier_add_engines`` hook (docs/engines.md, "Adding an engine";
+docs/extending.md).
 
 Invariant kept: every engine is reached through :func:`load_generators`, with the same
 arguments, so the fixture and ``sommelier parity`` cannot disagree on what an engine name
@@ -14,22 +16,21 @@ means; an unknown name is an input error listing the known ones.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.registry import BUILTIN, BUILTIN_SOURCE, Registry, Source, merge, registry
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import ArmConfig, EngineConfig, ModelConfig
     from pytest_sommelier.inference.protocol import EngineLoader, Generator
 
-ENGINES: dict[str, str] = {
-    "transformers": "pytest_sommelier.inference.transformers_engine:load_engine",
-    "vllm": "pytest_sommelier.inference.vllm_engine:load_generators",
-    "openai": "pytest_sommelier.inference.openai_engine:load_generators",
-}
-"""Engine name -> ``"module:function"`` of its loader (the names ``[engine] name`` accepts)."""
+ENGINES: dict[str, str] = BUILTIN["engines"]
+"""The built-in engines: name -> ``"module:function"`` of its loader (``registry.BUILTIN``; an
+extension adds its own through the ``sommelier.engines`` entry points or the
+``pytest_sommelier_add_engines`` hook)."""
 
 LIVE_ENGINES: dict[str, str] = {
     "transformers": "pytest_sommelier.inference.transformers_engine:live_generators",
@@ -38,19 +39,27 @@ LIVE_ENGINES: dict[str, str] = {
 model being trained: ``training.SommelierCallback``); only transformers + peft trains here."""
 
 
-def engine_loader(name: str) -> EngineLoader:
-    """The loader registered for ``name`` (its module imported now); InputError when unknown."""
-    spec = ENGINES.get(name)
-    if spec is None:
+def engine_registry(added: Iterable[Source] = ()) -> Registry:
+    """The engines: the built-ins, the installed entry points, then ``added`` (hook results)."""
+    return registry("engines", added)
+
+
+def engine_loader(name: str, engines: Registry | None = None) -> EngineLoader:
+    """The loader registered for ``name`` in ``engines`` (default :func:`engine_registry`), its
+    module imported now; InputError (``SOM-ENGINE-NAME``) listing the known names when unknown,
+    ``SOM-ENGINE-CONTRACT`` when what is registered is not callable."""
+    if engines is None and name in ENGINES:  # a built-in: no entry point needs reading
+        engines = merge("engines", [(BUILTIN_SOURCE, ENGINES)])
+    found = (engines or engine_registry()).entry(name, where="engine.name", code="SOM-ENGINE-NAME")
+    loader = found.load()
+    if not callable(loader):
         raise InputError(
-            "SOM-ENGINE-NAME",
-            f"engine {name!r} is not known",
-            f"use one of: {', '.join(ENGINES)}",
+            "SOM-ENGINE-CONTRACT",
+            f"engine {name!r} from {found.source} is a {type(loader).__name__}, not a loader",
+            "register a function of the EngineLoader signature (docs/engines.md)",
             where="engine.name",
         )
-    module, _, function = spec.partition(":")
-    loader: EngineLoader = getattr(importlib.import_module(module), function)
-    return loader
+    return cast("EngineLoader", loader)
 
 
 def load_generators(
@@ -60,9 +69,11 @@ def load_generators(
     *,
     suite_dir: Path,
     worker_index: int = 0,
+    engines: Registry | None = None,
 ) -> dict[str, Generator]:
-    """One generator per arm from the named engine (nothing is loaded before ``generate``)."""
-    loader = engine_loader(engine.name)
+    """One generator per arm from the named engine of ``engines`` (default: the built-ins and
+    the installed extensions); nothing is loaded before ``generate``."""
+    loader = engine_loader(engine.name, engines)
     return dict(loader(engine, model, arms, suite_dir=Path(suite_dir), worker_index=worker_index))
 
 

@@ -140,6 +140,9 @@ class SuiteFile(pytest.Module):
             suite, split = load_suite_once(self.config, self.path)
             refuse_unwritable_out(self.config)
             refuse_unknown_strict_arms(self.config, suite)
+            from pytest_sommelier.plugin.extensions import suite_scorers
+
+            suite_scorers(self.config, suite, self.session)  # a bad scorer stops collection
         except SommelierError as error:
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite
@@ -275,6 +278,10 @@ class EvalItem(pytest.Function):
             outcome,
             arguments_key=self.suite.arguments_key,
         )
+        if self.suite.scorers and role_of(self.config).is_worker:
+            from pytest_sommelier.plugin.extensions import worker_scores
+
+            worker_scores(self.config, self.session, self.suite, self.example, payload)
         self.stash[RESULT_KEY] = payload
         settings = settings_of(self.config)
         arms = settings.strict_arms

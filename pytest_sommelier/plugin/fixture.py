@@ -49,6 +49,7 @@ def sommelier_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., An
         if key not in loaded:
             from pytest_sommelier.inference.preflight import session_preflight, with_preflight
             from pytest_sommelier.inference.select_engine import load_generators
+            from pytest_sommelier.plugin.extensions import suite_engines
 
             engine = suite.engine if chosen is None else replace(suite.engine, name=chosen)
             outcomes = session_preflight(suite, engine.name)  # before anything can load
@@ -58,6 +59,7 @@ def sommelier_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., An
                 suite.arms,
                 suite_dir=suite.path.parent,
                 worker_index=worker_index,
+                engines=suite_engines(request.config, suite, engine.name, request.session),
             )
             failed[key] = with_preflight(generators, outcomes)
             loaded[key] = generators

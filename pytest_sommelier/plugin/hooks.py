@@ -13,6 +13,7 @@ reports (tests/plugin/test_idle_cost.py, benchmarks/bench_idle.py).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,8 +30,28 @@ if TYPE_CHECKING:
 __all__ = ["sommelier_model"]
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The extension hooks (``plugin.hookspec``; docs/extending.md)."""
+    from pytest_sommelier.plugin import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    """The extensions the collected suites use, on one line after collection (the entry
+    points are read only when a suite is collected, so the header before it cannot). A run
+    that collected no suite never imported ``plugin.extensions``, and does not now."""
+    if "pytest_sommelier.plugin.extensions" not in sys.modules:
+        return None
+    from pytest_sommelier.plugin.extensions import SHOWN_KEY, loaded_line
+
+    line = loaded_line(config)
+    config.stash[SHOWN_KEY] = line is not None
+    return line
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +84,7 @@ class SuiteReports:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.session is None:
             return
+        self.session.pytest_session = session
         forced = self.session.finish()
         if forced is not None and session.exitstatus == 0:
             session.exitstatus = forced
@@ -70,6 +92,11 @@ class SuiteReports:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
         if self.session is not None:
             self.session.summary(terminalreporter)
+            from pytest_sommelier.plugin.extensions import SHOWN_KEY, loaded_line
+
+            line = loaded_line(self.config)
+            if line is not None and not self.config.stash.get(SHOWN_KEY, False):
+                terminalreporter.write_line(line)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

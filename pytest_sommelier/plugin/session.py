@@ -14,6 +14,7 @@ is stored); the page, JUnit cases and exit status all follow that final verdict.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.suite.load import Suite, suite_identity
 from pytest_sommelier.errors import InvariantError, SommelierError, exception_text
 from pytest_sommelier.plugin.collect import load_suite_once
+from pytest_sommelier.plugin.extensions import with_identity_hook
 from pytest_sommelier.plugin.junit import add_gate_cases
 from pytest_sommelier.plugin.keys import suite_nodeid
 from pytest_sommelier.plugin.role import role_of
@@ -67,6 +69,7 @@ class SommelierSession:
         self.errored: dict[str, list[str]] = {}
         self.results: list[SuiteResult] = []
         self.run_id = artifacts.new_run_id()
+        self.pytest_session: pytest.Session | None = None  # set at the session finish
 
     # -- aggregation -------------------------------------------------------------------------
 
@@ -155,6 +158,8 @@ class SommelierSession:
         arms.update(self._baselines(suite, split))
         result.origins = self._origins(suite, arms)
         identity = suite_identity(suite)
+        from pytest_sommelier.plugin.extensions import controller_scorers
+
         outcome = evaluate_run(
             suite,
             split,
@@ -163,6 +168,9 @@ class SommelierSession:
             model=identity["model"],
             errored=result.errored_items,
             gates=settings_of(self.config).gates,
+            scorers=controller_scorers(
+                self.config, suite, self.pytest_session, self.payloads.get(result.nodeid, [])
+            ),
         )
         resolved = {**identity, "run_id": self.run_id}
         artifacts.write_outcome(
@@ -207,12 +215,17 @@ class SommelierSession:
         ):
             result.no_verdict = over.errors[-1]
             return
+        self.config.hook.pytest_sommelier_run_written(config=self.config, run_dir=run_dir)
         if verdict is not None:
             try:
                 artifacts.write_verdict(run_dir, verdict)
             except SommelierError as error:
                 over.errors.append(str(error))
                 result.no_verdict = str(error)
+                return
+            self.config.hook.pytest_sommelier_verdict(
+                config=self.config, verdict=copy.deepcopy(verdict), run_dir=run_dir
+            )
 
     def _origins(self, suite: Suite, arms: dict[str, ArmRun]) -> list[str]:
         """Per arm, where its generations came from: ``84 of 84 from the generation cache``,
@@ -244,7 +257,12 @@ class SommelierSession:
     ) -> dict[str, ArmRun]:
         from pytest_sommelier.plugin.runner import arm_runs
 
-        return arm_runs(suite, split, payloads)
+        return {
+            name: replace(
+                arm, model_identity=with_identity_hook(self.config, name, arm.model_identity)
+            )
+            for name, arm in arm_runs(suite, split, payloads).items()
+        }
 
     def _baselines(self, suite: Suite, split: FormattedSplit) -> dict[str, ArmRun]:
         from pytest_sommelier.plugin.baseline import baseline_arms

@@ -333,10 +333,15 @@ def build_settings(config: pytest.Config) -> Settings:
     if engine is not None:  # core is imported only when the option is used (idle cost)
         from pytest_sommelier.core.types import ENGINE_NAMES
 
-        if str(engine) not in ENGINE_NAMES:
+        known: tuple[str, ...] = ENGINE_NAMES
+        if str(engine) not in known:  # an installed extension's engine (its entry points)
+            from pytest_sommelier.registry import registry
+
+            known = registry("engines").names()
+        if str(engine) not in known:
             raise pytest.UsageError(
                 f"SOM-OPTION-VALUE: {_flag('sommelier_engine')}: {engine!r} is not one of "
-                f"{', '.join(ENGINE_NAMES)}"
+                f"{', '.join(known)}"
             )
     strict, strict_arms = _strict(config)
     misses = _number(config, "sommelier_misses", int, positive=False)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
@@ -18,6 +17,7 @@ from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import ComparisonReport
 from pytest_sommelier.view.text import (
     discordant_text,
+    extra_metrics,
     fmt,
     fmt_interval,
     md_table,
@@ -29,26 +29,27 @@ from pytest_sommelier.view.text import (
 
 
 def _acceptable_markdown(report: ComparisonReport) -> list[str]:
-    """The sixth metric's deltas and intervals, apart from the five (none when absent)."""
-    if ACCEPTABLE not in report["deltas"]:
-        return []
-    lines = [
-        "",
-        f"## {ACCEPTABLE_LABEL}",
-        "",
-        f"`{ACCEPTABLE}`: reported beside the five strict metrics, never instead of them.",
-        "",
-    ]
-    rows = [
-        [
-            lang or "overall",
-            fmt(block["deltas"].get(ACCEPTABLE), True),
-            fmt_interval(selected_interval(block, ACCEPTABLE)),
-            fmt_interval(block["ci95"]["intervals"].get(ACCEPTABLE)),
+    """Each metric beyond the five (``acceptable_call_match``, extension scorers): deltas and
+    intervals, apart from the five (none when absent)."""
+    lines: list[str] = []
+    for name, label in extra_metrics(report["deltas"]):
+        what = (
+            "reported beside the five strict metrics, never instead of them."
+            if name == ACCEPTABLE
+            else "an extension scorer, reported after the five strict metrics."
+        )
+        lines += ["", f"## {label}", "", f"`{name}`: {what}", ""]
+        rows = [
+            [
+                lang or "overall",
+                fmt(block["deltas"].get(name), True),
+                fmt_interval(selected_interval(block, name)),
+                fmt_interval(block["ci95"]["intervals"].get(name)),
+            ]
+            for lang, block in _comparison_blocks(report)
         ]
-        for lang, block in _comparison_blocks(report)
-    ]
-    return lines + md_table(["slice", "delta", "interval", "bootstrap (ci95)"], rows)
+        lines += md_table(["slice", "delta", "interval", "bootstrap (ci95)"], rows)
+    return lines
 
 
 def _comparison_blocks(report: ComparisonReport) -> list[tuple[str | None, Mapping[str, Any]]]:

@@ -11,8 +11,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
-from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
-from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
@@ -36,6 +34,7 @@ from pytest_sommelier.core.types import (
 from pytest_sommelier.view.text import (
     SHORT,
     discordant_text,
+    extra_metrics,
     fmt,
     fmt_interval,
     methods_text,
@@ -61,23 +60,26 @@ def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
 
 
 def acceptable_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
-    """``acceptable_call_match`` per arm and slice, apart from the five (none when no arm
-    reports it): value and numerator/denominator."""
-    rows = []
-    for arm, report in arm_reports.items():
-        if ACCEPTABLE not in report["metrics"]:
-            continue
-        blocks = [(lang, block["metrics"]) for lang, block in report["slices"].items()]
-        for name, metrics in [*blocks, ("overall", report["metrics"])]:
-            metric = metrics[ACCEPTABLE]
-            count = f"{metric['numerator']}/{metric['denominator']}"
-            rows.append([arm, name, fmt(metric["value"]), count])
-    if not rows:
-        return []
-    return [
-        f"{ACCEPTABLE_LABEL}:",
-        *("  " + line for line in table(["arm", "slice", "value", "hits/n"], rows)),
-    ]
+    """Each metric beyond the five (``acceptable_call_match``, then extension scorers; none
+    when no arm reports one) per arm and slice, apart from the five: value and
+    numerator/denominator."""
+    names = {name for report in arm_reports.values() for name in report["metrics"]}
+    lines: list[str] = []
+    for metric_name, label in extra_metrics(names):
+        rows = []
+        for arm, report in arm_reports.items():
+            if metric_name not in report["metrics"]:
+                continue
+            blocks = [(lang, block["metrics"]) for lang, block in report["slices"].items()]
+            for name, metrics in [*blocks, ("overall", report["metrics"])]:
+                metric = metrics[metric_name]
+                count = f"{metric['numerator']}/{metric['denominator']}"
+                rows.append([arm, name, fmt(metric["value"]), count])
+        lines += [
+            f"{label}:",
+            *("  " + line for line in table(["arm", "slice", "value", "hits/n"], rows)),
+        ]
+    return lines
 
 
 def noise_floor_line(block: NoiseFloor) -> str:
@@ -170,12 +172,12 @@ def comparison_lines(
         for lang in report.get("slices", {}):
             rows.append([lang, *[_delta_cell(report, lang, m) for m in METRIC_NAMES]])
         lines.extend("  " + line for line in table(header, rows))
-        if ACCEPTABLE in report["deltas"]:
-            cells = [f"overall {_delta_cell(report, None, ACCEPTABLE)}"]
+        for metric_name, label in extra_metrics(report["deltas"]):
+            cells = [f"overall {_delta_cell(report, None, metric_name)}"]
             cells += [
-                f"{lang} {_delta_cell(report, lang, ACCEPTABLE)}" for lang in report["slices"]
+                f"{lang} {_delta_cell(report, lang, metric_name)}" for lang in report["slices"]
             ]
-            lines.append(f"  {ACCEPTABLE_LABEL}: {'; '.join(cells)}")
+            lines.append(f"  {label}: {'; '.join(cells)}")
         for lang, block in [("overall", report), *report.get("slices", {}).items()]:
             detail = power_text(block)
             lines.append(
@@ -351,7 +353,8 @@ def gate_result_lines(gates: Iterable[GateResult]) -> list[str]:
 
 def describe_miss(record: GenerationRecord, gold_call: Call) -> str:
     """A few lines explaining a miss: the gold call, the parsed call (or the raw text when it
-    did not parse), and the argument paths that differ."""
+    did not parse), the argument paths that differ, and (with extension scorers) each
+    scorer's numerator/denominator of the example."""
     lines = [f"{record['arm']}::{record['language']}::{record['example_id']}"]
     if record.get("miss_category"):
         flag = " (value_language_mismatch)" if record.get(LANGUAGE_FLAG) else ""
@@ -369,6 +372,11 @@ def describe_miss(record: GenerationRecord, gold_call: Call) -> str:
         raw = record["raw_text"]
         shown = raw if len(raw) <= 240 else raw[:240] + f"... ({len(raw)} chars)"
         lines.append(f"  {record['parse_status']}: {shown!r}")
+    scores = record.get("scores") or {}
+    if scores:  # extension scorers (core.scorers): numerator/denominator of this example
+        lines.append(
+            "  scorers: " + ", ".join(f"{name} {n}/{d}" for name, (n, d) in sorted(scores.items()))
+        )
     return "\n".join(lines)
 
 

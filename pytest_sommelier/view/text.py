@@ -10,10 +10,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
+from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
+from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
 from pytest_sommelier.core.text import fmt as fmt
 from pytest_sommelier.core.text import fmt_interval as fmt_interval
 from pytest_sommelier.core.text import selected_block as selected_block
 from pytest_sommelier.core.text import selected_interval as selected_interval
+
+
+def extra_metrics(names: Iterable[str]) -> list[tuple[str, str]]:
+    """``(name, label)`` of every metric in ``names`` other than the five, in ``metric_order``:
+    ``acceptable_call_match`` (labelled as BFCL's rules) and extension scorers (``scorer
+    <name>``), which the views show apart from the five, after them."""
+    return [
+        (name, ACCEPTABLE_LABEL if name == ACCEPTABLE else f"scorer {name}")
+        for name in metric_order(names)
+        if name not in METRIC_NAMES
+    ]
+
 
 SHORT = {
     "valid_json_rate": "valid_json",

@@ -81,6 +81,9 @@ def test_a_session_without_a_suite_imports_no_layer(tmp_path: Path) -> None:
     code, modules, output = modules_after(body, tmp_path)
     assert code == 0 and "1 passed" in output, output
     assert heavy(modules) == []
+    # no extension registry is built, so no entry point of sommelier.* is read (issue 29)
+    assert "pytest_sommelier.registry" not in modules
+    assert "pytest_sommelier.plugin.extensions" not in modules
     assert not (tmp_path / "out").exists()  # no suite ran: no run is written
 
 

@@ -360,6 +360,7 @@ def _example(
         line=line,
         acceptable_arguments=_acceptable(record, where),
         cluster_id=record.get("cluster_id"),
+        tools=record.get("tools"),
     )
 
 

@@ -54,7 +54,7 @@ from pytest_sommelier.core.types import (
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import StoredRun
 from pytest_sommelier.data.store.history_record import config_difference
-from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
+from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm, stored_scorers
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierError
 
 COMPARE_SCHEMA = "sommelier.stored_comparison.v1"
@@ -269,8 +269,9 @@ def _scored_arms(run: StoredRun) -> Scored:
             problems[name] = str(error)
     digest = config_sha256(suite, split, resolved["model"])
     built = build_arm_reports(
-        suite, split, arms, run_id=resolved.get("run_id", run.path.name), digest=digest
-    )
+        suite, split, arms, run_id=resolved.get("run_id", run.path.name), digest=digest,
+        scorers=stored_scorers(suite, run.path),
+    )  # fmt: skip
     return Scored(resolved, suite, split, dict(built.reports), dict(built.scoring), problems)
 
 

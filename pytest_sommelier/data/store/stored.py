@@ -16,6 +16,7 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
 from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
 from pytest_sommelier.core.report_comparison import build_comparison_report
+from pytest_sommelier.core.scorers import Scorer, recorded_scorer
 from pytest_sommelier.core.types import (
     ArmConfig,
     ComparisonConfig,
@@ -108,6 +109,7 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             statistics=statistics,
             gates=tuple(GateConfig(**gate) for gate in resolved["gates"]),
             arguments_key=arguments_key,
+            scorers=tuple(str(name) for name in resolved.get("scorers", ())),
         )
     except (KeyError, TypeError) as exc:
         raise _not_resolved(where, exc) from None
@@ -167,6 +169,33 @@ def stored_arm(
     )
 
 
+def stored_scorers(suite: Suite, run_dir: Path) -> tuple[Scorer, ...]:
+    """The scorers a stored run was scored with, as its arm reports recorded them (names,
+    versions, kinds): re-read from disk, a run's scorer metrics are its records' own ``scores``
+    (each checked again), so it compares with the run it was compared with when it was made,
+    whether or not the scorer's package (or ``conftest.py``) is at hand. ``sommelier rescore``
+    is what re-runs the scorers themselves."""
+    if not suite.scorers:
+        return ()
+    for name in suite.arms:
+        report_path = runlayout.arm_report(runlayout.arm_dir(run_dir, name))
+        if not report_path.is_file():
+            continue
+        report = artifacts.read_json(report_path)
+        recorded = report.get("scorers") if isinstance(report, dict) else None
+        entries = [e for e in recorded or () if isinstance(e, dict)]
+        names = [str(e.get("name")) for e in entries]
+        if len(entries) != len(recorded or ()) or sorted(names) != sorted(suite.scorers):
+            raise InputError(
+                "SOM-STORED-FIELD",
+                f"{report_path}: scorers {names} are not the resolved suite's "
+                f"{list(suite.scorers)}",
+                "the run's files were edited; a run is read with the scorers it ran with",
+            )
+        return tuple(recorded_scorer(entry) for entry in entries)
+    return ()
+
+
 def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
     """A comparison report between two stored arms (possibly of different runs).
 
@@ -185,6 +214,7 @@ def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
             run_id=resolved.get("run_id", run_dir.name),
             model=resolved["model"],
             gates=False,
+            scorers=stored_scorers(suite, run_dir),
         )
         arms.append((arm.name, outcome, suite, resolved.get("run_id", run_dir.name)))
     (cand_name, cand, suite, cand_run), (ref_name, ref, _, ref_run) = arms

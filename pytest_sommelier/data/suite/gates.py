@@ -63,8 +63,10 @@ def gate_configs(
     comparisons: Sequence[ComparisonConfig],
     slices: Sequence[str],
     label: str,
+    scorers: Sequence[str] = (),
 ) -> tuple[GateConfig, ...]:
-    """``[[gates]]``: kind derived from the keys, every reference checked, names unique."""
+    """``[[gates]]``: kind derived from the keys, every reference checked, names unique; a
+    gate may name a scorer the suite enables (``scorers``, ``[suite] scorers``)."""
     gates: list[GateConfig] = []
     for index, entry in enumerate(entries):
         where = f"{label}: [[gates]] #{index + 1} ({entry['name']!r})"
@@ -83,7 +85,7 @@ def gate_configs(
                 "give every gate a unique name",
                 where=where,
             )
-        gates.append(_gate_config(entry, arms, comparisons, slices, where))
+        gates.append(_gate_config(entry, arms, comparisons, slices, where, scorers))
     return tuple(gates)
 
 
@@ -129,6 +131,7 @@ def _gate_config(
     comparisons: Sequence[ComparisonConfig],
     slices: Sequence[str],
     where: str,
+    scorers: Sequence[str] = (),
 ) -> GateConfig:
     """Build one gate after checking its arms, metric, slice and thresholds."""
     kind = _gate_kind(entry, where)
@@ -149,11 +152,11 @@ def _gate_config(
             "name candidate and reference (and max) instead of arm",
             where=where,
         )
-    if entry["metric"] not in (*GATE_METRICS, IDENTICAL_METRIC, NOISE_METRIC):
+    if entry["metric"] not in (*GATE_METRICS, *scorers, IDENTICAL_METRIC, NOISE_METRIC):
         raise InputError(
             "SOM-SUITE-UNKNOWN-METRIC",
             f"gates.metric names unknown metric {entry['metric']!r}",
-            f"metrics: {', '.join(GATE_METRICS)}",
+            f"metrics: {', '.join((*GATE_METRICS, *scorers))}",
             where=where,
         )
     if kind == "comparison":

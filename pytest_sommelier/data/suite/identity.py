@@ -58,6 +58,8 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
     }
     if suite.split_tokenizer != "base":
         identity["split_tokenizer"] = suite.split_tokenizer
+    if suite.scorers:  # [suite] scorers (their versions are in each arm's report)
+        identity["scorers"] = list(suite.scorers)
     return identity
 
 

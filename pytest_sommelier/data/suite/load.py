@@ -80,7 +80,8 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     decoding = validate_decoding(data.get("decoding", {}), where=f"{label}: [decoding]")
     arms = arm_configs(data["arms"], folder, label)
     comparisons = comparison_configs(data.get("comparisons", []), arms, label)
-    gates = gate_configs(data.get("gates", []), arms, comparisons, slices, label)
+    scorers = tuple(section.get("scorers", ()))
+    gates = gate_configs(data.get("gates", []), arms, comparisons, slices, label, scorers)
     selection = selection_config(data.get("selection"), arms, label)
     statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
     bounded = statistics_problem(statistics)
@@ -118,6 +119,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         arguments_key=section.get("arguments_key", DEFAULT_ARGUMENTS_KEY),
         split_tokenizer=section.get("split_tokenizer", "base"),
         selection=selection,
+        scorers=scorers,
     )
 
 

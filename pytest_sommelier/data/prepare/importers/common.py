@@ -70,6 +70,18 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class Importer:
+    """The importer contract (built-ins and extensions alike, registered by name in
+    ``pytest_sommelier.registry``): a one-line ``description`` (``sommelier import --help``)
+    and ``convert(row, where) -> Candidate | Skip``, a pure function of one row (``where`` names
+    its file and line for errors). Every candidate then goes through the same checks
+    (``check_candidate``, the prepared-row validation of ``sommelier format``)."""
+
+    description: str
+    convert: Callable[[dict[str, Any], str], Candidate | Skip]
+
+
+@dataclass(frozen=True)
 class ImportOptions:
     """``sommelier import FORMAT`` options: where ids, languages and roots come from."""
 

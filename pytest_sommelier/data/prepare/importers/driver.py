@@ -29,10 +29,10 @@ from pytest_sommelier.data.prepare.formatting import (
     check_pairs,
     validate_prepared_row,
 )
-from pytest_sommelier.data.prepare.importers import hermes, openai_chat, xlam
 from pytest_sommelier.data.prepare.importers.common import (
     DEFAULT_LANGUAGE,
     Candidate,
+    Importer,
     ImportOptions,
     ImportResult,
     Skip,
@@ -45,29 +45,35 @@ from pytest_sommelier.data.prepare.importers.common import (
 )
 from pytest_sommelier.data.prepare.importers.records import read_rows
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.registry import Registry, registry
 
 Converter = Callable[[dict[str, Any], str], Candidate | Skip]
 
 Converted = tuple[dict[str, Any], PreparedExample, str]
 """A converted row, its validated prepared example, and where it was read."""
 
-FORMATS: dict[str, Converter] = {
-    "openai-chat": openai_chat.convert,
-    "xlam": xlam.convert,
-    "hermes": hermes.convert,
-}
+def importer_registry() -> Registry:
+    """The importers: the built-ins and the installed ``sommelier.importers`` entry points
+    (``pytest_sommelier.registry``), read when an import runs."""
+    return registry("importers")
 
 
-def check_format(name: str) -> Converter:
-    """The converter of a known format; InputError naming the format otherwise."""
-    if name not in FORMATS:
+def check_format(name: str, importers: Registry | None = None) -> Converter:
+    """The converter of a registered format (``importers``, default :func:`importer_registry`),
+    loaded now and checked to be an :class:`Importer`; InputError naming the format otherwise."""
+    found = (importers or importer_registry()).entry(
+        name, where="sommelier import", code="SOM-IMPORT-FORMAT"
+    )
+    importer = found.load()
+    if not isinstance(importer, Importer) or not callable(importer.convert):
         raise InputError(
-            "SOM-IMPORT-FORMAT",
-            f"unknown import format {name!r}",
-            f"use one of: bfcl, {', '.join(FORMATS)}",
+            "SOM-IMPORT-CONTRACT",
+            f"importer {name!r} from {found.source} is a {type(importer).__name__}, not an "
+            "Importer(description, convert)",
+            "register a pytest_sommelier.data.prepare.importers.common.Importer",
             where="sommelier import",
         )
-    return FORMATS[name]
+    return importer.convert
 
 
 def check_options(options: ImportOptions) -> None:
@@ -119,10 +125,15 @@ def _source(record: dict[str, Any], where: str, options: ImportOptions) -> str |
 
 
 def import_file(
-    fmt: str, path: str | Path, out: str | Path, options: ImportOptions | None = None
+    fmt: str,
+    path: str | Path,
+    out: str | Path,
+    options: ImportOptions | None = None,
+    importers: Registry | None = None,
 ) -> ImportResult:
-    """Convert ``path`` (a ``fmt`` file) into prepared examples written to ``out`` atomically."""
-    convert = check_format(fmt)
+    """Convert ``path`` (a ``fmt`` file) into prepared examples written to ``out`` atomically;
+    ``fmt`` is a name of ``importers`` (default: the built-ins and installed extensions)."""
+    convert = check_format(fmt, importers)
     options = options or ImportOptions()
     check_options(options)
     result = ImportResult(label=f"{fmt} {path}")

@@ -27,6 +27,7 @@ from typing import Any
 
 from pytest_sommelier.data.prepare.importers.common import (
     Candidate,
+    Importer,
     Skip,
     call_from_spec,
     decode_text,
@@ -102,3 +103,11 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
     call = decode_text(calls[0].strip(), where, field, literal=True)
     gold = call_from_spec(call, where, field, literal=True)
     return Candidate(query=values[-2], tools=tools, gold_call=gold)
+
+
+IMPORTER = Importer(
+    "NousResearch hermes-function-calling rows {conversations}: <tools> in the "
+    "system turn, the answer inside <tool_call>",
+    convert,
+)
+"""This format's entry in the importer registry (``pytest_sommelier.registry``)."""

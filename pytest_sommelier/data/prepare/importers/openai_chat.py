@@ -22,6 +22,7 @@ from typing import Any
 
 from pytest_sommelier.data.prepare.importers.common import (
     Candidate,
+    Importer,
     Skip,
     call_from_spec,
     decode_text,
@@ -87,3 +88,11 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
     if roles[0] == "system":
         system = text_content(messages[0].get("content"), where, "messages[0].content")
     return Candidate(query=query, tools=tools, gold_call=gold, system=system or None)
+
+
+IMPORTER = Importer(
+    "OpenAI / HF chat rows {messages, tools}: [system?, user, assistant with one "
+    "tool_calls entry]",
+    convert,
+)
+"""This format's entry in the importer registry (``pytest_sommelier.registry``)."""

@@ -34,6 +34,7 @@ from typing import Any
 
 from pytest_sommelier.data.prepare.importers.common import (
     Candidate,
+    Importer,
     Skip,
     call_from_spec,
     decode_text,
@@ -214,3 +215,11 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
         return Skip("several_calls", f"answers holds {len(answers)} calls")
     gold = call_from_spec(answers[0], where, "answers[0]")
     return Candidate(query=query, tools=tools, gold_call=gold)
+
+
+IMPORTER = Importer(
+    "Salesforce xLAM / APIGen rows {query, tools, answers} (JSON strings); xLAM "
+    "parameter types become JSON Schema",
+    convert,
+)
+"""This format's entry in the importer registry (``pytest_sommelier.registry``)."""
