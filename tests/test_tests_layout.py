@@ -5,8 +5,9 @@
   ``prepare``, ``store``), ``inference``, ``plugin``, ``view``, ``commands``: each folder is a
   package folder of ``pytest_sommelier``; ``tests/hardening/`` holds the rows of
   docs/hardening.md (faults, bad input, hostile inputs, fuzzing, security), which cross layers
-  by design; the project-wide checks (layering, declared imports, docs, moved paths, this
-  file) stay in ``tests/``.
+  by design; the project-wide checks (layering, declared imports, docs, moved paths, the
+  public API, the reference extension, this file) and the tests of the package's top-level
+  modules (``test_registry.py``) stay in ``tests/``.
 - No module is named by an issue (``issue``, ``part``, a bare number) and basenames are unique
   (pytest's default import mode needs it: the folders have no ``__init__.py``).
 - ``def sommelier_model`` appears in one place only, ``tests/fakes.py``: a test that needs a
@@ -26,6 +27,8 @@ PROJECT_WIDE = {
     "test_docs.py",
     "test_layering.py",
     "test_moved.py",
+    "test_public_api.py",  # docs/api.md's names
+    "test_semantic_extension.py",  # the reference extension, examples/sommelier-semantic
     "test_tests_layout.py",
 }
 
@@ -47,7 +50,10 @@ def test_every_test_folder_is_a_package_folder_or_the_hardening_matrix() -> None
 
 
 def test_only_the_project_wide_checks_stay_in_the_tests_folder() -> None:
-    assert {p.name for p in TESTS.glob("test_*.py")} == PROJECT_WIDE
+    """... and the tests of the package's top-level modules (``registry.py``: test_registry)."""
+    top = {f"test_{p.stem}.py" for p in PACKAGE.glob("*.py")}
+    names = {p.name for p in TESTS.glob("test_*.py")}
+    assert names - top - PROJECT_WIDE == set() and PROJECT_WIDE <= names
 
 
 def test_each_layer_has_its_tests() -> None:
@@ -74,3 +80,12 @@ def test_the_one_fake_model_is_the_only_sommelier_model_override() -> None:
         if re.search(r"^\s*def sommelier_model\(", p.read_text(encoding="utf-8"), re.M)
     )
     assert overriding == ["fakes.py"]
+
+
+def test_a_test_module_imports_other_test_modules_of_its_own_folder_only() -> None:
+    """pytest puts a test module's own folder on ``sys.path`` (no ``__init__.py``): importing a
+    test module of another folder works only when that folder was collected first."""
+    pattern = re.compile(r"^\s*(?:from|import) (test_\w+)", re.M)
+    for path in modules():
+        for name in pattern.findall(path.read_text(encoding="utf-8")):
+            assert (path.parent / f"{name}.py").is_file(), f"{path.relative_to(TESTS)}: {name}"

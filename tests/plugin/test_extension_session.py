@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from plugin_helpers import read_json, read_jsonl, write_scripted_suite
-from test_plugin_scripted import GATES, SCRIPT, assert_outcomes, run
+from test_scripted_sessions import GATES, SCRIPT, assert_outcomes, run
 
 from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
 
