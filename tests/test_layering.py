@@ -412,3 +412,44 @@ def test_training_may_import_only_the_runner_of_plugin(tmp_path: Path) -> None:
     assert any(line.endswith("training may import only the runner of plugin, not "
                              "pytest_sommelier.plugin.session") for line in found), found
     assert not any("plugin.runner" in line for line in found), found
+
+
+# What a view may take from the store: value types and the page's file name, never a reader.
+# (view.html keeps ``render_report`` / ``write_report`` over a stored run, the 0.3 entry points
+# the docs give, through the store's one reader ``runread.read_run``.)
+VIEW_STORE_NAMES = {
+    "pytest_sommelier.data.store.runread": {"SummaryInputs", "RunFiles"},
+    "pytest_sommelier.data.store.history_verdict": {"AgainstStored"},
+    "pytest_sommelier.data.store.history": {"PAGE"},
+    "pytest_sommelier.data.store.artifacts": {"StoredArm"},
+}
+VIEW_READER_EXCEPTIONS = {("html", "pytest_sommelier.data.store.runread", "read_run")}
+
+
+def view_store_imports(root: Path) -> list[str]:
+    """Every name a view imports from the store beyond ``VIEW_STORE_NAMES`` (and the module
+    ``artifacts`` itself: a view renders, the caller reads and writes)."""
+    found = []
+    for path in sorted((root / "view").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            if not node.module.startswith(f"{PACKAGE}.data.store"):
+                continue
+            for alias in node.names:
+                allowed = VIEW_STORE_NAMES.get(node.module, set())
+                if alias.name in allowed or (path.stem, node.module, alias.name) in (
+                    VIEW_READER_EXCEPTIONS
+                ):
+                    continue
+                if path.stem == "html" and node.module == f"{PACKAGE}.data.store" and (
+                    alias.name == "artifacts"
+                ):
+                    continue  # write_report's atomic write (the 0.3 entry point)
+                found.append(f"view/{path.name}:{node.lineno}: {node.module}.{alias.name}")
+    return found
+
+
+def test_views_render_values_and_read_nothing_from_the_store() -> None:
+    assert view_store_imports(ROOT) == []

@@ -1,6 +1,6 @@
 """A screenshot of a run store's history page for the docs (docs/img/history.png).
 
-Writes ``<store>/history.html`` (``view.history_page.write_history``), opens it in the
+Writes ``<store>/history.html`` (``commands.history.write_page``), opens it in the
 system's headless Chromium (Playwright, no browser download) and saves the first suite's runs
 table with its ``full_call_exact_match`` charts (the other metrics are left out of the shot).
 
@@ -37,9 +37,9 @@ def main() -> int:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from pytest_sommelier.view.history_page import write_history
+    from pytest_sommelier.commands.history import write_page
 
-    page_path = write_history(Path(args.store)).resolve()
+    page_path = write_page(Path(args.store)).resolve()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:

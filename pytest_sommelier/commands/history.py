@@ -4,18 +4,38 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
+
+
+def write_page(
+    store: Path, out: Path | None = None, runs: list[dict[str, Any]] | None = None
+) -> Path:
+    """Read the store's runs (``data.store.history_runs``, unless given), render
+    ``history.html`` (``view.history_page``) and write it atomically to ``out`` (default
+    ``<store>/history.html``); returns the page's path."""
+    from pytest_sommelier.data.store import artifacts
+    from pytest_sommelier.data.store.history import PAGE
+    from pytest_sommelier.data.store.history_runs import history_runs
+    from pytest_sommelier.view.history_page import render_history
+
+    store = Path(store)
+    target = Path(out) if out is not None else store / PAGE
+    runs = history_runs(store) if runs is None else runs
+    artifacts.atomic_write_text(target, render_history(store, target, runs))
+    return target
 
 
 def run(args: argparse.Namespace) -> int:
     """``sommelier history [STORE]``: the stored runs as a table, and ``history.html``."""
     from pytest_sommelier.data.store.history import require_store
-    from pytest_sommelier.view.history_page import history_lines, history_runs, write_history
+    from pytest_sommelier.data.store.history_runs import history_runs
+    from pytest_sommelier.view.history_page import history_lines
 
     store = require_store(Path(args.store))
     runs = history_runs(store)
     for line in history_lines(runs):
         print(line)
-    target = write_history(store, Path(args.out) if args.out else None, runs)
+    target = write_page(store, Path(args.out) if args.out else None, runs)
     print(f"history page: {target}")
     return 0
 
@@ -35,4 +55,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "write_page"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,10 +43,11 @@ from pytest_sommelier.data.store.history_verdict import (
     verdict_against_stored,
     write_compared,
 )
+from pytest_sommelier.data.store.runread import summary_inputs
 from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
 from pytest_sommelier.data.suite.load import suite_identity
 from pytest_sommelier.errors import InputError
-from pytest_sommelier.view.ci_summary import write_summary
+from pytest_sommelier.view.ci_summary import summary_text
 from pytest_sommelier.view.compare import compare_markdown
 from pytest_sommelier.view.html import write_report
 from pytest_sommelier.view.markdown import outcome_markdown
@@ -312,6 +313,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.set_defaults(handler=run)
 
+
+
+def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The Markdown summary of the stored run in ``run_dir``, read by the store
+    (``data.store.runread.summary_inputs``) and rendered by ``view.ci_summary``; ``compares``
+    are comparisons with stored runs (default: every ``report/compare-*.json``)."""
+    inputs = summary_inputs(Path(run_dir))
+    if compares is not None:
+        inputs = replace(inputs, compares=[dict(report) for report in compares])
+    return summary_text(inputs)
+
+
+def write_summary(
+    run_dir: Path,
+    compares: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> Path:
+    """Write the summary of the stored run in ``run_dir`` (``data.store.artifacts.write_summary``:
+    ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``); returns the summary's path."""
+    return artifacts.write_summary(
+        Path(run_dir), summary_markdown(Path(run_dir), compares), environ=environ
+    )
 
 __all__ = [
     "RESCORED",

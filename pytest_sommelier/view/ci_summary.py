@@ -1,9 +1,10 @@
 """The run's Markdown summary for CI: ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``.
 
 ``summary_text(inputs)`` renders a ``data.store.runread.SummaryInputs`` (the session finish
-builds it from memory, ``runread.summary_inputs_of``; ``summary_markdown(run_dir)`` has the store
-read it from the run's own files: ``suite.resolved.json``, ``gate_verdict.json``, each arm's
-``evaluation_report.json``, ``report/<comparison>.json`` and ``report/compare-<NNNN>.json``):
+builds it from memory, ``runread.summary_inputs_of``; for a stored run
+``commands.rescore.summary_markdown(run_dir)`` has the store read it from the run's own files:
+``suite.resolved.json``, ``gate_verdict.json``, each arm's ``evaluation_report.json``,
+``report/<comparison>.json`` and ``report/compare-<NNNN>.json``); it reads no file itself:
 the verdict, the gates, the metrics per arm and
 slice, each comparison's deltas with their intervals, and the comparison with a stored run
 (deltas, intervals, McNemar counts, flipped examples). The store
@@ -19,15 +20,12 @@ summary is only ever appended to.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.runread import SummaryInputs, summary_inputs
+from pytest_sommelier.data.store.runread import SummaryInputs
 from pytest_sommelier.view.compare import compare_markdown, md_cell
 from pytest_sommelier.view.text import (
     fmt,
@@ -131,25 +129,4 @@ def summary_text(inputs: SummaryInputs) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_markdown(run_dir: Path, compares: Sequence[Mapping[str, Any]] | None = None) -> str:
-    """The summary of the stored run in ``run_dir`` (read by ``data.store.runread``);
-    ``compares`` are comparisons with stored runs (default: every ``report/compare-*.json``)."""
-    inputs = summary_inputs(Path(run_dir))
-    if compares is not None:
-        inputs = replace(inputs, compares=[dict(report) for report in compares])
-    return summary_text(inputs)
-
-
-def write_summary(
-    run_dir: Path,
-    compares: Sequence[Mapping[str, Any]] | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> Path:
-    """Write the summary of the stored run in ``run_dir`` (``data.store.artifacts.write_summary``:
-    ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``); returns the summary's path."""
-    text = summary_markdown(Path(run_dir), compares)
-    return artifacts.write_summary(Path(run_dir), text, environ=environ)
-
-
-__all__ = ["summary_markdown", "summary_text", "write_summary"]
+__all__ = ["summary_text"]

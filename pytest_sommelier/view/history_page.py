@@ -1,14 +1,12 @@
 """The store's runs over time: the ``sommelier history`` table and the ``history.html`` page.
 
-``history_runs(store)`` reads, for every stored run, its index entry, its arms' evaluation
-reports and its ``stored_run.json`` (value intervals), and marks each arm of each run that
-cannot be compared with the previous comparable run of its suite: incomplete, another kind of
-arm, or refused by the identity gate (``core.report_identity.check_identity``, whose field is
-named).
-``history_lines`` renders the terminal table; ``render_history``/``write_history`` the page.
+It renders the values ``data.store.history_runs.history_runs(store)`` reads (each stored run's
+entry, each arm's values and intervals, the comparability marks) and reads no file itself
+(its own templates aside): ``history_lines`` renders the terminal table, ``render_history``
+the page; ``commands.history.write_page`` joins the reading, the rendering and the writing.
 
-Invariants kept: every number shown is read from a stored report or record (nothing is
-re-scored here); comparability is decided only by the identity gate; the page is one
+Invariants kept: every number shown is a value it is given (nothing is re-scored or read
+here); the page is one
 self-contained file rendered with autoescaping and no script at all, under a
 Content-Security-Policy that allows only its own style block (no network, no other file);
 stored text (suite names, branches, reasons) is shown as text.
@@ -22,147 +20,16 @@ import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import jinja2
 
-from pytest_sommelier.core import runlayout
-from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.report_identity import check_identity
-from pytest_sommelier.core.types import EvaluationReport
-from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.history import PAGE, StoredRun, read_record, stored_runs
-from pytest_sommelier.data.store.history_record import arm_reports, identity_field
-from pytest_sommelier.errors import EvaluationError
+from pytest_sommelier.data.store.history import PAGE
 from pytest_sommelier.view.text import SHORT, fmt, fmt_interval, table
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "templates"
 OVERALL = "overall"
-
-
-# --- reading the store ---------------------------------------------------------------------
-
-
-def _values(report: Mapping[str, Any], record: Mapping[str, Any], arm: str) -> dict:
-    """``{slice: {metric: {value, lower, upper}}}`` of one arm: values from its report,
-    intervals from the stored record (None where the record has none)."""
-    intervals = ((record.get("intervals") or {}).get(arm)) or {}
-    blocks = [*((lang, b.get("metrics") or {}) for lang, b in (report.get("slices") or {}).items())]
-    blocks.append((OVERALL, report.get("metrics") or {}))
-    out: dict[str, dict[str, Any]] = {}
-    for label, metrics in blocks:
-        out[label] = {}
-        for metric in METRIC_NAMES:
-            value = (metrics.get(metric) or {}).get("value")
-            interval = (intervals.get(label) or {}).get(metric) or {}
-            out[label][metric] = {
-                "value": value,
-                "lower": interval.get("lower"),
-                "upper": interval.get("upper"),
-            }
-    return out
-
-
-Previous = tuple[StoredRun, Mapping[str, Any], Mapping[str, Any]]
-"""The previous comparable run of an arm: the run, the arm's report, the resolved suite."""
-
-
-def _mark(
-    previous: Previous | None,
-    run: StoredRun,
-    arm: str,
-    report: Mapping[str, Any],
-    resolved: Mapping[str, Any],
-) -> dict[str, Any] | None:
-    """Why this arm of ``run`` is not comparable with its previous comparable run (or None)."""
-    if not run.comparable:
-        return {"kind": "incomplete", "field": "complete", "text": "incomplete: never comparable"}
-    if previous is None:
-        return None
-    prev_run, prev_report, prev_resolved = previous
-    if prev_report.get("model_kind") != report.get("model_kind"):
-        return {
-            "kind": "identity",
-            "field": "model_kind",
-            "text": f"not comparable with {prev_run.label}: model_kind "
-            f"{prev_report.get('model_kind')} -> {report.get('model_kind')}",
-        }
-    try:
-        check_identity(
-            cast(EvaluationReport, {**report, "arm": arm}),
-            cast(EvaluationReport, {**prev_report, "arm": f"{arm}@{prev_run.label}"}),
-        )
-    except EvaluationError as error:
-        field = identity_field(error, prev_resolved, resolved)
-        return {
-            "kind": "identity",
-            "field": field,
-            "text": f"not comparable with {prev_run.label}: {field} changed",
-            "detail": error.message,
-        }
-    return None
-
-
-def history_runs(store: Path) -> list[dict[str, Any]]:
-    """Every stored run, in number order, with what the table and the page show: entry
-    fields, each arm's values and intervals, and per arm the comparability mark and whether
-    the adapter changed since the previous comparable run of the same suite."""
-    runs = stored_runs(store)
-    previous: dict[tuple[str, str], Previous] = {}
-    out = []
-    for run in runs:
-        resolved_path = runlayout.resolved(run.path)
-        resolved = artifacts.read_json(resolved_path) if resolved_path.is_file() else {}
-        resolved = resolved if isinstance(resolved, dict) else {}
-        reports = arm_reports(run.path, resolved)
-        record = read_record(run)
-        arms: dict[str, Any] = {}
-        for arm, report in reports.items():
-            key = (str(run.suite), arm)
-            mark = _mark(previous.get(key), run, arm, report, resolved)
-            before = previous.get(key)
-            adapter_changed = before is not None and sha256_json(
-                before[1].get("adapter_identity")
-            ) != sha256_json(report.get("adapter_identity"))
-            arms[arm] = {
-                "model_kind": report.get("model_kind"),
-                "values": _values(report, record, arm),
-                "mark": mark,
-                "adapter_changed": bool(adapter_changed and mark is None),
-            }
-            if run.comparable:
-                previous[key] = (run, report, resolved)
-        page = runlayout.page(run.path)
-        git = run.entry.get("git") or {}
-        out.append(
-            {
-                "number": run.number,
-                "label": run.label,
-                "folder": run.entry["folder"],
-                "path": run.path,
-                "suite": run.suite,
-                "saved_at": run.entry.get("saved_at"),
-                "time": _time(run.entry.get("saved_at")),
-                "commit": run.commit,
-                "branch": git.get("branch"),
-                "dirty": bool(git.get("dirty")),
-                "verdict": run.entry.get("verdict"),
-                "comparable": run.comparable,
-                "run_id": run.entry.get("run_id"),
-                "page": page if page.is_file() else None,
-                "slices": [*(resolved.get("slices") or []), OVERALL],
-                "arms": arms,
-                "checkpoint": run.entry.get("checkpoint"),  # a training callback's run
-            }
-        )
-    return out
-
-
-def _time(saved_at: Any) -> str:
-    """``2026-12-01 10:15Z`` from ``2026-12-01T10:15:00Z`` (the text as it is otherwise)."""
-    text = str(saved_at or "")
-    return text[:16].replace("T", " ") + "Z" if len(text) >= 16 else text
 
 
 # --- the terminal table --------------------------------------------------------------------
@@ -357,12 +224,9 @@ def _href(target: Path, page: Path) -> str:
     return urllib.parse.quote(Path(relative).as_posix())
 
 
-def build_history_context(
-    store: Path, page: Path, runs: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """Everything ``history.html.j2`` shows, grouped by suite (first stored run first);
-    ``runs`` is :func:`history_runs` of the store when already read."""
-    runs = history_runs(store) if runs is None else runs
+def build_history_context(store: Path, page: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Everything ``history.html.j2`` shows, grouped by suite (first stored run first), from
+    ``runs`` (``data.store.history_runs.history_runs`` of the store)."""
     suites: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         run["href"] = _href(run["page"], page) if run["page"] is not None else None
@@ -392,11 +256,9 @@ def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-def render_history(
-    store: Path, page: Path | None = None, runs: list[dict[str, Any]] | None = None
-) -> str:
-    """The self-contained ``history.html`` of ``store`` (links relative to ``page``, default
-    ``<store>/history.html``)."""
+def render_history(store: Path, page: Path | None, runs: list[dict[str, Any]]) -> str:
+    """The self-contained ``history.html`` of ``store``'s ``runs`` (links relative to ``page``,
+    default ``<store>/history.html``)."""
     store = Path(store)
     where = Path(page) if page is not None else store / PAGE
     context = build_history_context(store, where, runs)
@@ -417,22 +279,10 @@ def render_history(
     return env.get_template("history.html.j2").render(**context)
 
 
-def write_history(
-    store: Path, out: Path | None = None, runs: list[dict[str, Any]] | None = None
-) -> Path:
-    """Write the page atomically to ``out`` (default ``<store>/history.html``); returns it."""
-    store = Path(store)
-    target = Path(out) if out is not None else store / PAGE
-    artifacts.atomic_write_text(target, render_history(store, target, runs))
-    return target
-
-
 __all__ = [
     "build_history_context",
     "chart",
     "checkpoint_curve",
     "history_lines",
-    "history_runs",
     "render_history",
-    "write_history",
 ]

@@ -147,7 +147,7 @@ def test_the_finish_reads_nothing_back_and_writes_the_verdict_once_last(
 def test_the_page_and_summary_from_memory_equal_those_read_from_disk(
     pytester: pytest.Pytester,
 ) -> None:
-    from pytest_sommelier.view.ci_summary import summary_markdown
+    from pytest_sommelier.commands.rescore import summary_markdown
     from pytest_sommelier.view.html import render_report
 
     first = session(pytester, "one", V1, "--sommelier-autosave")

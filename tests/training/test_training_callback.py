@@ -363,11 +363,9 @@ def test_max_examples_draws_the_sample_the_pytest_option_draws(
 
 @pytest.mark.slow
 def test_the_history_page_draws_the_checkpoints_as_a_curve(trained: dict[str, Any]) -> None:
-    from pytest_sommelier.view.history_page import (
-        build_history_context,
-        history_runs,
-        write_history,
-    )
+    from pytest_sommelier.commands.history import write_page
+    from pytest_sommelier.data.store.history_runs import history_runs
+    from pytest_sommelier.view.history_page import build_history_context
 
     store = trained["root"] / "store"
     context = build_history_context(store, store / "history.html", history_runs(store))
@@ -381,7 +379,7 @@ def test_the_history_page_draws_the_checkpoints_as_a_curve(trained: dict[str, An
     assert curve["selected"]["step"] == 2  # every checkpoint ties at 0: the first
     xs = [p["x"] for p in curve["series"][0]["points"]]
     assert xs == sorted(xs) and xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])  # step scale
-    html = write_history(store).read_text()
+    html = write_page(store).read_text()
     assert 'data-curve="checkpoints"' in html and "selected: step 2" in html
 
 

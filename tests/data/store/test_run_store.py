@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
+from pytest_sommelier.commands.rescore import summary_markdown, write_summary
 from pytest_sommelier.core.gates import evaluate_gates
 from pytest_sommelier.data.store.history import (
     FOLDER,
@@ -41,11 +42,11 @@ from pytest_sommelier.data.store.history_gate import (
     with_fail_results,
 )
 from pytest_sommelier.data.store.history_record import git_state, suite_run_dirs
+from pytest_sommelier.data.store.history_runs import history_runs
 from pytest_sommelier.data.suite.load import GATE_METRICS, load_suite, suite_identity, valid_name
 from pytest_sommelier.errors import EvaluationError, InputError
-from pytest_sommelier.view.ci_summary import summary_markdown, write_summary
 from pytest_sommelier.view.compare import compare_markdown, md_cell
-from pytest_sommelier.view.history_page import history_lines, history_runs, render_history
+from pytest_sommelier.view.history_page import history_lines, render_history
 from pytest_sommelier.view.html import _environment
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -378,7 +379,7 @@ def test_borrowed_evidence_is_refused(pytester: pytest.Pytester) -> None:
         resolve_stored(store, "last", suite="other")
     save_run(other.path, store)
     assert resolve_stored(store, "last", suite="factory").number == 1
-    page = render_history(store)
+    page = render_history(store, None, history_runs(store))
     assert page.count('<section class="suite"') == 2 and 'data-suite="other"' in page
     assert all(a["mark"] is None for run in history_runs(store) for a in run["arms"].values())
 
@@ -532,7 +533,7 @@ def test_history_table_and_page(pytester: pytest.Pytester, capsys) -> None:
 def test_page_of_an_empty_store_and_inert_text(tmp_path: Path) -> None:
     store = tmp_path / "store"
     store.mkdir()
-    page = render_history(store)
+    page = render_history(store, None, history_runs(store))
     assert 'id="empty"' in page and "<script" not in page
     assert md_cell("a|b <img src=x>\nc") == "a\\|b &lt;img src=x&gt; c"
 

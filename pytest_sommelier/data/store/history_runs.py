@@ -1,0 +1,154 @@
+"""The store's runs over time as values: what ``sommelier history``'s table and ``history.html``
+show, read from the store.
+
+``history_runs(store)`` reads, for every stored run, its index entry, its arms' evaluation
+reports and its ``stored_run.json`` (value intervals), and marks each arm of each run that
+cannot be compared with the previous comparable run of its suite: incomplete, another kind of
+arm, or refused by the identity gate (``core.report_identity.check_identity``, whose field is
+named). The views (``view.history_page``) render these values and read nothing themselves.
+
+Invariants kept: every number is read from a stored report or record (nothing is re-scored
+here); comparability is decided only by the identity gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.canonical import sha256_json
+from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.report_identity import check_identity
+from pytest_sommelier.core.types import EvaluationReport
+from pytest_sommelier.data.store import artifacts
+from pytest_sommelier.data.store.history import StoredRun, read_record, stored_runs
+from pytest_sommelier.data.store.history_record import arm_reports, identity_field
+from pytest_sommelier.errors import EvaluationError
+
+OVERALL = "overall"
+
+
+def _values(report: Mapping[str, Any], record: Mapping[str, Any], arm: str) -> dict:
+    """``{slice: {metric: {value, lower, upper}}}`` of one arm: values from its report,
+    intervals from the stored record (None where the record has none)."""
+    intervals = ((record.get("intervals") or {}).get(arm)) or {}
+    blocks = [*((lang, b.get("metrics") or {}) for lang, b in (report.get("slices") or {}).items())]
+    blocks.append((OVERALL, report.get("metrics") or {}))
+    out: dict[str, dict[str, Any]] = {}
+    for label, metrics in blocks:
+        out[label] = {}
+        for metric in METRIC_NAMES:
+            value = (metrics.get(metric) or {}).get("value")
+            interval = (intervals.get(label) or {}).get(metric) or {}
+            out[label][metric] = {
+                "value": value,
+                "lower": interval.get("lower"),
+                "upper": interval.get("upper"),
+            }
+    return out
+
+
+Previous = tuple[StoredRun, Mapping[str, Any], Mapping[str, Any]]
+"""The previous comparable run of an arm: the run, the arm's report, the resolved suite."""
+
+
+def _mark(
+    previous: Previous | None,
+    run: StoredRun,
+    arm: str,
+    report: Mapping[str, Any],
+    resolved: Mapping[str, Any],
+) -> dict[str, Any] | None:
+    """Why this arm of ``run`` is not comparable with its previous comparable run (or None)."""
+    if not run.comparable:
+        return {"kind": "incomplete", "field": "complete", "text": "incomplete: never comparable"}
+    if previous is None:
+        return None
+    prev_run, prev_report, prev_resolved = previous
+    if prev_report.get("model_kind") != report.get("model_kind"):
+        return {
+            "kind": "identity",
+            "field": "model_kind",
+            "text": f"not comparable with {prev_run.label}: model_kind "
+            f"{prev_report.get('model_kind')} -> {report.get('model_kind')}",
+        }
+    try:
+        check_identity(
+            cast(EvaluationReport, {**report, "arm": arm}),
+            cast(EvaluationReport, {**prev_report, "arm": f"{arm}@{prev_run.label}"}),
+        )
+    except EvaluationError as error:
+        field = identity_field(error, prev_resolved, resolved)
+        return {
+            "kind": "identity",
+            "field": field,
+            "text": f"not comparable with {prev_run.label}: {field} changed",
+            "detail": error.message,
+        }
+    return None
+
+
+def history_runs(store: Path) -> list[dict[str, Any]]:
+    """Every stored run, in number order, with what the table and the page show: entry
+    fields, each arm's values and intervals, and per arm the comparability mark and whether
+    the adapter changed since the previous comparable run of the same suite."""
+    runs = stored_runs(store)
+    previous: dict[tuple[str, str], Previous] = {}
+    out = []
+    for run in runs:
+        resolved_path = runlayout.resolved(run.path)
+        resolved = artifacts.read_json(resolved_path) if resolved_path.is_file() else {}
+        resolved = resolved if isinstance(resolved, dict) else {}
+        reports = arm_reports(run.path, resolved)
+        record = read_record(run)
+        arms: dict[str, Any] = {}
+        for arm, report in reports.items():
+            key = (str(run.suite), arm)
+            mark = _mark(previous.get(key), run, arm, report, resolved)
+            before = previous.get(key)
+            adapter_changed = before is not None and sha256_json(
+                before[1].get("adapter_identity")
+            ) != sha256_json(report.get("adapter_identity"))
+            arms[arm] = {
+                "model_kind": report.get("model_kind"),
+                "values": _values(report, record, arm),
+                "mark": mark,
+                "adapter_changed": bool(adapter_changed and mark is None),
+            }
+            if run.comparable:
+                previous[key] = (run, report, resolved)
+        page = runlayout.page(run.path)
+        git = run.entry.get("git") or {}
+        out.append(
+            {
+                "number": run.number,
+                "label": run.label,
+                "folder": run.entry["folder"],
+                "path": run.path,
+                "suite": run.suite,
+                "saved_at": run.entry.get("saved_at"),
+                "time": _time(run.entry.get("saved_at")),
+                "commit": run.commit,
+                "branch": git.get("branch"),
+                "dirty": bool(git.get("dirty")),
+                "verdict": run.entry.get("verdict"),
+                "comparable": run.comparable,
+                "run_id": run.entry.get("run_id"),
+                "page": page if page.is_file() else None,
+                "slices": [*(resolved.get("slices") or []), OVERALL],
+                "arms": arms,
+                "checkpoint": run.entry.get("checkpoint"),  # a training callback's run
+            }
+        )
+    return out
+
+
+def _time(saved_at: Any) -> str:
+    """``2026-12-01 10:15Z`` from ``2026-12-01T10:15:00Z`` (the text as it is otherwise)."""
+    text = str(saved_at or "")
+    return text[:16].replace("T", " ") + "Z" if len(text) >= 16 else text
+
+
+__all__ = ["OVERALL", "history_runs"]
