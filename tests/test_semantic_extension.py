@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import FAKE_CONFTEST
 from hypothesis import given
 from hypothesis import strategies as st
-from plugin_helpers import CONFTEST, read_json, read_jsonl
+from plugin_helpers import read_json, read_jsonl
 from suite_factory import make_row, write_suite
 
 from pytest_sommelier.cli import main
@@ -143,7 +144,7 @@ def semantic_suite(pytester: pytest.Pytester) -> Path:
         pytester.path / "suite", rows=rows, model={"base": "fake-org/fake-model"},
         suite={"scorers": ["semantic_args"]}, gates=gates,
     )  # fmt: skip
-    (suite.parent / "conftest.py").write_text(CONFTEST)
+    (suite.parent / "conftest.py").write_text(FAKE_CONFTEST)
     (suite.parent / "script.json").write_text(json.dumps({"adapter": ADAPTER, "base": {}}))
     return suite
 
