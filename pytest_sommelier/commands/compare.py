@@ -54,9 +54,7 @@ def _compare_arm_folders(args: argparse.Namespace, specs: list[Any]) -> int:
     reference = str(report["reference"])
     wrapped = {
         "reference": {"name": reference, "label": reference},
-        "arms": {
-            report["candidate"]: {**report, "status": "compared", "reference_arm": reference}
-        },
+        "arms": {report["candidate"]: {**report, "status": "compared", "reference_arm": reference}},
     }
     results = evaluate_fail_specs(specs, wrapped)
     for line in _fail_lines(results):
@@ -102,9 +100,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("candidate", help="candidate: arm folder, store number, last, or run")
     parser.add_argument("reference", help="reference: arm folder, store number, last, or run")
     parser.add_argument("--out", default=None, help="folder for the .json and .md reports")
-    parser.add_argument(
-        "--store", default=".sommelier", help="the run store (default .sommelier)"
-    )
+    parser.add_argument("--store", default=".sommelier", help="the run store (default .sommelier)")
     parser.add_argument(
         "--fail",
         action="append",

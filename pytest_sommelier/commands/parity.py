@@ -47,8 +47,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("run_dir", help="a run directory (runs/<run_id>)")
     parser.add_argument(
-        "--engine", default=None, choices=ENGINE_NAMES, help="engine to use (required unless "
-        "--rebatch, whose default is the run's own)"
+        "--engine",
+        default=None,
+        choices=ENGINE_NAMES,
+        help="engine to use (required unless --rebatch, whose default is the run's own)",
     )
     parser.add_argument(
         "--rebatch",

@@ -84,7 +84,8 @@ def plan_rows(
         if comparison is not None and name != comparison:
             continue
         blocks: list[tuple[str, Mapping[str, Any]]] = [
-            ("overall", report), *report.get("slices", {}).items()
+            ("overall", report),
+            *report.get("slices", {}).items(),
         ]
         for label, block in blocks:
             rows.append(_plan_row(name, label, block, metric, effect, wanted))
@@ -174,7 +175,6 @@ def _needed(value: Any, row: Mapping[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     """``sommelier plan RUN_DIR``: from a pilot run, the pairs and clusters needed per slice."""
     import json
-
 
     rows = plan_rows(
         Path(args.run_dir), comparison=args.comparison, effect=args.effect, power=args.power,

@@ -169,7 +169,10 @@ def rescore(
     with tempfile.TemporaryDirectory(prefix="sommelier-rescore-") as folder:
         stage = Path(folder) / target.name
         artifacts.write_outcome(
-            stage, replace(outcome, verdict=None), resolved=resolved, split=split,
+            stage,
+            replace(outcome, verdict=None),
+            resolved=resolved,
+            split=split,
             comparison_markdown=outcome_markdown(outcome),
         )
         artifacts.atomic_write_json(runlayout.rescored(stage), record)

@@ -103,7 +103,6 @@ def generation_cache(config: pytest.Config) -> Any:
     return GenerationCache(folder)
 
 
-
 def noise_plan(suite: Suite, split: FormattedSplit) -> dict[str, frozenset[str]]:
     """arm -> the example ids its noise floor re-batches (``core.noise``): the seeded sample of
     ``[statistics] noise_floor`` examples for every comparison's reference arm; empty when the

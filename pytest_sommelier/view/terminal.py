@@ -178,9 +178,7 @@ def comparison_lines(
             lines.append(f"  {ACCEPTABLE_LABEL}: {'; '.join(cells)}")
         for lang, block in [("overall", report), *report.get("slices", {}).items()]:
             detail = power_text(block)
-            lines.append(
-                f"  {lang}: {methods_text(block)}" + (f"; {detail}" if detail else "")
-            )
+            lines.append(f"  {lang}: {methods_text(block)}" + (f"; {detail}" if detail else ""))
         mcnemar = report.get("mcnemar")
         if mcnemar:
             mid = mcnemar.get("mid_p_value")

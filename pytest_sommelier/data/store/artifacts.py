@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.report_blocks import EVALUATION_SCHEMA
 from pytest_sommelier.core.types import (
     ComparisonReport,
     EvaluationReport,
@@ -32,6 +33,7 @@ from pytest_sommelier.core.types import (
 )
 from pytest_sommelier.data.atomic import CannotCreateError, write_atomic
 from pytest_sommelier.data.split.load import json_lines
+from pytest_sommelier.data.store.validate import check_stored
 from pytest_sommelier.data.suite.names import valid_name
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
@@ -335,8 +337,10 @@ def arm_names(run_dir: Path, configured: list[str]) -> list[str]:
     return configured + [name for name in folders if name not in configured]
 
 
-def read_json(path: Path) -> Any:
-    """Read a stored JSON artifact; a missing or broken file is an InputError naming it."""
+def read_json(path: Path, *, expect: str | None = None) -> Any:
+    """Read a stored JSON artifact, validated by ``data.store.validate.check_stored`` (against
+    the schema its ``schema_version`` names, or ``expect``); a missing, broken or non-fitting
+    file is an InputError naming it (and the field)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -350,13 +354,16 @@ def read_json(path: Path) -> Any:
             "SOM-STORED-UNREADABLE", f"{path}: {exc.strerror or exc}", "check permissions"
         ) from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        line = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
         raise InputError(
             "SOM-STORED-BROKEN",
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg})",
+            f"{path}{line}: not valid JSON ({reason})",
             "the artifact was edited or truncated; regenerate it",
         ) from None
+    return check_stored(path, value, expect=expect)
 
 
 def read_resolved(run_dir: Path) -> dict[str, Any]:
@@ -487,7 +494,7 @@ def read_arm(arm_dir: Path) -> StoredArm:
             "give a stored arm folder such as runs/<run_id>/eval/<arm>",
         )
     report_path = runlayout.arm_report(arm_dir)
-    report = read_json(report_path)
+    report = read_json(report_path, expect=EVALUATION_SCHEMA)
     if not isinstance(report, dict) or "slices" not in report or "arm" not in report:
         raise InputError(
             "SOM-STORED-FIELD",

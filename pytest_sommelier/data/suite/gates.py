@@ -30,8 +30,9 @@ from pytest_sommelier.core.types import (
     Suite,
 )
 from pytest_sommelier.data.suite.arms import require_arm
-from pytest_sommelier.data.suite.names import OVERALL
+from pytest_sommelier.data.suite.names import OVERALL, valid_name
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.numbers import run_number
 
 GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
 """Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES`` and
@@ -174,16 +175,21 @@ def _gate_config(
 
 
 def _stored_spec(value: Any, where: str) -> str:
-    """A stored gate's run: ``"last"`` or a store number (``3``, ``"0003"``), as text."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+    """A stored gate's run: ``"last"``, ``"last-any"``, ``"label:NAME"`` or a store number
+    (``3``, ``"0003"``: ASCII digits, ``pytest_sommelier.numbers.run_number``), as text."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 99_999_999:
         return str(value)
-    if isinstance(value, str) and (value == "last" or (value.isdigit() and int(value) >= 1)):
+    if isinstance(value, str) and (
+        value in ("last", "last-any")
+        or run_number(value) is not None
+        or (value.startswith("label:") and valid_name(value.removeprefix("label:")))
+    ):
         return value
     raise InputError(
         "SOM-SUITE-GATE-STORED",
-        f"gates.stored = {value!r} is not \"last\" or a store number",
-        'write stored = "last" (the newest complete stored run of this suite) or a number '
-        "that `sommelier history` lists",
+        f'gates.stored = {value!r} is not "last", "last-any", "label:NAME" or a store number',
+        'write stored = "last" (the newest passing complete stored run of this suite), '
+        '"last-any", "label:v5", or a number (ASCII digits) that `sommelier history` lists',
         where=where,
     )
 
@@ -250,8 +256,7 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
         if entry.get("slice", OVERALL) != OVERALL:
             raise InputError(
                 "SOM-SUITE-UNKNOWN-SLICE",
-                f"a {NOISE_METRIC} gate reads the whole noise floor, not slice "
-                f"{entry['slice']!r}",
+                f"a {NOISE_METRIC} gate reads the whole noise floor, not slice {entry['slice']!r}",
                 "remove slice",
                 where=where,
             )
@@ -380,4 +385,3 @@ def check_gates_against_split(suite: Suite, split: FormattedSplit) -> None:
             "metric",
             where=f"{suite.path}: [[gates]] ({gate.name!r})",
         )
-
