@@ -12,8 +12,10 @@ error with its own code. Dependency-free: any layer, and the idle plugin, may im
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
+from collections.abc import Callable
 
 _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
@@ -70,11 +72,44 @@ def bool_word(text: object) -> bool | None:
     return None
 
 
+def whole_argument(low: int = 0, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type`` taking a whole number in ``[low, high]`` by :func:`whole_number`
+    (a refusal is argparse's one usage line, naming the value and the bounds)."""
+
+    def whole(text: str) -> int:
+        value = whole_number(text, low=low, high=high)
+        if value is None:
+            bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a whole number {bounds} (ASCII digits, e.g. {max(low, 10)})"
+            )
+        return value
+
+    return whole
+
+
+def decimal_argument(low: float, high: float) -> Callable[[str], float]:
+    """An argparse ``type`` taking a finite decimal in ``[low, high]`` by
+    :func:`decimal_number`."""
+
+    def decimal(text: str) -> float:
+        value = decimal_number(text, low=low, high=high)
+        if value is None:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a finite number in [{low:g}, {high:g}] (ASCII digits)"
+            )
+        return value
+
+    return decimal
+
+
 __all__ = [
     "FALSE_WORDS",
     "TRUE_WORDS",
     "bool_word",
+    "decimal_argument",
     "decimal_number",
     "run_number",
+    "whole_argument",
     "whole_number",
 ]

@@ -8,8 +8,13 @@ from pathlib import Path
 
 def run(args: argparse.Namespace) -> int:
     """``sommelier report RUN_DIR [--out FILE]``: render a stored run's HTML page."""
+    from pytest_sommelier.core import runlayout
+    from pytest_sommelier.data.store.outputs import check_output
     from pytest_sommelier.view.html import write_report
 
+    if args.out:
+        own = runlayout.page(Path(args.run_dir))
+        check_output(args.out, inputs=[args.run_dir], owned=[own], where="--out")
     target = write_report(Path(args.run_dir), Path(args.out) if args.out else None)
     print(f"wrote {target}")
     return 0

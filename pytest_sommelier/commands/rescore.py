@@ -43,6 +43,7 @@ from pytest_sommelier.data.store.history_verdict import (
 from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
 from pytest_sommelier.data.suite.load import suite_identity
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.numbers import whole_argument
 from pytest_sommelier.view.ci_summary import write_summary
 from pytest_sommelier.view.compare import compare_markdown
 from pytest_sommelier.view.html import write_report
@@ -202,10 +203,19 @@ def run(args: argparse.Namespace) -> int:
     session's summary."""
     from pytest_sommelier import __version__
     from pytest_sommelier.core import runlayout
+    from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
     from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.view import terminal
     from pytest_sommelier.view.compare import against_lines
 
+    if args.out:
+        check_output(
+            args.out,
+            kind=FOLDER_KIND,
+            inputs=[args.run_dir, args.suite, args.store],
+            stores=[args.store],
+            where="--out",
+        )
     suite = load_suite(args.suite) if args.suite else None
     done = rescore(
         Path(args.run_dir),
@@ -252,7 +262,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--store", default=".sommelier", help="the run store for stored gates (default .sommelier)"
     )
     parser.add_argument(
-        "--misses", type=int, default=10, help="misses and flipped examples shown (default 10)"
+        "--misses",
+        type=whole_argument(0),
+        default=10,
+        help="misses and flipped examples shown (default 10)",
     )
     parser.set_defaults(handler=run)
 

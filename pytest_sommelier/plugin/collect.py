@@ -19,6 +19,7 @@ import pytest
 
 from pytest_sommelier.core.types import BatchKey
 from pytest_sommelier.errors import InputError, SommelierError
+from pytest_sommelier.numbers import bool_word
 from pytest_sommelier.plugin.keys import RESULT_KEY, batch_index_map
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
@@ -124,10 +125,32 @@ def refuse_unwritable_out(config: pytest.Config) -> None:
     written (``artifacts.check_writable``): an earlier run there is then left as it was, never
     beside a run that could not replace it."""
     from pytest_sommelier.data.store.artifacts import check_writable
+    from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
+    from pytest_sommelier.plugin.settings import store_path
 
-    out = settings_of(config).out
+    settings = settings_of(config)
+    out = settings.out
     base = Path(out) if out else Path("runs")
-    check_writable(base if base.is_absolute() else config.invocation_params.dir / base)
+    base = base if base.is_absolute() else config.invocation_params.dir / base
+    compare = settings.compare
+    reference = Path(compare) if compare is not None and Path(compare).is_absolute() else None
+    check_output(
+        base,
+        kind=FOLDER_KIND,
+        inputs=[reference],  # a run folder given to --sommelier-compare is read, never replaced
+        stores=[store_path(config)],
+        where="--sommelier-out",
+    )
+    if reference is not None and reference.resolve().is_relative_to(base.resolve()):
+        raise InputError(
+            "SOM-OUTPUT-PATH",
+            f"{base}: holds {reference}, the run --sommelier-compare names; this run would "
+            "replace the run it is compared with",
+            "give --sommelier-out another folder, or store the reference first "
+            "(--sommelier-autosave) and compare by number",
+            where="--sommelier-out",
+        )
+    check_writable(base)
 
 
 def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:
@@ -139,7 +162,13 @@ def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:
             "SOM-OPTION-VALUE",
             f"--sommelier-strict names arm(s) {', '.join(map(repr, unknown))}, which the suite "
             f"{suite.name!r} does not have",
-            f"its arms: {', '.join(suite.arms)}",
+            f"its arms: {', '.join(suite.arms)}"
+            + (
+                "; on the command line a value is always arm names (a bare --sommelier-strict "
+                "or =all is every arm; leave the flag out for none)"
+                if any(bool_word(arm) is not None for arm in unknown)
+                else ""
+            ),
             where="--sommelier-strict / ini sommelier_strict",
         )
 

@@ -9,11 +9,13 @@ midway never leaves a verdict beside missing reports; JSON is UTF-8 with sorted 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -135,8 +137,7 @@ def write_summary(run_dir: Path, text: str, *, environ: Mapping[str, str] | None
     step = (os.environ if environ is None else environ).get(STEP_SUMMARY)
     if step:
         try:
-            with open(step, "a", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            _append_regular(step, (text + "\n").encode("utf-8"))
         except OSError as exc:
             raise SommelierEnvironmentError(
                 "SOM-SUMMARY-WRITE",
@@ -144,6 +145,22 @@ def write_summary(run_dir: Path, text: str, *, environ: Mapping[str, str] | None
                 "the CI runner sets this variable to a writable file; unset it outside CI",
             ) from exc
     return target
+
+
+def _append_regular(path: str, data: bytes) -> None:
+    """Append ``data`` to ``path`` when it is a regular file (created when absent). The file is
+    opened without blocking and checked before anything is written, so a FIFO with no reader
+    or a device node is an ``OSError``, never a hang or a write into it."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)")
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def write_run(

@@ -30,7 +30,6 @@ from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
-    SommelierEnvironmentError,
     SommelierError,
 )
 
@@ -41,29 +40,28 @@ GIT_TIMEOUT_S = 30
 
 
 def _git(rootdir: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
-    """Run one git command in ``rootdir``; None when git is missing or does not answer; an
-    answer that is not UTF-8 is one ``SOM-HISTORY-GIT`` line (was a bare ``UnicodeDecodeError``
-    at session finish)."""
+    """Run one git command in ``rootdir``; None when git is missing or does not answer. Its
+    answer is read as bytes and decoded as UTF-8 with U+FFFD for what is not UTF-8 (a branch
+    named with byte 0xff, a file name under ``core.quotepath=false``), so such a work tree is
+    recorded, never a ``UnicodeDecodeError`` at session finish."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
-        return subprocess.run(
+        done = subprocess.run(
             ["git", *args],
             cwd=rootdir,
             capture_output=True,
-            text=True,
             timeout=GIT_TIMEOUT_S,
             env=env,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    except UnicodeDecodeError:
-        raise SommelierEnvironmentError(
-            "SOM-HISTORY-GIT",
-            f"{rootdir}: `git {' '.join(args)}` answered with bytes that are not UTF-8 "
-            "(a branch or path name in another encoding)",
-            "rename the branch (or path) to UTF-8, or run without --sommelier-autosave",
-        ) from None
+    return subprocess.CompletedProcess(
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", errors="replace"),
+        done.stderr.decode("utf-8", errors="replace"),
+    )
 
 
 def git_state(rootdir: Path, *, exclude: Path | None = None) -> dict[str, Any] | None:
