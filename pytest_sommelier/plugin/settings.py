@@ -319,7 +319,8 @@ def _compare(config: pytest.Config) -> str | None:
     if not (folder / "suite.resolved.json").is_file():
         raise pytest.UsageError(
             f"SOM-OPTION-VALUE: {_flag('sommelier_compare')}: {value!r} is not a store number, "
-            "last, or a run folder (a folder holding suite.resolved.json) (hint: "
+            "last, last-any, label:NAME or a run folder (a folder holding suite.resolved.json) "
+            "(hint: "
             f"{_VALUE_HINT.format(flag='--sommelier-compare', form='last')})"
         )
     return str(folder)

@@ -101,7 +101,10 @@ class StoredRun:
 
     @property
     def passed(self) -> bool:
-        """Whether the run's stored verdict is ``pass`` (a run without gates passes too)."""
+        """Whether the run may be ``last`` (``history_record.baseline_worthy``, recorded as
+        ``baseline``; an entry of 0.3 without it: its verdict is ``pass``)."""
+        if "baseline" in self.entry:
+            return bool(self.entry["baseline"])
         return self.entry.get("verdict") == "pass"
 
     def describe(self) -> str:
@@ -341,7 +344,7 @@ def save_run(
     record = dict(record) if record is not None else describe_run(run_dir)
     if not record["complete"] and not keep_incomplete:
         return None
-    if only_passing and record.get("verdict") != "pass":
+    if only_passing and not record.get("baseline", record.get("verdict") == "pass"):
         return None
     if label is not None:
         record["label"] = label
@@ -451,7 +454,7 @@ def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> Store
         comparable = [run for run in stored_runs(store, suite=suite) if run.comparable]
         runs = [run for run in comparable if run.passed] if text == LAST else comparable
         if not runs:
-            failing = " passing" if text == LAST else ""
+            passing = " whose verdict was pass" if text == LAST else ""
             hint = (
                 "the stored runs of this suite all failed their gates; compare with one by "
                 "number, or with last-any"
@@ -461,7 +464,7 @@ def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> Store
             )
             raise InputError(
                 "SOM-HISTORY-UNKNOWN",
-                f"{store / INDEX}: no comparable{failing} stored run{of}",
+                f"{store / INDEX}: no comparable stored run{of}{passing}",
                 hint,
             )
         return runs[-1]

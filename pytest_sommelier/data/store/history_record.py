@@ -34,6 +34,8 @@ from pytest_sommelier.errors import (
 )
 
 GIT_TIMEOUT_S = 30
+NO_BASELINE = "no comparable stored run"
+"""What a ``stored`` gate's reason says when no stored run could be its baseline yet."""
 
 
 # --- git -----------------------------------------------------------------------------------
@@ -196,8 +198,48 @@ def run_entry(
         "complete": complete,
         "comparable": complete,
         "verdict": (verdict or {}).get("verdict"),
+        "baseline": complete and baseline_worthy(verdict),
+        "adapters": {
+            arm: adapter_text(spec.get("adapter") if isinstance(spec, Mapping) else None)
+            for arm, spec in (resolved.get("arms") or {}).items()
+        }
+        if isinstance(resolved.get("arms"), Mapping)
+        else {},
         "identity": run_identity(resolved, reports),
     }
+
+
+def adapter_text(identity: Any) -> str | None:
+    """Which adapter an arm used, as the history and the summary show it: ``org/name@rev`` for
+    a hub adapter, ``pkg:...`` for a packaged one, ``local sha256:0a7c761c`` for a folder (the
+    resolved suite keeps no machine path); None for a base arm."""
+    if not isinstance(identity, Mapping):
+        return None
+    kind = identity.get("kind")
+    if kind == "hub":
+        revision = identity.get("revision")
+        return f"{identity.get('id')}" + (f"@{revision}" if revision else "")
+    if kind == "pkg":
+        return str(identity.get("ref"))
+    return f"{kind or 'local'} sha256:{str(identity.get('sha256') or '')[:8]}"
+
+
+def baseline_worthy(verdict: Mapping[str, Any] | None) -> bool:
+    """Whether a run may be ``last``, the baseline later runs are judged against: its verdict
+    passed, or it failed only because its ``stored`` gates had no stored run to compare with
+    yet (a suite's first run). A run that failed any other gate never is (a damaged
+    adapter's run must not become the reference its successors are measured by)."""
+    if not verdict:
+        return True  # gates off: nothing failed
+    if verdict.get("verdict") == "pass":
+        return True
+    if verdict.get("verdict") != "fail":
+        return False
+    failed = [gate for gate in verdict.get("gates") or [] if not gate.get("passed")]
+    return bool(failed) and all(
+        gate.get("kind") == "stored" and NO_BASELINE in str(gate.get("reason", ""))
+        for gate in failed
+    )
 
 
 def value_intervals_of(

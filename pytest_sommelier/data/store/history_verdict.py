@@ -41,6 +41,7 @@ from pytest_sommelier.data.store.history_gate import (
     evaluate_fail_specs,
     with_fail_results,
 )
+from pytest_sommelier.data.store.history_record import NO_BASELINE
 from pytest_sommelier.errors import InputError, SommelierError
 
 
@@ -61,9 +62,7 @@ class AgainstStored:
     def missing_lines(self) -> list[str]:
         """One line per ``last`` spec with nothing stored yet."""
         return [
-            f"no passing stored run of suite {self.suite!r} to compare with ({spec}: {self.store})"
-            if spec == LAST
-            else f"no stored run of suite {self.suite!r} to compare with ({spec}: {self.store})"
+            f"no stored run of suite {self.suite!r} to compare with ({spec}: {self.store})"
             for spec in self.missing
         ]
 
@@ -169,7 +168,7 @@ def _stored_gate_inputs(
         report = against.reports.get(spec)
         if report is None:
             errors[subject] = against.refusals.get(spec) or (
-                f"no comparable stored run of suite {against.suite!r} in {against.store}"
+                f"{NO_BASELINE} of suite {against.suite!r} in {against.store}"
             )
             continue
         block = report["arms"].get(arm)
