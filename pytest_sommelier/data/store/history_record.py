@@ -23,6 +23,7 @@ from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
 from pytest_sommelier.core.parse import recorded_arguments_key
 from pytest_sommelier.core.pipeline import rescored
+from pytest_sommelier.core.report_blocks import EVALUATION_SCHEMA
 from pytest_sommelier.core.stats import derive_seed, paired_bootstrap_arrays
 from pytest_sommelier.core.types import ScoringRecord
 from pytest_sommelier.data.store import artifacts
@@ -124,7 +125,7 @@ def arm_reports(run_dir: Path, resolved: Mapping[str, Any]) -> dict[str, dict[st
     for name in artifacts.arm_names(run_dir, configured):
         path = runlayout.arm_report(runlayout.arm_dir(run_dir, name))
         if path.is_file():
-            report = artifacts.read_json(path)
+            report = artifacts.read_json(path, expect=EVALUATION_SCHEMA)
             if isinstance(report, dict):
                 reports[name] = report
     return reports
