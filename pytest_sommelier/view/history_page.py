@@ -150,6 +150,8 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
                 "verdict": run.entry.get("verdict"),
                 "comparable": run.comparable,
                 "run_id": run.entry.get("run_id"),
+                "run_label": run.entry.get("label"),
+                "adapters": run.entry.get("adapters") or {},
                 "page": page if page.is_file() else None,
                 "slices": [*(resolved.get("slices") or []), OVERALL],
                 "arms": arms,
@@ -186,6 +188,10 @@ def history_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
             rows.append([*first, "-", "-", *["-"] * len(METRIC_NAMES)])
     lines = table(header, rows) if rows else ["no stored runs"]
     for run in runs:
+        used = [f"{arm} {text}" for arm, text in (run.get("adapters") or {}).items() if text]
+        if used or run.get("run_label"):
+            named = f" (label {run['run_label']})" if run.get("run_label") else ""
+            lines.append(f"{run['label']}{named} adapters: " + (", ".join(used) or "none"))
         for arm, data in run["arms"].items():
             if data["mark"]:
                 lines.append(f"{run['label']} {arm}: {data['mark']['text']}")

@@ -1,0 +1,125 @@
+"""Which stored run a new run is judged against: ``last`` is the newest complete run that may be
+a baseline (its verdict passed, or it failed only for want of a stored run), ``last-any`` the
+newest complete run, ``label:NAME`` the newest run stored with ``--sommelier-label NAME``;
+``--sommelier-autosave=pass`` stores passing runs only; a renamed suite does not drop its
+compare-fail gates. Real pytester sessions over the scripted suite (``history_helpers``).
+Hardening rows R11, R13 (docs/hardening.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from history_helpers import REGRESSED, V1, script
+from plugin_helpers import write_scripted_suite
+
+from pytest_sommelier.cli import main
+from pytest_sommelier.data.store.history import resolve_stored, stored_runs
+from pytest_sommelier.errors import InputError
+
+SOLID = [{"name": "solid", "arm": "adapter", "metric": "full_call_exact_match", "min": 0.5}]
+"""V1's adapter hits 4 of 7 (passes), REGRESSED's 2 of 7 (fails)."""
+
+
+def run(pytester: pytest.Pytester, out: str, outputs: dict[str, str], *args: str,
+        **overrides: Any) -> Any:  # fmt: skip
+    overrides.setdefault("gates", SOLID)
+    write_scripted_suite(pytester, script(outputs), **overrides)
+    return pytester.runpytest("-p", "no:cacheprovider", "--sommelier-no-cache",
+                              "--sommelier-out", out, *args)  # fmt: skip
+
+
+def store(pytester: pytest.Pytester) -> Path:
+    return pytester.path / ".sommelier"
+
+
+def against(result: Any) -> list[str]:
+    return [line for line in result.stdout.lines if line.startswith("against stored run")]
+
+
+def test_a_failing_run_never_becomes_the_baseline(pytester: pytest.Pytester, capsys) -> None:
+    """R11: after a damaged adapter's run was stored, the next run was compared with it."""
+    assert run(pytester, "one", V1, "--sommelier-autosave").ret == 0
+    assert run(pytester, "two", REGRESSED, "--sommelier-autosave").ret == 1
+    runs = stored_runs(store(pytester))
+    assert [(r.number, r.entry["verdict"], r.entry["baseline"]) for r in runs] == [
+        (1, "pass", True), (2, "fail", False)]  # fmt: skip
+    assert resolve_stored(store(pytester), "last").number == 1
+    assert resolve_stored(store(pytester), "last-any").number == 2
+    result = run(pytester, "three", V1, "--sommelier-compare=last",
+                 "--sommelier-compare-fail=full_call_exact_match:0.02")  # fmt: skip
+    assert result.ret == 0, result.stdout.str()
+    assert against(result) and against(result)[0].startswith("against stored run 0001"), against(
+        result
+    )
+    result = run(pytester, "four", V1, "--sommelier-compare=last-any")
+    assert against(result)[0].startswith("against stored run 0002")
+    capsys.readouterr()
+    assert main(["compare", "2", "last", "--store", str(store(pytester))]) in (0, 4)
+    assert "against stored run 0001" in capsys.readouterr().out
+
+
+def test_a_suite_whose_runs_all_failed_has_no_last(pytester: pytest.Pytester) -> None:
+    assert run(pytester, "one", REGRESSED, "--sommelier-autosave").ret == 1
+    with pytest.raises(InputError, match="whose verdict was pass"):
+        resolve_stored(store(pytester), "last")
+    assert resolve_stored(store(pytester), "last-any").number == 1
+    result = run(pytester, "two", V1, "--sommelier-compare=last")
+    assert result.ret == 0
+    assert "no stored run of suite 'factory' to compare with" in result.stdout.str()
+
+
+def test_autosave_pass_stores_only_passing_runs(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "one", REGRESSED, "--sommelier-autosave=pass")
+    assert result.ret == 1
+    assert "not stored: its verdict is not pass (--sommelier-autosave=pass)" in result.stdout.str()
+    assert stored_runs(store(pytester)) == []
+    assert run(pytester, "two", V1, "--sommelier-autosave=pass").ret == 0
+    assert [r.number for r in stored_runs(store(pytester))] == [1]
+
+
+def test_a_labelled_run_is_compared_by_its_label(pytester: pytest.Pytester, capsys) -> None:
+    assert run(pytester, "one", V1, "--sommelier-autosave", "--sommelier-label=v5").ret == 0
+    assert run(pytester, "two", V1, "--sommelier-autosave").ret == 0
+    runs = stored_runs(store(pytester))
+    assert [r.entry.get("label") for r in runs] == ["v5", None]
+    assert resolve_stored(store(pytester), "label:v5").number == 1
+    result = run(pytester, "three", V1, "--sommelier-compare=label:v5")
+    assert against(result)[0].startswith("against stored run 0001")
+    capsys.readouterr()
+    assert main(["compare", "2", "label:v5", "--store", str(store(pytester))]) in (0, 4)
+    assert "against stored run 0001" in capsys.readouterr().out
+    with pytest.raises(InputError, match="labelled 'v6'"):
+        resolve_stored(store(pytester), "label:v6")
+    for bad in ("--sommelier-label=12", "--sommelier-label=last", "--sommelier-label=a b"):
+        result = run(pytester, "x", V1, bad)
+        assert result.ret != 0 and "SOM-OPTION-VALUE: --sommelier-label" in result.stderr.str()
+
+
+def test_a_first_run_with_stored_gates_can_still_be_the_baseline(pytester) -> None:
+    """A stored gate fails the suite's first run (nothing to compare with); that run may still
+    be ``last``, or no run of a suite with stored gates could ever be a baseline."""
+    gates = [{"name": "kept", "arm": "adapter", "metric": "full_call_exact_match",
+              "stored": "last", "delta_at_least": -0.9}]  # fmt: skip
+    assert run(pytester, "one", V1, "--sommelier-autosave", gates=gates).ret == 1
+    assert stored_runs(store(pytester))[0].entry["baseline"] is True
+    assert run(pytester, "two", V1, gates=gates).ret == 0
+
+
+def test_renaming_the_suite_does_not_drop_its_compare_fail_gates(pytester) -> None:
+    """R13: a renamed suite with ``--sommelier-compare=last`` dropped every compare-fail gate
+    with a note and passed."""
+    assert run(pytester, "one", V1, "--sommelier-autosave").ret == 0
+    args = ("--sommelier-compare=last", "--sommelier-compare-fail=full_call_exact_match:0.02")
+    result = run(pytester, "two", REGRESSED, *args, suite={"name": "renamed"})
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "SOM-HISTORY-RENAMED" in out and "run 0001 of suite 'factory'" in out, out
+    verdict = pytester.path / "two" / "gate_verdict.json"  # an error line: no verdict at all
+    assert not verdict.exists() or json.loads(verdict.read_text())["verdict"] != "pass"
+    # without compare-fail gates a new suite name is a note, as for any first run
+    result = run(pytester, "three", V1, "--sommelier-compare=last", suite={"name": "renamed"})
+    assert result.ret == 0 and "SOM-HISTORY-RENAMED" not in result.stdout.str()
