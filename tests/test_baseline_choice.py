@@ -123,3 +123,52 @@ def test_renaming_the_suite_does_not_drop_its_compare_fail_gates(pytester) -> No
     # without compare-fail gates a new suite name is a note, as for any first run
     result = run(pytester, "three", V1, "--sommelier-compare=last", suite={"name": "renamed"})
     assert result.ret == 0 and "SOM-HISTORY-RENAMED" not in result.stdout.str()
+
+
+def test_history_and_the_summary_name_the_adapter_and_same_names_another_run(
+    pytester: pytest.Pytester, capsys
+) -> None:
+    """R22: history and the summary never showed which adapter a run used. R21: the
+    SOM-HISTORY-SAME hint suggested the command that had just failed."""
+    assert run(pytester, "one", V1, "--sommelier-autosave", "--sommelier-label=v5").ret == 0
+    assert run(pytester, "two", V1, "--sommelier-autosave").ret == 0
+    capsys.readouterr()
+    assert main(["history", str(store(pytester))]) == 0
+    out = capsys.readouterr().out
+    assert "adapters of 0001 (label v5): adapter local sha256:" in out, out
+    assert "adapters of 0002: adapter local sha256:" in out, out
+    summary = (pytester.path / "two" / "report" / "summary.md").read_text(encoding="utf-8")
+    assert "Adapters: adapter `local sha256:" in summary, summary
+    assert main(["compare", "2", "2", "--store", str(store(pytester))]) == 2
+    err = capsys.readouterr().err
+    assert "SOM-HISTORY-SAME" in err and "sommelier compare 0002 0001" in err, err
+    assert "compare last 0003" not in err
+
+
+def test_a_suite_without_gates_never_ends_in_a_bare_pass(pytester: pytest.Pytester) -> None:
+    """R23: a suite with no gates ended ``verdict: PASS`` with nothing judged."""
+    import xml.etree.ElementTree as ET
+
+    result = run(pytester, "one", V1, "--junitxml", "results.xml", gates=[])
+    from pytest_sommelier.view.terminal import verdict_text
+
+    assert verdict_text({"verdict": "pass", "gates": []}) != "verdict: PASS"  # type: ignore[typeddict-item]
+    assert result.ret == 0
+    lines = [line for line in result.stdout.lines if line.startswith("verdict:")]
+    assert lines == ["verdict: NO GATES (nothing was gated: the suite has no [[gates]])"], lines
+    cases = list(ET.parse(pytester.path / "results.xml").getroot().iter("testcase"))
+    verdicts = [c for c in cases if c.get("name") == "verdict"]
+    assert len(verdicts) == 1, [c.attrib for c in cases][-3:]
+    assert verdicts[0].find("failure") is None  # exit 0 and a passing case, as before
+    summary = (pytester.path / "one" / "report" / "summary.md").read_text(encoding="utf-8")
+    assert "NO GATES" in summary.splitlines()[0]
+
+
+def test_plan_effect_is_a_size_and_a_bad_one_names_the_value(capsys) -> None:
+    """R19: ``plan --effect -0.1`` was read as 0.1; ``--effect abc`` printed an internal
+    function name."""
+    assert main(["plan", "run", "--effect", "-0.1"]) == 2
+    assert "negative: give the size of the difference" in capsys.readouterr().err
+    assert main(["plan", "run", "--effect", "abc"]) == 2
+    err = capsys.readouterr().err
+    assert "'abc' is not a finite number" in err and "_effect" not in err
