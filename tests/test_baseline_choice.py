@@ -172,3 +172,38 @@ def test_plan_effect_is_a_size_and_a_bad_one_names_the_value(capsys) -> None:
     assert main(["plan", "run", "--effect", "abc"]) == 2
     err = capsys.readouterr().err
     assert "'abc' is not a finite number" in err and "_effect" not in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [("full_call_exact_match:fr:0.02", "slice 'fr' is not a slice of suite 'factory'"),
+     ("acceptable_call_match:0.02", "acceptable_call_match needs examples with acceptable")],
+    ids=["unknown-slice", "acceptable-without-values"],
+)  # fmt: skip
+def test_a_compare_fail_spec_the_suite_cannot_meet_is_refused_before_any_model_call(
+    pytester: pytest.Pytester, spec: str, message: str
+) -> None:
+    """R12: an unknown compare-fail slice, or acceptable_call_match on a split without
+    acceptable values, was caught only after the whole run."""
+    result = run(pytester, "one", V1, "--sommelier-compare=last",
+                 f"--sommelier-compare-fail={spec}")  # fmt: skip
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    assert "SOM-HISTORY-FAIL-SPEC" in out and message in out, out
+    assert not (pytester.path / "one" / "eval").exists(), "refused before any model call"
+
+
+@pytest.mark.parametrize("key,value", [("ci_upper_below", -1.0), ("ci_lower_above", 1.0)])
+def test_a_threshold_no_interval_can_pass_is_refused_at_load(tmp_path: Path, key: str,
+                                                           value: float) -> None:  # fmt: skip
+    """R20: ``ci_upper_below = -1.0`` was accepted, a gate that can never pass."""
+    from plugin_helpers import rows
+    from suite_factory import write_suite
+
+    from pytest_sommelier.data.suite.load import load_suite
+
+    gate = {"name": "g", "candidate": "adapter", "reference": "base",
+            "metric": "full_call_exact_match", key: value}  # fmt: skip
+    suite = write_suite(tmp_path / "suite", rows=rows(("en-0", "he-0")), gates=[gate])
+    with pytest.raises(InputError, match=f"SOM-SUITE-GATE-THRESHOLD.*{key} = .*can never pass"):
+        load_suite(suite)

@@ -152,9 +152,7 @@ def test_an_input_reached_through_a_link_is_still_an_input(tmp_path: Path) -> No
         check_output(hard, inputs=[data])
 
 
-def test_the_session_out_is_never_the_run_it_compares_with(
-    pristine: Path, tmp_path: Path
-) -> None:
+def test_the_session_out_is_never_the_run_it_compares_with(pristine: Path, tmp_path: Path) -> None:
     """R15: ``--sommelier-compare=PATH`` equal to ``--sommelier-out`` deleted the reference the
     run was asked to compare with."""
     import sys

@@ -296,3 +296,17 @@ def write_scripted_suite_at(folder: Path) -> None:
     from plugin_helpers import write_scripted_suite
 
     write_scripted_suite(SimpleNamespace(path=folder), script(V1))  # type: ignore[arg-type]
+
+
+def test_a_stored_run_folder_that_is_a_link_out_of_the_store_is_refused(
+    pristine: Path, tmp_path: Path, capsys
+) -> None:
+    """R14: a stored run folder replaced by a symlink to a folder outside the store was read
+    silently."""
+    store = copy_store(pristine, tmp_path / "store")
+    one = run_folder(store, 1)
+    outside = tmp_path / "elsewhere"
+    shutil.move(str(one), outside)
+    one.symlink_to(outside, target_is_directory=True)
+    assert main(["history", str(store)]) == 2
+    one_line(capsys, "SOM-HISTORY-FOREIGN", one.name, "is a link")

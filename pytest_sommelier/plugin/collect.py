@@ -173,6 +173,46 @@ def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:
         )
 
 
+def refuse_unmeetable_compare_fail(
+    config: pytest.Config, suite: Suite, split: FormattedSplit
+) -> None:
+    """Each ``--sommelier-compare-fail`` spec must name a slice of the suite (or ``overall``),
+    and ``acceptable_call_match`` needs examples with acceptable values in that slice: refused
+    here, at collection, instead of after every item has run (one line naming the spec)."""
+    texts = settings_of(config).compare_fail
+    if not texts:
+        return
+    from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
+    from pytest_sommelier.data.store.history_gate import parse_fail_specs
+    from pytest_sommelier.data.suite.names import OVERALL
+
+    where = "--sommelier-compare-fail / ini sommelier_compare_fail"
+    for spec in parse_fail_specs(texts):
+        if spec.slice != OVERALL and spec.slice not in suite.slices:
+            raise InputError(
+                "SOM-HISTORY-FAIL-SPEC",
+                f"{spec.text!r}: slice {spec.slice!r} is not a slice of suite {suite.name!r}",
+                f"its slices: {', '.join(suite.slices)}, or overall",
+                where=where,
+            )
+        if spec.metric != ACCEPTABLE:
+            continue
+        wanted = list(suite.slices) if spec.slice == OVERALL else [spec.slice]
+        if not any(
+            e.acceptable_arguments is not None
+            for name in wanted
+            for e in split.slices.get(name, ())
+        ):
+            raise InputError(
+                "SOM-HISTORY-FAIL-SPEC",
+                f"{spec.text!r}: {ACCEPTABLE} needs examples with acceptable_arguments, and "
+                f"the split has none in {spec.slice}",
+                "write the split with sommelier import bfcl and sommelier format, or gate "
+                "another metric",
+                where=where,
+            )
+
+
 class SuiteFile(pytest.Module):
     """A suite file. Subclasses ``pytest.Module`` (like pytest's own doctest text files) so
     that module- and class-scoped fixtures from conftests resolve for its items; it never
@@ -185,6 +225,7 @@ class SuiteFile(pytest.Module):
             suite, split = load_suite_once(self.config, self.path)
             refuse_unwritable_out(self.config)
             refuse_unknown_strict_arms(self.config, suite)
+            refuse_unmeetable_compare_fail(self.config, suite, split)
         except SommelierError as error:
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite

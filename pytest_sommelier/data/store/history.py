@@ -238,6 +238,13 @@ def check_store(store: Path) -> None:
         name = child.name
         if name.startswith(".") or (name in _KNOWN_FILES and child.is_file()):
             continue
+        if FOLDER.match(name) and child.is_symlink():
+            raise InputError(
+                "SOM-HISTORY-FOREIGN",
+                f"{child}: a stored run folder that is a link (to {os.path.realpath(child)}); "
+                "the store holds its runs' bytes itself",
+                "replace the link with the folder it points to, or remove it and its index entry",
+            )
         if child.is_dir() and FOLDER.match(name):
             continue
         raise InputError(

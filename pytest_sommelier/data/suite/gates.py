@@ -315,6 +315,16 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
                 "metrics are fractions in [0, 1] (write 0.7, not 70)",
                 where=where,
             )
+    impossible = {"ci_upper_below": -1.0, "ci_lower_above": 1.0}  # strict, at the bound
+    for key in present:
+        if key in impossible and entry[key] == impossible[key]:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.{key} = {entry[key]!r} can never pass: a difference of fractions is "
+                f"never {'below -1' if key == 'ci_upper_below' else 'above 1'}",
+                "a gate that cannot pass judges nothing; give a margin inside (-1, 1)",
+                where=where,
+            )
     if kind == "arm" and len(present) == 2 and entry["min"] > entry["max"]:
         raise InputError(
             "SOM-SUITE-GATE-THRESHOLD",
