@@ -292,4 +292,8 @@ def test_no_output_lands_on_a_protected_path(
         assert (workspace / "train.jsonl").read_bytes() == train_before
     else:  # not an input of this command: written, and put back for the next example
         (workspace / "train.jsonl").write_bytes(train_before)
+        link = workspace / "train-link.jsonl"
+        if not link.is_symlink():  # an atomic write replaces the link itself, not its target
+            link.unlink()
+            link.symlink_to(workspace / "train.jsonl")
     assert (workspace / "pipe").is_fifo()

@@ -195,10 +195,10 @@ def _bounded(text: str, key: str, example: str) -> float:
     from pytest_sommelier.numbers import decimal_number
 
     value = decimal_number(text)
+    if value is None and text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        raise argparse.ArgumentTypeError(f"{key} = {text.strip()} is not a finite number")
     if value is None:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a finite number (ASCII digits, e.g. {example})"
-        )
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (ASCII digits, e.g. {example})")
     if key == "effect" and value < 0:
         raise argparse.ArgumentTypeError(
             f"effect {text!r} is negative: give the size of the difference to detect (e.g. "

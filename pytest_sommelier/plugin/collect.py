@@ -134,6 +134,8 @@ def refuse_unwritable_out(config: pytest.Config) -> None:
     base = base if base.is_absolute() else config.invocation_params.dir / base
     compare = settings.compare
     reference = Path(compare) if compare is not None and Path(compare).is_absolute() else None
+    if base.exists() and not base.is_dir():
+        check_writable(base)  # its own line: SOM-OUT-UNWRITABLE, "not a folder"
     check_output(
         base,
         kind=FOLDER_KIND,

@@ -100,8 +100,8 @@ def check_output(
                 )
     try:
         mode = os.stat(target).st_mode
-    except FileNotFoundError:
-        return target
+    except (FileNotFoundError, NotADirectoryError):
+        return target  # not there yet (its writer says so if it cannot be made)
     except OSError as exc:
         raise _refuse(
             target, f"cannot be checked ({exc.strerror or exc})", "check it", where
