@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``sommelier`` command; returns the exit status (usage errors give 2, like input).
 

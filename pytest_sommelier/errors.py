@@ -82,3 +82,4 @@ def exception_text(exc: BaseException, limit: int = 200) -> str:
         first = first[: max(limit - 3, 0)] + "..."
     first = first.encode("utf-8", "backslashreplace").decode("utf-8")
     return f"{name}: {first}" if first else name
+

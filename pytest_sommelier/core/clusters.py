@@ -182,7 +182,9 @@ CLUSTER_MODES: tuple[str, ...] = ("root", "example")
 cluster a row declares with ``cluster_id``) or ``example`` (every example alone: the seed's)."""
 
 
-def example_clusters(examples: Sequence[Any], mode: str = "root") -> dict[str, Hashable] | None:
+def example_clusters(
+    examples: Sequence[Any], mode: str = "root"
+) -> dict[str, Hashable] | None:
     """Each example's cluster key under ``mode``, by example id (None under ``example``).
 
     Under ``root`` an example's key is its own ``cluster_id`` when it declares one, else its

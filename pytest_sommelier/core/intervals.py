@@ -253,10 +253,8 @@ def _rate_bounds(
     n = both + b + c + neither
     level = normal_equivalent_level(confidence_level, df)
     if level is None:
-        return (
-            -1.0,
-            1.0,
-            t_p_from_normal_p(float(proportions.bonett_price_p_value(b, c, n, null)), df),
+        return -1.0, 1.0, t_p_from_normal_p(
+            float(proportions.bonett_price_p_value(b, c, n, null)), df
         )
     if method == "tango":
         lower, upper = proportions.tango_interval(b, c, n, level)
@@ -460,6 +458,7 @@ def _bootstrap_intervals(
         if name not in RATIO_OF_SUMS:
             entries[name]["pairs"] = int(np.count_nonzero(counted_rows(rows)))
     return entries
+
 
 
 MARGIN_RATE_METHOD = "tango"

@@ -406,7 +406,9 @@ def build_comparisons(
     """Every comparison to run (``comparisons_to_run``): its report, or why it was refused
     (an arm not run, or the identity gate's one-line error). With ``split`` the intervals
     use the clusters ``[statistics] cluster`` gives its examples."""
-    clusters = None if split is None else example_clusters(split.examples, suite.statistics.cluster)
+    clusters = (
+        None if split is None else example_clusters(split.examples, suite.statistics.cluster)
+    )
     reports: dict[str, ComparisonReport] = {}
     errors: dict[str, str] = {}
     for comparison in comparisons_to_run(suite):

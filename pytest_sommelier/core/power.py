@@ -92,7 +92,9 @@ def required_pairs(
     delta, psi = abs(effect), discordant_proportion
     if not (0.0 < delta <= psi <= 1.0):
         return None
-    pairs = design_effect * connor_pairs(delta, psi, confidence_level=confidence_level, power=power)
+    pairs = design_effect * connor_pairs(
+        delta, psi, confidence_level=confidence_level, power=power
+    )
     return math.ceil(pairs - 1e-9 * pairs)
 
 

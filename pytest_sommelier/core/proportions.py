@@ -97,7 +97,9 @@ def tango_interval(
     return _scalar_or_array(bounds[0]), _scalar_or_array(bounds[1])
 
 
-def tango_p_value(candidate_only: Any, reference_only: Any, pairs: Any, null: float = 0.0) -> Any:
+def tango_p_value(
+    candidate_only: Any, reference_only: Any, pairs: Any, null: float = 0.0
+) -> Any:
     """Two-sided p-value of Tango's score test of ``difference == null``: ``P(|Z| >= |T(null)|)``.
 
     At ``null = 0`` the constrained estimate is ``(b + c) / 2n`` and ``T = (b - c) / sqrt(b +
@@ -192,12 +194,10 @@ def _newcombe_bounds(
     l2, u2 = _wilson(both + c, n, z)
     phi = _newcombe_phi(both, b, c, neither)
     estimate = p1 - p2
-    low = np.sqrt(
-        np.maximum((p1 - l1) ** 2 + (u2 - p2) ** 2 - 2.0 * phi * (p1 - l1) * (u2 - p2), 0.0)
-    )
-    high = np.sqrt(
-        np.maximum((p2 - l2) ** 2 + (u1 - p1) ** 2 - 2.0 * phi * (p2 - l2) * (u1 - p1), 0.0)
-    )
+    low = np.sqrt(np.maximum(
+        (p1 - l1) ** 2 + (u2 - p2) ** 2 - 2.0 * phi * (p1 - l1) * (u2 - p2), 0.0))
+    high = np.sqrt(np.maximum(
+        (p2 - l2) ** 2 + (u1 - p1) ** 2 - 2.0 * phi * (p2 - l2) * (u1 - p1), 0.0))
     return estimate - low, estimate + high
 
 

@@ -305,7 +305,9 @@ def bca_interval(
             "degenerate": False, "z0": z0, "acceleration": a}  # fmt: skip
 
 
-def bca_p_value(replicates: Any, estimate: float, z0: float, a: float, null: float = 0.0) -> float:
+def bca_p_value(
+    replicates: Any, estimate: float, z0: float, a: float, null: float = 0.0
+) -> float:
     """The two-sided p-value that inverts the BCa interval at ``null``.
 
     With ``w = Phi^-1(share of replicates below null)`` the BCa bound reaches ``null`` at the
@@ -397,11 +399,8 @@ def studentized_interval(
     se = studentized_standard_errors(s)
     gap = values - estimate
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(
-            se > 0,
-            gap / np.where(se > 0, se, 1.0),
-            np.where(_close(values, estimate), 0.0, np.sign(gap) * 1e300),
-        )
+        t = np.where(se > 0, gap / np.where(se > 0, se, 1.0),
+                     np.where(_close(values, estimate), 0.0, np.sign(gap) * 1e300))
     tail = (1.0 - confidence_level) / 2.0
     t_low, t_high = np.quantile(t, [tail, 1.0 - tail])
     lower = max(-1.0, min(estimate, estimate - float(t_high) * standard_error))

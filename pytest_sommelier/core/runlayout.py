@@ -159,3 +159,4 @@ def is_run_file(run_dir: Path, path: Path) -> bool:
         return True
     owned_folders = {EVAL, REPORT, PARITY, Path(SPLIT_COPY).parts[0]}
     return parts[0] in owned_folders or parts == (RESOLVED,) or parts == (VERDICT,)
+

@@ -128,7 +128,9 @@ def _ratio(
     return out
 
 
-def _differences_from_sums(sums: npt.NDArray[np.float64], metrics: int) -> npt.NDArray[np.float64]:
+def _differences_from_sums(
+    sums: npt.NDArray[np.float64], metrics: int
+) -> npt.NDArray[np.float64]:
     """Candidate-minus-reference values from ``(R, 4 * metrics)`` resampled sums laid out as
     [ref_num | ref_den | cand_num | cand_den]; a side whose summed denominator is 0 is 0."""
     ref_values = _ratio(sums[:, :metrics], sums[:, metrics : 2 * metrics])

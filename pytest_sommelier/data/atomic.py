@@ -48,7 +48,9 @@ def write_atomic(path: str | os.PathLike[str], chunks: bytes | str | Iterable[st
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:32]}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name[:32]}.", suffix=".tmp", dir=target.parent
+        )
     except OSError as exc:
         raise CannotCreateError(exc.errno, exc.strerror or str(exc), str(target.parent)) from exc
     try:

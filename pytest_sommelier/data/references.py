@@ -217,7 +217,9 @@ def resolve_reference(
         _refuse_revision(revision, revision_field, field, where)
         return str(local)
     if is_hub_id(value):
-        require_revision(value, revision, field=field, revision_field=revision_field, where=where)
+        require_revision(
+            value, revision, field=field, revision_field=revision_field, where=where
+        )
         return value
     raise InputError(
         "SOM-SUITE-PATH-MISSING",

@@ -79,7 +79,6 @@ VLLM_LORA_RANKS: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 """The LoRA ranks vLLM's LoRA kernels support: the vllm engine rounds an arm's rank up to one
 of them and the preflight refuses a rank above the largest (an engine limit both read)."""
 
-
 @dataclass(frozen=True)
 class BaseSource:
     """A resolved base reference: its kind (hub, directory, gguf), where it is, how it is named."""

@@ -64,7 +64,9 @@ def adapter_content(adapter_identity: Any) -> Any:
     identity already pins); a content digest, hub id and revision, served name or any other
     entry stays."""
     if isinstance(adapter_identity, Mapping):
-        return {k: v for k, v in adapter_identity.items() if k not in (ARM_NAME_KEY, PREFLIGHT_KEY)}
+        return {
+            k: v for k, v in adapter_identity.items() if k not in (ARM_NAME_KEY, PREFLIGHT_KEY)
+        }
     return adapter_identity
 
 
@@ -224,7 +226,9 @@ class GenerationCache:
         batch_prompts: Sequence[str] | None = None,
     ) -> str | None:
         """The stored output for this key, or None (a miss; a bad entry is removed)."""
-        found = self.get_completion(generator, prompt_sha256, decoding, batch_prompts=batch_prompts)
+        found = self.get_completion(
+            generator, prompt_sha256, decoding, batch_prompts=batch_prompts
+        )
         return None if found is None else found.text
 
     def get_completion(

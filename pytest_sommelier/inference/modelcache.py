@@ -250,7 +250,8 @@ def _convert(converter: Converter, gguf_path: Path) -> tuple[Any, Any]:
     except Exception as exc:
         raise SommelierEnvironmentError(
             "SOM-BACKEND-GGUF-LOAD",
-            f"could not load the GGUF file {gguf_path.name!r}: {exception_text(exc, 200)}",
+            f"could not load the GGUF file {gguf_path.name!r}: "
+            f"{exception_text(exc, 200)}",
             "install the 'gguf' package and check that the file is a complete GGUF model",
             where=gguf_path.name,
         ) from exc

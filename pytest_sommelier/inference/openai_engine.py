@@ -261,7 +261,9 @@ class OpenAIServer:
 
     # -- completions ----------------------------------------------------------------------------
 
-    def complete(self, served_name: str, prompt: list[int] | str, max_tokens: int) -> Answer:
+    def complete(
+        self, served_name: str, prompt: list[int] | str, max_tokens: int
+    ) -> Answer:
         """One greedy completion of ``prompt`` by ``served_name``: the text of its one choice,
         where the server returns them (vLLM's ``return_token_ids``) its new token ids, its
         finish reason and the completion's token count."""

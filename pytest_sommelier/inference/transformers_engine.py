@@ -235,7 +235,8 @@ def attach_adapter(base: LoadedBase, arm: ArmConfig, suite_dir: Path) -> tuple[s
     except Exception as exc:
         raise SommelierEnvironmentError(
             "SOM-BACKEND-ADAPTER-LOAD",
-            f"could not attach adapter of arm {arm.name!r}: {exception_text(exc, 200)}",
+            f"could not attach adapter of arm {arm.name!r}: "
+            f"{exception_text(exc, 200)}",
             "check that the adapter was trained for this base model",
             where=f"arms.{arm.name}.adapter",
         ) from exc
@@ -410,7 +411,8 @@ class TransformersGenerator:
         eos = config.eos_token_id
         stops = [] if eos is None else [int(eos)] if isinstance(eos, int) else [int(e) for e in eos]
         finishes = [
-            engines.finish_of(row, stops, int(config.max_new_tokens)) for row in new_tokens.tolist()
+            engines.finish_of(row, stops, int(config.max_new_tokens))
+            for row in new_tokens.tolist()
         ]
         return [
             Completion(text, reason, count)

@@ -201,7 +201,9 @@ class Runner:
             try:
                 self._warm_up(key.arm, generator, warmup_prompt, decoding)
                 started = time.perf_counter()
-                outputs = self._call(generator, key.arm, [e.prompt_text for e in pending], decoding)
+                outputs = self._call(
+                    generator, key.arm, [e.prompt_text for e in pending], decoding
+                )
                 elapsed = time.perf_counter() - started
             except SommelierError as error:
                 return BatchOutcome(error=error)

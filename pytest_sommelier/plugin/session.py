@@ -236,6 +236,7 @@ class SommelierSession:
                 lines.append(f"{name}: {total} generated")
         return lines
 
+
     def _arm_runs(
         self, suite: Suite, split: FormattedSplit, payloads: list[dict]
     ) -> dict[str, ArmRun]:

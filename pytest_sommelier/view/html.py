@@ -594,7 +594,8 @@ def write_report(run_dir: Path | str, out: Path | str | None = None) -> Path:
     if out is not None and runlayout.is_run_file(run_dir.resolve(), target.resolve()):
         raise InputError(
             "SOM-REPORT-OUT",
-            f"--out {out} is one of the run's own files (or folders); the page would overwrite it",
+            f"--out {out} is one of the run's own files (or folders); the page would "
+            "overwrite it",
             "write the page elsewhere, or leave --out out (RUN_DIR/report.html)",
         )
     artifacts.atomic_write_text(target, render_report(run_dir))

@@ -151,11 +151,8 @@ def comparison_markdown(report: ComparisonReport) -> str:
                         metric,
                         fmt(block["gaps"].get(metric), True),
                         fmt_interval(selected_interval(block, metric))
-                        + (
-                            " degenerate"
-                            if (selected_interval(block, metric) or {}).get("degenerate")
-                            else ""
-                        ),
+                        + (" degenerate" if (selected_interval(block, metric) or {}).get(
+                            "degenerate") else ""),
                         str((selected_interval(block, metric) or {}).get("method") or "n/a"),
                         discordant_text(selected_interval(block, metric)),
                         fmt_interval(block["ci95"]["intervals"].get(metric)),

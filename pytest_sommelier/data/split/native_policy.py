@@ -175,7 +175,8 @@ def render_native(
             example,
             "SOM-FORMAT-TEMPLATE-RENDER",
             f"the chat template raised rendering the prompt with tools=: {_first_line(exc)}",
-            f"use a chat template that renders [system?, user] with tools, {_TOOLS_IN_SYSTEM_HINT}",
+            f"use a chat template that renders [system?, user] with tools, "
+            f"{_TOOLS_IN_SYSTEM_HINT}",
         ) from exc
     if prompt == _render_or_none(tokenizer, messages, None, True):
         raise _refuse(

@@ -136,17 +136,8 @@ def parameters_validator(parameters: Any) -> Any:
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SCHEMA_ONE = (
-    "items",
-    "additionalProperties",
-    "additionalItems",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-    "unevaluatedItems",
-    "unevaluatedProperties",
+    "items", "additionalProperties", "additionalItems", "not", "if", "then", "else",
+    "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
 )
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 
