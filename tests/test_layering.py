@@ -1,8 +1,8 @@
 """The package's layers import one way, with no cycles (lazy and TYPE_CHECKING imports included).
 
 core <- data <- view / inference <- plugin (``view`` and ``inference`` are siblings: neither
-imports the other); ``errors``, ``version`` and ``registry`` are dependency-free leaves any layer
-may import (all count as the ``errors`` leaf below); ``cli``, the
+imports the other); ``errors``, ``version``, ``registry`` and ``numbers`` are dependency-free
+leaves any layer may import (all count as the ``errors`` leaf below); ``cli``, the
 subcommands (``commands/``), ``moved`` and the package ``__init__`` facade sit on top. Inside
 ``data`` the jobs import one way too: the leaves (``atomic``, ``digests``, ``references``) <-
 ``split`` <- ``suite`` and ``prepare``; ``store`` imports ``split`` and ``suite``. Each layer may
@@ -77,7 +77,7 @@ def module_name(root: Path, path: Path) -> str:
 def layer_of(module: str) -> str:
     """``errors``, one of LAYERS, or ``top`` (the facade, ``cli`` and anything else on top)."""
     parts = module.split(".")
-    if len(parts) >= 2 and parts[1] in ("version", "registry"):
+    if len(parts) >= 2 and parts[1] in ("version", "registry", "numbers"):
         return "errors"
     if len(parts) >= 2 and parts[1] in (*LAYERS, "errors"):
         return parts[1]

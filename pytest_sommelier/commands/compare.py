@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_sommelier.numbers import whole_argument
+
 
 def _arm_folder(text: str) -> bool:
     """Whether a ``sommelier compare`` argument is a stored arm folder (``eval/<arm>``)."""
@@ -27,8 +29,17 @@ def run(args: argparse.Namespace) -> int:
     """``sommelier compare A B``: two stored arm folders, or two runs (store numbers, ``last``
     or run folders) arm by arm; ``--fail`` gates exit 1 on a regression."""
     from pytest_sommelier.data.store.history_gate import parse_fail_specs
+    from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
 
     specs = parse_fail_specs(args.fail or [], option="--fail")
+    if args.out:
+        check_output(
+            args.out,
+            kind=FOLDER_KIND,
+            inputs=[args.candidate, args.reference, args.store],
+            stores=[args.store],
+            where="--out",
+        )
     if _arm_folder(args.candidate) or _arm_folder(args.reference):
         return _compare_arm_folders(args, specs)
     return _compare_runs(args, specs)
@@ -54,9 +65,7 @@ def _compare_arm_folders(args: argparse.Namespace, specs: list[Any]) -> int:
     reference = str(report["reference"])
     wrapped = {
         "reference": {"name": reference, "label": reference},
-        "arms": {
-            report["candidate"]: {**report, "status": "compared", "reference_arm": reference}
-        },
+        "arms": {report["candidate"]: {**report, "status": "compared", "reference_arm": reference}},
     }
     results = evaluate_fail_specs(specs, wrapped)
     for line in _fail_lines(results):
@@ -102,9 +111,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("candidate", help="candidate: arm folder, store number, last, or run")
     parser.add_argument("reference", help="reference: arm folder, store number, last, or run")
     parser.add_argument("--out", default=None, help="folder for the .json and .md reports")
-    parser.add_argument(
-        "--store", default=".sommelier", help="the run store (default .sommelier)"
-    )
+    parser.add_argument("--store", default=".sommelier", help="the run store (default .sommelier)")
     parser.add_argument(
         "--fail",
         action="append",
@@ -113,7 +120,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "-MARGIN (repeatable), e.g. full_call_exact_match:he:0.03",
     )
     parser.add_argument(
-        "--misses", type=int, default=10, help="flipped examples listed per arm (default 10)"
+        "--misses",
+        type=whole_argument(0),
+        default=10,
+        help="flipped examples listed per arm (default 10)",
     )
     parser.set_defaults(handler=run)
 

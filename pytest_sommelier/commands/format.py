@@ -61,6 +61,9 @@ def format_split(
 
 def run(args: argparse.Namespace) -> int:
     """``sommelier format``: render prepared examples into a formatted split (atomic write)."""
+    from pytest_sommelier.data.store.outputs import check_output
+
+    check_output(args.out, inputs=[args.prepared], where="--out")
     rows = format_split(
         args.prepared,
         args.out,

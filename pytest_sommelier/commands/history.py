@@ -27,11 +27,14 @@ def write_page(
 
 def run(args: argparse.Namespace) -> int:
     """``sommelier history [STORE]``: the stored runs as a table, and ``history.html``."""
-    from pytest_sommelier.data.store.history import require_store
+    from pytest_sommelier.data.store.history import PAGE, require_store
     from pytest_sommelier.data.store.history_runs import history_runs
+    from pytest_sommelier.data.store.outputs import check_output
     from pytest_sommelier.view.history_page import history_lines
 
     store = require_store(Path(args.store))
+    if args.out:  # the page in the store is the store's own file; anything else there is not
+        check_output(args.out, inputs=[store], stores=[store], owned=[store / PAGE], where="--out")
     runs = history_runs(store)
     for line in history_lines(runs):
         print(line)

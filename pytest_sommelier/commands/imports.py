@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 
+from pytest_sommelier.numbers import whole_argument
+
 
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
     """``sommelier import bfcl``: BFCL single-call categories -> prepared examples (atomic)."""
     from pytest_sommelier.data.prepare.bfcl import import_bfcl
     from pytest_sommelier.data.prepare.importers.common import summary_lines
+    from pytest_sommelier.data.store.outputs import check_output
 
+    check_output(args.out, inputs=[args.source], where="--out")
     outcome = import_bfcl(
         args.category,
         args.source,
@@ -33,7 +37,9 @@ def cmd_import_file(args: argparse.Namespace) -> int:
     """``sommelier import openai-chat|xlam|hermes``: a training-data file -> prepared examples."""
     from pytest_sommelier.data.prepare.importers.common import ImportOptions, summary_lines
     from pytest_sommelier.data.prepare.importers.driver import import_file
+    from pytest_sommelier.data.store.outputs import check_output
 
+    check_output(args.out, inputs=[args.input], where="--out")
     options = ImportOptions(
         language=args.language,
         language_field=args.language_field,
@@ -90,8 +96,12 @@ def _add_import_file_parser(sources: argparse._SubParsersAction, name: str, text
     parser.add_argument(
         "--id-field", default=None, help="the field with each row's id (default FORMAT-N)"
     )
-    parser.add_argument("--sample", type=int, default=None, help="a seeded sample of N rows")
-    parser.add_argument("--seed", type=int, default=13, help="seed of --sample (default 13)")
+    parser.add_argument(
+        "--sample", type=whole_argument(1), default=None, help="a seeded sample of N rows"
+    )
+    parser.add_argument(
+        "--seed", type=whole_argument(0), default=13, help="seed of --sample (default 13)"
+    )
     parser.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
     parser.set_defaults(handler=run, source_handler=cmd_import_file)
 
@@ -120,8 +130,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     bfcl.add_argument(
         "--source", default=None, help="bfcl_eval wheel or data folder (default: installed)"
     )
-    bfcl.add_argument("--sample", type=int, default=None, help="a seeded sample of N rows")
-    bfcl.add_argument("--seed", type=int, default=13, help="seed of --sample (default 13)")
+    bfcl.add_argument(
+        "--sample", type=whole_argument(1), default=None, help="a seeded sample of N rows"
+    )
+    bfcl.add_argument(
+        "--seed", type=whole_argument(0), default=13, help="seed of --sample (default 13)"
+    )
     bfcl.add_argument(
         "--policy",
         default=BFCL_POLICIES[0],

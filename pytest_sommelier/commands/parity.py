@@ -6,14 +6,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pytest_sommelier.numbers import decimal_argument, whole_argument
+
 
 def run(args: argparse.Namespace) -> int:
     """``sommelier parity RUN_DIR --engine NAME``: regenerate a sample on another engine;
     ``--rebatch``: on the run's own engine at batch size 1 in reverse order (the noise floor)."""
     from pytest_sommelier.core import runlayout
     from pytest_sommelier.data.store import artifacts
+    from pytest_sommelier.data.store.outputs import check_output
     from pytest_sommelier.inference import parity
 
+    if args.out:
+        check_output(args.out, inputs=[args.run_dir, args.suite], where="--out")
     result = parity.run_parity(
         Path(args.run_dir),
         Path(args.suite),
@@ -55,13 +60,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="same engine, batch size 1, reverse order (default out RUN_DIR/parity/rebatch.json)",
     )
     parser.add_argument("--suite", required=True, help="the suite file the run was made with")
-    parser.add_argument("--sample", type=int, default=None, help="examples (default: all)")
-    parser.add_argument("--seed", type=int, default=0, help="sample seed (default 0)")
+    parser.add_argument(
+        "--sample", type=whole_argument(1), default=None, help="examples (default: all)"
+    )
+    parser.add_argument("--seed", type=whole_argument(0), default=0, help="sample seed (default 0)")
     parser.add_argument(
         "--out", default=None, help="default RUN_DIR/parity/<engine>.json (rebatch.json)"
     )
     parser.add_argument(
-        "--min-identical", type=float, default=None, help="fail below this identical fraction"
+        "--min-identical",
+        type=decimal_argument(0.0, 1.0),
+        default=None,
+        help="fail below this identical fraction",
     )
     parser.set_defaults(handler=run)
 

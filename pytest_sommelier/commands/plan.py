@@ -370,7 +370,6 @@ def run(args: argparse.Namespace) -> int:
     """``sommelier plan RUN_DIR``: from a pilot run, the pairs and clusters needed per slice."""
     import json
 
-
     rows = plan_rows(
         Path(args.run_dir), comparison=args.comparison, effect=args.effect, power=args.power,
         metric=args.metric, store=args.store,
@@ -387,11 +386,18 @@ def _bounded(text: str, key: str, example: str) -> float:
     """An argparse value for the ``[statistics]`` setting ``key`` (``power`` or ``effect``),
     refused by the same rule the suite loader applies (``statistics_bounds``)."""
     from pytest_sommelier.data.suite.statistics_bounds import effect_problem, power_problem
+    from pytest_sommelier.numbers import decimal_number
 
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. {example})") from None
+    value = decimal_number(text)
+    if value is None and text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        raise argparse.ArgumentTypeError(f"{key} = {text.strip()} is not a finite number")
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (ASCII digits, e.g. {example})")
+    if key == "effect" and value < 0:
+        raise argparse.ArgumentTypeError(
+            f"effect {text!r} is negative: give the size of the difference to detect (e.g. "
+            f"{text.strip().lstrip('-')}); the plan sizes a two-sided test"
+        )
     why = (power_problem if key == "power" else effect_problem)(value)
     if why is not None:
         raise argparse.ArgumentTypeError(f"{key} {why}")

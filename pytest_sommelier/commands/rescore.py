@@ -47,6 +47,7 @@ from pytest_sommelier.data.store.runread import summary_inputs
 from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
 from pytest_sommelier.data.suite.load import suite_identity
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.numbers import whole_argument
 from pytest_sommelier.view.ci_summary import summary_text
 from pytest_sommelier.view.compare import compare_markdown
 from pytest_sommelier.view.html import write_report
@@ -208,7 +209,10 @@ def rescore(
     with tempfile.TemporaryDirectory(prefix="sommelier-rescore-") as folder:
         stage = Path(folder) / target.name
         artifacts.write_outcome(
-            stage, replace(outcome, verdict=None), resolved=resolved, split=split,
+            stage,
+            replace(outcome, verdict=None),
+            resolved=resolved,
+            split=split,
             comparison_markdown=outcome_markdown(outcome),
         )
         artifacts.atomic_write_json(runlayout.rescored(stage), record)
@@ -241,10 +245,19 @@ def run(args: argparse.Namespace) -> int:
     from pytest_sommelier import __version__
     from pytest_sommelier.core import runlayout
     from pytest_sommelier.data.store.history_gate import parse_fail_specs
+    from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
     from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.view import terminal
     from pytest_sommelier.view.compare import against_lines
 
+    if args.out:
+        check_output(
+            args.out,
+            kind=FOLDER_KIND,
+            inputs=[args.run_dir, args.suite, args.store],
+            stores=[args.store],
+            where="--out",
+        )
     suite = load_suite(args.suite) if args.suite else None
     specs = parse_fail_specs(args.compare_fail or [], option="--compare-fail")
     if specs and args.compare is None:
@@ -300,7 +313,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--store", default=".sommelier", help="the run store for stored gates (default .sommelier)"
     )
     parser.add_argument(
-        "--misses", type=int, default=10, help="misses and flipped examples shown (default 10)"
+        "--misses",
+        type=whole_argument(0),
+        default=10,
+        help="misses and flipped examples shown (default 10)",
     )
     parser.add_argument(
         "--compare", default=None, metavar="NUM|last",

@@ -19,6 +19,7 @@ import pytest
 
 from pytest_sommelier.core.types import BatchKey
 from pytest_sommelier.errors import InputError, SommelierError
+from pytest_sommelier.numbers import bool_word
 from pytest_sommelier.plugin.keys import RESULT_KEY, batch_index_map
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
@@ -108,10 +109,34 @@ def refuse_unwritable_out(config: pytest.Config) -> None:
     written (``artifacts.check_writable``): an earlier run there is then left as it was, never
     beside a run that could not replace it."""
     from pytest_sommelier.data.store.artifacts import check_writable
+    from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
+    from pytest_sommelier.plugin.settings import store_path
 
-    out = settings_of(config).out
+    settings = settings_of(config)
+    out = settings.out
     base = Path(out) if out else Path("runs")
-    check_writable(base if base.is_absolute() else config.invocation_params.dir / base)
+    base = base if base.is_absolute() else config.invocation_params.dir / base
+    compare = settings.compare
+    reference = Path(compare) if compare is not None and Path(compare).is_absolute() else None
+    if base.exists() and not base.is_dir():
+        check_writable(base)  # its own line: SOM-OUT-UNWRITABLE, "not a folder"
+    check_output(
+        base,
+        kind=FOLDER_KIND,
+        inputs=[reference],  # a run folder given to --sommelier-compare is read, never replaced
+        stores=[store_path(config)],
+        where="--sommelier-out",
+    )
+    if reference is not None and reference.resolve().is_relative_to(base.resolve()):
+        raise InputError(
+            "SOM-OUTPUT-PATH",
+            f"{base}: holds {reference}, the run --sommelier-compare names; this run would "
+            "replace the run it is compared with",
+            "give --sommelier-out another folder, or store the reference first "
+            "(--sommelier-autosave) and compare by number",
+            where="--sommelier-out",
+        )
+    check_writable(base)
 
 
 def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:
@@ -123,9 +148,55 @@ def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:
             "SOM-OPTION-VALUE",
             f"--sommelier-strict names arm(s) {', '.join(map(repr, unknown))}, which the suite "
             f"{suite.name!r} does not have",
-            f"its arms: {', '.join(suite.arms)}",
+            f"its arms: {', '.join(suite.arms)}"
+            + (
+                "; on the command line a value is always arm names (a bare --sommelier-strict "
+                "or =all is every arm; leave the flag out for none)"
+                if any(bool_word(arm) is not None for arm in unknown)
+                else ""
+            ),
             where="--sommelier-strict / ini sommelier_strict",
         )
+
+
+def refuse_unmeetable_compare_fail(
+    config: pytest.Config, suite: Suite, split: FormattedSplit
+) -> None:
+    """Each ``--sommelier-compare-fail`` spec must name a slice of the suite (or ``overall``),
+    and ``acceptable_call_match`` needs examples with acceptable values in that slice: refused
+    here, at collection, instead of after every item has run (one line naming the spec)."""
+    texts = settings_of(config).compare_fail
+    if not texts:
+        return
+    from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
+    from pytest_sommelier.data.store.history_gate import parse_fail_specs
+    from pytest_sommelier.data.suite.names import OVERALL
+
+    where = "--sommelier-compare-fail / ini sommelier_compare_fail"
+    for spec in parse_fail_specs(texts):
+        if spec.slice != OVERALL and spec.slice not in suite.slices:
+            raise InputError(
+                "SOM-HISTORY-FAIL-SPEC",
+                f"{spec.text!r}: slice {spec.slice!r} is not a slice of suite {suite.name!r}",
+                f"its slices: {', '.join(suite.slices)}, or overall",
+                where=where,
+            )
+        if spec.metric != ACCEPTABLE:
+            continue
+        wanted = list(suite.slices) if spec.slice == OVERALL else [spec.slice]
+        if not any(
+            e.acceptable_arguments is not None
+            for name in wanted
+            for e in split.slices.get(name, ())
+        ):
+            raise InputError(
+                "SOM-HISTORY-FAIL-SPEC",
+                f"{spec.text!r}: {ACCEPTABLE} needs examples with acceptable_arguments, and "
+                f"the split has none in {spec.slice}",
+                "write the split with sommelier import bfcl and sommelier format, or gate "
+                "another metric",
+                where=where,
+            )
 
 
 class SuiteFile(pytest.Module):
@@ -143,6 +214,7 @@ class SuiteFile(pytest.Module):
             from pytest_sommelier.plugin.extensions import suite_scorers
 
             suite_scorers(self.config, suite, self.session)  # a bad scorer stops collection
+            refuse_unmeetable_compare_fail(self.config, suite, split)
         except SommelierError as error:
             raise self.CollectError(str(error)) from None
         self.suite: Suite = suite

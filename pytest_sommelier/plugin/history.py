@@ -75,6 +75,7 @@ def against_stored(
         suite=suite.name,
         flips=settings.misses,
         candidate=(run, scored),
+        gated=bool(settings.compare_fail),
     )
     from pytest_sommelier.view.compare import against_lines, compare_markdown
 
@@ -140,6 +141,8 @@ def store_run(
             run_dir,
             store_path(config),
             keep_incomplete=settings.autosave_all,
+            only_passing=settings.autosave_pass,
+            label=settings.label,
             rootdir=config.rootpath,
             intervals=value_intervals_of(outcome.records, suite.statistics),
             verdict=outcome.verdict,
@@ -148,6 +151,9 @@ def store_run(
     except SommelierError as error:
         over.errors.append(f"not stored: {error}")
         return False
+    if stored is None and settings.autosave_pass and outcome.complete:
+        over.stored = "not stored: its verdict is not pass (--sommelier-autosave=pass)"
+        return True
     if stored is None:
         over.stored = (
             "not stored: incomplete (an incomplete run is never compared with; "

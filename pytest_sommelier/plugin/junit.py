@@ -62,11 +62,12 @@ def add_gate_cases(config: pytest.Config, suite_nodeid: str, verdict: Verdict) -
             message,
             [("observed", gate["observed"]), ("threshold", threshold)],
         )
+    word = "no gates" if verdict["verdict"] == "pass" and not verdict["gates"] else None
     _case(
         xml,
         f"{suite_nodeid}::gates::verdict",
         suite_nodeid,
         verdict["verdict"] == "pass",
-        f"verdict: {verdict['verdict']} (complete: {verdict['complete']})",
-        [("verdict", verdict["verdict"])],
+        f"verdict: {word or verdict['verdict']} (complete: {verdict['complete']})",
+        [("verdict", word or verdict["verdict"])],
     )

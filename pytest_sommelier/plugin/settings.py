@@ -17,10 +17,21 @@ from typing import Any
 
 import pytest
 
+from pytest_sommelier.numbers import (
+    FALSE_WORDS,
+    TRUE_WORDS,
+    bool_word,
+    decimal_number,
+    run_number,
+    whole_number,
+)
+
 DEFAULT_MISSES = 10
-LAST = "last"
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
+LAST = "last"  # the newest passing complete stored run of the suite
+LAST_ANY = "last-any"  # the newest complete stored run, whatever its verdict
+LABEL_PREFIX = "label:"  # label:v5, the newest stored run given that --sommelier-label
+_TRUE = TRUE_WORDS
+_FALSE = FALSE_WORDS
 _VALUE_HINT = (
     "a bare {flag} takes the next argument as its value: write {flag}={form}, or put the flag "
     "after the test paths"
@@ -45,7 +56,9 @@ class Settings:
     storage: str | None = None  # the run store; None: <rootdir>/.sommelier
     autosave: bool = False
     autosave_all: bool = False  # keep incomplete runs too (marked incomplete)
-    compare: str | None = None  # NUM, "last" or a run folder
+    autosave_pass: bool = False  # store only runs whose verdict is pass
+    label: str | None = None  # the label the stored run carries (--sommelier-label)
+    compare: str | None = None  # NUM, "last", "last-any", "label:NAME" or a run folder
     compare_fail: tuple[str, ...] = ()  # METRIC[:SLICE]:MARGIN, each checked at configure
     sample: tuple[int, int] | None = None  # (roots, seed): a seeded sample of every split
 
@@ -61,15 +74,21 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     (
         "--sommelier-strict",
-        {"dest": "sommelier_strict", "nargs": "?", "const": "all", "metavar": "ARM[,ARM]",
-         "default": None},
+        {
+            "dest": "sommelier_strict",
+            "nargs": "?",
+            "const": "all",
+            "metavar": "ARM[,ARM]",
+            "default": None,
+        },
         "make every non-exact example a failure (must-pass suites, --lf drilldown); "
-        "--sommelier-strict=ARM[,ARM] for those arms only (ini: true, or the arms)",
+        "--sommelier-strict=ARM[,ARM] for those arms only (on the command line a value is "
+        "always arm names, all = every arm; ini: true/false, all, or the arms)",
         "string",
     ),
     (
         "--sommelier-misses",
-        {"dest": "sommelier_misses", "metavar": "N", "type": int, "default": None},
+        {"dest": "sommelier_misses", "metavar": "N", "default": None},
         "how many misses the terminal drilldown shows (default 10; 0 for none)",
         "string",
     ),
@@ -88,14 +107,14 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     (
         "--sommelier-timeout",
-        {"dest": "sommelier_timeout", "metavar": "SECONDS", "type": float, "default": None},
+        {"dest": "sommelier_timeout", "metavar": "SECONDS", "default": None},
         "per-batch generation timeout; a batch that does not return in time is an error "
         "for its items and the arm's later batches (default: none)",
         "string",
     ),
     (
         "--sommelier-selfcheck",
-        {"dest": "sommelier_selfcheck", "metavar": "N", "type": int, "default": None},
+        {"dest": "sommelier_selfcheck", "metavar": "N", "default": None},
         "determinism self-check: regenerate the first N examples of each arm (per process) "
         "at batch size 1 and record how many outputs differ in the telemetry (default 0)",
         "string",
@@ -130,26 +149,35 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
         "--sommelier-autosave",
         {
             "dest": "sommelier_autosave",
-            "metavar": "all",
+            "metavar": "all|pass",
             "nargs": "?",
             "const": "true",
             "default": None,
         },
         "after the session, copy each complete suite run into the run store as its next "
-        "numbered run; =all keeps incomplete runs too, marked incomplete (ini: true or all)",
+        "numbered run; =pass stores only runs whose verdict is pass; =all keeps incomplete "
+        "runs too, marked incomplete (ini: true, pass or all)",
+        "string",
+    ),
+    (
+        "--sommelier-label",
+        {"dest": "sommelier_label", "metavar": "NAME", "default": None},
+        "a label the stored run carries (with --sommelier-autosave), e.g. v5; compare with "
+        "it later by --sommelier-compare=label:v5 or `sommelier compare X label:v5`",
         "string",
     ),
     (
         "--sommelier-compare",
         {
             "dest": "sommelier_compare",
-            "metavar": "NUM|last|PATH",
+            "metavar": "NUM|last|last-any|label:NAME|PATH",
             "nargs": "?",
             "const": LAST,
             "default": None,
         },
         "compare every arm with the same-named arm of a stored run: a store number, last "
-        "(the default: the newest complete run of the suite) or a run folder",
+        "(the default: the newest complete run of the suite whose verdict was pass), last-any "
+        "(the newest complete run, whatever its verdict), label:NAME or a run folder",
         "string",
     ),
     (
@@ -198,18 +226,19 @@ def _flag(name: str) -> str:
 
 
 def _number(config: pytest.Config, name: str, kind: type, *, positive: bool) -> Any:
+    """An option's number by the one number rule (``pytest_sommelier.numbers``: ASCII digits,
+    finite), bounded below by 0 (``positive``: above 0)."""
     value = _raw(config, name)
     if value is None:
         return None
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
+    text = str(value)
+    number = whole_number(text) if kind is int else decimal_number(text)
+    if number is None:
         raise pytest.UsageError(
-            f"SOM-OPTION-VALUE: {_flag(name)}: {value!r} is not a "
-            f"{'number' if kind is float else 'whole number'}"
-        ) from None
-    if number != number or number in (float("inf"), float("-inf")):
-        raise pytest.UsageError(f"SOM-OPTION-VALUE: {_flag(name)}: {value!r} is not finite")
+            f"SOM-OPTION-VALUE: {_flag(name)}: {value!r} is not a finite "
+            f"{'number' if kind is float else 'whole number'} (ASCII digits, e.g. "
+            f"{'2.5' if kind is float else '10'})"
+        )
     if (positive and number <= 0) or number < 0:
         bound = "greater than 0" if positive else "0 or more"
         raise pytest.UsageError(f"SOM-OPTION-VALUE: {_flag(name)}: {value!r} must be {bound}")
@@ -219,22 +248,36 @@ def _number(config: pytest.Config, name: str, kind: type, *, positive: bool) -> 
 def _bool(config: pytest.Config, name: str) -> bool:
     value = _raw(config, name)
     if isinstance(value, str):  # an ini value pytest did not convert
-        return value.strip().lower() in _TRUE
+        word = bool_word(value)
+        if word is None:
+            raise pytest.UsageError(
+                f"SOM-OPTION-VALUE: {_flag(name)}: {value!r} is not true or false"
+            )
+        return word
     return bool(value)
 
 
 def _strict(config: pytest.Config) -> tuple[bool, tuple[str, ...]]:
-    """``--sommelier-strict`` / ini ``sommelier_strict``: off, every arm (a bare flag, ``true``)
-    or the arms named (``--sommelier-strict=adapter,v2``); arm names follow the suite's name
-    rule, so a path a bare flag swallowed (``--sommelier-strict tests/``) is a usage error."""
+    """``--sommelier-strict`` / ini ``sommelier_strict``: off, every arm (a bare flag, ``all``,
+    ini ``true``) or the arms named (``--sommelier-strict=adapter,v2``); arm names follow the
+    suite's name rule, so a path a bare flag swallowed (``--sommelier-strict tests/``) is a
+    usage error. On the command line a value is always arm names (``all`` aside), so an arm
+    named ``no`` is never read as a boolean; true/false words are the ini file's."""
+    on_command_line = config.getoption("sommelier_strict") is not None
     value = _raw(config, "sommelier_strict")
+    if on_command_line and str(config.getoption("sommelier_strict")).strip() == "":
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {_flag('sommelier_strict')}: an empty value names no arm "
+            "(write a bare --sommelier-strict or =all for every arm, or =ARM[,ARM])"
+        )
     if value is None or isinstance(value, bool):
         return bool(value), ()
     text = str(value).strip()
-    if text.lower() in (*_TRUE, "all"):
+    if text.lower() == "all":
         return True, ()
-    if text.lower() in _FALSE:
-        return False, ()
+    word = None if on_command_line else bool_word(text)
+    if word is not None:
+        return word, ()
     arms = tuple(part.strip() for part in text.split(","))
     bad = next((a for a in arms if not a or not all(c.isalnum() or c in "_-" for c in a)), None)
     if bad is not None:
@@ -246,41 +289,69 @@ def _strict(config: pytest.Config) -> tuple[bool, tuple[str, ...]]:
     return True, arms
 
 
-def _autosave(config: pytest.Config) -> tuple[bool, bool]:
-    """``(autosave, keep incomplete)`` from ``--sommelier-autosave[=all]`` or its ini twin."""
+def _autosave(config: pytest.Config) -> tuple[bool, bool, bool]:
+    """``(autosave, keep incomplete, passing only)`` from ``--sommelier-autosave[=all|pass]``
+    or its ini twin."""
     value = _raw(config, "sommelier_autosave")
     if value is None:
-        return False, False
+        return False, False, False
     text = str(value).strip().lower()
     if text == "all":
-        return True, True
-    if text in _TRUE or text in _FALSE:
-        return text in _TRUE, False
+        return True, True, False
+    if text == "pass":
+        return True, False, True
+    word = bool_word(text)
+    if word is not None:
+        return word, False, False
     raise pytest.UsageError(
-        f"SOM-OPTION-VALUE: {_flag('sommelier_autosave')}: {value!r} is not true, false or all "
+        f"SOM-OPTION-VALUE: {_flag('sommelier_autosave')}: {value!r} is not true, false, pass "
+        "or all "
         f"(hint: {_VALUE_HINT.format(flag='--sommelier-autosave', form='all')})"
     )
 
 
 def _compare(config: pytest.Config) -> str | None:
-    """The stored run to compare with: ``last``, a store number, or a run folder (one that
-    holds ``suite.resolved.json``; relative to the invocation folder)."""
+    """The stored run to compare with: ``last``, ``last-any``, a store number (ASCII digits,
+    ``pytest_sommelier.numbers.run_number``), ``label:NAME``, or a run folder (one that holds
+    ``suite.resolved.json``; relative to the invocation folder)."""
     value = _raw(config, "sommelier_compare")
     if value is None:
         return None
     text = str(value).strip()
-    if text == LAST or text.isdigit():
+    if text in (LAST, LAST_ANY) or run_number(text) is not None:
         return text
+    if text.startswith(LABEL_PREFIX):
+        return _label_text(text.removeprefix(LABEL_PREFIX), "sommelier_compare", value)
     folder = Path(text)
     if not folder.is_absolute():
         folder = config.invocation_params.dir / folder
     if not (folder / "suite.resolved.json").is_file():
         raise pytest.UsageError(
             f"SOM-OPTION-VALUE: {_flag('sommelier_compare')}: {value!r} is not a store number, "
-            "last, or a run folder (a folder holding suite.resolved.json) (hint: "
+            "last, last-any, label:NAME or a run folder (a folder holding suite.resolved.json) "
+            "(hint: "
             f"{_VALUE_HINT.format(flag='--sommelier-compare', form='last')})"
         )
     return str(folder)
+
+
+def _label_text(label: str, name: str, value: Any) -> str:
+    """A run label, checked by the arm/slice name rule (letters, digits, '_', '-')."""
+    if (
+        not label
+        or len(label) > 64
+        or not all(c.isascii() and (c.isalnum() or c in "_-") for c in label)
+    ):
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {_flag(name)}: {value!r}: a label is 1 to 64 ASCII letters, "
+            "digits, '_' or '-' (e.g. v5)"
+        )
+    if run_number(label) is not None or label in (LAST, LAST_ANY):
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {_flag(name)}: {value!r}: a label cannot be a number, last or "
+            "last-any (it would read as one)"
+        )
+    return (LABEL_PREFIX + label) if name == "sommelier_compare" else label
 
 
 def _compare_fail(config: pytest.Config, compare: str | None) -> tuple[str, ...]:
@@ -350,8 +421,9 @@ def build_settings(config: pytest.Config) -> Settings:
     out = _raw(config, "sommelier_out")
     cache_dir = _raw(config, "sommelier_cache_dir")
     storage = _raw(config, "sommelier_storage")
-    autosave, autosave_all = _autosave(config)
+    autosave, autosave_all, autosave_pass = _autosave(config)
     compare = _compare(config)
+    label = _raw(config, "sommelier_label")
     return Settings(
         out=None if out is None else str(out),
         strict=strict,
@@ -367,6 +439,8 @@ def build_settings(config: pytest.Config) -> Settings:
         storage=None if storage is None else str(storage),
         autosave=autosave,
         autosave_all=autosave_all,
+        autosave_pass=autosave_pass,
+        label=None if label is None else _label_text(str(label).strip(), "sommelier_label", label),
         compare=compare,
         compare_fail=_compare_fail(config, compare),
         sample=_sample(config),

@@ -25,6 +25,7 @@ from typing import Any
 
 from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.data.store.history_record import adapter_text
 from pytest_sommelier.data.store.runread import SummaryInputs
 from pytest_sommelier.view.compare import compare_markdown, md_cell
 from pytest_sommelier.view.text import (
@@ -89,6 +90,8 @@ def summary_text(inputs: SummaryInputs) -> str:
     """The run's Markdown summary (see the module docstring), rendered from its values."""
     resolved, verdict, reports = inputs.resolved, inputs.verdict, inputs.reports
     word = (verdict or {}).get("verdict", "no verdict (gates off)")
+    if verdict and word == "pass" and not verdict.get("gates"):
+        word = "no gates (nothing was gated)"
     suite = md_cell(resolved.get("name", inputs.run_name))
     lines = [
         f"## sommelier: suite {suite}: {md_cell(str(word).upper())}",
@@ -99,6 +102,13 @@ def summary_text(inputs: SummaryInputs) -> str:
     sampled = sample_text(resolved)
     if sampled:
         lines += ["", f"**{md_cell(sampled)}**"]
+    adapters = [
+        f"{md_cell(arm)} `{md_cell(text)}`"
+        for arm, spec in (resolved.get("arms") or {}).items()
+        if isinstance(spec, Mapping) and (text := adapter_text(spec.get("adapter")))
+    ]
+    if adapters:
+        lines += ["", "Adapters: " + ", ".join(adapters) + "."]
     if verdict and verdict.get("gates"):
         header = ["result", "gate", "what it compared", "why not evaluated"]
         lines += ["", "### Gates", "", *md_table(header, _gate_rows(verdict))]

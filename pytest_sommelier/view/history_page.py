@@ -54,6 +54,10 @@ def history_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
             rows.append([*first, "-", "-", *["-"] * len(METRIC_NAMES)])
     lines = table(header, rows) if rows else ["no stored runs"]
     for run in runs:
+        used = [f"{arm} {text}" for arm, text in (run.get("adapters") or {}).items() if text]
+        if used or run.get("run_label"):
+            named = f" (label {run['run_label']})" if run.get("run_label") else ""
+            lines.append(f"adapters of {run['label']}{named}: " + (", ".join(used) or "none"))
         for arm, data in run["arms"].items():
             if data["mark"]:
                 lines.append(f"{run['label']} {arm}: {data['mark']['text']}")

@@ -180,9 +180,7 @@ def comparison_lines(
             lines.append(f"  {label}: {'; '.join(cells)}")
         for lang, block in [("overall", report), *report.get("slices", {}).items()]:
             detail = power_text(block)
-            lines.append(
-                f"  {lang}: {methods_text(block)}" + (f"; {detail}" if detail else "")
-            )
+            lines.append(f"  {lang}: {methods_text(block)}" + (f"; {detail}" if detail else ""))
         mcnemar = report.get("mcnemar")
         if mcnemar:
             mid = mcnemar.get("mid_p_value")
@@ -276,7 +274,19 @@ def gate_lines(verdict: Verdict | None, not_run: Mapping[str, str] | None = None
         else gate_result_lines([gate])[0]
         for gate in verdict["gates"]
     ]
-    return [*results, *family, f"verdict: {verdict['verdict'].upper()}"]
+    return [*results, *family, verdict_text(verdict)]
+
+
+NO_GATES = "NO GATES"
+
+
+def verdict_text(verdict: Verdict) -> str:
+    """``verdict: PASS`` / ``FAIL`` / ``INCOMPLETE``, or ``verdict: NO GATES (...)`` for a
+    passing verdict over no gate at all: nothing was judged, so it is never a bare PASS (the
+    exit status stays 0, as for any verdict that is not a failure)."""
+    if verdict["verdict"] == "pass" and not verdict["gates"]:
+        return f"verdict: {NO_GATES} (nothing was gated: the suite has no [[gates]])"
+    return f"verdict: {verdict['verdict'].upper()}"
 
 
 def not_run_reasons(outcome: RunOutcome) -> dict[str, str]:

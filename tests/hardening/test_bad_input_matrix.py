@@ -1012,9 +1012,9 @@ def test_B08_baseline_whose_report_disagrees_with_its_generations(
     ("option", "fragment"),
     [
         ("--sommelier-gates=maybe", "invalid choice: 'maybe'"),
-        ("--sommelier-misses=abc", "invalid int value: 'abc'"),
-        ("--sommelier-timeout=soon", "invalid float value: 'soon'"),
-        ("--sommelier-selfcheck=all", "invalid int value: 'all'"),
+        ("--sommelier-misses=abc", "'abc' is not a finite whole number"),
+        ("--sommelier-timeout=soon", "'soon' is not a finite number"),
+        ("--sommelier-selfcheck=all", "'all' is not a finite whole number"),
     ],
     ids=["O01-gates", "O02-misses", "O03-timeout", "O04-selfcheck"],
 )

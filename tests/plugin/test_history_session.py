@@ -321,7 +321,7 @@ def test_a_stored_gate_holds_against_the_last_stored_run(pytester: pytest.Pytest
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"stored": "newest"}, 'gates.stored = \'newest\' is not "last" or a store number'),
+        ({"stored": "newest"}, 'gates.stored = \'newest\' is not "last", "last-any"'),
         ({"stored": 0}, "gates.stored = 0 is not"),
         ({"candidate": "adapter"}, "a stored gate names arm and stored only"),
         ({"min": 0.5, "ci_lower_at_least": None}, "key 'min' does not apply to a stored gate"),

@@ -9,11 +9,13 @@ midway never leaves a verdict beside missing reports; JSON is UTF-8 with sorted 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.report_blocks import EVALUATION_SCHEMA
 from pytest_sommelier.core.types import (
     ComparisonReport,
     EvaluationReport,
@@ -32,6 +35,7 @@ from pytest_sommelier.core.types import (
 )
 from pytest_sommelier.data.atomic import CannotCreateError, write_atomic
 from pytest_sommelier.data.split.load import json_lines
+from pytest_sommelier.data.store.validate import check_stored
 from pytest_sommelier.data.suite.names import valid_name
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
@@ -135,8 +139,7 @@ def write_summary(run_dir: Path, text: str, *, environ: Mapping[str, str] | None
     step = (os.environ if environ is None else environ).get(STEP_SUMMARY)
     if step:
         try:
-            with open(step, "a", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            _append_regular(step, (text + "\n").encode("utf-8"))
         except OSError as exc:
             raise SommelierEnvironmentError(
                 "SOM-SUMMARY-WRITE",
@@ -144,6 +147,22 @@ def write_summary(run_dir: Path, text: str, *, environ: Mapping[str, str] | None
                 "the CI runner sets this variable to a writable file; unset it outside CI",
             ) from exc
     return target
+
+
+def _append_regular(path: str, data: bytes) -> None:
+    """Append ``data`` to ``path`` when it is a regular file (created when absent). The file is
+    opened without blocking and checked before anything is written, so a FIFO with no reader
+    or a device node is an ``OSError``, never a hang or a write into it."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)")
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def write_run(
@@ -339,8 +358,10 @@ def arm_names(run_dir: Path, configured: list[str]) -> list[str]:
     return configured + [name for name in folders if name not in configured]
 
 
-def read_json(path: Path) -> Any:
-    """Read a stored JSON artifact; a missing or broken file is an InputError naming it."""
+def read_json(path: Path, *, expect: str | None = None) -> Any:
+    """Read a stored JSON artifact, validated by ``data.store.validate.check_stored`` (against
+    the schema its ``schema_version`` names, or ``expect``); a missing, broken or non-fitting
+    file is an InputError naming it (and the field)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -354,13 +375,16 @@ def read_json(path: Path) -> Any:
             "SOM-STORED-UNREADABLE", f"{path}: {exc.strerror or exc}", "check permissions"
         ) from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        line = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
         raise InputError(
             "SOM-STORED-BROKEN",
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg})",
+            f"{path}{line}: not valid JSON ({reason})",
             "the artifact was edited or truncated; regenerate it",
         ) from None
+    return check_stored(path, value, expect=expect)
 
 
 def read_resolved(run_dir: Path) -> dict[str, Any]:
@@ -491,7 +515,7 @@ def read_arm(arm_dir: Path) -> StoredArm:
             "give a stored arm folder such as runs/<run_id>/eval/<arm>",
         )
     report_path = runlayout.arm_report(arm_dir)
-    report = read_json(report_path)
+    report = read_json(report_path, expect=EVALUATION_SCHEMA)
     if not isinstance(report, dict) or "slices" not in report or "arm" not in report:
         raise InputError(
             "SOM-STORED-FIELD",

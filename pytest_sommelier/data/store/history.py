@@ -45,10 +45,14 @@ from pytest_sommelier.data.store.history_record import (
     run_entry,
     value_intervals,
 )
+from pytest_sommelier.data.store.validate import check_stored
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
+from pytest_sommelier.numbers import run_number
 
 DEFAULT_STORE = ".sommelier"
-LAST = "last"  # the newest comparable stored run of the suite
+LAST = "last"  # the newest comparable stored run of the suite whose verdict was pass
+LAST_ANY = "last-any"  # the newest comparable stored run of the suite, whatever its verdict
+LABEL_PREFIX = "label:"  # label:v5: the newest stored run carrying that label
 INDEX = "index.json"
 LOCK = ".lock"
 RECORD = "stored_run.json"
@@ -94,6 +98,14 @@ class StoredRun:
         """The short commit the run was made at, or None (not in a git work tree)."""
         commit = (self.entry.get("git") or {}).get("commit")
         return commit[:SHORT_COMMIT] if commit else None
+
+    @property
+    def passed(self) -> bool:
+        """Whether the run may be ``last`` (``history_record.baseline_worthy``, recorded as
+        ``baseline``; an entry of 0.3 without it: its verdict is ``pass``)."""
+        if "baseline" in self.entry:
+            return bool(self.entry["baseline"])
+        return self.entry.get("verdict") == "pass"
 
     def describe(self) -> str:
         """``stored run 0003 (commit abc1234, dirty)``: how the terminal names its origin."""
@@ -185,6 +197,8 @@ def _read_index(store: Path) -> list[dict[str, Any]]:
         raise _bad_index(path, "not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise _bad_index(path, f"line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise _bad_index(path, "nested too deep") from None
     except OSError as exc:
         raise _bad_index(path, exc.strerror or str(exc)) from None
     if not isinstance(data, dict) or data.get("schema_version") != INDEX_SCHEMA:
@@ -203,6 +217,7 @@ def _read_index(store: Path) -> list[dict[str, Any]]:
             raise _bad_index(
                 path, f"run {entry['number']:04d}: folder {entry['folder']} is missing"
             )
+    check_stored(path, data, code="SOM-HISTORY-INDEX")  # then every field's type and range
     return sorted(entries, key=lambda entry: entry["number"])
 
 
@@ -223,6 +238,13 @@ def check_store(store: Path) -> None:
         name = child.name
         if name.startswith(".") or (name in _KNOWN_FILES and child.is_file()):
             continue
+        if FOLDER.match(name) and child.is_symlink():
+            raise InputError(
+                "SOM-HISTORY-FOREIGN",
+                f"{child}: a stored run folder that is a link (to {os.path.realpath(child)}); "
+                "the store holds its runs' bytes itself",
+                "replace the link with the folder it points to, or remove it and its index entry",
+            )
         if child.is_dir() and FOLDER.match(name):
             continue
         raise InputError(
@@ -307,6 +329,8 @@ def save_run(
     intervals: Mapping[str, Any] | None = None,
     verdict: Mapping[str, Any] | None = None,
     record: Mapping[str, Any] | None = None,
+    label: str | None = None,
+    only_passing: bool = False,
 ) -> StoredRun | None:
     """Copy one suite's run folder into the store as the next numbered run and index it.
 
@@ -320,12 +344,17 @@ def save_run(
     ``verdict`` and ``record`` (``history_record.run_entry``) are the run's verdict and record
     when the caller holds them (the session finish, before its own ``gate_verdict.json`` is
     written): the verdict is written into the stored copy, and nothing of the run is read back
-    but the bytes copied.
+    but the bytes copied. ``label`` (``--sommelier-label``) is recorded in the entry;
+    ``only_passing`` (``--sommelier-autosave=pass``) stores nothing unless the verdict is pass.
     """
     run_dir, store = Path(run_dir), Path(store)
     record = dict(record) if record is not None else describe_run(run_dir)
     if not record["complete"] and not keep_incomplete:
         return None
+    if only_passing and not record.get("baseline", record.get("verdict") == "pass"):
+        return None
+    if label is not None:
+        record["label"] = label
     if store.resolve().is_relative_to(run_dir.resolve()):
         raise InputError(
             "SOM-HISTORY-NOT-A-RUN",
@@ -416,25 +445,51 @@ def run_at(run_dir: Path) -> StoredRun:
 
 
 def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> StoredRun:
-    """The run ``spec`` names: a number (``3``, ``0003``), ``last`` (the newest comparable run,
-    of ``suite`` when given) or the path of a run folder (in the store or not).
+    """The run ``spec`` names: a number (``3``, ``0003``: ASCII digits only), ``last`` (the
+    newest comparable run whose verdict was pass, of ``suite`` when given), ``last-any`` (the
+    newest comparable run, whatever its verdict), ``label:NAME`` (the newest run stored with
+    ``--sommelier-label NAME``, of ``suite`` when given) or the path of a run folder (in the
+    store or not). A failing run is never ``last``: a damaged adapter's run must not become
+    the baseline the next runs are judged against.
 
     Raises ``InputError`` (``SOM-HISTORY-UNKNOWN``) naming the store when nothing matches.
     """
     store = Path(store)
     text = spec.strip()
-    if text == LAST:
-        runs = [run for run in stored_runs(store, suite=suite) if run.comparable]
+    of = f" of suite {suite!r}" if suite else ""
+    if text in (LAST, LAST_ANY):
+        comparable = [run for run in stored_runs(store, suite=suite) if run.comparable]
+        runs = [run for run in comparable if run.passed] if text == LAST else comparable
         if not runs:
-            of = f" of suite {suite!r}" if suite else ""
+            passing = " whose verdict was pass" if text == LAST else ""
+            hint = (
+                "the stored runs of this suite all failed their gates; compare with one by "
+                "number, or with last-any"
+                if comparable
+                else "store a complete run first (--sommelier-autosave); incomplete runs "
+                "never count"
+            )
             raise InputError(
                 "SOM-HISTORY-UNKNOWN",
-                f"{store / INDEX}: no comparable stored run{of}",
-                "store a complete run first (--sommelier-autosave); incomplete runs never count",
+                f"{store / INDEX}: no comparable stored run{of}{passing}",
+                hint,
             )
         return runs[-1]
-    if text.isdigit():
-        number = int(text)
+    if text.startswith(LABEL_PREFIX):
+        label = text.removeprefix(LABEL_PREFIX)
+        labelled = [
+            run for run in stored_runs(store, suite=suite) if run.entry.get("label") == label
+        ]
+        if not labelled:
+            raise InputError(
+                "SOM-HISTORY-UNKNOWN",
+                f"{store / INDEX}: no stored run{of} labelled {label!r}",
+                "label a run with --sommelier-label NAME when it is stored; `sommelier history` "
+                "lists the labels",
+            )
+        return labelled[-1]
+    number = run_number(text)
+    if number is not None:
         runs = stored_runs(store)
         found = next((run for run in runs if run.number == number), None)
         if found is None:
@@ -453,8 +508,9 @@ def resolve_stored(store: Path, spec: str, *, suite: str | None = None) -> Store
     if not runlayout.resolved(path).is_file():
         raise InputError(
             "SOM-HISTORY-UNKNOWN",
-            f"{path}: not a stored run number, 'last', or a run folder",
-            "give NUM, last, or a run folder holding suite.resolved.json",
+            f"{path}: not a stored run number, 'last', 'last-any', 'label:NAME' or a run folder",
+            "give NUM (ASCII digits), last, last-any, label:NAME, or a run folder holding "
+            "suite.resolved.json",
         )
     return run_at(path)
 

@@ -101,8 +101,20 @@ def refuse_same_run(candidate: StoredRun, reference: StoredRun) -> None:
             "SOM-HISTORY-SAME",
             f"{candidate.path} and {reference.path} are {what}; a run compared with itself "
             "shows no change whatever the adapter does",
-            "compare two different runs (e.g. `sommelier compare last 0003`)",
+            _other_run_hint(candidate, reference),
         )
+
+
+def _other_run_hint(candidate: StoredRun, reference: StoredRun) -> str:
+    """A hint naming a run other than the one compared with itself (never the command that
+    just failed): the stored run before it, when there is one."""
+    number = reference.number or candidate.number
+    if number is not None and number > 1:
+        return (
+            f"compare with another run, e.g. `sommelier compare {number:04d} {number - 1:04d}`; "
+            "`sommelier history` lists the store's runs"
+        )
+    return "compare with another run: `sommelier history` lists the store's runs"
 
 
 def refuse_same_arm_folder(candidate: Path, reference: Path) -> None:

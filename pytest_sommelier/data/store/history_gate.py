@@ -19,7 +19,6 @@ family's level, since a point difference makes no claim at any level.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
 from pytest_sommelier.core.types import GateConfig
 from pytest_sommelier.data.suite.load import GATE_METRICS, OVERALL, valid_name
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.numbers import decimal_number
 
 OPTION = "--sommelier-compare-fail"
 SHAPE = "METRIC[:SLICE]:MARGIN"
@@ -54,7 +54,8 @@ def _bad(text: str, part: str, message: str, hint: str, option: str) -> InputErr
 
 def parse_fail_spec(text: str, *, option: str = OPTION) -> FailSpec:
     """Parse ``METRIC[:SLICE]:MARGIN``: a gate metric, an optional slice name (``overall`` by
-    default) and a margin, a finite number >= 0 (an absolute difference: 0.02 is two points).
+    default) and a margin, a finite ASCII number in [0, 1) (an absolute difference: 0.02 is two
+    points; 1 or more could never fail).
     """
     parts = text.strip().split(":")
     if len(parts) not in (2, 3) or not all(parts):
@@ -91,16 +92,22 @@ def parse_fail_spec(text: str, *, option: str = OPTION) -> FailSpec:
             "give the margin as an absolute difference of the metric: 0.02 for two points",
             option,
         )
-    try:
-        margin = float(margin_text)
-    except ValueError:
-        margin = math.nan
-    if not math.isfinite(margin) or margin < 0:
+    margin = decimal_number(margin_text, low=0.0)
+    if margin is None:
         raise _bad(
             text,
             "margin",
-            f"{margin_text!r} is not a number >= 0",
+            f"{margin_text!r} is not a number >= 0 (ASCII digits)",
             "e.g. 0.02 (fail when this run is more than 0.02 below the stored run)",
+            option,
+        )
+    if margin >= 1:
+        raise _bad(
+            text,
+            "margin",
+            f"{margin_text!r} is 1 or more: a metric difference is never below -1, so the gate "
+            "could never fail",
+            "give the margin as an absolute difference below 1: 0.02 for two points",
             option,
         )
     return FailSpec(metric=metric, slice=slice_name, margin=margin, text=text.strip())

@@ -23,6 +23,7 @@ from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
 from pytest_sommelier.core.parse import recorded_arguments_key
 from pytest_sommelier.core.pipeline import rescored
+from pytest_sommelier.core.report_blocks import EVALUATION_SCHEMA
 from pytest_sommelier.core.stats import derive_seed, paired_bootstrap_arrays
 from pytest_sommelier.core.types import ScoringRecord
 from pytest_sommelier.data.store import artifacts
@@ -30,40 +31,40 @@ from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
-    SommelierEnvironmentError,
     SommelierError,
 )
 
 GIT_TIMEOUT_S = 30
+NO_BASELINE = "no comparable stored run"
+"""What a ``stored`` gate's reason says when no stored run could be its baseline yet."""
 
 
 # --- git -----------------------------------------------------------------------------------
 
 
 def _git(rootdir: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
-    """Run one git command in ``rootdir``; None when git is missing or does not answer; an
-    answer that is not UTF-8 is one ``SOM-HISTORY-GIT`` line (was a bare ``UnicodeDecodeError``
-    at session finish)."""
+    """Run one git command in ``rootdir``; None when git is missing or does not answer. Its
+    answer is read as bytes and decoded as UTF-8 with U+FFFD for what is not UTF-8 (a branch
+    named with byte 0xff, a file name under ``core.quotepath=false``), so such a work tree is
+    recorded, never a ``UnicodeDecodeError`` at session finish."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
-        return subprocess.run(
+        done = subprocess.run(
             ["git", *args],
             cwd=rootdir,
             capture_output=True,
-            text=True,
             timeout=GIT_TIMEOUT_S,
             env=env,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    except UnicodeDecodeError:
-        raise SommelierEnvironmentError(
-            "SOM-HISTORY-GIT",
-            f"{rootdir}: `git {' '.join(args)}` answered with bytes that are not UTF-8 "
-            "(a branch or path name in another encoding)",
-            "rename the branch (or path) to UTF-8, or run without --sommelier-autosave",
-        ) from None
+    return subprocess.CompletedProcess(
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", errors="replace"),
+        done.stderr.decode("utf-8", errors="replace"),
+    )
 
 
 def git_state(rootdir: Path, *, exclude: Path | None = None) -> dict[str, Any] | None:
@@ -124,7 +125,7 @@ def arm_reports(run_dir: Path, resolved: Mapping[str, Any]) -> dict[str, dict[st
     for name in artifacts.arm_names(run_dir, configured):
         path = runlayout.arm_report(runlayout.arm_dir(run_dir, name))
         if path.is_file():
-            report = artifacts.read_json(path)
+            report = artifacts.read_json(path, expect=EVALUATION_SCHEMA)
             if isinstance(report, dict):
                 reports[name] = report
     return reports
@@ -200,8 +201,48 @@ def run_entry(
         "complete": complete,
         "comparable": complete,
         "verdict": (verdict or {}).get("verdict"),
+        "baseline": complete and baseline_worthy(verdict),
+        "adapters": {
+            arm: adapter_text(spec.get("adapter") if isinstance(spec, Mapping) else None)
+            for arm, spec in (resolved.get("arms") or {}).items()
+        }
+        if isinstance(resolved.get("arms"), Mapping)
+        else {},
         "identity": run_identity(resolved, reports),
     }
+
+
+def adapter_text(identity: Any) -> str | None:
+    """Which adapter an arm used, as the history and the summary show it: ``org/name@rev`` for
+    a hub adapter, ``pkg:...`` for a packaged one, ``local sha256:0a7c761c`` for a folder (the
+    resolved suite keeps no machine path); None for a base arm."""
+    if not isinstance(identity, Mapping):
+        return None
+    kind = identity.get("kind")
+    if kind == "hub":
+        revision = identity.get("revision")
+        return f"{identity.get('id')}" + (f"@{revision}" if revision else "")
+    if kind == "pkg":
+        return str(identity.get("ref"))
+    return f"{kind or 'local'} sha256:{str(identity.get('sha256') or '')[:8]}"
+
+
+def baseline_worthy(verdict: Mapping[str, Any] | None) -> bool:
+    """Whether a run may be ``last``, the baseline later runs are judged against: its verdict
+    passed, or it failed only because its ``stored`` gates had no stored run to compare with
+    yet (a suite's first run). A run that failed any other gate never is (a damaged
+    adapter's run must not become the reference its successors are measured by)."""
+    if not verdict:
+        return True  # gates off: nothing failed
+    if verdict.get("verdict") == "pass":
+        return True
+    if verdict.get("verdict") != "fail":
+        return False
+    failed = [gate for gate in verdict.get("gates") or [] if not gate.get("passed")]
+    return bool(failed) and all(
+        gate.get("kind") == "stored" and NO_BASELINE in str(gate.get("reason", ""))
+        for gate in failed
+    )
 
 
 def value_intervals_of(

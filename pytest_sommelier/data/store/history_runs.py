@@ -136,6 +136,8 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
                 "verdict": run.entry.get("verdict"),
                 "comparable": run.comparable,
                 "run_id": run.entry.get("run_id"),
+                "run_label": run.entry.get("label"),
+                "adapters": run.entry.get("adapters") or {},
                 "page": page if page.is_file() else None,
                 "slices": [*(resolved.get("slices") or []), OVERALL],
                 "arms": arms,

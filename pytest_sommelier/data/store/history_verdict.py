@@ -31,6 +31,7 @@ from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import Suite, Verdict
 from pytest_sommelier.data.store.history import (
     LAST,
+    LAST_ANY,
     StoredRun,
     resolve_stored,
     run_at,
@@ -44,7 +45,8 @@ from pytest_sommelier.data.store.history_gate import (
     with_fail_results,
     with_member_evidence,
 )
-from pytest_sommelier.errors import SommelierError
+from pytest_sommelier.data.store.history_record import NO_BASELINE
+from pytest_sommelier.errors import InputError, SommelierError
 
 
 @dataclass
@@ -91,10 +93,16 @@ def compare_with_stored(
     suite: str,
     flips: int,
     candidate: tuple[StoredRun, Scored] | None = None,
+    gated: bool = False,
 ) -> AgainstStored:
     """Compare the run in ``run_dir`` with the stored run each spec names (see the module
     docstring); ``candidate`` is the run and its scored side when the caller holds them (the
-    session finish, from memory), else the run folder is read."""
+    session finish, from memory), else the run folder is read.
+
+    ``last`` / ``last-any`` with no such run of this suite stored yet is ``missing`` (a first
+    run), except when ``gated`` (compare-fail gates given) and the store holds a comparable
+    run of another suite name over the same split: the suite was renamed, and its regression
+    gates must not vanish with the name, so that is a refusal (the gates fail)."""
     run_dir, store = Path(run_dir), Path(store)
     against = AgainstStored(suite=suite, store=store)
     if not specs:
@@ -103,9 +111,20 @@ def compare_with_stored(
     done: dict[Path, dict[str, Any]] = {}
     for spec in specs:
         try:
-            if spec == LAST and not any(run.comparable for run in stored_runs(store, suite=suite)):
-                against.missing.append(spec)
-                continue
+            if spec in (LAST, LAST_ANY):
+                found = [r for r in stored_runs(store, suite=suite) if r.comparable]
+                if not [r for r in found if r.passed or spec == LAST_ANY]:
+                    renamed = _renamed_from(store, suite, run) if gated else None
+                    if renamed is None:
+                        against.missing.append(spec)
+                        continue
+                    raise InputError(
+                        "SOM-HISTORY-RENAMED",
+                        f"{store}: no stored run of suite {suite!r}, but run {renamed.label} of "
+                        f"suite {renamed.suite!r} has the same split: the suite was renamed?",
+                        f"compare with it by number (--sommelier-compare={renamed.label}) or "
+                        "label; the compare-fail gates are not dropped for a new name",
+                    )
             reference = resolve_stored(store, spec, suite=suite)
             key = reference.path.resolve()
             if key not in done:
@@ -114,6 +133,22 @@ def compare_with_stored(
         except SommelierError as error:
             against.refusals[spec] = str(error)
     return against
+
+
+def _renamed_from(store: Path, suite: str, run: StoredRun) -> StoredRun | None:
+    """The newest comparable stored run of another suite name over this run's split (its
+    ``identity.test_split_sha256``), or None."""
+    split = (run.entry.get("identity") or {}).get("test_split_sha256")
+    if not split:
+        return None
+    others = [
+        r
+        for r in stored_runs(store)
+        if r.comparable
+        and r.suite != suite
+        and (r.entry.get("identity") or {}).get("test_split_sha256") == split
+    ]
+    return others[-1] if others else None
 
 
 def write_compared(run_dir: Path, against: AgainstStored, markdown: Callable[[Any], str]) -> None:
@@ -137,7 +172,7 @@ def _stored_gate_inputs(
         report = against.reports.get(spec)
         if report is None:
             errors[subject] = against.refusals.get(spec) or (
-                f"no comparable stored run of suite {against.suite!r} in {against.store}"
+                f"{NO_BASELINE} of suite {against.suite!r} in {against.store}"
             )
             continue
         block = report["arms"].get(arm)

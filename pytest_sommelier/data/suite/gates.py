@@ -31,9 +31,10 @@ from pytest_sommelier.core.types import (
     Suite,
 )
 from pytest_sommelier.data.suite.arms import require_arm
-from pytest_sommelier.data.suite.names import OVERALL
+from pytest_sommelier.data.suite.names import OVERALL, valid_name
 from pytest_sommelier.data.suite.statistics_bounds import effect_problem
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.numbers import run_number
 
 GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
 """Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES`` and
@@ -207,16 +208,21 @@ def _gate_effect(entry: Mapping[str, Any], kind: str, where: str) -> float | Non
 
 
 def _stored_spec(value: Any, where: str) -> str:
-    """A stored gate's run: ``"last"`` or a store number (``3``, ``"0003"``), as text."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+    """A stored gate's run: ``"last"``, ``"last-any"``, ``"label:NAME"`` or a store number
+    (``3``, ``"0003"``: ASCII digits, ``pytest_sommelier.numbers.run_number``), as text."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 99_999_999:
         return str(value)
-    if isinstance(value, str) and (value == "last" or (value.isdigit() and int(value) >= 1)):
+    if isinstance(value, str) and (
+        value in ("last", "last-any")
+        or run_number(value) is not None
+        or (value.startswith("label:") and valid_name(value.removeprefix("label:")))
+    ):
         return value
     raise InputError(
         "SOM-SUITE-GATE-STORED",
-        f"gates.stored = {value!r} is not \"last\" or a store number",
-        'write stored = "last" (the newest complete stored run of this suite) or a number '
-        "that `sommelier history` lists",
+        f'gates.stored = {value!r} is not "last", "last-any", "label:NAME" or a store number',
+        'write stored = "last" (the newest passing complete stored run of this suite), '
+        '"last-any", "label:v5", or a number (ASCII digits) that `sommelier history` lists',
         where=where,
     )
 
@@ -283,8 +289,7 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
         if entry.get("slice", OVERALL) != OVERALL:
             raise InputError(
                 "SOM-SUITE-UNKNOWN-SLICE",
-                f"a {NOISE_METRIC} gate reads the whole noise floor, not slice "
-                f"{entry['slice']!r}",
+                f"a {NOISE_METRIC} gate reads the whole noise floor, not slice {entry['slice']!r}",
                 "remove slice",
                 where=where,
             )
@@ -341,6 +346,16 @@ def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
                 "SOM-SUITE-GATE-THRESHOLD",
                 f"gates.{key} = {entry[key]!r} is outside [{low:g}, 1]",
                 "metrics are fractions in [0, 1] (write 0.7, not 70)",
+                where=where,
+            )
+    impossible = {"ci_upper_below": -1.0, "ci_lower_above": 1.0}  # strict, at the bound
+    for key in present:
+        if key in impossible and entry[key] == impossible[key]:
+            raise InputError(
+                "SOM-SUITE-GATE-THRESHOLD",
+                f"gates.{key} = {entry[key]!r} can never pass: a difference of fractions is "
+                f"never {'below -1' if key == 'ci_upper_below' else 'above 1'}",
+                "a gate that cannot pass judges nothing; give a margin inside (-1, 1)",
                 where=where,
             )
     if kind == "arm" and len(present) == 2 and entry["min"] > entry["max"]:
@@ -413,4 +428,3 @@ def check_gates_against_split(suite: Suite, split: FormattedSplit) -> None:
             "metric",
             where=f"{suite.path}: [[gates]] ({gate.name!r})",
         )
-

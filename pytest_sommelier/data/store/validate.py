@@ -1,0 +1,103 @@
+"""The one validating reader's rule: every JSON document read back from a run folder or the
+run store is checked against its JSON Schema (``data/schemas/run_store.v1.schema.json``).
+
+Which definition applies is decided by the document's own ``schema_version`` (the index, a
+``stored_run.json``, an evaluation report, a comparison report, a gate verdict) or by what the
+caller expects to read at that path (``expect``): a document that claims another schema, or
+none, where one is expected is refused too.
+
+Invariants kept: the schema file is read, checked and compiled once per process; a document
+that does not fit is one ``InputError`` naming the file and the field (``runs[0].git.commit``)
+with the code the caller's command uses (``SOM-STORED-FIELD`` for a run's files,
+``SOM-HISTORY-INDEX`` for the index); the reported violation depends on the document alone
+(shallowest first, then by path); nothing is coerced or repaired.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from pytest_sommelier.data.split.schema import SCHEMAS, json_path_text
+from pytest_sommelier.errors import InputError
+
+STORE_SCHEMA_FILE = SCHEMAS / "run_store.v1.schema.json"
+
+KINDS = {
+    "sommelier.run_store_index.v1": "index",
+    "sommelier.stored_run.v1": "stored_run",
+    "sommelier.evaluation_report.v1": "evaluation_report",
+    "sommelier.comparison_report.v1": "comparison_report",
+    "sommelier.gate_verdict.v1": "gate_verdict",
+}
+"""``schema_version`` -> the definition of ``run_store.v1.schema.json`` it is checked with."""
+
+ENTRY = "entry"
+"""The definition of one index entry (checked on its own by the index reader)."""
+
+
+@cache
+def _validator(kind: str) -> Any:
+    """The compiled validator of one definition (the schema file read and checked once)."""
+    schema = _schema()
+    rooted = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{kind}"}
+    return jsonschema.Draft202012Validator(rooted)
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    schema = json.loads(STORE_SCHEMA_FILE.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return dict(schema)
+
+
+def problem(kind: str, value: Any) -> str | None:
+    """``runs[0].git: 'abc' is not of type 'object', 'null'``: the first violation of ``value``
+    against definition ``kind`` (shallowest, then by path), or None when it fits."""
+    errors = list(_validator(kind).iter_errors(value))
+    if not errors:
+        return None
+    error = min(errors, key=lambda e: (len(e.absolute_path), repr(list(e.absolute_path))))
+    where = json_path_text(error.absolute_path) or "the document"
+    message = " ".join(error.message.split())
+    if len(message) > 160:
+        message = message[:157] + "..."
+    return f"{where}: {message}"
+
+
+def check_stored(
+    path: Path, value: Any, *, expect: str | None = None, code: str = "SOM-STORED-FIELD"
+) -> Any:
+    """``value`` (read from ``path``) when it fits its schema, else one ``InputError``.
+
+    ``expect`` is the ``schema_version`` the caller reads at this path (an evaluation report
+    at ``eval/<arm>/evaluation_report.json``); without it a document is checked against the
+    definition its own ``schema_version`` names, and one with an unknown or no
+    ``schema_version`` is returned as it is (the caller checks what it uses of it)."""
+    declared = value.get("schema_version") if isinstance(value, dict) else None
+    if expect is not None and declared != expect:
+        found = declared if isinstance(value, dict) else type(value).__name__
+        raise _refused(path, code, f"schema_version is {found!r}, expected {expect!r}")
+    kind = KINDS.get(declared) if isinstance(declared, str) else None
+    if kind is None:
+        return value
+    found_problem = problem(kind, value)
+    if found_problem is not None:
+        raise _refused(path, code, found_problem)
+    return value
+
+
+def _refused(path: Path, code: str, message: str) -> InputError:
+    return InputError(
+        code,
+        f"{path}: {message}",
+        "the file was edited or written by another tool; restore it, or store the run again "
+        "(docs/artifacts.md lists every field)",
+    )
+
+
+__all__ = ["ENTRY", "KINDS", "STORE_SCHEMA_FILE", "check_stored", "problem"]
