@@ -91,3 +91,12 @@ def cache_key(
 
     fields = cache.key_fields(generator, prompt_sha256, decoding, batch_prompts=batch_prompts)
     return sha256_text(canonical_json_text(fields))
+
+
+def settings(pytester: pytest.Pytester, *args: str, ini: str | None = None) -> Any:
+    """The ``Settings`` a run with ``args`` (and this ini file) would build at configure."""
+    from pytest_sommelier.plugin.settings import build_settings
+
+    if ini is not None:
+        pytester.makeini("[pytest]\n" + ini + "\n")
+    return build_settings(pytester.parseconfig(*args))

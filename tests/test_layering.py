@@ -422,6 +422,7 @@ VIEW_STORE_NAMES = {
     "pytest_sommelier.data.store.history_verdict": {"AgainstStored"},
     "pytest_sommelier.data.store.history": {"PAGE"},
     "pytest_sommelier.data.store.artifacts": {"StoredArm"},
+    "pytest_sommelier.data.store.history_record": {"adapter_text"},  # a value's text, no file
 }
 VIEW_READER_EXCEPTIONS = {("html", "pytest_sommelier.data.store.runread", "read_run")}
 

@@ -11,8 +11,8 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from plugin_helpers import settings as built_settings
 from plugin_helpers import write_scripted_suite
-from test_settings import settings as built_settings
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.data.store.history_gate import parse_fail_spec
@@ -132,37 +132,3 @@ def test_any_margin_text_is_a_margin_below_one_or_one_line(text: str) -> None:
         assert "\n" not in str(error) and str(error).startswith("SOM-HISTORY-FAIL-SPEC")
         return
     assert 0 <= spec.margin < 1 and math.isfinite(spec.margin)
-
-
-# --- strict: true/false words vs arm names (R06, R18) ---------------------------------------
-
-
-def test_strict_on_the_command_line_names_arms_even_no(pytester) -> None:
-    """R06: ``--sommelier-strict=no`` for an arm named ``no`` was read as off."""
-    for word in ("no", "false", "off", "0", "yes", "true"):
-        built = built_settings(pytester, f"--sommelier-strict={word}")
-        assert (built.strict, built.strict_arms) == (True, (word,)), word
-    built = built_settings(pytester, "--sommelier-strict=all")
-    assert (built.strict, built.strict_arms) == (True, ())
-
-
-def test_strict_in_the_ini_file_keeps_its_true_false_words(pytester) -> None:
-    assert built_settings(pytester, ini="sommelier_strict = no").strict is False
-    assert built_settings(pytester, ini="sommelier_strict = yes").strict is True
-    assert built_settings(pytester, ini="sommelier_strict = adapter").strict_arms == ("adapter",)
-
-
-def test_an_empty_strict_value_is_refused(pytester) -> None:
-    """R18: ``--sommelier-strict=`` was silently off."""
-    with pytest.raises(pytest.UsageError, match="an empty value names no arm"):
-        built_settings(pytester, "--sommelier-strict=")
-
-
-def test_a_strict_word_that_is_no_arm_says_values_are_names(pytester) -> None:
-    """``--sommelier-strict=false`` on a suite without an arm ``false``: one line saying that
-    a command-line value is always arm names (before, it silently turned strict off)."""
-    write_scripted_suite(pytester, {"base": {}, "adapter": {}})
-    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-strict=false")
-    assert result.ret != 0
-    out = result.stdout.str()
-    assert "SOM-OPTION-VALUE" in out and "always arm names" in out, out

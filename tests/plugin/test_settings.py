@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from plugin_helpers import GOLD, call_text, write_scripted_suite
+from plugin_helpers import GOLD, call_text, settings, write_scripted_suite
 
 from pytest_sommelier.plugin.settings import OPTIONS, Settings, build_settings
 
@@ -126,13 +126,6 @@ def test_each_flag_does_its_job_in_a_session(
 
 
 # ------------------------------------------------------------------ the builder, no session
-
-
-def settings(pytester: pytest.Pytester, *args: str, ini: str | None = None) -> Settings:
-    """The settings a run with ``args`` (and this ini file) would build at configure."""
-    if ini is not None:
-        pytester.makeini("[pytest]\n" + ini + "\n")
-    return build_settings(pytester.parseconfig(*args))
 
 
 BUILT: list[tuple[str, list[str], str, dict[str, Any]]] = [
@@ -281,3 +274,37 @@ def test_a_bad_value_stops_the_session_at_configure(pytester: pytest.Pytester) -
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--sommelier-misses / ini sommelier_misses: 'many'" in result.stderr.str()
     assert calls(pytester) == []
+
+
+# --- strict: true/false words vs arm names (R06, R18) ---------------------------------------
+
+
+def test_strict_on_the_command_line_names_arms_even_no(pytester) -> None:
+    """R06: ``--sommelier-strict=no`` for an arm named ``no`` was read as off."""
+    for word in ("no", "false", "off", "0", "yes", "true"):
+        built = settings(pytester, f"--sommelier-strict={word}")
+        assert (built.strict, built.strict_arms) == (True, (word,)), word
+    built = settings(pytester, "--sommelier-strict=all")
+    assert (built.strict, built.strict_arms) == (True, ())
+
+
+def test_strict_in_the_ini_file_keeps_its_true_false_words(pytester) -> None:
+    assert settings(pytester, ini="sommelier_strict = no").strict is False
+    assert settings(pytester, ini="sommelier_strict = yes").strict is True
+    assert settings(pytester, ini="sommelier_strict = adapter").strict_arms == ("adapter",)
+
+
+def test_an_empty_strict_value_is_refused(pytester) -> None:
+    """R18: ``--sommelier-strict=`` was silently off."""
+    with pytest.raises(pytest.UsageError, match="an empty value names no arm"):
+        settings(pytester, "--sommelier-strict=")
+
+
+def test_a_strict_word_that_is_no_arm_says_values_are_names(pytester) -> None:
+    """``--sommelier-strict=false`` on a suite without an arm ``false``: one line saying that
+    a command-line value is always arm names (before, it silently turned strict off)."""
+    write_scripted_suite(pytester, {"base": {}, "adapter": {}})
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-strict=false")
+    assert result.ret != 0
+    out = result.stdout.str()
+    assert "SOM-OPTION-VALUE" in out and "always arm names" in out, out
