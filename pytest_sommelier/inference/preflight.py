@@ -46,6 +46,7 @@ from typing import Any
 
 from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data import digests
+from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -132,7 +133,7 @@ def _folder_tensors(folder: Path, source: str) -> BaseTensors:
     index = folder / "model.safetensors.index.json"
     if index.is_file():
         try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            weight_map = strict_json(index.read_text(encoding="utf-8"))["weight_map"]
             files = sorted({str(name) for name in weight_map.values()})
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(
@@ -171,7 +172,7 @@ def _folder_chat_template(folder: Path) -> str | None:
         return jinja.read_text(encoding="utf-8")
     config = folder / "tokenizer_config.json"
     try:
-        template = json.loads(config.read_text(encoding="utf-8")).get("chat_template")
+        template = strict_json(config.read_text(encoding="utf-8")).get("chat_template")
     except (OSError, ValueError, AttributeError):
         return None
     if isinstance(template, list):  # named templates: [{"name": ..., "template": ...}]
@@ -350,7 +351,7 @@ def check_adapter(
     where = f"arms.{arm}.adapter"
     config = _adapter_config(folder, where)
     peft_type = _check_peft_type(config, engine, where)
-    header = read_safetensors_header(folder / "adapter_model.safetensors")
+    header = read_safetensors_header(folder / "adapter_model.safetensors", where=where)
     tensors = [_classify(name, entry.shape, base) for name, entry in sorted(header.items())]
     lora = [tensor for tensor in tensors if tensor.kind in LORA_PARTS]
     _check_mapping(tensors, lora, peft_type, where)
@@ -385,7 +386,7 @@ def _adapter_config(folder: Path, where: str) -> dict[str, Any]:
     """``adapter_config.json`` as a dict; unreadable or not an object is an InputError."""
     path = folder / "adapter_config.json"
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = strict_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(
             "SOM-ADAPTER-CONFIG-JSON",
@@ -755,7 +756,7 @@ def split_tokenizer_identity(path: Path) -> tuple[str, str] | None:
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 if line.strip():
-                    row = json.loads(line)
+                    row = strict_json(line)
                     return str(row["tokenizer_id"]), str(row["tokenizer_revision"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
