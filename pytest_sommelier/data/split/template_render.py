@@ -81,11 +81,15 @@ def render_chat(
     add_generation_prompt: bool,
     example_id: str,
     tools: Any = None,
-    seconds: float = RENDER_SECONDS,
-    chars: int = RENDER_CHARS,
+    seconds: float | None = None,
+    chars: int | None = None,
 ) -> str:
     """``tokenizer.apply_chat_template(messages, tools=..., tokenize=False)`` under the bounds
-    of the module docstring; TemplateBoundError naming ``example_id`` past them."""
+    of the module docstring (``seconds`` and ``chars``, default ``RENDER_SECONDS`` and
+    ``RENDER_CHARS`` as they are at the call); TemplateBoundError naming ``example_id`` past
+    them."""
+    seconds = RENDER_SECONDS if seconds is None else seconds
+    chars = RENDER_CHARS if chars is None else chars
     kwargs: dict[str, Any] = {}
     if tools is not None:
         kwargs["tools"] = tools
