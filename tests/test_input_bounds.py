@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from tool_templates import HERMES, build_tokenizer, tokenizer_folder
+from tool_templates import build_tokenizer, tokenizer_folder
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.commands.format import format_split
@@ -186,7 +186,7 @@ def test_a_schema_inside_the_limit_still_imports_and_formats(
     split = tmp_path / "split.jsonl"
     status, _, err = run(
         ["format", str(prepared), "--tokenizer", str(plain_tokenizer), "--split", "test",
-         "--out", str(split)],  # fmt: skip
+         "--out", str(split)],
         capsys,
     )
     assert status == 0, err
@@ -372,7 +372,7 @@ def _replaced(row: Any, path: tuple[Any, ...], value: Any) -> Any:
 HERMES_ROW = {
     "id": "h",
     "conversations": [
-        {"from": "system", "value": "<tools> " + json.dumps([tool({"type": "object"})]) + " </tools>"},
+        {"from": "system", "value": f"<tools> {json.dumps([tool({'type': 'object'})])} </tools>"},
         {"from": "human", "value": "hi"},
         {"from": "gpt", "value": '<tool_call>{"name": "f", "arguments": {}}</tool_call>'},
     ],
