@@ -380,7 +380,8 @@ def tools_in_system_v1(example: PreparedExample) -> list[dict[str, str]]:
             "SOM-FORMAT-SYSTEM",
             f"example {example.example_id!r} has its own system turn (field 'system'), and "
             f"policy {POLICY_TOOLS_IN_SYSTEM_V1} writes its own",
-            f"format it with --policy {POLICY_NATIVE_TOOLS_V1}, or drop the field",
+            f"format it with --policy {POLICY_NATIVE_TOOLS_V1}, or drop the field (sommelier "
+            "import --drop-system)",
             where=f"example_id={example.example_id}",
         )
     system = TOOLS_IN_SYSTEM_V1_INSTRUCTION + canonical_json(list(example.tools))

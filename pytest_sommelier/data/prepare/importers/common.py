@@ -80,6 +80,9 @@ class ImportOptions:
     id_field: str | None = None
     sample: int | None = None
     seed: int = 13
+    drop_system: bool = False
+    """Drop each row's own system turn (``--drop-system``), so the default format policy,
+    which writes its own, takes the rows."""
 
 
 @dataclass
@@ -90,6 +93,8 @@ class ImportResult:
     read: int = 0
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    with_system: int = 0
+    """Converted rows that keep their own system turn (before any sample)."""
     written: int = 0
 
 
