@@ -337,3 +337,40 @@ def test_a_truncated_gguf_base_is_not_a_missing_package(tmp_path: Path) -> None:
         preflight._gguf_tensors(path)
     assert caught.value.code == "SOM-ADAPTER-GGUF-READ" and caught.value.exit_code == 2
     assert "install" not in str(caught.value)
+
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.slow
+def test_a_session_blames_the_adapter_arm_not_the_base(
+    pytester: pytest.Pytester, tiny: tuple[Path, Path]
+) -> None:
+    """R40 in a session: an adapter header safetensors cannot open (F128) errors the adapter
+    arm's items with its one line naming arms.adapter.adapter and the file; the base arm runs
+    (a nested header used to error every item of both arms, blaming the base)."""
+    from plugin_helpers import tiny_suite
+
+    suite = tiny_suite(pytester, tiny)
+    weights = suite.parent / "adapter" / "adapter_model.safetensors"
+    raw = weights.read_bytes()
+    length = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + length])
+    first = next(name for name in sorted(header) if name != "__metadata__")
+    header[first]["dtype"] = "F128"
+    text = json.dumps(header).encode("utf-8")
+    weights.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + length :])
+    result = pytester.runpytest_subprocess(
+        "-m", "eval", "-p", "no:cacheprovider", "--sommelier-out", "out", str(suite.parent)
+    )
+    output = result.stdout.str()
+    assert result.ret != 0
+    assert "RecursionError" not in output and "SOM-MODEL-LOAD" not in output
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors", outcomes.get("error")) == 2  # the adapter's two items only
+    assert "ERROR suite/sommelier.toml::base" not in output  # the base's ran (missed or passed)
+    assert "ERROR suite/sommelier.toml::adapter::en::en-0 - SOM-ADAPTER-HEADER" in output
+    assert output.count(
+        "SOM-ADAPTER-HEADER: arms.adapter.adapter: adapter/adapter_model.safetensors is not a "
+        "readable safetensors file"
+    ) >= 2
