@@ -335,7 +335,7 @@ JSON_LEAVES = st.one_of(
 def deep_values(draw: st.DrawFn) -> Any:
     """A JSON value nested 0-200 levels (arrays and objects mixed), or a wide shallow one."""
     value: Any = draw(JSON_LEAVES)
-    for _ in range(draw(st.sampled_from([0, 1, 5, 31, 33, 63, 65, 200]))):
+    for _ in range(draw(st.sampled_from([0, 1, 5, 31, 33, 63, 65, 200, 600]))):
         value = [value] if draw(st.booleans()) else {draw(st.text(max_size=2)): value}
     return value
 
@@ -382,6 +382,13 @@ VALID_ROWS = {
     "xlam": _xlam_row({"x": {"type": "dict", "description": "d"}}),
     "hermes": HERMES_ROW,
 }
+NESTED_FIELDS: dict[str, list[tuple[Any, ...]]] = {
+    "openai-chat": [("messages", 1, "tool_calls", 0, "function", "arguments"),
+                    ("tools", 0, "function", "parameters")],
+    "xlam": [("tools",), ("answers",)],
+    "hermes": [("conversations", 0, "value"), ("conversations", 2, "value")],
+}  # fmt: skip
+"""The fields later code walks recursively: drawn half the time, so deep values reach them."""
 IMPORTER_EXAMPLES = 120
 
 
@@ -401,7 +408,7 @@ def test_hostile_importer_rows_are_imported_or_one_line(
     nesting, wrong types, JSON strings of them): the import converts, skips, or refuses in one
     line; never a traceback; the earlier --out file survives a refusal."""
     row = VALID_ROWS[importer]
-    path = data.draw(st.sampled_from(list(_paths(row))))
+    path = data.draw(st.sampled_from(list(_paths(row))) | st.sampled_from(NESTED_FIELDS[importer]))
     hostile = _replaced(row, path, data.draw(HOSTILE_VALUES))
     folder = tmp_path_factory.mktemp("imp")
     source = folder / "rows.jsonl"
