@@ -119,7 +119,7 @@ def test_arguments_nested_500_deep_are_one_line(
         "SOM-IMPORT-JSON",
         f"{source}:1",
         "messages[1].tool_calls[0].function.arguments",
-        f"nested deeper than {JSON_DEPTH_LIMIT} levels",
+        f"deeper than {JSON_DEPTH_LIMIT} levels",
     )
     assert out.read_text() == SENTINEL
 
@@ -169,7 +169,7 @@ def test_a_tool_schema_nested_150_levels_is_one_line(
                 "--out", str(out)]  # fmt: skip
         code = "SOM-PREPARED-JSON"
     status, _, err = run(argv, capsys)
-    refused_in_one_line(status, err, code, f"{given}:1", "nested deeper than")
+    refused_in_one_line(status, err, code, f"{given}:1", "nested too deeply")
     assert out.read_text() == SENTINEL
 
 
@@ -195,7 +195,7 @@ def test_a_schema_inside_the_limit_still_imports_and_formats(
 
 def test_strict_json_never_raises_recursion_error() -> None:
     for text in ("[" * 100_000, "{\"a\":" * 50_000, "[" * 65 + "]" * 65):
-        with pytest.raises(ValueError, match="nested deeper than 64"):
+        with pytest.raises(ValueError, match="deeper than 64"):
             strict_json(text)
     assert strict_json("[" * 64 + "]" * 64) is not None
     assert json_input.depth_problem(nested_value(10_000), 5) is not None  # no recursion
@@ -463,7 +463,7 @@ def test_hostile_schemas_and_arguments_are_a_verdict_never_a_raise(
     return a problem or None for any depth; beyond FIELD_DEPTH_LIMIT always a problem."""
     problem = parameters_error(schema)
     if json_input.depth_problem(schema, FIELD_DEPTH_LIMIT) is not None:
-        assert problem is not None and "nested deeper" in problem
+        assert problem is not None and "nested too deeply" in problem
     if problem is None:
         wrong = arguments_error(schema, {"x": arguments})
         assert wrong is None or isinstance(wrong[1], str)

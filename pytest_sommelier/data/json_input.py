@@ -12,7 +12,8 @@ later code walks recursively (a tool's parameters schema, a call's arguments).
 Invariants kept: nothing here recurses (the depth walk keeps its own stack), so a hostile input
 can never exhaust the interpreter's stack; every refusal is a ``ValueError`` whose message is
 one line naming the depth or size and, for depth, the path of the first value too deep
-(``tools[0].parameters.properties.a...``), which each reader words with its file and line.
+(``tools[0].parameters.properties.a...``): ``nested too deeply (deeper than 64 levels,
+at ...)``, which each reader words with its file and line.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def strict_json(text: str, *, depth_limit: int = JSON_DEPTH_LIMIT) -> Any:
         value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError(
-            f"JSON nested deeper than {depth_limit} levels (the decoder ran out of stack)"
+            f"nested too deeply (deeper than {depth_limit} levels: the decoder ran out of stack)"
         ) from None
     if _text_depth(text) > depth_limit:  # the cheap bound first; the walk names the path
         problem = depth_problem(value, depth_limit)
@@ -73,7 +74,7 @@ def depth_problem(value: Any, limit: int = JSON_DEPTH_LIMIT, path: str = "") -> 
         return None
     where = _first_too_deep(value, limit, path)
     shown = where if len(where) <= _SHOWN_PATH else where[: _SHOWN_PATH - 3] + "..."
-    return f"nested deeper than {limit} levels (at {shown or 'the top'})"
+    return f"nested too deeply (deeper than {limit} levels, at {shown or 'the top'})"
 
 
 def _too_deep(value: Any, limit: int) -> bool:
