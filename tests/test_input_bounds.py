@@ -529,3 +529,14 @@ def test_hostile_templates_render_or_are_one_line(
     finally:
         template_render.RENDER_SECONDS = original
     assert time.monotonic() - started < 20
+
+
+def test_a_template_text_past_its_bound_is_refused_before_rendering() -> None:
+    class Huge:
+        chat_template = "x" * (template_render.TEMPLATE_CHARS + 1)
+
+        def apply_chat_template(self, *args: Any, **kwargs: Any) -> str:
+            raise AssertionError("rendered")
+
+    with pytest.raises(template_render.TemplateBoundError, match="characters long, more than"):
+        template_render.render_chat(Huge(), [], add_generation_prompt=True, example_id="en-1")

@@ -9,7 +9,8 @@ loops) or write as much as it likes. Here:
 - a rendering that runs longer than ``RENDER_SECONDS`` is stopped (a ``SIGALRM`` timer, the
   standard way to interrupt Python code; it is armed only in the main thread, where ``sommelier
   format`` runs, and any timer already armed is restored afterwards);
-- a rendering longer than ``RENDER_CHARS`` characters is refused;
+- a rendering longer than ``RENDER_CHARS`` characters is refused, and so is a template longer
+  than ``TEMPLATE_CHARS``;
 - ``strftime_now`` (Llama 3.1's template calls it for "Today Date") gives ``TEMPLATE_DATE``,
   not the clock, so a prompt never depends on the day ``format`` ran; the date is part of the
   rendered ``prompt_text``, hence of its ``prompt_sha256`` and of the split's digest. transformers
@@ -42,6 +43,8 @@ RENDER_SECONDS = 10.0
 """The longest one rendering may run (a real chat template takes milliseconds)."""
 RENDER_CHARS = 4 * 1024 * 1024
 """The longest rendering taken, in characters (far above any model's context)."""
+TEMPLATE_CHARS = 1024 * 1024
+"""The longest chat template taken, in characters (real ones are a few thousand)."""
 TEMPLATE_DATE = datetime(2024, 7, 26)
 """The date ``strftime_now`` gives a template (Llama 3.1's own fallback, ``26 Jul 2024``)."""
 
@@ -94,6 +97,8 @@ def render_chat(
     if tools is not None:
         kwargs["tools"] = tools
     template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, str) and len(template) > TEMPLATE_CHARS:
+        raise _bound(example_id, f"is {len(template)} characters long, more than {TEMPLATE_CHARS},")
     if isinstance(template, str) and "strftime_now" in template:
         pinned = pinned_template(template)
         if pinned is None:
@@ -155,6 +160,7 @@ def _deadline(seconds: float) -> Iterator[None]:
 __all__ = [
     "RENDER_CHARS",
     "RENDER_SECONDS",
+    "TEMPLATE_CHARS",
     "TEMPLATE_DATE",
     "TemplateBoundError",
     "pinned_template",
