@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import os
 import sys
 from collections.abc import Sequence
 
@@ -37,12 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+BROKEN_PIPE_STATUS = 141
+"""The exit status when the reader of standard output went away (``sommelier history | head``):
+128 + SIGPIPE, what ``git log | head`` or any C tool killed by SIGPIPE gives, so a pipeline under
+``set -o pipefail`` still sees that the output was cut."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``sommelier`` command; returns the exit status (usage errors give 2, like input).
 
     Never raises SommelierError: it is printed as one line on stderr and its exit code returned.
+    A closed standard output (a ``BrokenPipeError`` from any command, while it runs or when its
+    output is flushed) is no traceback: standard output is pointed at ``os.devnull`` (so the
+    interpreter's own flush at exit cannot fail again) and the status is ``BROKEN_PIPE_STATUS``.
     """
     parser = build_parser()
     try:
@@ -50,10 +59,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse: usage errors exit 2, --help exits 0
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
-        return int(args.handler(args))
-    except SommelierError as error:
-        print(f"sommelier {args.command}: {error}", file=sys.stderr)
-        return error.exit_code
+        try:
+            status = int(args.handler(args))
+        except SommelierError as error:
+            print(f"sommelier {args.command}: {error}", file=sys.stderr)
+            status = error.exit_code
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return BROKEN_PIPE_STATUS
+    return status
+
+
+def _silence_stdout() -> None:
+    """Point the standard output's file descriptor at ``os.devnull`` (the Python documentation's
+    recipe for SIGPIPE); a stream without one (a test's capture) is left as it is."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, descriptor)
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,7 +13,9 @@ tell which model answered which prompt. Faults are queued per completion request
 - ``"echo-auth"``: a 500 whose body repeats the request's Authorization header;
 - ``"length"``: a 200 whose choice ended at ``max_tokens`` (``finish_reason: "length"``).
 
-Every answer carries ``usage.completion_tokens`` (one token per character of its text).
+Every answer carries ``usage.completion_tokens`` (one token per character of its text, at
+most the request's ``max_tokens``: the scripted text is not cut, the count is what a server
+that stopped there would report; a ``length`` finish reports exactly ``max_tokens``).
 
 ``delay(body)`` (optional) returns seconds to wait before answering a request (used to make
 responses arrive out of order). With ``return_token_ids=True`` a request asking for them also
@@ -179,7 +181,11 @@ class FaultServer:
                 answered = "someone-else" if fault == "wrong-model" else model
                 with server.lock:
                     server.finished.append(body["prompt"])
-                usage = {"completion_tokens": len(text)}
+                limit = body.get("max_tokens")
+                count = len(text) if not isinstance(limit, int) else min(len(text), limit)
+                if finish == "length" and isinstance(limit, int):
+                    count = limit  # "length" means the limit was reached (model_call checks)
+                usage = {"completion_tokens": count}
                 self._send(
                     200,
                     {

@@ -37,6 +37,7 @@ def cmd_import_file(args: argparse.Namespace) -> int:
     """``sommelier import openai-chat|xlam|hermes``: a training-data file -> prepared examples."""
     from pytest_sommelier.data.prepare.importers.common import ImportOptions, summary_lines
     from pytest_sommelier.data.prepare.importers.driver import import_file
+    from pytest_sommelier.data.split.native_policy import POLICY_NATIVE_TOOLS_V1
     from pytest_sommelier.data.store.outputs import check_output
 
     check_output(args.out, inputs=[args.input], where="--out")
@@ -47,11 +48,18 @@ def cmd_import_file(args: argparse.Namespace) -> int:
         id_field=args.id_field,
         sample=args.sample,
         seed=args.seed,
+        drop_system=args.drop_system,
     )
     result = import_file(args.benchmark, args.input, args.out, options)
     converted = result.read - len(result.skipped)
     for line in summary_lines(result.label, converted, result.skipped):
         print(line)
+    if result.with_system:
+        print(
+            f"{result.with_system} rows keep their own system turn: format them with --policy "
+            f"{POLICY_NATIVE_TOOLS_V1} (the default policy writes its own and refuses them), "
+            "or import with --drop-system"
+        )
     print(f"wrote {result.written} prepared rows to {args.out}")
     return 0
 
@@ -89,12 +97,23 @@ def _add_import_file_parser(sources: argparse._SubParsersAction, name: str, text
     parser.add_argument("input", help="the rows: .jsonl, .json (array or lines) or .parquet")
     language = parser.add_mutually_exclusive_group()
     language.add_argument("--language", default=None, help="every row's language (default en)")
-    language.add_argument("--language-field", default=None, help="the field with each row's")
+    language.add_argument(
+        "--language-field", default=None, help="the field holding each row's language"
+    )
     parser.add_argument(
         "--source-field", default=None, help="the field naming a translation's root row id"
     )
     parser.add_argument(
-        "--id-field", default=None, help="the field with each row's id (default FORMAT-N)"
+        "--id-field",
+        default=None,
+        help="the field with each row's id (default FORMAT-N; --source-field needs it)",
+    )
+    parser.add_argument(
+        "--drop-system",
+        action="store_true",
+        help="drop each row's own system turn: the default format policy "
+        "(sommelier.tools-in-system.v1) writes its own and refuses rows that keep one; "
+        "sommelier.native-tools.v1 takes them",
     )
     parser.add_argument(
         "--sample", type=whole_argument(1), default=None, help="a seeded sample of N rows"

@@ -742,7 +742,9 @@ def gate_text(result: Mapping[str, Any]) -> str:
         if observed is None:
             return f"{where}: {result.get('reason', '')}"
         label, shown = "value", f"{observed:.3f}"
-        if result["kind"] != "arm":
+        if result["metric"] == NOISE_METRIC:  # a count of flips, not a difference
+            label, shown = "flips", f"{observed:g}"
+        elif result["kind"] != "arm":
             identical = result["metric"] == IDENTICAL_METRIC
             label = "identical fraction" if identical else "delta"
             shown = f"{observed:.3f}" if identical else _signed(observed)

@@ -27,7 +27,7 @@ what an arm *is*. The rules kept here, once, for all of them:
 from __future__ import annotations
 
 import importlib.metadata
-import json
+import stat
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +45,7 @@ from pytest_sommelier.core.types import (
 from pytest_sommelier.core.types import PROMPT_FORMATS as PROMPT_FORMATS
 from pytest_sommelier.core.types import EngineConfig as EngineConfig
 from pytest_sommelier.data import digests, references
+from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.data.suite.load import validate_decoding
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierEnvironmentError
 from pytest_sommelier.inference import modelcache, modelref
@@ -78,6 +79,7 @@ def canonical_identity(identity: Mapping[str, Any], drop: Sequence[str] = ()) ->
 VLLM_LORA_RANKS: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 """The LoRA ranks vLLM's LoRA kernels support: the vllm engine rounds an arm's rank up to one
 of them and the preflight refuses a rank above the largest (an engine limit both read)."""
+
 
 @dataclass(frozen=True)
 class BaseSource:
@@ -246,8 +248,18 @@ def _refuse_escaping_links(folder: Path, where: str) -> None:
 
 
 def _check_adapter_folder(folder: Path, where: str) -> None:
-    """Refuse an adapter folder without adapter_model.safetensors (pickle adapters never load)."""
-    if not (folder / "adapter_model.safetensors").is_file():
+    """Refuse an adapter folder without adapter_model.safetensors (pickle adapters never load);
+    one that is there but not a regular file (a FIFO, a device, a folder) is named as such."""
+    weights = folder / "adapter_model.safetensors"
+    if weights.exists() and not weights.is_file():
+        raise InputError(
+            "SOM-ADAPTER-HEADER",
+            f"adapter folder {folder.name!r}: adapter_model.safetensors is not a regular file "
+            f"({_file_kind(weights)})",
+            "give the adapter_model.safetensors written by save_pretrained",
+            where=where,
+        )
+    if not weights.is_file():
         pickles = _pickles(folder)
         found = f"; found pickle-based {pickles}" if pickles else ""
         raise InputError(
@@ -264,6 +276,21 @@ def _check_adapter_folder(folder: Path, where: str) -> None:
             "give the folder written by PeftModel.save_pretrained",
             where=where,
         )
+
+
+def _file_kind(path: Path) -> str:
+    """What a path that is not a regular file is, in words."""
+    mode = path.stat().st_mode
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _download_adapter(hub_id: str, revision: str, where: str) -> Path:
@@ -285,7 +312,7 @@ def _download_adapter(hub_id: str, revision: str, where: str) -> Path:
 
 def adapter_rank(folder: Path) -> int:
     """The largest LoRA rank in ``adapter_config.json`` (``r`` and ``rank_pattern``)."""
-    config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+    config = strict_json((folder / "adapter_config.json").read_text(encoding="utf-8"))
     ranks = [int(config.get("r") or 0)]
     pattern = config.get("rank_pattern") or {}
     if isinstance(pattern, Mapping):

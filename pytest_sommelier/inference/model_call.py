@@ -17,7 +17,7 @@ import math
 import threading
 from typing import Any
 
-from pytest_sommelier.core.types import FINISH_REASONS, Completion, model_kind_of
+from pytest_sommelier.core.types import FINISH_LENGTH, FINISH_REASONS, Completion, model_kind_of
 from pytest_sommelier.errors import (
     EvaluationError,
     InvariantError,
@@ -147,7 +147,9 @@ class ModelCall:
                 f"arm '{arm}': generate() returned {count} outputs for {len(prompts)} prompts",
                 "a generator must return exactly one completion per prompt, in order",
             )
-        return [completion_of(output, arm) for output in outputs]
+        limit = decoding.get("max_new_tokens")
+        limit = limit if type(limit) is int else None
+        return [completion_of(output, arm, max_new_tokens=limit) for output in outputs]
 
     def generate_with_timeout(
         self, generator: Any, arm: str, prompts: list[str], decoding: dict
@@ -180,10 +182,12 @@ class ModelCall:
         return box["outputs"]
 
 
-def completion_of(output: Any, arm: str) -> Completion:
+def completion_of(output: Any, arm: str, *, max_new_tokens: int | None = None) -> Completion:
     """One returned output as a completion: a ``str`` (finish ``unknown``) or a ``Completion``
     whose text is valid Unicode, finish reason one of ``FINISH_REASONS`` and token count a
-    non-negative int or None; anything else is an InvariantError."""
+    non-negative int or None; with ``max_new_tokens``, a token count is at most that limit and
+    a ``length`` finish with a count is exactly at it (``length`` means the limit was reached:
+    3 tokens of 64 is no truncation); anything else is an InvariantError."""
     if isinstance(output, str):
         completion = Completion(output)
     elif isinstance(output, Completion):
@@ -211,6 +215,16 @@ def completion_of(output: Any, arm: str) -> Completion:
             f"{tokens!r}",
             f"finish_reason is one of {', '.join(FINISH_REASONS)}; generated_tokens a count "
             "or None",
+        )
+    if max_new_tokens is not None and tokens is not None and (
+        tokens > max_new_tokens or (reason == FINISH_LENGTH and tokens != max_new_tokens)
+    ):
+        raise InvariantError(
+            "SOM-GEN-TYPE",
+            f"arm '{arm}': a Completion has finish_reason {reason!r} after {tokens} generated "
+            f"tokens, max_new_tokens is {max_new_tokens}",
+            "generated_tokens is at most max_new_tokens, and finish_reason 'length' means it "
+            "was reached",
         )
     try:
         text.encode("utf-8")

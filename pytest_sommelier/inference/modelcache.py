@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.errors import SommelierEnvironmentError, exception_text
 
 CACHE_DIR_ENV = "SOMMELIER_CACHE_DIR"
@@ -92,7 +93,7 @@ def is_valid_cache(folder: Path, gguf_sha256: str) -> bool:
     """True when ``folder`` is a complete cache entry for this digest under this runtime."""
     marker = folder / MARKER_NAME
     try:
-        recorded = json.loads(marker.read_text(encoding="utf-8"))
+        recorded = strict_json(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return recorded == expected_marker(gguf_sha256)

@@ -49,6 +49,7 @@ from pytest_sommelier.core.types import (
     EngineConfig,
     ModelConfig,
 )
+from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -199,7 +200,7 @@ class OpenAIServer:
         except (http.client.HTTPException, ConnectionError, OSError) as exc:
             raise _Retryable(f"connection error: {type(exc).__name__}") from None
         try:
-            return json.loads(raw.decode("utf-8"))
+            return strict_json(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             raise EvaluationError(
                 "SOM-OPENAI-RESPONSE",

@@ -46,6 +46,8 @@ from typing import Any
 
 from pytest_sommelier.core.types import Suite
 from pytest_sommelier.data import digests
+from pytest_sommelier.data.json_input import strict_json
+from pytest_sommelier.data.references import is_hub_id
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -132,7 +134,7 @@ def _folder_tensors(folder: Path, source: str) -> BaseTensors:
     index = folder / "model.safetensors.index.json"
     if index.is_file():
         try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            weight_map = strict_json(index.read_text(encoding="utf-8"))["weight_map"]
             files = sorted({str(name) for name in weight_map.values()})
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(
@@ -171,7 +173,7 @@ def _folder_chat_template(folder: Path) -> str | None:
         return jinja.read_text(encoding="utf-8")
     config = folder / "tokenizer_config.json"
     try:
-        template = json.loads(config.read_text(encoding="utf-8")).get("chat_template")
+        template = strict_json(config.read_text(encoding="utf-8")).get("chat_template")
     except (OSError, ValueError, AttributeError):
         return None
     if isinstance(template, list):  # named templates: [{"name": ..., "template": ...}]
@@ -193,7 +195,16 @@ def _gguf_tensors(path: Path) -> BaseTensors:
             get_gguf_hf_weights_map,
             read_field,
         )
-
+    except ImportError as exc:
+        raise SommelierEnvironmentError(
+            "SOM-ADAPTER-GGUF-HEADER",
+            f"could not read the tensor names of {path.name!r} from its GGUF header: "
+            f"{exception_text(exc, 160)}",
+            "install the 'gguf' package, or run the suite once so the model cache holds the "
+            "converted copy",
+            where=path.name,
+        ) from exc
+    try:
         reader = GGUFReader(str(path), "r")
         architecture = str(read_field(reader, "general.architecture")[0])
         config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
@@ -203,13 +214,12 @@ def _gguf_tensors(path: Path) -> BaseTensors:
         with _memoized_name_maps():
             names = get_gguf_hf_weights_map(skeleton, processor)
         template = read_field(reader, "tokenizer.chat_template")
-    except Exception as exc:
-        raise SommelierEnvironmentError(
-            "SOM-ADAPTER-GGUF-HEADER",
+    except Exception as exc:  # the packages are there: the file is what cannot be read
+        raise InputError(
+            "SOM-ADAPTER-GGUF-READ",
             f"could not read the tensor names of {path.name!r} from its GGUF header: "
             f"{exception_text(exc, 160)}",
-            "install the 'gguf' package, or run the suite once so the model cache holds the "
-            "converted copy",
+            "the file is truncated or not a GGUF model transformers can read: download it again",
             where=path.name,
         ) from exc
     shapes = {
@@ -350,7 +360,7 @@ def check_adapter(
     where = f"arms.{arm}.adapter"
     config = _adapter_config(folder, where)
     peft_type = _check_peft_type(config, engine, where)
-    header = read_safetensors_header(folder / "adapter_model.safetensors")
+    header = read_safetensors_header(folder / "adapter_model.safetensors", where=where)
     tensors = [_classify(name, entry.shape, base) for name, entry in sorted(header.items())]
     lora = [tensor for tensor in tensors if tensor.kind in LORA_PARTS]
     _check_mapping(tensors, lora, peft_type, where)
@@ -385,7 +395,7 @@ def _adapter_config(folder: Path, where: str) -> dict[str, Any]:
     """``adapter_config.json`` as a dict; unreadable or not an object is an InputError."""
     path = folder / "adapter_config.json"
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = strict_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(
             "SOM-ADAPTER-CONFIG-JSON",
@@ -401,7 +411,74 @@ def _adapter_config(folder: Path, where: str) -> dict[str, Any]:
             "give the adapter_config.json written by PeftModel.save_pretrained",
             where=where,
         )
+    problem = config_problem(config)
+    if problem is not None:
+        raise InputError(
+            "SOM-ADAPTER-CONFIG-FIELD",
+            f"adapter folder {folder.name!r}: adapter_config.json key {problem}",
+            "give the adapter_config.json written by PeftModel.save_pretrained",
+            where=where,
+        )
     return config
+
+
+def _positive_int(value: Any) -> bool:
+    return type(value) is int and value > 0
+
+
+def _regex(value: Any) -> bool:
+    try:
+        re.compile(value)
+    except (re.error, TypeError, RecursionError):
+        return False
+    return True
+
+
+def _names_or_regex(value: Any) -> bool:
+    if isinstance(value, str):
+        return _regex(value)
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+
+
+_CONFIG_RULES: tuple[tuple[str, str, Any], ...] = (
+    ("peft_type", "a string", lambda v: isinstance(v, str)),
+    ("r", "a positive integer (not true, \"4\" or 4.0)", _positive_int),
+    (
+        "rank_pattern",
+        "a map of module patterns to positive integers",
+        lambda v: isinstance(v, dict)
+        and all(_regex(k) and _positive_int(rank) for k, rank in v.items()),
+    ),
+    ("target_modules", "a non-empty list of module names, or a regex string", _names_or_regex),
+    (
+        "modules_to_save",
+        "a list of module names",
+        lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    ),
+    ("use_dora", "true or false", lambda v: isinstance(v, bool)),
+    ("fan_in_fan_out", "true or false", lambda v: isinstance(v, bool)),
+    ("base_model_name_or_path", "a string", lambda v: isinstance(v, str)),
+    (
+        "trainable_token_indices",
+        "a list of token ids or a map of them",
+        lambda v: isinstance(v, (list, dict)),
+    ),
+)
+"""The keys of ``adapter_config.json`` the preflight reads, and what PEFT writes in each (a
+key absent or null is PEFT's default)."""
+
+
+def config_problem(config: Mapping[str, Any]) -> str | None:
+    """``'<key>' = <value> is not <what PEFT writes>`` for the first key the preflight reads
+    whose value PEFT would not write (``_CONFIG_RULES``); None when every one fits."""
+    for key, wanted, fits in _CONFIG_RULES:
+        value = config.get(key)
+        if value is None or fits(value):
+            continue
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return f"{key!r} = {shown} is not {wanted}"
+    return None
 
 
 def _check_peft_type(config: Mapping[str, Any], engine: str, where: str) -> str:
@@ -701,16 +778,22 @@ def _check_vllm_limits(
 def _base_warning(config: Mapping[str, Any], suite_base: str | None) -> list[str]:
     """A line when the adapter names another base than the suite's. Two references name the
     same base when their last path parts agree (moved folders, a hub id and its local copy);
-    the line shows last parts only, so no machine path reaches it."""
+    the line quotes a hub id as the file or the suite writes it, a path by its last part only,
+    so no machine path reaches it."""
     named = config.get("base_model_name_or_path")
     if not suite_base or not isinstance(named, str) or not named:
         return []
     if _last_part(named) == _last_part(suite_base):
         return []
     return [
-        f"adapter_config.json names base_model_name_or_path {_last_part(named)!r}, the "
-        f"suite's base is {_last_part(suite_base)!r}: check the adapter was trained on this base"
+        f"adapter_config.json names base_model_name_or_path {_shown(named)!r}, the "
+        f"suite's base is {_shown(suite_base)!r}: check the adapter was trained on this base"
     ]
+
+
+def _shown(reference: str) -> str:
+    """A reference as a line may quote it: a hub id whole, a path by its last part."""
+    return reference if is_hub_id(reference) else _last_part(reference)
 
 
 def _last_part(reference: str) -> str:
@@ -755,7 +838,7 @@ def split_tokenizer_identity(path: Path) -> tuple[str, str] | None:
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 if line.strip():
-                    row = json.loads(line)
+                    row = strict_json(line)
                     return str(row["tokenizer_id"]), str(row["tokenizer_revision"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -782,7 +865,8 @@ def preflight_suite(suite: Suite, engine: str | None = None) -> SuitePreflight:
     session passes ``--sommelier-engine`` when given). The base and the adapter folders are
     resolved the way the engines resolve them (``engines.base_ref``, ``engines.adapter_refs``).
     A base whose headers cannot be read raises; an arm's failure is recorded for that arm and
-    the others are still checked.
+    the others are still checked (an exception that is not a SommelierError too, as
+    ``SOM-ADAPTER-PREFLIGHT`` naming the arm).
     """
     suite_dir = Path(suite.path).parent
     base_ref = engines.base_ref(suite.model, suite_dir)
@@ -805,6 +889,13 @@ def preflight_suite(suite: Suite, engine: str | None = None) -> SuitePreflight:
             )
         except SommelierError as error:
             outcomes[key] = error
+        except Exception as exc:  # a reader's bug is this arm's line, never the base's
+            outcomes[key] = EvaluationError(
+                "SOM-ADAPTER-PREFLIGHT",
+                f"the preflight of arm {key!r}'s adapter failed: {exception_text(exc, 160)}",
+                "run sommelier check SUITE; re-save the adapter with save_pretrained",
+                where=f"arms.{key}.adapter",
+            )
     return SuitePreflight(base, outcomes)
 
 

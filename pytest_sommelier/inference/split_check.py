@@ -19,10 +19,10 @@ records it). Invariant kept: nothing here loads a tokenizer or weights, or reach
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pytest_sommelier.core.types import FormattedSplit, Suite
+from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.data.references import is_hub_id
 from pytest_sommelier.errors import InputError, SommelierError
 from pytest_sommelier.inference import engines, modelref
@@ -37,7 +37,7 @@ def split_tokenizers(path: Path) -> list[tuple[str, str]]:
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             try:
-                row = json.loads(line)
+                row = strict_json(line)
                 found[(str(row["tokenizer_id"]), str(row["tokenizer_revision"]))] = None
             except (ValueError, KeyError, TypeError):
                 continue

@@ -289,8 +289,9 @@ def test_S02_suite_not_utf8_names_the_line(tmp_path: Path) -> None:
 
 def test_S03_suite_path_is_a_folder(tmp_path: Path) -> None:
     folder = tmp_path / "sommelier.toml"
-    folder.mkdir()
-    expect(lambda: load_suite(folder), InputError, "SOM-SUITE-UNREADABLE", str(folder))
+    folder.mkdir()  # a folder is a suite folder (R43): its own sommelier.toml is missing
+    inside = str(folder / "sommelier.toml")
+    expect(lambda: load_suite(folder), InputError, "SOM-SUITE-MISSING", inside)
 
 
 PLUGIN_SUITE_ROWS: list[tuple[str, dict[str, Any], str, str]] = [

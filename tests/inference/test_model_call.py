@@ -128,3 +128,27 @@ def test_every_output_is_a_completion_per_prompt_or_one_gen_line(
         assert isinstance(completion, Completion) and isinstance(completion.text, str)
         assert completion.text == (output if isinstance(output, str) else output.text)
         assert completion.finish_reason in {"stop", "length", "unknown"}
+
+
+@pytest.mark.parametrize(
+    ("completion", "ok"),
+    [
+        (Completion("{", "length", 3), False),  # 3 of 8 is no truncation
+        (Completion("{", "stop", 10**9), False),  # more than max_new_tokens
+        (Completion("{", "length", 8), True),
+        (Completion("{", "stop", 3), True),
+        (Completion("{", "length", None), True),  # no count: nothing to check
+    ],
+)
+def test_a_finish_reason_must_fit_the_token_count(completion: Completion, ok: bool) -> None:
+    """R52: finish_reason "length" with 3 generated tokens of max_new_tokens counted as
+    truncated; "stop" with 1e9 tokens was recorded."""
+    call = ModelCall()
+    if ok:
+        assert call(Scripted([completion]), "base", ["p"], dict(DECODING)) == [completion]
+        return
+    with pytest.raises(InvariantError) as caught:
+        call(Scripted([completion]), "base", ["p"], dict(DECODING))
+    assert caught.value.code == "SOM-GEN-TYPE"
+    assert f"after {completion.generated_tokens} generated tokens" in str(caught.value)
+    assert "max_new_tokens is 8" in str(caught.value)

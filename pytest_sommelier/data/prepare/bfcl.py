@@ -43,6 +43,7 @@ from typing import Any
 import jsonschema
 
 from pytest_sommelier.core.acceptable import call_acceptable
+from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.data.prepare.formatting import POLICY_TOOLS_IN_SYSTEM_V1
 from pytest_sommelier.data.prepare.importers import common
 from pytest_sommelier.data.prepare.importers.common import Skipped, gold_problem, prepared_line
@@ -345,7 +346,7 @@ def _jsonl(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
             continue
         where = f"{label}:{number}"
         try:
-            row = json.loads(line)
+            row = strict_json(line)
         except ValueError as exc:
             raise InputError(
                 "SOM-BFCL-JSON",

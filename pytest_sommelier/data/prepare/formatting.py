@@ -51,7 +51,8 @@ from pytest_sommelier.data.split.native_policy import (
     render_native,
 )
 from pytest_sommelier.data.split.schema import SCHEMA_VERSION, arguments_error, parameters_error
-from pytest_sommelier.errors import InputError
+from pytest_sommelier.data.split.template_render import render_chat
+from pytest_sommelier.errors import InputError, exception_text
 
 POLICY_TOOLS_IN_SYSTEM_V1 = "sommelier.tools-in-system.v1"
 DEFAULT_POLICY = POLICY_TOOLS_IN_SYSTEM_V1
@@ -379,7 +380,8 @@ def tools_in_system_v1(example: PreparedExample) -> list[dict[str, str]]:
             "SOM-FORMAT-SYSTEM",
             f"example {example.example_id!r} has its own system turn (field 'system'), and "
             f"policy {POLICY_TOOLS_IN_SYSTEM_V1} writes its own",
-            f"format it with --policy {POLICY_NATIVE_TOOLS_V1}, or drop the field",
+            f"format it with --policy {POLICY_NATIVE_TOOLS_V1}, or drop the field (sommelier "
+            "import --drop-system)",
             where=f"example_id={example.example_id}",
         )
     system = TOOLS_IN_SYSTEM_V1_INSTRUCTION + canonical_json(list(example.tools))
@@ -429,11 +431,26 @@ def target_text(gold_call: Call) -> str:
     return canonical_json([{"name": gold_call["name"], "arguments": gold_call["arguments"]}])
 
 
-def _render(tokenizer: Any, messages: list[dict[str, str]], *, generation_prompt: bool) -> str:
-    """Apply the tokenizer's chat template as text."""
-    return tokenizer.apply_chat_template(
-        messages, tokenize=False, add_generation_prompt=generation_prompt
-    )
+def _render(
+    tokenizer: Any, example: PreparedExample, messages: list[dict[str, str]], *, prompt: bool
+) -> str:
+    """Apply the tokenizer's chat template as text, bounded (``template_render.render_chat``);
+    an exception inside the template (a sandbox ``SecurityError``, its ``raise_exception``) is
+    one ``SOM-FORMAT-TEMPLATE-RENDER`` line naming the example."""
+    try:
+        return render_chat(
+            tokenizer, list(messages), add_generation_prompt=prompt, example_id=example.example_id
+        )
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(
+            "SOM-FORMAT-TEMPLATE-RENDER",
+            f"example {example.example_id!r}: the chat template raised rendering the "
+            f"{'prompt' if prompt else 'conversation with the target'}: {exception_text(exc, 160)}",
+            "use a chat template that renders [system?, user, assistant] messages",
+            where=f"example_id={example.example_id}",
+        ) from exc
 
 
 def format_example(
@@ -463,9 +480,9 @@ def format_example(
         )
     messages = build_messages(example, policy)
     target = target_text(example.gold_call)
-    prompt = _render(tokenizer, messages, generation_prompt=True)
+    prompt = _render(tokenizer, example, messages, prompt=True)
     full = _render(
-        tokenizer, [*messages, {"role": "assistant", "content": target}], generation_prompt=False
+        tokenizer, example, [*messages, {"role": "assistant", "content": target}], prompt=False
     )
     if not full.startswith(prompt):
         raise InputError(

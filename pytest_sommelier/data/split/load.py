@@ -36,6 +36,7 @@ from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_text
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, call_shape_error
 from pytest_sommelier.core.types import Call, Example, FormattedSplit
+from pytest_sommelier.data.json_input import strict_json as strict_json
 from pytest_sommelier.data.split.example_ids import EXAMPLE_ID_TEXT, example_id_problem
 from pytest_sommelier.data.split.native_policy import POLICY_NATIVE_TOOLS_V1, read_gold_call
 from pytest_sommelier.data.split.schema import (
@@ -267,12 +268,6 @@ def _one_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def strict_json(text: str) -> Any:
-    """``json.loads`` that refuses repeated keys and NaN/Infinity (``ValueError``); shared by
-    every loader of JSONL input (splits, prepared examples)."""
-    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-
-
 def json_lines(text: str) -> list[str]:
     """The lines of a JSON-lines text, split at ``\n`` only (a trailing ``\r`` kept, which JSON
     reads as whitespace): ``str.splitlines`` would also split inside a string holding a raw
@@ -282,21 +277,6 @@ def json_lines(text: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return lines
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """Object hook: a key repeated in one object is an error, not a silent overwrite."""
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"repeated key {key!r}")
-        result[key] = value
-    return result
-
-
-def _no_constant(name: str) -> Any:
-    """NaN and Infinity are not JSON."""
-    raise ValueError(f"{name} is not JSON")
 
 
 def _schema_error(found: Violation, where: str) -> InputError:

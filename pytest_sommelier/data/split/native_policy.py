@@ -42,6 +42,7 @@ from pytest_sommelier.core.parse import (
     parse_tool_call,
 )
 from pytest_sommelier.core.types import Call
+from pytest_sommelier.data.split.template_render import TemplateBoundError, render_chat
 from pytest_sommelier.errors import InputError, exception_text
 
 POLICY_NATIVE_TOOLS_V1 = "sommelier.native-tools.v1"
@@ -139,18 +140,27 @@ def _refuse(example: NativeExample, code: str, seen: str, hint: str) -> InputErr
     )
 
 
-def _render(tokenizer: Any, messages: list[dict[str, Any]], tools: Any, prompt: bool) -> str:
-    return tokenizer.apply_chat_template(
-        messages, tools=tools, tokenize=False, add_generation_prompt=prompt
+def _render(
+    tokenizer: Any, example: NativeExample, messages: list[dict[str, Any]], tools: Any, prompt: bool
+) -> str:
+    return render_chat(
+        tokenizer,
+        messages,
+        tools=tools,
+        add_generation_prompt=prompt,
+        example_id=example.example_id,
     )
 
 
 def _render_or_none(
-    tokenizer: Any, messages: list[dict[str, Any]], tools: Any, prompt: bool
+    tokenizer: Any, example: NativeExample, messages: list[dict[str, Any]], tools: Any, prompt: bool
 ) -> str | None:
-    """A comparison rendering; None when the template raises (then it compares unequal)."""
+    """A comparison rendering; None when the template raises (then it compares unequal). A
+    template past its bounds (``TemplateBoundError``) is no comparison: it is raised."""
     try:
-        return _render(tokenizer, messages, tools, prompt)
+        return _render(tokenizer, example, messages, tools, prompt)
+    except TemplateBoundError:
+        raise
     except Exception:
         return None
 
@@ -169,7 +179,9 @@ def render_native(
     messages = native_messages(example)
     specs = tool_specs(example.tools)
     try:
-        prompt = _render(tokenizer, messages, specs, True)
+        prompt = _render(tokenizer, example, messages, specs, True)
+    except TemplateBoundError:
+        raise
     except Exception as exc:  # a template's raise_exception, or a type error inside it
         raise _refuse(
             example,
@@ -178,7 +190,7 @@ def render_native(
             f"use a chat template that renders [system?, user] with tools, "
             f"{_TOOLS_IN_SYSTEM_HINT}",
         ) from exc
-    if prompt == _render_or_none(tokenizer, messages, None, True):
+    if prompt == _render_or_none(tokenizer, example, messages, None, True):
         raise _refuse(
             example,
             "SOM-FORMAT-TEMPLATE-IGNORES-TOOLS",
@@ -187,7 +199,11 @@ def render_native(
             f"use a tokenizer whose chat template renders tools, {_TOOLS_IN_SYSTEM_HINT}",
         )
     try:
-        full = _render(tokenizer, [*messages, gold_message(example.gold_call)], specs, False)
+        full = _render(
+            tokenizer, example, [*messages, gold_message(example.gold_call)], specs, False
+        )
+    except TemplateBoundError:
+        raise
     except Exception as exc:  # a template's raise_exception, or a type error inside it
         raise _refuse(
             example,
@@ -198,7 +214,7 @@ def render_native(
             f"{_TOOLS_IN_SYSTEM_HINT}",
         ) from exc
     empty = _render_or_none(
-        tokenizer, [*messages, {"role": "assistant", "content": ""}], specs, False
+        tokenizer, example, [*messages, {"role": "assistant", "content": ""}], specs, False
     )
     if full == empty:
         raise _refuse(

@@ -23,6 +23,8 @@ from urllib.parse import unquote
 
 import jsonschema
 
+from pytest_sommelier.data.json_input import FIELD_DEPTH_LIMIT, depth_problem
+
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 SUITE_SCHEMA_FILE = SCHEMAS / "suite.schema.json"
 EXAMPLE_SCHEMA_FILE = SCHEMAS / "formatted_example.v2.schema.json"
@@ -200,7 +202,11 @@ def ref_problem(parameters: Any) -> str | None:
 def parameters_error(parameters: Any) -> str | None:
     """Why a tool's ``parameters`` is not a valid JSON Schema (of the draft its ``$schema``
     names, else Draft 2020-12; :func:`parameters_validator`), or holds a ``$ref`` that cannot
-    be resolved locally (:func:`ref_problem`), or None."""
+    be resolved locally (:func:`ref_problem`), or nests deeper than ``FIELD_DEPTH_LIMIT``
+    (checked first, so validation never runs out of stack), or None."""
+    deep = depth_problem(parameters, FIELD_DEPTH_LIMIT)
+    if deep is not None:
+        return deep
     validator = parameters_validator(parameters)
     if validator is None:
         return (
@@ -219,7 +225,11 @@ def arguments_error(parameters: Any, arguments: Any) -> tuple[str, str] | None:
     path: ``(path as [..] segments, message)``, or None when they validate. Used for gold calls
     by ``sommelier format`` and ``sommelier import bfcl`` alike. ``parameters`` must have
     passed :func:`parameters_error` (so every ``$ref`` resolves locally); a validator that
-    still fails is reported as a violation, never raised."""
+    still fails is reported as a violation, never raised; arguments nested deeper than
+    ``FIELD_DEPTH_LIMIT`` are a violation at the top."""
+    deep = depth_problem(arguments, FIELD_DEPTH_LIMIT)
+    if deep is not None:
+        return "", deep
     validator = (parameters_validator(parameters) or jsonschema.Draft202012Validator)(parameters)
     try:
         errors = sorted(

@@ -272,17 +272,22 @@ def _gate_slice(entry: Mapping[str, Any], kind: str, slices: Sequence[str], wher
 
 def _check_thresholds(entry: Mapping[str, Any], kind: str, where: str) -> None:
     """Arm gates: ``min`` and/or ``max`` in [0, 1]; an ``identical_outputs`` comparison gate:
-    ``max`` in [0, 1]; a ``noise_flips`` comparison gate: ``max`` >= 0 (a count), overall only;
+    ``max`` in [0, 1]; a ``noise_flips`` comparison gate: ``max`` an integer >= 0 (a count),
+    overall only;
     others (a stored gate too): one lower bound (``ci_lower_above`` /
     ``ci_lower_at_least``), one upper bound (``ci_upper_below`` / ``ci_upper_at_most``), both
     (an equivalence margin, lower <= upper), or ``delta_at_least`` alone, each in [-1, 1]."""
     if kind == "comparison" and entry.get("metric") == NOISE_METRIC:
         wrong = [key for key in (*COMPARISON_THRESHOLDS, "min") if key in entry]
-        if wrong or "max" not in entry or entry["max"] < 0:
+        count = entry.get("max")
+        if wrong or type(count) is not int or count < 0:
+            given = f", not {wrong[0]!r}" if wrong else ""
+            if not wrong and "max" in entry:
+                given = f", not max = {count!r}"
             raise InputError(
                 "SOM-SUITE-GATE-THRESHOLD",
-                f"a {NOISE_METRIC} gate takes max >= 0 (the most full-call outcomes that may "
-                f"flip when re-batched){f', not {wrong[0]!r}' if wrong else ''}",
+                f"a {NOISE_METRIC} gate takes max, a count >= 0 (the most full-call outcomes "
+                f"that may flip when re-batched){given}",
                 "write e.g. max = 0",
                 where=where,
             )
@@ -402,7 +407,8 @@ def check_gates_against_split(suite: Suite, split: FormattedSplit) -> None:
     """Refuse, at load, a gate on ``acceptable_call_match`` whose slices hold no example with
     ``acceptable_arguments`` (the metric exists only for those): without this it was found
     only after every item had run. A gap gate needs them in its gap slice and the reference
-    slice; an ``overall`` gate in any slice."""
+    slice; an ``overall`` gate in any slice. A ``[statistics] noise_floor`` above the split's
+    number of examples is refused here too (the one check of the suite against its split)."""
     for gate in suite.gates:
         if gate.metric != ACCEPTABLE_METRIC:
             continue
@@ -427,4 +433,13 @@ def check_gates_against_split(suite: Suite, split: FormattedSplit) -> None:
             "write the split with sommelier import bfcl and sommelier format, or gate another "
             "metric",
             where=f"{suite.path}: [[gates]] ({gate.name!r})",
+        )
+    noise = suite.statistics.noise_floor
+    if noise > len(split.examples):
+        raise InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            f"key 'noise_floor' = {noise} is more than the split's {len(split.examples)} "
+            "examples: it would re-batch every example and say so nowhere",
+            f"set [statistics] noise_floor to at most {len(split.examples)} (e.g. 32)",
+            where=f"{suite.path}: [statistics]",
         )

@@ -66,10 +66,23 @@ type and choices (``interval``, ``cluster``, ``familywise``); ``statistics_bound
 (``power`` in [0.5, 0.999], ``effect`` in [0.0001, 1], finite numbers only)."""
 
 
+SUITE_FILE = "sommelier.toml"
+"""The suite file's name in a suite folder (the plugin's ``keys.SUITE_FILENAME``, which the
+plugin cannot import from here without loading this layer; a test checks they agree)."""
+
+
+def suite_file(path: str | os.PathLike[str]) -> Path:
+    """The suite file a path names: the path itself, or a folder's ``sommelier.toml`` (a suite
+    folder is taken wherever a suite file is, as pytest takes it)."""
+    given = Path(path)
+    return given / SUITE_FILE if given.is_dir() else given
+
+
 def load_suite(path: str | os.PathLike[str]) -> Suite:
-    """Read, validate and resolve one suite file; raise a ``SommelierError`` on any problem."""
-    suite_path = Path(path)
-    label = str(path)
+    """Read, validate and resolve one suite file (or a folder's ``sommelier.toml``,
+    ``suite_file``); raise a ``SommelierError`` on any problem."""
+    suite_path = suite_file(path)
+    label = str(suite_path)
     data = read_toml(suite_path, label)
     validate_structure(data, label)
     folder = suite_path.resolve().parent

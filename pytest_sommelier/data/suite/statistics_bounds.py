@@ -19,6 +19,8 @@ MAX_RESAMPLES = 100_000
 MIN_CONFIDENCE = 0.5
 MAX_CONFIDENCE = 0.99
 SEED_LIMIT = 2**64
+MAX_NOISE_FLOOR = 100_000
+"""The most examples ``noise_floor`` may re-batch (at collection, at most the split's size)."""
 MIN_POWER = 0.5
 MAX_POWER = 0.999
 MIN_EFFECT = 1e-4
@@ -60,7 +62,8 @@ def _integer(value: Any) -> bool:
 
 def statistics_problem(settings: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(key, why)`` for the first setting of ``seed``, ``resamples``, ``confidence_level``,
-    ``power`` and ``effect`` outside its bounds (only the keys present are checked), or None."""
+    ``noise_floor``, ``power`` and ``effect`` outside its bounds (only the keys present are
+    checked), or None."""
     seed = settings.get("seed", 0)
     if not _integer(seed) or not 0 <= seed < SEED_LIMIT:
         return "seed", f"= {seed!r} is not an integer in [0, 2**64)"
@@ -76,6 +79,12 @@ def statistics_problem(settings: Mapping[str, Any]) -> tuple[str, str] | None:
     if not math.isfinite(level) or not MIN_CONFIDENCE <= level <= MAX_CONFIDENCE:
         return "confidence_level", (
             f"= {level!r} is outside [{MIN_CONFIDENCE}, {MAX_CONFIDENCE}] (e.g. 0.95)"
+        )
+    noise = settings.get("noise_floor", 0)
+    if not _integer(noise) or not 0 <= noise <= MAX_NOISE_FLOOR:
+        return "noise_floor", (
+            f"= {noise!r} is not an integer in [0, {MAX_NOISE_FLOOR}] (the examples re-batched; "
+            "a suite's split bounds it further)"
         )
     for key, check in (("power", power_problem), ("effect", effect_problem)):
         if settings.get(key) is not None:  # effect null: none declared (a resolved suite)

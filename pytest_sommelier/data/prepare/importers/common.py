@@ -30,6 +30,7 @@ from typing import Any
 
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.data.atomic import write_atomic
+from pytest_sommelier.data.json_input import FIELD_DEPTH_LIMIT, depth_problem
 from pytest_sommelier.data.split.load import strict_json
 from pytest_sommelier.data.split.schema import arguments_error, parameters_error
 from pytest_sommelier.errors import InputError
@@ -91,6 +92,9 @@ class ImportOptions:
     id_field: str | None = None
     sample: int | None = None
     seed: int = 13
+    drop_system: bool = False
+    """Drop each row's own system turn (``--drop-system``), so the default format policy,
+    which writes its own, takes the rows."""
 
 
 @dataclass
@@ -101,6 +105,8 @@ class ImportResult:
     read: int = 0
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    with_system: int = 0
+    """Converted rows that keep their own system turn (before any sample)."""
     written: int = 0
 
 
@@ -166,8 +172,17 @@ def decode_text(text: str, where: str, name: str, *, literal: bool = False) -> A
 
 
 def json_value(value: Any, where: str, name: str) -> Any:
-    """``value`` as a JSON value: tuples become lists; sets, bytes, non-string keys and
-    non-finite numbers are malformed (naming ``name``)."""
+    """``value`` as a JSON value: tuples become lists; sets, bytes, non-string keys,
+    non-finite numbers and nesting deeper than ``FIELD_DEPTH_LIMIT`` (checked first, without
+    recursion) are malformed (naming ``name``)."""
+    deep = depth_problem(value, FIELD_DEPTH_LIMIT)
+    if deep is not None:
+        raise malformed(where, name, deep)
+    return _json_value(value, where, name)
+
+
+def _json_value(value: Any, where: str, name: str) -> Any:
+    """``json_value`` below its depth check."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -175,11 +190,11 @@ def json_value(value: Any, where: str, name: str) -> Any:
             raise malformed(where, name, f"holds {value}, which is not JSON")
         return value
     if isinstance(value, (list, tuple)):
-        return [json_value(item, where, name) for item in value]
+        return [_json_value(item, where, name) for item in value]
     if isinstance(value, dict):
         if not all(isinstance(key, str) for key in value):
             raise malformed(where, name, "holds an object with a key that is not a string")
-        return {key: json_value(item, where, name) for key, item in value.items()}
+        return {key: _json_value(item, where, name) for key, item in value.items()}
     raise malformed(where, name, f"holds a {type(value).__name__}, which is not JSON")
 
 

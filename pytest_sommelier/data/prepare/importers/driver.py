@@ -77,13 +77,23 @@ def check_format(name: str, importers: Registry | None = None) -> Converter:
 
 
 def check_options(options: ImportOptions) -> None:
-    """``--language`` and ``--language-field`` exclude each other; ``--sample`` is positive."""
+    """``--language`` and ``--language-field`` exclude each other; ``--source-field`` needs
+    ``--id-field`` (without it the rows are numbered ``FORMAT-N``, so no root id a row names
+    could match); ``--sample`` is positive."""
     if options.language is not None and options.language_field is not None:
         raise InputError(
             "SOM-IMPORT-OPTIONS",
             "--language and --language-field both given",
             "give one: a language for every row, or the field that holds each row's",
             where="--language-field",
+        )
+    if options.source_field is not None and options.id_field is None:
+        raise InputError(
+            "SOM-IMPORT-OPTIONS",
+            f"--source-field {options.source_field} names each translation's root by its id, "
+            "but without --id-field the rows get ids FORMAT-N, so no root id can match",
+            "give --id-field, the field holding each row's id (the one --source-field refers to)",
+            where="--source-field",
         )
     sample_rows([], options.sample, options.seed)
 
@@ -163,8 +173,9 @@ def import_file(
             "language": language,
             "source_example_id": source,
         }
-        if outcome.system is not None:
+        if outcome.system is not None and not options.drop_system:
             row["system"] = outcome.system
+            result.with_system += 1
         row.update(query=outcome.query, tools=outcome.tools, gold_call=outcome.gold_call)
         converted.append((row, validate_prepared_row(row, where, number), where))
     kept = _drop_orphans(converted, result)

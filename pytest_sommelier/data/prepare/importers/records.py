@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.data.json_input import JSON_DEPTH_LIMIT, depth_problem
 from pytest_sommelier.data.split.load import json_lines, lone_surrogate_path, strict_json
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError, exception_text
 
@@ -132,6 +133,14 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
         index = 0
         for batch in batches:
             for row in batch.to_pylist():
+                deep = depth_problem(row, JSON_DEPTH_LIMIT)
+                if deep is not None:
+                    raise InputError(
+                        "SOM-IMPORT-JSON",
+                        f"row is {deep}",
+                        "flatten the row's nested columns",
+                        where=f"{path}: row {index}",
+                    )
                 yield f"{path}: row {index}", index, row
                 index += 1
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError

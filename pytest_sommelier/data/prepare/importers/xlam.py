@@ -30,8 +30,10 @@ Schema by these rules (:func:`parameters_schema`):
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from typing import Any
 
+from pytest_sommelier.data.json_input import FIELD_DEPTH_LIMIT
 from pytest_sommelier.data.prepare.importers.common import (
     Candidate,
     Importer,
@@ -92,8 +94,16 @@ def _split_top(text: str, separator: str = ",") -> list[str]:
     return parts
 
 
+TYPE_DEPTH_LIMIT = FIELD_DEPTH_LIMIT // 2
+"""The deepest generic type read (``List[List[...]]``): each level is two levels of schema."""
+
+
 def type_schema(text: str) -> tuple[dict[str, Any], bool]:
-    """``(schema, optional)`` of one xLAM type string (rule 4); UnknownType otherwise."""
+    """``(schema, optional)`` of one xLAM type string (rule 4); UnknownType otherwise (a type
+    whose brackets nest deeper than ``TYPE_DEPTH_LIMIT`` too, before any recursion)."""
+    depth = max(accumulate(1 if c == "[" else -1 for c in text if c in "[]"), default=0)
+    if depth > TYPE_DEPTH_LIMIT:
+        raise UnknownType(f"type {text[:40]!r}...: nested deeper than {TYPE_DEPTH_LIMIT} levels")
     head, *remarks = _split_top(text)
     optional = False
     for remark in remarks:

@@ -1,0 +1,168 @@
+"""The one call of a tokenizer's chat template: bounded in time and in output, dated once.
+
+Every rendering ``sommelier format`` makes (both template policies, the native policy's
+comparison renderings too) goes through ``render_chat``. The template runs in transformers'
+Jinja2 sandbox, which blocks every escape with a ``SecurityError`` (kept: the caller words it as
+its one line) but lets a template loop for as long as it likes (two nested ``range(100000)``
+loops) or write as much as it likes. Here:
+
+- a rendering that runs longer than ``RENDER_SECONDS`` is stopped (a ``SIGALRM`` timer, the
+  standard way to interrupt Python code; it is armed only in the main thread, where ``sommelier
+  format`` runs, and any timer already armed is restored afterwards);
+- a rendering longer than ``RENDER_CHARS`` characters is refused, and so is a template longer
+  than ``TEMPLATE_CHARS``;
+- ``strftime_now`` (Llama 3.1's template calls it for "Today Date") gives ``TEMPLATE_DATE``,
+  not the clock, so a prompt never depends on the day ``format`` ran; the date is part of the
+  rendered ``prompt_text``, hence of its ``prompt_sha256`` and of the split's digest. transformers
+  hands a template only plain data, so the date is pinned in the template's text
+  (``pinned_template``): each ``strftime_now("<literal format>")`` becomes the literal it gives on
+  ``TEMPLATE_DATE`` and ``strftime_now is defined`` becomes ``true``; a template that still
+  names ``strftime_now`` after that (a format that is not a literal) is refused.
+
+Invariant kept: a template that never ends or writes without bound is one
+``SOM-FORMAT-TEMPLATE-BOUND`` line naming the example, raised as ``TemplateBoundError`` (which
+callers that turn other template errors into their own lines must let through).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from types import FrameType
+from typing import Any
+
+from pytest_sommelier.errors import InputError
+
+RENDER_SECONDS = 10.0
+"""The longest one rendering may run (a real chat template takes milliseconds)."""
+RENDER_CHARS = 4 * 1024 * 1024
+"""The longest rendering taken, in characters (far above any model's context)."""
+TEMPLATE_CHARS = 1024 * 1024
+"""The longest chat template taken, in characters (real ones are a few thousand)."""
+TEMPLATE_DATE = datetime(2024, 7, 26)
+"""The date ``strftime_now`` gives a template (Llama 3.1's own fallback, ``26 Jul 2024``)."""
+
+
+class TemplateBoundError(InputError):
+    """A chat template that ran past ``RENDER_SECONDS`` or wrote more than ``RENDER_CHARS``."""
+
+
+class _Expired(Exception):
+    """Raised by the timer inside the template's code; turned into TemplateBoundError."""
+
+
+_CALL = re.compile(r"""strftime_now\s*\(\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\)""")
+_DEFINED = re.compile(r"strftime_now\s+is\s+(not\s+)?defined")
+
+
+def pinned_template(template: str) -> str | None:
+    """``template`` with ``strftime_now`` pinned to ``TEMPLATE_DATE`` (module docstring);
+    the text unchanged when it does not name it; None when a use is left that cannot be
+    pinned (a call whose format is not a string literal)."""
+    if "strftime_now" not in template:
+        return template
+
+    def literal(match: re.Match[str]) -> str:
+        written = TEMPLATE_DATE.strftime(match.group(1) or match.group(2) or "")
+        return json.dumps(written)  # a JSON string literal is a Jinja string literal
+
+    pinned = _DEFINED.sub(lambda m: "false" if m.group(1) else "true", template)
+    pinned = _CALL.sub(literal, pinned)
+    return None if "strftime_now" in pinned else pinned
+
+
+def render_chat(
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    *,
+    add_generation_prompt: bool,
+    example_id: str,
+    tools: Any = None,
+    seconds: float | None = None,
+    chars: int | None = None,
+) -> str:
+    """``tokenizer.apply_chat_template(messages, tools=..., tokenize=False)`` under the bounds
+    of the module docstring (``seconds`` and ``chars``, default ``RENDER_SECONDS`` and
+    ``RENDER_CHARS`` as they are at the call); TemplateBoundError naming ``example_id`` past
+    them."""
+    seconds = RENDER_SECONDS if seconds is None else seconds
+    chars = RENDER_CHARS if chars is None else chars
+    kwargs: dict[str, Any] = {}
+    if tools is not None:
+        kwargs["tools"] = tools
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, str) and len(template) > TEMPLATE_CHARS:
+        raise _bound(example_id, f"is {len(template)} characters long, more than {TEMPLATE_CHARS},")
+    if isinstance(template, str) and "strftime_now" in template:
+        pinned = pinned_template(template)
+        if pinned is None:
+            raise InputError(
+                "SOM-FORMAT-TEMPLATE-DATE",
+                f"example {example_id!r}: the chat template calls strftime_now with a format "
+                "that is not a string literal, so its prompts would depend on the day format ran",
+                "write the date into the template, or call strftime_now with a literal format "
+                f"(sommelier pins it to {TEMPLATE_DATE:%Y-%m-%d})",
+                where=f"example_id={example_id}",
+            )
+        kwargs["chat_template"] = pinned
+    try:
+        with _deadline(seconds):
+            text = tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
+            )
+    except _Expired:
+        raise _bound(example_id, f"ran for more than {seconds:g} s") from None
+    if isinstance(text, str) and len(text) > chars:
+        raise _bound(example_id, f"wrote {len(text)} characters, more than {chars}")
+    return str(text)
+
+
+def _bound(example_id: str, what: str) -> TemplateBoundError:
+    return TemplateBoundError(
+        "SOM-FORMAT-TEMPLATE-BOUND",
+        f"example {example_id!r}: the chat template {what} rendering one example",
+        "use a chat template that renders a conversation in one pass (no unbounded loops or "
+        "repetition)",
+        where=f"example_id={example_id}",
+    )
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise ``_Expired`` in the code running after ``seconds`` (main thread only; elsewhere
+    no timer is armed). The previous SIGALRM handler and timer are put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise _Expired
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    started = time.monotonic()
+    earlier, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if earlier:
+            left = earlier - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
+
+
+__all__ = [
+    "RENDER_CHARS",
+    "RENDER_SECONDS",
+    "TEMPLATE_CHARS",
+    "TEMPLATE_DATE",
+    "TemplateBoundError",
+    "pinned_template",
+    "render_chat",
+]

@@ -1,0 +1,54 @@
+"""A closed standard output (``sommelier history | head -3``) ends a command quietly: exit
+141 (128 + SIGPIPE, as ``git log | head`` gives), no ``BrokenPipeError`` traceback (row R53 of
+docs/hardening.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_sommelier import cli
+from pytest_sommelier.commands import history
+
+
+def test_a_broken_pipe_in_any_command_is_status_141(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def closed(args: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(history, "run", closed)
+    assert cli.main(["history"]) == cli.BROKEN_PIPE_STATUS == 141
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_a_reader_that_goes_away_leaves_no_traceback(tmp_path: Path) -> None:
+    """A real pipe whose reader has closed: the command's first write fails (EPIPE)."""
+    rows = tmp_path / "chat.jsonl"
+    call = {"type": "function", "function": {"name": "f", "arguments": "{}"}}
+    row = {
+        "messages": [{"role": "user", "content": "hi"},
+                     {"role": "assistant", "tool_calls": [call]}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+    }  # fmt: skip
+    rows.write_text(json.dumps(row) + "\n")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", "import sys; from pytest_sommelier.cli import main; "
+             "sys.exit(main())", "import", "openai-chat", str(rows), "--out",
+             str(tmp_path / "out.jsonl")],
+            stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr
+    assert "Exception ignored" not in done.stderr
