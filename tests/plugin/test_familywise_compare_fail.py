@@ -44,7 +44,7 @@ def test_compare_fail_gates_are_members_of_the_family(
 ) -> None:
     statistics = {"familywise": "bonferroni"}
     session(pytester, "one", V1, "--sommelier-autosave", gates=[UPLIFT], statistics=statistics)
-    result, verdict = session(pytester, "two", V1, "--sommelier-compare=last", WIDE, *workers,
+    result, verdict = session(pytester, "two", V1, "--sommelier-compare=last-any", WIDE, *workers,
                               gates=[UPLIFT], statistics=statistics)  # fmt: skip
     family = verdict["familywise"]
     members = [f"compare-fail:{arm}:{METRIC}:0.9" for arm in ("base", "adapter")]
@@ -74,7 +74,7 @@ def test_under_a_family_a_point_difference_is_no_claim(pytester: pytest.Pytester
     under ``none`` passes it (the point rule, no claim at a level)."""
     statistics = {"familywise": "holm", "cluster": "example"}
     session(pytester, "one", V1, "--sommelier-autosave", statistics=statistics)
-    _, held = session(pytester, "two", V1, "--sommelier-compare=last", NARROW,
+    _, held = session(pytester, "two", V1, "--sommelier-compare=last-any", NARROW,
                       statistics=statistics)  # fmt: skip
     member = by_name(held)[f"compare-fail:adapter:{METRIC}:0.02"]
     assert member["passed"] is False
@@ -89,7 +89,7 @@ def test_under_a_family_a_point_difference_is_no_claim(pytester: pytest.Pytester
 
 def test_under_none_the_point_rule_stays(pytester: pytest.Pytester) -> None:
     session(pytester, "one", V1, "--sommelier-autosave")
-    _, verdict = session(pytester, "two", V1, "--sommelier-compare=last", NARROW)
+    _, verdict = session(pytester, "two", V1, "--sommelier-compare=last-any", NARROW)
     member = by_name(verdict)[f"compare-fail:adapter:{METRIC}:0.02"]
     assert member["passed"] is True and member["threshold"] == {"delta_at_least": -0.02}
     assert verdict["familywise"]["size"] == 0
@@ -117,13 +117,13 @@ def test_rescore_evaluates_the_same_family(
 
     statistics = {"familywise": "bonferroni"}
     session(pytester, "one", V1, "--sommelier-autosave", statistics=statistics)
-    _, live = session(pytester, "two", REGRESSED, "--sommelier-compare=last", WIDE,
+    _, live = session(pytester, "two", REGRESSED, "--sommelier-compare=last-any", WIDE,
                       gates=[UPLIFT], statistics=statistics)  # fmt: skip
     suite = write_scripted_suite(pytester, script(REGRESSED), gates=[UPLIFT],
                                  statistics=statistics)  # fmt: skip
     again = pytester.path / "again"
     code = main(["rescore", str(pytester.path / "two"), "--suite", str(suite), "--out",
-                 str(again), "--store", str(pytester.path / ".sommelier"), "--compare", "last",
+                 str(again), "--store", str(pytester.path / ".sommelier"), "--compare", "last-any",
                  "--compare-fail", f"{METRIC}:0.9"])  # fmt: skip
     capsys.readouterr()
     rescored = json.loads((again / "gate_verdict.json").read_text(encoding="utf-8"))
