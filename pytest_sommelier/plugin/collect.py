@@ -139,6 +139,25 @@ def refuse_unwritable_out(config: pytest.Config) -> None:
     check_writable(base)
 
 
+def refuse_unknown_engine(
+    config: pytest.Config, suite: Suite, session: pytest.Session | None
+) -> None:
+    """The engine the suite's items would load (``--sommelier-engine``, else ``[engine]
+    name``) must be registered (a built-in, an installed extension or a ``conftest.py`` hook
+    of the suite): an unknown name is one ``SOM-ENGINE-NAME`` line at collection, never an
+    error on every item. A built-in name reads no entry point."""
+    from pytest_sommelier.inference.select_engine import ENGINES
+
+    name = settings_of(config).engine or suite.engine.name
+    if name in ENGINES:
+        return
+    from pytest_sommelier.plugin.extensions import suite_engines
+
+    suite_engines(config, suite, name, session).entry(
+        name, where=f"{suite.path}: [engine] name", code="SOM-ENGINE-NAME"
+    )
+
+
 def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:
     """``--sommelier-strict=ARM[,ARM]`` must name arms of the suite (a typo would silently
     make nothing must-pass)."""
@@ -214,6 +233,7 @@ class SuiteFile(pytest.Module):
             from pytest_sommelier.plugin.extensions import suite_scorers
 
             suite_scorers(self.config, suite, self.session)  # a bad scorer stops collection
+            refuse_unknown_engine(self.config, suite, self.session)
             refuse_unmeetable_compare_fail(self.config, suite, split)
         except SommelierError as error:
             raise self.CollectError(str(error)) from None

@@ -126,7 +126,7 @@ def test_e04_the_api_key_never_reaches_output_or_artifacts(
 @pytest.mark.parametrize(
     ("engine", "code", "where"),
     [
-        ({"name": "tgi"}, "SOM-SUITE", "[engine]: key 'name'"),
+        ({"name": "tgi"}, "SOM-ENGINE-NAME", "[engine] name"),
         ({"name": "openai", "concurrency": 0}, "SOM-SUITE", "[engine]: key 'concurrency'"),
         ({"name": "openai", "api_key_env": "sk-abc def"}, "SOM-SUITE", "'api_key_env'"),
         ({"name": "openai", "colour": "red"}, "SOM-SUITE", "'colour'"),
