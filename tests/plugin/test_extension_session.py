@@ -293,7 +293,7 @@ def test_an_engine_name_nobody_registers_is_one_line(pytester: pytest.Pytester) 
         model={"base": "fake-org/fake-model"},
     )
     result = run(pytester)
-    assert result.ret == 1
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # refused at collection, before any item
     result.stdout.fnmatch_lines(["*SOM-ENGINE-NAME*engine 'nobody' is not known*"])
 
 
