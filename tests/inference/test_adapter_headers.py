@@ -218,6 +218,25 @@ def _library_opens(path: Path) -> bool:
         return False
 
 
+_INSTALLED: set[str] = set()
+
+
+def installed_dtypes() -> set[str]:
+    """The dtypes of ``DTYPE_BITS`` the installed safetensors opens (all of them from 0.8; the
+    lowest supported release predates F4, F6, F8_E8M0, the FNUZ floats and C64)."""
+    if not _INSTALLED:
+        import tempfile
+
+        for dtype in DTYPE_BITS:
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "one.safetensors"
+                entry = {"dtype": dtype, "shape": [0], "data_offsets": [0, 0]}
+                path.write_bytes(header_bytes({"t": entry}, 0))
+                if _library_opens(path):
+                    _INSTALLED.add(dtype)
+    return _INSTALLED
+
+
 HEADER_EXAMPLES = 300
 
 
@@ -240,6 +259,8 @@ def test_the_header_reader_accepts_exactly_what_safetensors_opens(
         assert error.code == "SOM-ADAPTER-HEADER" and len(str(error).splitlines()) == 1
         assert path.read_bytes() == content  # nothing written
         return
+    if not opens and any(t.dtype not in installed_dtypes() for t in read.values()):
+        return  # a dtype of the format this safetensors release predates (0.8 knows them all)
     assert opens, f"the reader accepted {read} that safetensors refuses"
 
 
