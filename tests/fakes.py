@@ -28,8 +28,8 @@ another fake:
 Every call appends ``{"arm", "n", "ids", "pid", "warmup"}`` to ``calls.jsonl`` beside the
 conftest (``warmup``: the generator's first call, the runner's warm-up), so tests check batching,
 exactly-once generation and which process generated. The split is read when the model is first
-called and a split that cannot be read maps every prompt to ``"?"``: a test that damages the
-split meets the plugin's error for it, not the fake's.
+called (once per process) and a split that cannot be read maps every prompt to ``"?"``: a test
+that damages the split meets the plugin's error for it, not the fake's.
 """
 
 from __future__ import annotations
@@ -65,11 +65,17 @@ RETURNS = {
 }
 
 
+ROWS = []
+
+
 def split_rows():
-    try:
-        return [json.loads(line) for line in SPLIT.read_text().splitlines()]
-    except (OSError, ValueError):
-        return []
+    # the split's rows, read once, at the first call (a split that cannot be read: none)
+    if not ROWS:
+        try:
+            ROWS.extend([json.loads(line) for line in SPLIT.read_text().splitlines()])
+        except (OSError, ValueError):
+            pass
+    return ROWS
 
 
 class Unprintable(ValueError):
