@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import xml.etree.ElementTree as ET
+
 import pytest
 from fakes import FAKE_CONFTEST
 from suite_factory import make_row, write_suite
@@ -58,9 +60,97 @@ BEATS_BASE = {"name": "best-beats-base", "selected": True, "metric": "full_call_
               "ci_lower_above": 0.0}  # fmt: skip
 
 
-def test_smoke(pytester: pytest.Pytester) -> None:
+LEVEL = 1 - 0.05 / 3  # Bonferroni over the three candidates
+STORED = {"name": "beats-shipped", "selected": True, "metric": "full_call_exact_match",
+          "ci_lower_above": 0.0, "stored": "label:shipped"}  # fmt: skip
+
+
+def junit_gates(pytester: pytest.Pytester) -> dict[str, ET.Element]:
+    """The JUnit gate cases (``<suite>::gates::<name>``) by gate name."""
+    cases = ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    return {str(c.get("name")): c for c in cases if str(c.get("classname")).endswith("gates")}
+
+
+def session(pytester: pytest.Pytester, out: str, *args: str) -> tuple[pytest.RunResult, Path]:
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-no-cache",
+                                "--sommelier-out", out, *args)  # fmt: skip
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert (pytester.path / out / "gate_verdict.json").is_file(), result.stdout.str()
+    return result, pytester.path / out
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_the_selected_checkpoint_beats_the_base_at_the_adjusted_level(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
     sweep(pytester, (8, 20, 12), [BEATS_BASE])
-    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out")
-    print(result.stdout.str())
-    print(json.dumps(gate_of(pytester.path / "out", "best-beats-base"), indent=1))
-    assert 0
+    result, run_dir = session(pytester, "out", "--junitxml=junit.xml", *workers)
+    assert result.ret == 0, result.stdout.str()
+    entry = gate_of(run_dir, "best-beats-base")
+    assert entry["kind"] == "selection" and entry["passed"] is True
+    assert entry["subject"] == "selected(adapter@200)-vs-base"
+    assert entry["selection"] == {"selected": "adapter@200", "reference": "base", "stored": None,
+                                  "candidates": 3, "confidence_level": pytest.approx(LEVEL),
+                                  "method": "bonferroni"}  # fmt: skip
+    assert entry["interval"]["confidence_level"] == pytest.approx(LEVEL)
+    assert entry["interval"]["discordant"] == {"candidate_only": 20, "reference_only": 0}
+    # the interval the gate read is the selection's own (the same level, the same records)
+    selection = json.loads((run_dir / "report" / "selection.json").read_text(encoding="utf-8"))
+    chosen = next(c for c in selection["candidates"] if c["arm"] == "adapter@200")
+    assert entry["interval"]["lower"] == pytest.approx(chosen["lower"])
+    # every view names the subject and says the level is adjusted over the candidates
+    phrase = "selected among 3 candidates: level adjusted to 98.3% (bonferroni over 3)"
+    result.stdout.fnmatch_lines([f"PASS best-beats-base: selected(adapter@200)-vs-base *{phrase}*"])
+    summary = (run_dir / "report" / "summary.md").read_text(encoding="utf-8")
+    assert "selected(adapter@200)-vs-base" in summary and phrase in summary
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "selected(adapter@200)-vs-base" in page and phrase in page
+    assert junit_gates(pytester)["best-beats-base"].find("failure") is None
+
+
+def test_the_gate_fails_when_only_the_unadjusted_interval_clears(
+    pytester: pytest.Pytester,
+) -> None:
+    """Six of 24 fixed, none broken: the plain 95% interval of the comparison clears zero, the
+    interval at 98.3% (the best of three) does not, and the gate reads the latter."""
+    sweep(pytester, (3, 6, 4), [BEATS_BASE])
+    result, run_dir = session(pytester, "out", "--junitxml=junit.xml")
+    assert result.ret == 1
+    failure = junit_gates(pytester)["best-beats-base"].find("failure")
+    assert failure is not None
+    assert "selected(adapter@200)-vs-base" in str(failure.get("message"))
+    assert "level adjusted to 98.3% (bonferroni over 3)" in str(failure.get("message"))
+    entry = gate_of(run_dir, "best-beats-base")
+    assert entry["passed"] is False and entry["selection"]["selected"] == "adapter@200"
+    assert entry["interval"]["lower"] <= 0.0 < entry["interval"]["upper"]
+    plain = json.loads((run_dir / "report" / "adapter@200-vs-base.json").read_text("utf-8"))
+    unadjusted = plain["intervals"]["intervals"]["full_call_exact_match"]
+    assert plain["intervals"]["confidence_level"] == pytest.approx(0.95)
+    assert unadjusted["lower"] > 0.0  # a plain comparison gate would have passed
+    result.stdout.fnmatch_lines(["FAIL best-beats-base: selected(adapter@200)-vs-base*98.3%*"])
+
+
+def test_the_selected_checkpoint_against_a_labelled_stored_run(pytester: pytest.Pytester) -> None:
+    """Run one is stored as ``shipped`` (its selection: adapter@200, 6 of 24); run two's best
+    (adapter@300, every example) is compared with run one's selected candidate, not with its
+    own family's arm; nothing stored yet fails the gate with the line as its reason."""
+    last = {**STORED, "name": "beats-last", "stored": "last-any"}
+    sweep(pytester, (3, 6, 4), [last])
+    result, one = session(pytester, "one", "--sommelier-autosave", "--sommelier-label", "shipped")
+    first = gate_of(one, "beats-last")
+    assert result.ret == 1 and first["passed"] is False  # a claim without evidence never passes
+    assert first["reason"].startswith("no comparable stored run of suite 'factory'")
+    assert first["subject"] == "selected(adapter@200)-vs-adapter@last-any"
+    sweep(pytester, (10, 12, 24), [STORED, last])
+    result, two = session(pytester, "two")
+    assert gate_of(two, "beats-last")["selection"]["reference"] == "adapter@200"
+    entry = gate_of(two, "beats-shipped")
+    assert result.ret == 0, result.stdout.str()
+    assert entry["passed"] is True and entry["subject"] == (
+        "selected(adapter@300)-vs-adapter@label:shipped"
+    )
+    assert entry["selection"]["reference"] == "adapter@200"  # the stored run's selected one
+    assert entry["selection"]["stored"] == "label:shipped"
+    assert entry["interval"]["discordant"] == {"candidate_only": 18, "reference_only": 0}
+    assert entry["interval"]["confidence_level"] == pytest.approx(LEVEL)
+    result.stdout.fnmatch_lines(["PASS beats-shipped: selected(adapter@300)-vs-adapter@label:*"])
