@@ -738,12 +738,10 @@ def familywise_plans(
                 gate.name: plans[gate.name].confidence_level or level for gate in family
             }
         return plans, block
-    raw = []
-    for gate in family:
-        p, null = _gate_p_value(gate, level, interval_at)
-        k = _candidates(gate)
-        raw.append((None if p is None else min(1.0, k * p), null))
-    holm = multiplicity.holm_adjusted([p for p, _ in raw])
+    raw = [_gate_p_value(gate, level, interval_at) for gate in family]
+    over_k = [None if p is None else min(1.0, _candidates(g) * p)
+              for g, (p, _) in zip(family, raw, strict=True)]  # fmt: skip
+    holm = multiplicity.holm_adjusted(over_k)
     alpha = 1.0 - level
     plans = {}
     for gate, p, r in zip(family, holm, raw, strict=True):

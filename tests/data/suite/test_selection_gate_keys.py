@@ -29,7 +29,8 @@ GOOD = {"name": "best", "selected": True, "metric": "full_call_exact_match",
         "ci_lower_above": 0.0}  # fmt: skip
 FAMILY = {"SOM-SUITE-GATE-KIND", "SOM-SUITE-GATE-THRESHOLD", "SOM-SUITE-GATE-STORED",
           "SOM-SUITE-UNKNOWN-METRIC", "SOM-SUITE-UNKNOWN-SLICE", "SOM-SUITE-SELECTION",
-          "SOM-SUITE-INVALID-VALUE", "SOM-SUITE-UNKNOWN-ARM", "SOM-SUITE-GATE-COMPARISON"}  # fmt: skip
+          "SOM-SUITE-INVALID-VALUE", "SOM-SUITE-UNKNOWN-ARM",
+          "SOM-SUITE-GATE-COMPARISON"}  # fmt: skip
 
 
 def configs(entry: dict[str, Any], *, has_selection: bool = True) -> Any:
@@ -110,7 +111,7 @@ KEYS = st.fixed_dictionaries(
         "reference": st.sampled_from(["base", "adapter@2"]),
         "gap": st.sampled_from(["he", "en"]),
         "stored": st.one_of(st.sampled_from(["last", "last-any", "label:v1", "label:", "0003",
-                                             "x"]), st.integers(-1, 5)),  # fmt: skip
+                                             "x"]), st.integers(-1, 5)),
         "slice": st.sampled_from(["overall", "en", "he", "fr"]),
         "metric": st.sampled_from(["full_call_exact_match", "argument_f1", "identical_outputs",
                                    "noise_flips", "acceptable_call_match", "nope"]),
@@ -119,7 +120,7 @@ KEYS = st.fixed_dictionaries(
         "ci_upper_below": st.floats(-2, 2), "ci_upper_at_most": st.floats(-2, 2),
         "delta_at_least": st.floats(-2, 2), "effect": st.floats(-2, 2),
     },
-)  # fmt: skip
+)
 
 
 @settings(max_examples=300, deadline=None)
