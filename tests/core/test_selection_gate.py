@@ -5,13 +5,10 @@ by simulation a false pass rate at or under ``1 - cl`` when no candidate has a t
 
 from __future__ import annotations
 
-import json
-import random
 from pathlib import Path
-from typing import Any
 
 import pytest
-from suite_factory import make_row, write_suite
+from sweep_helpers import BEST, METRIC, build, false_pass_rates, verdict
 
 from pytest_sommelier.core import multiplicity
 from pytest_sommelier.core.gates import (
@@ -21,55 +18,11 @@ from pytest_sommelier.core.gates import (
     selection_level,
     selection_subject,
 )
-from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
+from pytest_sommelier.core.pipeline import evaluate_run
 from pytest_sommelier.core.types import GateConfig
-from pytest_sommelier.data.split.load import load_split
-from pytest_sommelier.data.suite.load import load_suite, suite_identity
 
-METRIC = "full_call_exact_match"
-BEST = {"name": "best", "selected": True, "metric": METRIC, "ci_lower_above": 0.0}
 OTHER = {"name": "c1-up", "candidate": "c1", "reference": "base", "metric": METRIC,
          "ci_lower_above": 0.0}  # fmt: skip
-
-
-def build(tmp: Path, n: int, k: int, gates: list[dict[str, Any]], **statistics: Any) -> Any:
-    """A suite with arms ``base`` and ``c1``..``cK`` over ``n`` English examples and
-    ``[selection] among = "c*"``; returns the suite, its split and its identity."""
-    golds = {f"en-{i}": {"name": f"t{i}", "arguments": {"i": i}} for i in range(n)}
-    rows = [make_row(i, "en", None, gold) for i, gold in golds.items()]
-    arms = {"base": {}, **{f"c{j}": {"adapter": "adapter"} for j in range(1, k + 1)}}
-    suite_file = write_suite(
-        tmp / "suite", rows=rows, suite={"slices": ["en"]}, arms=arms,
-        comparisons=[{"candidate": "c1", "reference": "base"}],
-        selection={"metric": METRIC, "among": "c*"}, gates=gates,
-        statistics={"resamples": 200, **statistics},
-    )  # fmt: skip
-    suite = load_suite(suite_file)
-    return suite, load_split(suite.test_split, suite.slices), suite_identity(suite)
-
-
-def arm_runs(suite: Any, split: Any, hits: dict[str, list[bool]]) -> dict[str, ArmRun]:
-    """Every arm's records: a hit answers the gold call, a miss answers prose."""
-    runs = {}
-    for arm, row in hits.items():
-        kind = "base" if arm == "base" else "adapter"
-        records = [
-            {"example_id": e.example_id, "arm": arm, "model_kind": kind, "language": e.language,
-             "prompt_sha256": e.prompt_sha256, "raw_text": json.dumps(e.gold_call) if hit else
-             "no call", "parsed_call": None, "parse_status": "no_json",
-             "decoding": dict(suite.decoding), "cached": False}
-            for e, hit in zip(split.examples, row, strict=True)
-        ]  # fmt: skip
-        runs[arm] = ArmRun(name=arm, model_kind=kind, model_identity={"fake": "m"},
-                           adapter_identity=None if kind == "base" else {"fake": arm},
-                           records=order_records(suite, split, arm, records))  # fmt: skip
-    return runs
-
-
-def verdict(suite: Any, split: Any, identity: Any, hits: dict[str, list[bool]]) -> Any:
-    outcome = evaluate_run(suite, split, arm_runs(suite, split, hits), run_id="r",
-                           model=identity["model"])  # fmt: skip
-    return outcome, {gate["name"]: gate for gate in outcome.verdict["gates"]}
 
 
 def first(count: int, n: int) -> list[bool]:
@@ -159,6 +112,8 @@ def test_nothing_selected_fails_the_gate_with_the_reason(tmp_path: Path) -> None
     n, k = 10, 2
     suite, split, identity = build(tmp_path, n, k, [BEST])
     hits = {"base": first(0, n), "c1": first(5, n), "c2": first(5, n)}
+    from sweep_helpers import arm_runs
+
     runs = arm_runs(suite, split, hits)
     outcome = evaluate_run(suite, split, {"c1": runs["c1"], "c2": runs["c2"]}, run_id="r",
                            model=identity["model"])  # fmt: skip
@@ -177,16 +132,6 @@ def test_with_no_true_effect_the_selected_gate_falsely_passes_at_most_alpha(
     selection gate (lower bound > 0 at 1 - 0.05/4) passes at most 5% of the time, while the
     same claim read at the unadjusted 95% of the selected candidate's own comparison passes
     more often than that: the adjustment is what holds the rate."""
-    n, k, replications = 40, 4, 150
-    suite, split, identity = build(tmp_path, n, k, [BEST])
-    rng = random.Random(20261202)
-    adjusted = unadjusted = 0
-    for _ in range(replications):
-        hits = {arm: [rng.random() < 0.5 for _ in range(n)] for arm in suite.arms}
-        outcome, gates = verdict(suite, split, identity, hits)
-        adjusted += gates["best"]["passed"]
-        chosen = outcome.selection["selected"]
-        plain = outcome.comparison_reports[f"{chosen}-vs-base"]["intervals"]["intervals"]
-        unadjusted += plain[METRIC]["lower"] > 0.0
-    assert adjusted / replications <= 0.05
-    assert unadjusted > adjusted and unadjusted / replications > 0.05
+    adjusted, unadjusted = false_pass_rates(tmp_path, n=40, k=4, replications=150, seed=20261202)
+    assert adjusted <= 0.05
+    assert unadjusted > adjusted and unadjusted > 0.05
