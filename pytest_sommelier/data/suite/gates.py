@@ -104,8 +104,9 @@ def gate_configs(
 
 
 def _gate_kind(entry: Mapping[str, Any], where: str) -> str:
-    """Derive the kind: ``arm`` -> "arm"; ``arm`` + ``gap`` -> "gap"; ``arm`` + ``stored`` ->
-    "stored"; ``candidate`` + ``reference`` -> "comparison"; anything else is an error."""
+    """Derive the kind: ``selected`` -> "selection" (:func:`_selection_kind`); ``arm`` -> "arm";
+    ``arm`` + ``gap`` -> "gap"; ``arm`` + ``stored`` -> "stored"; ``candidate`` + ``reference``
+    -> "comparison"; anything else is an error."""
     has_arm = "arm" in entry
     has_pair = "candidate" in entry or "reference" in entry
     if "selected" in entry:
@@ -135,8 +136,8 @@ def _gate_kind(entry: Mapping[str, Any], where: str) -> str:
     raise InputError(
         "SOM-SUITE-GATE-KIND",
         "cannot tell the gate's kind from its keys",
-        "use arm (an arm gate), arm + gap (a language-gap gate) or candidate + reference "
-        "(a comparison gate)",
+        "use arm (an arm gate), arm + gap (a language-gap gate), candidate + reference "
+        "(a comparison gate) or selected = true (a gate on the selected candidate)",
         where=where,
     )
 
