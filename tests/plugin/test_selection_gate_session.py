@@ -88,3 +88,14 @@ def test_the_selected_checkpoint_against_a_labelled_stored_run(pytester: pytest.
     assert entry["interval"]["discordant"] == {"candidate_only": 18, "reference_only": 0}
     assert entry["interval"]["confidence_level"] == pytest.approx(LEVEL)
     result.stdout.fnmatch_lines(["PASS beats-shipped: selected(adapter@300)-vs-adapter@label:*"])
+
+
+def test_an_incomplete_run_says_which_arm_of_the_selected_comparison_was_cut(
+    pytester: pytest.Pytester,
+) -> None:
+    sweep(pytester, (8, 20, 12), [BEATS_BASE])
+    result, run_dir = session(pytester, "out", "-k", "not en-3")
+    assert result.ret != 0
+    verdict = json.loads((run_dir / "gate_verdict.json").read_text(encoding="utf-8"))
+    assert verdict["verdict"] == "incomplete"
+    result.stdout.fnmatch_lines(["*best-beats-base*arm 'adapter@200' was not fully run*"])

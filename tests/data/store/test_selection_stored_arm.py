@@ -79,3 +79,12 @@ def test_an_edited_selection_is_one_line_or_still_a_selection(
         assert "\n" not in str(error)
     else:  # accepted only as a selection that names a selected arm
         assert isinstance(arm, str) and arm
+
+
+def test_a_first_run_failing_only_a_stored_selection_gate_may_be_the_baseline() -> None:
+    from pytest_sommelier.data.store.history_record import NO_BASELINE, baseline_worthy
+
+    waiting = {"kind": "selection", "passed": False, "reason": f"{NO_BASELINE} of suite 's'"}
+    assert baseline_worthy({"verdict": "fail", "gates": [waiting]})
+    lost = {"kind": "selection", "passed": False, "reason": "failed: -0.1 <= 0 (ci_lower_above)"}
+    assert not baseline_worthy({"verdict": "fail", "gates": [waiting, lost]})
