@@ -336,10 +336,12 @@ def selection_subject(gate: GateConfig) -> str:
     ``selected(adapter@200)-vs-base`` (the selected candidate against the selection's
     reference), ``selected(adapter@200)-vs-adapter@last`` with ``stored`` (against the stored
     run's arm of the candidate's family, or its own selected candidate: the entry's
-    ``selection.reference`` names which); ``selected(none)`` while nothing is selected."""
+    ``selection.reference`` names which); ``selected(none)-vs-reference`` /
+    ``selected(none)-vs-stored@last`` while nothing is selected."""
     chosen = gate.candidate or "none"
     if gate.stored is not None:
-        return f"selected({chosen})-vs-{family_of(gate.candidate or 'selected')}@{gate.stored}"
+        family = family_of(gate.candidate) if gate.candidate else "stored"
+        return f"selected({chosen})-vs-{family}@{gate.stored}"
     return f"selected({chosen})-vs-{gate.reference or 'reference'}"
 
 

@@ -44,6 +44,7 @@ def test_resolution_names_the_selected_candidate_and_its_family() -> None:
     stored = GateConfig(**{**gate.__dict__, "stored": "last"})
     (against,) = resolve_selection_gates((stored,), block, {"g": "adapter@100"})
     assert against.reference == "adapter@100"
+    assert selection_subject(stored) == "selected(none)-vs-stored@last"
     assert selection_subject(against) == "selected(adapter@200)-vs-adapter@last"
     assert resolve_selection_gates((gate,), None) == (gate,)  # nothing selected
     assert selection_subject(gate) == "selected(none)-vs-reference"
