@@ -891,8 +891,11 @@ def selection_phrase(selection: Mapping[str, Any]) -> str:
     :func:`gate_text`)."""
     k = int(selection.get("candidates") or 0)
     level = selection.get("confidence_level")
-    shown = "n/a" if level is None else _level_text(float(level))
-    return f"selected among {k} candidates: level adjusted to {shown} (bonferroni over {k})"
+    if level is None:  # a delta gate: a point difference, biased upward by the selection
+        return (f"selected among {k} candidates: a point difference, no level to adjust (the "
+                "best of K is biased upward)")  # fmt: skip
+    return (f"selected among {k} candidates: level adjusted to {_level_text(float(level))} "
+            f"(bonferroni over {k})")  # fmt: skip
 
 
 def gate_text(result: Mapping[str, Any]) -> str:

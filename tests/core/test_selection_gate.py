@@ -136,3 +136,15 @@ def test_with_no_true_effect_the_selected_gate_falsely_passes_at_most_alpha(
     adjusted, unadjusted = false_pass_rates(tmp_path, n=40, k=4, replications=150, seed=20261202)
     assert adjusted <= 0.05
     assert unadjusted > adjusted and unadjusted > 0.05
+
+
+def test_a_delta_selection_gate_says_its_point_difference_has_no_level(tmp_path: Path) -> None:
+    n, k = 20, 2
+    delta = {"name": "best", "selected": True, "metric": METRIC, "delta_at_least": 0.1}
+    suite, split, identity = build(tmp_path, n, k, [delta])
+    _, gates = verdict(suite, split, identity, {"base": first(2, n), "c1": first(8, n),
+                                                "c2": first(5, n)})  # fmt: skip
+    best = gates["best"]
+    assert best["passed"] is True and best["observed"] == pytest.approx(0.3)
+    assert best["selection"]["selected"] == "c1" and best["selection"]["confidence_level"] is None
+    assert "a point difference, no level to adjust" in gate_text(best)
