@@ -237,8 +237,9 @@ def stored_selection_arm(reference: StoredRun, selected: str) -> tuple[str | Non
 def _selection_gate_inputs(
     suite: Suite, outcome: RunOutcome, against: AgainstStored
 ) -> tuple[dict[str, str | None], dict[str, Mapping[str, Any]], dict[str, str]]:
-    """Per stored selection gate: the stored arm it reads (``stored_arms``), its comparison
-    block keyed by the gate's subject, or why there is none (one line, the gate's reason)."""
+    """Per stored selection gate: the stored arm it reads (``stored_arms``; None: none), and
+    under the gate's subject its comparison block or why there is none (one line, the gate's
+    reason). Nothing selected in this run: the gate is left to fail as unresolved."""
     stored_arms: dict[str, str | None] = {}
     blocks: dict[str, Mapping[str, Any]] = {}
     errors: dict[str, str] = {}
@@ -246,36 +247,39 @@ def _selection_gate_inputs(
     for gate in suite.gates:
         if gate.kind != SELECTION_KIND or gate.stored is None or not isinstance(chosen, str):
             continue
-        spec = str(gate.stored)
-        reference = against.runs.get(spec)
-        arm: str | None = None
-        why = against.refusals.get(spec) or f"{NO_BASELINE} of suite {against.suite!r} in " \
-            f"{against.store}"  # fmt: skip
-        if reference is not None and against.candidate is not None:
-            try:
-                arm, how = stored_selection_arm(reference, chosen)
-                if arm is None:
-                    why = how
-                else:
-                    run, scored = against.candidate
-                    block = compare_arm_pair(
-                        run, reference, (chosen, arm), flips=against.flips, scored=scored,
-                        reference_scored=against.sides.get(reference.path.resolve()),
-                    )  # fmt: skip
-                    if block.get("status") == "compared":
-                        why = ""
-                        stored_arms[gate.name] = arm
-                        (resolved,) = resolve_selection_gates((gate,), outcome.selection,
-                                                              stored_arms)  # fmt: skip
-                        blocks[selection_subject(resolved)] = block
-                        continue
-                    why = str(block.get("reason", "refused"))
-            except SommelierError as error:
-                why = str(error)
+        arm, found = _stored_selection_block(against, str(gate.stored), chosen)
         stored_arms[gate.name] = arm
         (resolved,) = resolve_selection_gates((gate,), outcome.selection, stored_arms)
-        errors[selection_subject(resolved)] = why
+        if isinstance(found, str):
+            errors[selection_subject(resolved)] = found
+        else:
+            blocks[selection_subject(resolved)] = found
     return stored_arms, blocks, errors
+
+
+def _stored_selection_block(
+    against: AgainstStored, spec: str, chosen: str
+) -> tuple[str | None, Mapping[str, Any] | str]:
+    """``(stored arm, its comparison block)`` for this run's ``chosen`` candidate against the
+    stored run ``spec`` names, or ``(arm or None, why not)``."""
+    reference = against.runs.get(spec)
+    if reference is None or against.candidate is None:
+        missing = f"{NO_BASELINE} of suite {against.suite!r} in {against.store}"
+        return None, against.refusals.get(spec) or missing
+    try:
+        arm, how = stored_selection_arm(reference, chosen)
+        if arm is None:
+            return None, how
+        run, scored = against.candidate
+        block = compare_arm_pair(
+            run, reference, (chosen, arm), flips=against.flips, scored=scored,
+            reference_scored=against.sides.get(reference.path.resolve()),
+        )  # fmt: skip
+    except SommelierError as error:
+        return None, str(error)
+    if block.get("status") != "compared":
+        return arm, str(block.get("reason", "refused"))
+    return arm, block
 
 
 def verdict_against_stored(
