@@ -99,3 +99,30 @@ def test_an_incomplete_run_says_which_arm_of_the_selected_comparison_was_cut(
     verdict = json.loads((run_dir / "gate_verdict.json").read_text(encoding="utf-8"))
     assert verdict["verdict"] == "incomplete"
     result.stdout.fnmatch_lines(["*best-beats-base*arm 'adapter@200' was not fully run*"])
+
+
+def test_a_stored_run_without_a_selection_is_read_through_the_candidates_family(
+    pytester: pytest.Pytester,
+) -> None:
+    """A stored run that recorded no ``[selection]``: the selected ``adapter@300`` is compared
+    with its arm ``adapter`` (the family); a stored run without that arm fails the gate with
+    the reason (a claim without evidence never passes)."""
+    plain = {"base": {}, "adapter": {"adapter": "out/checkpoint-200"}}
+    sweep(pytester, (0, 0, 0), [], arms=plain, selection=None)
+    session(pytester, "v4", "--sommelier-autosave", "--sommelier-label", "v4")
+    other = {"base": {}, "other": {"adapter": "out/checkpoint-200"}}
+    sweep(pytester, (0, 0, 0), [], arms=other, selection=None)
+    session(pytester, "v3", "--sommelier-autosave", "--sommelier-label", "v3")
+    family = {**STORED, "name": "beats-v4", "stored": "label:v4"}
+    missing = {**STORED, "name": "beats-v3", "stored": "label:v3"}
+    sweep(pytester, (10, 12, 24), [family, missing])
+    result, run_dir = session(pytester, "now")
+    assert result.ret == 1
+    held = gate_of(run_dir, "beats-v4")
+    assert held["passed"] is True and held["selection"]["reference"] == "adapter"
+    assert held["subject"] == "selected(adapter@300)-vs-adapter@label:v4"
+    assert held["interval"]["discordant"] == {"candidate_only": 24, "reference_only": 0}
+    lost = gate_of(run_dir, "beats-v3")
+    assert lost["passed"] is False and lost["observed"] is None
+    assert "recorded no [selection] and has no arm 'adapter'" in lost["reason"]
+    assert lost["selection"]["reference"] is None
