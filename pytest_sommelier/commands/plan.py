@@ -28,9 +28,13 @@ from typing import Any, cast
 from pytest_sommelier.core.gates import (
     IDENTICAL_METRIC,
     NOISE_METRIC,
+    SELECTION_KIND,
     THRESHOLDS,
     interval_limits,
     is_interval_gate,
+    resolve_selection_gates,
+    selection_level,
+    selection_subject,
     stored_subject,
 )
 from pytest_sommelier.core.intervals import RATIO_OF_SUMS
@@ -199,16 +203,19 @@ def _counts(block: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
 
 def _plan_row(
     name: str, label: str, block: Mapping[str, Any], metric: str, effect: float, power: float,
-    limits: Limits = (), difference: float | None = None,
+    limits: Limits = (), difference: float | None = None, confidence_level: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """One block's plan (``core.power.plan`` on its interval's discordance and design effect)."""
+    """One block's plan (``core.power.plan`` on its interval's discordance and design effect),
+    at ``confidence_level`` where given (a selection gate's K-adjusted level), else the
+    block's."""
     row: dict[str, Any] = {"comparison": name, "slice": label, "metric": metric}
     counts = _counts(block, metric)
     if counts is None:
         return {**row, "pilot_pairs": 0, "pairs_needed": None, "clusters_needed": None}
+    level = counts["confidence_level"] if confidence_level is None else confidence_level
     row.update(plan(
         effect, counts["b"], counts["c"], counts["pairs"], clusters=counts["clusters"],
-        design_effect=counts["design_effect"], confidence_level=counts["confidence_level"],
+        design_effect=counts["design_effect"], confidence_level=level,
         power=power, limits=limits, difference=difference,
     ))  # fmt: skip
     return row
@@ -229,7 +236,20 @@ def _gate_row(
     size = gate.effect if gate.effect is not None else effect
     limits = tuple((THRESHOLDS[key].bound, limit) for key, limit in interval_limits(gate))
     block: Mapping[str, Any] | str
-    if gate.kind == "comparison":
+    level = None
+    if gate.kind == SELECTION_KIND:  # the selected candidate's claim, at the K-adjusted level
+        (gate,) = resolve_selection_gates((gate,), outcome.selection)
+        subject = selection_subject(gate)
+        level = selection_level(suite.statistics.confidence_level, 1, max(1, gate.candidates))
+        pair = f"{gate.candidate}-vs-{gate.reference}"
+        if gate.candidates <= 0:
+            block = "the pilot selected no candidate ([selection] and its reference not run)"
+        elif gate.stored is not None:
+            block = ("a selection gate against a stored run is not sized here: plan its "
+                     f"comparison against the reference ({pair}) instead")  # fmt: skip
+        else:
+            block = reports.get(pair) or f"the pilot made no comparison {pair!r}"
+    elif gate.kind == "comparison":
         subject = f"{gate.candidate}-vs-{gate.reference}"
         block = reports.get(subject) or f"the pilot made no comparison {subject!r}"
     elif gate.kind == "gap":
@@ -253,7 +273,8 @@ def _gate_row(
         difference = assumed_difference(margins, gate.effect)
         if difference is None:  # superiority by a margin: the effect beyond it
             difference = assumed_difference(margins, size)
-    row = _plan_row(subject, str(label), block, gate.metric, size, power, margins, difference)
+    row = _plan_row(subject, str(label), block, gate.metric, size, power, margins, difference,
+                    confidence_level=level)  # fmt: skip
     return {"gate": gate.name, **row}
 
 

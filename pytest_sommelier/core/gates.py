@@ -13,6 +13,12 @@ Invariants kept:
   computed at ``1 - (1 - cl) / m``, under ``holm`` the members' p-values at their thresholds
   (from the same method) are stepped down and a member passes only when its interval checks
   hold *and* its adjusted p-value is at most ``1 - cl``; ``none`` leaves every level alone.
+- A selection gate (``selected = true``) is resolved in one place
+  (:func:`resolve_selection_gates`, called by :func:`evaluate_gates`) into the comparison it
+  reads: the ``[selection]``'s selected candidate against its reference (or against a stored
+  run's arm, ``stored``). The candidate is the best of K on these examples, so its interval is
+  read at the Bonferroni level over the K candidates, composed with the suite's family
+  (:func:`selection_level`); a selection gate with nothing selected fails with the reason.
 - The verdict is ``incomplete`` whenever the run is not complete, whatever the gates say;
   otherwise ``fail`` if any gate failed, else ``pass`` (also with no gates).
 """
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from pytest_sommelier.core import multiplicity
@@ -43,6 +49,7 @@ from pytest_sommelier.core.types import (
     GateConfig,
     GateInterval,
     GateResult,
+    GateSelection,
     StatisticsConfig,
     Verdict,
     VerdictName,
@@ -119,6 +126,11 @@ NOISE_METRIC = "noise_flips"
 """A comparison gate on this metric reads the noise floor of the comparison's reference arm
 (``core.noise``): how many full-call outcomes flip when its sampled examples are re-batched; it
 takes ``max`` (a count) and needs ``[statistics] noise_floor`` on."""
+
+
+SELECTION_KIND = "selection"
+"""The kind of a gate with ``selected = true``: a claim about the ``[selection]``'s selected
+candidate (``core.selection``), against its reference or, with ``stored``, a stored run's arm."""
 
 
 class _Unavailable(Exception):
@@ -201,6 +213,8 @@ class _Plan:
     alpha: float | None = None
     p_value: float | None = None  # holm: the member's raw p-value, at the null below
     null: float | None = None
+    adjusted: bool = False  # the interval is read at ``confidence_level``, recomputed: ``entry``
+    candidates: int = 1  # a selection gate's K (its level and p-value adjusted over them)
 
 
 def _arm_observation(gate: GateConfig, report: EvaluationReport) -> _Observed:
@@ -242,12 +256,15 @@ def _interval_observation(
     delta = (block.get(deltas_key) or {}).get(gate.metric)
     if any(key in thresholds for key in INTERVAL_THRESHOLDS):
         entry, level = _report_entry(block, gate.metric, what)
-        if plan is not None and plan.method == "bonferroni" and plan.size > 1:
+        if plan is not None and plan.adjusted:
             if plan.entry is None:
+                over = f"{plan.method}, family of {plan.size}"
+                if plan.candidates > 1:
+                    over += f", {plan.candidates} candidates"
                 raise _Unavailable(
                     f"{what}: the {gate.metric} interval cannot be recomputed at the familywise "
-                    f"level {_level_text(plan.confidence_level or 0.0)} (bonferroni, family of "
-                    f"{plan.size}); the gate is not evaluable"
+                    f"level {_level_text(plan.confidence_level or 0.0)} ({over}); the gate is "
+                    "not evaluable"
                 )
             entry, level = plan.entry, plan.confidence_level
         null = 0.0
@@ -308,8 +325,38 @@ def stored_subject(arm: str, stored: str) -> str:
     return f"{arm}-vs-{arm}@{stored}"
 
 
+def family_of(arm: str) -> str:
+    """A checkpoint arm's family: ``adapter`` for ``adapter@200`` (the part before ``@``), the
+    name itself for an arm without ``@`` (``data.suite.globs`` names a sweep's arms so)."""
+    return arm.split("@", 1)[0]
+
+
+def selection_subject(gate: GateConfig) -> str:
+    """The subject of a selection gate, the same text in every view:
+    ``selected(adapter@200)-vs-base`` (the selected candidate against the selection's
+    reference), ``selected(adapter@200)-vs-adapter@last`` with ``stored`` (against the stored
+    run's arm of the candidate's family, or its own selected candidate: the entry's
+    ``selection.reference`` names which); ``selected(none)-vs-reference`` /
+    ``selected(none)-vs-stored@last`` while nothing is selected."""
+    chosen = gate.candidate or "none"
+    if gate.stored is not None:
+        family = family_of(gate.candidate) if gate.candidate else "stored"
+        return f"selected({chosen})-vs-{family}@{gate.stored}"
+    return f"selected({chosen})-vs-{gate.reference or 'reference'}"
+
+
+def _report_key(gate: GateConfig) -> str:
+    """The name of the comparison report a gate reads: its subject, except a selection gate
+    against the reference, which reads the comparison ``<selected>-vs-<reference>``."""
+    if gate.kind == SELECTION_KIND and gate.stored is None:
+        return f"{gate.candidate}-vs-{gate.reference}"
+    return _subject(gate)
+
+
 def _subject(gate: GateConfig) -> str:
     """The arm or comparison a gate reads."""
+    if gate.kind == SELECTION_KIND:
+        return selection_subject(gate)
     if gate.kind == "comparison":
         return f"{gate.candidate}-vs-{gate.reference}"
     if gate.kind == "stored":
@@ -346,6 +393,18 @@ def _observations(
         block = _comparison_block(gate, comparison_reports[subject], subject)
         if gate.metric == IDENTICAL_METRIC:
             return _identical_observation(block, subject)
+        return _interval_observation(block, gate, "deltas", f"comparison {subject!r}", plan)
+    if gate.kind == SELECTION_KIND:
+        if gate.candidates <= 0 or gate.candidate is None:
+            raise _Unavailable(
+                errors.get(subject)
+                or "nothing was selected: no candidate of [selection] and "
+                "its reference were both run (a claim about the selected candidate needs one)"
+            )
+        key = _report_key(gate)
+        if key not in comparison_reports:
+            raise _Unavailable(errors.get(subject) or _missing_reason("comparison", key, errors))
+        block = _comparison_block(gate, comparison_reports[key], key)
         return _interval_observation(block, gate, "deltas", f"comparison {subject!r}", plan)
     if gate.kind == "gap":
         if subject not in arm_reports:
@@ -539,6 +598,8 @@ def evaluate_gate(
         "observed": value,
         "reason": reason,
     }
+    if gate.kind == SELECTION_KIND:
+        result["selection"] = _selection_entry(gate, observed, plan)
     if observed is None or observed.entry is None:
         return result
     result["estimate"] = observed.estimate
@@ -557,6 +618,24 @@ def evaluate_gate(
             reason = f"{reason}; {phrase}"
     result["passed"], result["reason"] = passed, reason
     return result
+
+
+def _selection_entry(
+    gate: GateConfig, observed: _Observed | None, plan: _Plan | None
+) -> GateSelection:
+    """What a selection gate's verdict entry records of its selection: the selected arm (None:
+    nothing selected), what it was compared with, K, and the level its interval was read at."""
+    level = plan.confidence_level if plan is not None and plan.adjusted else None
+    if level is None and observed is not None:
+        level = observed.confidence_level
+    return {
+        "selected": gate.candidate if gate.candidates > 0 else None,
+        "reference": gate.reference if gate.candidates > 0 else None,
+        "stored": gate.stored,
+        "candidates": gate.candidates,
+        "confidence_level": level,
+        "method": "bonferroni",
+    }
 
 
 def holm_phrase(adjusted: float | None, alpha: float, strict: bool) -> str:
@@ -597,13 +676,37 @@ def _gate_p_value(
     return max(found) if found else (None, None)
 
 
+def selection_level(confidence_level: float, members: int, candidates: int) -> float:
+    """The level a selection gate's interval is read at: Bonferroni (Dunn 1961, "Multiple
+    comparisons among means", JASA 56:52-64) over the ``members`` of the suite's family times
+    the K ``candidates`` it was selected among, ``1 - (1 - cl) / (m * K)``. The selected
+    candidate is the best of K on these examples (the winner's curse); an interval that holds
+    for all K at once holds for whichever was picked, and the family's adjustment composes
+    with it (``m = 1`` outside a family, ``K = 1`` for any other gate)."""
+    return multiplicity.bonferroni_confidence_level(
+        confidence_level, max(1, members) * max(1, candidates)
+    )
+
+
+def _candidates(gate: GateConfig) -> int:
+    """K for a resolved selection gate, 1 for every other gate."""
+    return max(1, gate.candidates) if gate.kind == SELECTION_KIND else 1
+
+
 def familywise_plans(
     gates: Sequence[GateConfig],
     statistics: StatisticsConfig | None,
     interval_at: IntervalAt | None,
 ) -> tuple[dict[str, _Plan], Familywise]:
     """Each interval gate's plan under ``[statistics] familywise`` and the verdict's
-    ``familywise`` block (the family, its size, the method and the adjusted levels)."""
+    ``familywise`` block (the family, its size, the method and the adjusted levels).
+
+    A selection gate over K candidates is always read at :func:`selection_level`: under
+    ``none`` (or a family of one) at ``1 - (1 - cl) / K``, under ``bonferroni`` at
+    ``1 - (1 - cl) / (m * K)``; under ``holm`` (Holm 1979, Scand J Statist 6:65-70) its raw
+    p-value enters the step-down multiplied by K (``min(1, K p)``, its Bonferroni p-value over
+    the candidates, a valid p-value for the selected candidate's claim whichever was picked)
+    and its interval is read at ``1 - (1 - cl) / K``."""
     method = statistics.familywise if statistics is not None else "none"
     level = statistics.confidence_level if statistics is not None else 0.95
     family = [gate for gate in gates if is_interval_gate(gate)]
@@ -613,7 +716,8 @@ def familywise_plans(
         "confidence_level": float(level), "adjusted_confidence_level": {},
         "adjusted_p_value": {},
     }  # fmt: skip
-    if method == "none" or size <= 1:
+    selecting = any(_candidates(gate) > 1 for gate in family)
+    if (method == "none" or size <= 1) and not selecting:
         return {gate.name: _Plan(method, size) for gate in family}, block
     if interval_at is None:
         raise InvariantError(
@@ -621,24 +725,70 @@ def familywise_plans(
             f"familywise {method!r} needs the run's records to recompute the gates' intervals",
             "evaluate the gates through core.pipeline.evaluate_run",
         )
-    if method == "bonferroni":
-        adjusted = multiplicity.bonferroni_confidence_level(level, size)
-        plans = {
-            gate.name: _Plan(method, size, interval_at(gate, adjusted, 0.0), adjusted)
-            for gate in family
-        }
-        block["adjusted_confidence_level"] = {gate.name: adjusted for gate in family}
+    if method != "holm" or size <= 1:
+        members = size if method == "bonferroni" else 1
+        plans: dict[str, _Plan] = {}
+        for gate in family:
+            k = _candidates(gate)
+            adjusted = selection_level(level, members, k)
+            recompute = members * k > 1
+            entry = interval_at(gate, adjusted, 0.0) if recompute else None
+            plans[gate.name] = _Plan(method, size, entry, adjusted, adjusted=recompute,
+                                     candidates=k)  # fmt: skip
+        if method == "bonferroni" and size > 1:
+            block["adjusted_confidence_level"] = {
+                gate.name: plans[gate.name].confidence_level or level for gate in family
+            }
         return plans, block
     raw = [_gate_p_value(gate, level, interval_at) for gate in family]
-    holm = multiplicity.holm_adjusted([p for p, _ in raw])
+    over_k = [None if p is None else min(1.0, _candidates(g) * p)
+              for g, (p, _) in zip(family, raw, strict=True)]  # fmt: skip
+    holm = multiplicity.holm_adjusted(over_k)
     alpha = 1.0 - level
-    plans = {
-        gate.name: _Plan(method, size, adjusted_p_value=p, alpha=alpha, p_value=r[0], null=r[1])
-        for gate, p, r in zip(family, holm, raw, strict=True)
+    plans = {}
+    for gate, p, r in zip(family, holm, raw, strict=True):
+        k = _candidates(gate)
+        read_at = selection_level(level, 1, k)
+        entry = interval_at(gate, read_at, 0.0) if k > 1 else None
+        plans[gate.name] = _Plan(
+            method, size, entry, read_at, adjusted_p_value=p, alpha=alpha, p_value=r[0],
+            null=r[1], adjusted=k > 1, candidates=k,
+        )  # fmt: skip
+    block["adjusted_confidence_level"] = {
+        gate.name: plans[gate.name].confidence_level or level for gate in family
     }
-    block["adjusted_confidence_level"] = {gate.name: float(level) for gate in family}
     block["adjusted_p_value"] = {gate.name: p for gate, p in zip(family, holm, strict=True)}
     return plans, block
+
+
+def resolve_selection_gates(
+    gates: Sequence[GateConfig],
+    selection: Mapping[str, Any] | None,
+    stored_arms: Mapping[str, str | None] | None = None,
+) -> tuple[GateConfig, ...]:
+    """The one resolution of selection gates into the comparison each reads: ``candidate`` the
+    selection's selected arm, ``candidates`` its K, ``reference`` the selection's reference or,
+    for a gate with ``stored``, ``stored_arms[gate.name]`` (the stored run's arm, None when it
+    has none: the gate then fails with the reason its caller records). A gate already resolved,
+    any other gate, and every gate without a selection (nothing selected: it fails) are
+    returned as they are."""
+    resolved: list[GateConfig] = []
+    for gate in gates:
+        if gate.kind != SELECTION_KIND or gate.candidates > 0 or not selection:
+            resolved.append(gate)
+            continue
+        chosen = selection.get("selected")
+        if not isinstance(chosen, str):
+            resolved.append(gate)
+            continue
+        k = int((selection.get("familywise") or {}).get("candidates") or 1)
+        reference = (
+            str(selection["reference"])
+            if gate.stored is None
+            else (stored_arms or {}).get(gate.name)
+        )
+        resolved.append(replace(gate, candidate=chosen, reference=reference, candidates=k))
+    return tuple(resolved)
 
 
 def _recorded_entry(
@@ -649,8 +799,9 @@ def _recorded_entry(
     """The interval entry a gate's subject report holds for its metric (None: unavailable)."""
     subject = _subject(gate)
     try:
-        if gate.kind in ("comparison", "stored") and subject in comparison_reports:
-            block = _comparison_block(gate, comparison_reports[subject], subject)
+        key = _report_key(gate)
+        if gate.kind in ("comparison", "stored", SELECTION_KIND) and key in comparison_reports:
+            block = _comparison_block(gate, comparison_reports[key], key)
         elif gate.kind == "gap" and subject in arm_reports:
             block = _lookup(arm_reports[subject], ["paired_slices", str(gate.gap)], subject)
         else:
@@ -688,6 +839,8 @@ def evaluate_gates(
     errors: Mapping[str, str] | None = None,
     statistics: StatisticsConfig | None = None,
     interval_at: IntervalAt | None = None,
+    selection: Mapping[str, Any] | None = None,
+    stored_arms: Mapping[str, str | None] | None = None,
 ) -> Verdict:
     """The ``gate_verdict.json`` dict: every gate evaluated in configured order, the verdict
     and the ``familywise`` block.
@@ -699,8 +852,11 @@ def evaluate_gates(
     comparison was made from another run's records, or no ``interval_at``) the interval is
     recomputed from what its entry records (``core.intervals.entry_at``), and a gate whose
     entry cannot be recomputed fails as not evaluable: every interval gate of the verdict is
-    a member of the one family, whatever its subject.
+    a member of the one family, whatever its subject. Selection gates are resolved here
+    (:func:`resolve_selection_gates`: ``selection`` is the run's ``core.selection`` block,
+    ``stored_arms`` the stored run's arm of each stored selection gate).
     """
+    gates = resolve_selection_gates(gates, selection, stored_arms)
     recompute = _with_recorded(interval_at, arm_reports, comparison_reports)
     plans, family = familywise_plans(gates, statistics, recompute)
     results = [
@@ -729,6 +885,19 @@ def _level_text(level: float) -> str:
     return f"{level * 100:.3g}%"
 
 
+def selection_phrase(selection: Mapping[str, Any]) -> str:
+    """``selected among 3 candidates: level adjusted to 98.3% (bonferroni over 3)``: what a
+    selection gate's line says of its selection (every view shows it through
+    :func:`gate_text`)."""
+    k = int(selection.get("candidates") or 0)
+    level = selection.get("confidence_level")
+    if level is None:  # a delta gate: a point difference, biased upward by the selection
+        return (f"selected among {k} candidates: a point difference, no level to adjust (the "
+                "best of K is biased upward)")  # fmt: skip
+    return (f"selected among {k} candidates: level adjusted to {_level_text(float(level))} "
+            f"(bonferroni over {k})")  # fmt: skip
+
+
 def gate_text(result: Mapping[str, Any]) -> str:
     """What a gate compared, rounded as displayed (the verdict keeps full precision):
     ``adapter full_call_exact_match [he] gap -0.333 [-1.000, +0.000]: lower bound -1.000 <
@@ -741,6 +910,8 @@ def gate_text(result: Mapping[str, Any]) -> str:
     if interval is None:
         if observed is None:
             return f"{where}: {result.get('reason', '')}"
+        if result.get("selection"):  # a delta gate on the selected candidate
+            where += f" ({selection_phrase(result['selection'])})"
         label, shown = "value", f"{observed:.3f}"
         if result["metric"] == NOISE_METRIC:  # a count of flips, not a difference
             label, shown = "flips", f"{observed:g}"
@@ -781,9 +952,14 @@ def gate_text(result: Mapping[str, Any]) -> str:
     pairs = sum(discordant.values()) if discordant else None
     if pairs is not None and pairs < FEW_DISCORDANT:
         text += f"; only {pairs} discordant pairs (fewer than {FEW_DISCORDANT})"
+    selection = result.get("selection")
+    if selection:
+        text += "; " + selection_phrase(selection)
     if "adjusted_p_value" in result:
         strict = any(key in STRICT for key in thresholds)
         alpha = 1.0 - interval["confidence_level"]
+        if selection:  # read at 1 - alpha / K: the family's alpha is K times its tail
+            alpha *= max(1, int(selection.get("candidates") or 1))
         text += "; " + holm_phrase(result["adjusted_p_value"], alpha, strict)
     if "effect" in interval:
         at = interval.get("power_at_effect")

@@ -19,7 +19,7 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.canonical import sha256_json, sha256_text
 from pytest_sommelier.core.clusters import example_clusters
-from pytest_sommelier.core.gates import IntervalAt, evaluate_gates
+from pytest_sommelier.core.gates import SELECTION_KIND, IntervalAt, evaluate_gates
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, finish_counts, miss_fields
 from pytest_sommelier.core.noise import noise_arms, noise_floor_block, noise_sample
@@ -339,7 +339,9 @@ def telemetry_for(arm: ArmRun, suite: Suite) -> Telemetry:
 
 
 def comparisons_to_run(suite: Suite) -> list[ComparisonConfig]:
-    """Configured comparisons plus any a comparison gate refers to, in order, once each."""
+    """Configured comparisons plus any a comparison gate refers to, in order, once each; a
+    selection gate against the reference (no ``stored``) refers to every candidate of the
+    ``[selection]`` against its reference (whichever is selected, its comparison is run)."""
     wanted: dict[tuple[str, str], ComparisonConfig] = {}
     for comparison in suite.comparisons:
         wanted.setdefault((comparison.candidate, comparison.reference), comparison)
@@ -347,6 +349,10 @@ def comparisons_to_run(suite: Suite) -> list[ComparisonConfig]:
         if gate.kind == "comparison":
             key = (gate.candidate, gate.reference)
             wanted.setdefault(key, ComparisonConfig(candidate=key[0], reference=key[1]))  # type: ignore[arg-type]
+        if gate.kind == SELECTION_KIND and gate.stored is None and suite.selection is not None:
+            for name in suite.selection.candidates:
+                pair = (name, suite.selection.reference)
+                wanted.setdefault(pair, ComparisonConfig(candidate=pair[0], reference=pair[1]))
     return list(wanted.values())
 
 
@@ -516,7 +522,10 @@ def gate_intervals(
     clusters = example_clusters(split.examples, suite.statistics.cluster)
 
     def interval_at(gate: GateConfig, level: float, null: float) -> Mapping[str, Any] | None:
-        if gate.kind == "comparison":
+        against_reference = gate.kind == SELECTION_KIND and gate.stored is None
+        if against_reference and (gate.candidate is None or gate.reference is None):
+            return None  # a selection gate with nothing selected
+        if gate.kind == "comparison" or against_reference:
             name = f"{gate.candidate}-vs-{gate.reference}"
             if name not in comparison_reports:
                 return None
@@ -598,6 +607,7 @@ def evaluate_run(
             errors=comparison_errors,
             statistics=suite.statistics,
             interval_at=interval_at,
+            selection=selection,
         )
         if gates
         else None

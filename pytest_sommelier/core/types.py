@@ -104,7 +104,9 @@ class StatisticsConfig:
 @dataclass(frozen=True)
 class GateConfig:
     """One ``[[gates]]`` entry; ``kind`` is derived from its keys ("arm", "comparison", "gap",
-    "stored")."""
+    "stored", "selection"). A ``selection`` gate (``selected = true``) names no arm: it is
+    resolved (``core.gates.resolve_selection_gates``) into ``candidate`` (the selected arm),
+    ``reference`` (the selection's reference, or the stored run's arm) and ``candidates`` (K)."""
 
     name: str
     kind: str
@@ -123,6 +125,8 @@ class GateConfig:
     ci_upper_at_most: float | None = None
     stored: str | None = None  # a "stored" gate: "last" or a store number (its arm's stored twin)
     effect: float | None = None  # the difference this gate's claim cares about (its power, plan)
+    selected: bool = False  # ``selected = true``: a gate on the [selection]'s selected candidate
+    candidates: int = 0  # a resolved selection gate: K, the candidates it was selected among
 
 
 SPLIT_TOKENIZER_POLICIES: tuple[str, ...] = ("base", "any")
@@ -658,6 +662,20 @@ class GateResult(TypedDict):
     # flipped examples against the stored run, shown beside a failed gate
     evidence: NotRequired[str]
     stored: NotRequired[str]
+    selection: NotRequired[GateSelection]  # a selection gate (core.gates.SELECTION_KIND)
+
+
+class GateSelection(TypedDict):
+    """A selection gate's selection: the selected arm (None: nothing was selected), the arm it
+    was compared with (the selection's reference or the stored run's arm), the stored run's
+    spec (None: against the reference), K and the level its interval was read at."""
+
+    selected: str | None
+    reference: str | None
+    stored: str | None
+    candidates: int
+    confidence_level: float | None
+    method: str  # "bonferroni": the level's adjustment over the K candidates
 
 
 class GateInterval(TypedDict):

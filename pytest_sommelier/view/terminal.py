@@ -306,6 +306,14 @@ def not_run_reasons(outcome: RunOutcome) -> dict[str, str]:
                 reasons[gate["name"]] = f"comparison {subject!r}: {error}"
                 continue
             arms = [report["candidate"], report["reference"]]
+        elif gate["kind"] == "selection":  # the selected candidate (and this run's reference)
+            chosen: Mapping[str, Any] = gate.get("selection") or {}
+            reference = None if chosen.get("stored") else chosen.get("reference")
+            named = [chosen.get("selected"), reference]
+            arms = [arm for arm in named if arm]
+            if not arms:
+                reasons[gate["name"]] = "no candidate of [selection] was run in this selection"
+                continue
         else:
             arms = [subject]
         for arm in arms:

@@ -372,21 +372,65 @@ def _side(run: StoredRun) -> dict[str, Any]:
     }
 
 
-def compare_runs(
+def scored_run(run: StoredRun) -> Scored:
+    """A stored run as a comparison side (its arms re-derived from their stored records), for
+    a caller that compares it more than once (:func:`compare_runs`, :func:`compare_arm_pair`)."""
+    return _scored_arms(run)
+
+
+def compare_arm_pair(
     candidate: StoredRun,
     reference: StoredRun,
+    names: tuple[str, str],
     *,
     flips: int = DEFAULT_FLIPS,
     scored: Scored | None = None,
+    reference_scored: Scored | None = None,
 ) -> dict[str, Any]:
-    """The comparison of every arm of ``candidate`` with the same-named arm of ``reference``
-    (candidate minus reference, paired by example); ``flips`` caps the listed flipped examples.
-    ``scored`` is the candidate's side when the caller holds it (the session finish, from
-    memory: :func:`scored_outcome`); without it the candidate's stored records are re-scored.
+    """One arm of ``candidate`` against a differently named arm of ``reference``
+    (``names = (candidate arm, reference arm)``: a selection gate's selected checkpoint against
+    the stored run's selected one), under the same rules as :func:`compare_runs` (the run
+    checks raise; borrowed evidence, the identity gate and a missing arm are a refused block):
+    the block is :func:`compare_runs`'s arm block, ``status`` ``compared`` or ``refused``."""
+    _refuse_runs(candidate, reference)
+    cand = scored if scored is not None else _scored_arms(candidate)
+    ref = reference_scored if reference_scored is not None else _scored_arms(reference)
+    name, ref_arm = names
+    for side, arm, run in ((cand, name, candidate), (ref, ref_arm, reference)):
+        if arm in side.problems:
+            return {"status": "refused", "reason": side.problems[arm]}
+        if arm not in side.reports:
+            why = f"{run.describe()} has no arm {arm!r} (it was not stored in it)"
+            return {"status": "refused", "reason": why}
+    cand_report = {**cand.reports[name], "arm": name}
+    ref_report = {**ref.reports[ref_arm], "arm": f"{ref_arm}@{reference.label}"}
+    try:
+        refuse_borrowed(
+            name,
+            arm_origin(cand.resolved, cand_report, name),
+            arm_origin(ref.resolved, ref_report, ref_arm),
+            stored_label=reference.describe(),
+            stand_in=False,
+        )
+        check_identity(cast(EvaluationReport, cand_report), cast(EvaluationReport, ref_report))
+    except SommelierError as error:
+        return {"status": "refused", "reason": str(error)}
+    clusters = example_clusters(cand.split.examples, cand.suite.statistics.cluster)
+    return _pair_block(
+        f"{name}:{ref_arm}",
+        cand_report,
+        ref_report,
+        cand.scoring[name],
+        ref.scoring[ref_arm],
+        cand.suite.statistics,
+        flips,
+        clusters,
+    )
 
-    Raises ``InputError`` for a run compared with itself and ``EvaluationError`` for an
-    incomplete run or a run of another suite; a refused arm is a line in ``arms.<arm>``.
-    """
+
+def _refuse_runs(candidate: StoredRun, reference: StoredRun) -> None:
+    """The run checks of a comparison with a stored run: never itself, never an incomplete
+    run, never another suite's run."""
     refuse_same_run(candidate, reference)
     for run, role in ((candidate, "candidate"), (reference, "reference")):
         if not run.comparable:
@@ -402,9 +446,30 @@ def compare_runs(
             f"{candidate.suite!r}; another suite's run is not evidence about this one",
             "compare with a stored run of the same suite (`last` picks the newest one)",
         )
+
+
+def compare_runs(
+    candidate: StoredRun,
+    reference: StoredRun,
+    *,
+    flips: int = DEFAULT_FLIPS,
+    scored: Scored | None = None,
+    reference_scored: Scored | None = None,
+) -> dict[str, Any]:
+    """The comparison of every arm of ``candidate`` with the same-named arm of ``reference``
+    (candidate minus reference, paired by example); ``flips`` caps the listed flipped examples.
+    ``scored`` is the candidate's side when the caller holds it (the session finish, from
+    memory: :func:`scored_outcome`); without it the candidate's stored records are re-scored.
+
+    Raises ``InputError`` for a run compared with itself and ``EvaluationError`` for an
+    incomplete run or a run of another suite; a refused arm is a line in ``arms.<arm>``.
+    ``reference_scored`` is the reference's side when the caller already re-derived it.
+    """
+    _refuse_runs(candidate, reference)
     cand = scored if scored is not None else _scored_arms(candidate)
     cand_resolved, suite, split, cand_reports, cand_scoring, cand_problems = cand
-    ref_resolved, _, _, ref_reports, ref_scoring, ref_problems = _scored_arms(reference)
+    ref_side = reference_scored if reference_scored is not None else _scored_arms(reference)
+    ref_resolved, _, _, ref_reports, ref_scoring, ref_problems = ref_side
     clusters = example_clusters(split.examples, suite.statistics.cluster)
     label = reference.label
     arms: dict[str, Any] = {}
@@ -479,6 +544,7 @@ __all__ = [
     "COMPARE_SCHEMA",
     "Scored",
     "arm_origin",
+    "compare_arm_pair",
     "compare_runs",
     "paired_interval",
     "refuse_borrowed",
@@ -486,5 +552,6 @@ __all__ = [
     "refuse_same_arm_folder",
     "refuse_same_run",
     "scored_outcome",
+    "scored_run",
     "write_compare",
 ]

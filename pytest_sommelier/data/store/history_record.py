@@ -229,9 +229,10 @@ def adapter_text(identity: Any) -> str | None:
 
 def baseline_worthy(verdict: Mapping[str, Any] | None) -> bool:
     """Whether a run may be ``last``, the baseline later runs are judged against: its verdict
-    passed, or it failed only because its ``stored`` gates had no stored run to compare with
-    yet (a suite's first run). A run that failed any other gate never is (a damaged
-    adapter's run must not become the reference its successors are measured by)."""
+    passed, or it failed only because its ``stored`` gates (and stored selection gates) had no
+    stored run to compare with yet (a suite's first run). A run that failed any other gate
+    never is (a damaged adapter's run must not become the reference its successors are
+    measured by)."""
     if not verdict:
         return True  # gates off: nothing failed
     if verdict.get("verdict") == "pass":
@@ -240,7 +241,8 @@ def baseline_worthy(verdict: Mapping[str, Any] | None) -> bool:
         return False
     failed = [gate for gate in verdict.get("gates") or [] if not gate.get("passed")]
     return bool(failed) and all(
-        gate.get("kind") == "stored" and NO_BASELINE in str(gate.get("reason", ""))
+        gate.get("kind") in ("stored", "selection")
+        and NO_BASELINE in str(gate.get("reason", ""))
         for gate in failed
     )
 

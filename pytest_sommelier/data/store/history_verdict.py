@@ -12,6 +12,11 @@ Invariants kept:
 - ``last`` with no comparable stored run of the suite is *missing*, not an error: compare-fail
   gates are then not added (the first CI run), while a ``stored`` gate fails (a claim without
   its evidence never passes).
+- A selection gate with ``stored`` reads this run's selected candidate against the stored
+  run's arm (:func:`stored_selection_arm`: the stored run's own selected candidate when it
+  recorded a ``[selection]``, else its arm of the candidate's family), compared once
+  (``history_compare.compare_arm_pair``); that arm missing, or nothing selected here, fails
+  the gate with the reason.
 - The verdict is re-derived from every gate (``core.gates.evaluate_gates``, then
   ``history_gate.with_fail_results``), never edited by hand; under a familywise method the
   compare-fail gates are evaluated with the suite's gates as members of the one family
@@ -26,9 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core import runlayout
-from pytest_sommelier.core.gates import evaluate_gates, stored_subject
+from pytest_sommelier.core.gates import (
+    SELECTION_KIND,
+    evaluate_gates,
+    family_of,
+    resolve_selection_gates,
+    selection_subject,
+    stored_subject,
+)
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import Suite, Verdict
+from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import (
     LAST,
     LAST_ANY,
@@ -37,7 +50,13 @@ from pytest_sommelier.data.store.history import (
     run_at,
     stored_runs,
 )
-from pytest_sommelier.data.store.history_compare import Scored, compare_runs, write_compare
+from pytest_sommelier.data.store.history_compare import (
+    Scored,
+    compare_arm_pair,
+    compare_runs,
+    scored_run,
+    write_compare,
+)
 from pytest_sommelier.data.store.history_gate import (
     FailSpec,
     evaluate_fail_specs,
@@ -58,6 +77,10 @@ class AgainstStored:
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> comparison
     refusals: dict[str, str] = field(default_factory=dict)  # spec -> why not (one line)
     missing: list[str] = field(default_factory=list)  # ``last`` with nothing stored yet
+    runs: dict[str, StoredRun] = field(default_factory=dict)  # spec -> the stored run found
+    sides: dict[Path, Scored] = field(default_factory=dict)  # stored run -> re-derived side
+    candidate: tuple[StoredRun, Scored | None] | None = None  # this run (selection gates)
+    flips: int = 10  # the flipped examples a comparison lists
 
     def compared(self) -> list[dict[str, Any]]:
         """Each comparison once (two specs naming one stored run share it), in spec order."""
@@ -81,7 +104,8 @@ def stored_specs(suite: Suite, compare: str | None) -> list[str]:
     """The stored runs a run is compared with: ``--sommelier-compare``'s, then each ``stored``
     gate's, once each in that order."""
     specs = [compare] if compare is not None else []
-    specs += [str(gate.stored) for gate in suite.gates if gate.kind == "stored"]
+    specs += [str(gate.stored) for gate in suite.gates
+              if gate.kind in ("stored", SELECTION_KIND) and gate.stored is not None]  # fmt: skip
     return list(dict.fromkeys(specs))
 
 
@@ -104,10 +128,11 @@ def compare_with_stored(
     run of another suite name over the same split: the suite was renamed, and its regression
     gates must not vanish with the name, so that is a refusal (the gates fail)."""
     run_dir, store = Path(run_dir), Path(store)
-    against = AgainstStored(suite=suite, store=store)
+    against = AgainstStored(suite=suite, store=store, flips=flips)
     if not specs:
         return against
     run, scored = candidate if candidate is not None else (run_at(run_dir), None)
+    against.candidate = (run, scored)
     done: dict[Path, dict[str, Any]] = {}
     for spec in specs:
         try:
@@ -128,8 +153,13 @@ def compare_with_stored(
             reference = resolve_stored(store, spec, suite=suite)
             key = reference.path.resolve()
             if key not in done:
-                done[key] = compare_runs(run, reference, flips=flips, scored=scored)
+                against.sides[key] = scored_run(reference)
+                done[key] = compare_runs(
+                    run, reference, flips=flips, scored=scored,
+                    reference_scored=against.sides[key],
+                )  # fmt: skip
             against.reports[spec] = done[key]
+            against.runs[spec] = reference
         except SommelierError as error:
             against.refusals[spec] = str(error)
     return against
@@ -185,6 +215,73 @@ def _stored_gate_inputs(
     return blocks, errors
 
 
+def stored_selection_arm(reference: StoredRun, selected: str) -> tuple[str | None, str]:
+    """The stored run's arm a stored selection gate compares this run's ``selected`` candidate
+    with, and how it was chosen: the stored run's own selected candidate when it recorded a
+    ``[selection]`` (its ``report/selection.json``, read through the store's one validating
+    reader), else its arm named like the candidate's family (``adapter`` for ``adapter@200``);
+    ``(None, why)`` when the stored run has no such arm."""
+    path = runlayout.selection(reference.path)
+    if path.is_file():
+        recorded = artifacts.read_json(path, expect="sommelier.selection.v1")
+        return str(recorded["selected"]), f"{reference.describe()}'s selected candidate"
+    family = family_of(selected)
+    if runlayout.arm_report(runlayout.arm_dir(reference.path, family)).is_file():
+        return family, f"{reference.describe()}'s arm {family!r}"
+    return None, (
+        f"{reference.describe()} recorded no [selection] and has no arm {family!r} (the "
+        f"family of {selected!r}) to compare the selected candidate with"
+    )
+
+
+def _selection_gate_inputs(
+    suite: Suite, outcome: RunOutcome, against: AgainstStored
+) -> tuple[dict[str, str | None], dict[str, Mapping[str, Any]], dict[str, str]]:
+    """Per stored selection gate: the stored arm it reads (``stored_arms``; None: none), and
+    under the gate's subject its comparison block or why there is none (one line, the gate's
+    reason). Nothing selected in this run: the gate is left to fail as unresolved."""
+    stored_arms: dict[str, str | None] = {}
+    blocks: dict[str, Mapping[str, Any]] = {}
+    errors: dict[str, str] = {}
+    chosen = (outcome.selection or {}).get("selected")
+    for gate in suite.gates:
+        if gate.kind != SELECTION_KIND or gate.stored is None or not isinstance(chosen, str):
+            continue
+        arm, found = _stored_selection_block(against, str(gate.stored), chosen)
+        stored_arms[gate.name] = arm
+        (resolved,) = resolve_selection_gates((gate,), outcome.selection, stored_arms)
+        if isinstance(found, str):
+            errors[selection_subject(resolved)] = found
+        else:
+            blocks[selection_subject(resolved)] = found
+    return stored_arms, blocks, errors
+
+
+def _stored_selection_block(
+    against: AgainstStored, spec: str, chosen: str
+) -> tuple[str | None, Mapping[str, Any] | str]:
+    """``(stored arm, its comparison block)`` for this run's ``chosen`` candidate against the
+    stored run ``spec`` names, or ``(arm or None, why not)``."""
+    reference = against.runs.get(spec)
+    if reference is None or against.candidate is None:
+        missing = f"{NO_BASELINE} of suite {against.suite!r} in {against.store}"
+        return None, against.refusals.get(spec) or missing
+    try:
+        arm, how = stored_selection_arm(reference, chosen)
+        if arm is None:
+            return None, how
+        run, scored = against.candidate
+        block = compare_arm_pair(
+            run, reference, (chosen, arm), flips=against.flips, scored=scored,
+            reference_scored=against.sides.get(reference.path.resolve()),
+        )  # fmt: skip
+    except SommelierError as error:
+        return None, str(error)
+    if block.get("status") != "compared":
+        return arm, str(block.get("reason", "refused"))
+    return arm, block
+
+
 def verdict_against_stored(
     suite: Suite,
     outcome: RunOutcome,
@@ -208,8 +305,14 @@ def verdict_against_stored(
         if failing and suite.statistics.familywise != "none"
         else None
     )
-    if any(gate.kind == "stored" for gate in suite.gates) or members is not None:
+    stored_gated = any(
+        gate.kind == "stored" or (gate.kind == SELECTION_KIND and gate.stored is not None)
+        for gate in suite.gates
+    )
+    if stored_gated or members is not None:
         blocks, errors = _stored_gate_inputs(suite, against)
+        stored_arms, chosen, refused_arms = _selection_gate_inputs(suite, outcome, against)
+        blocks, errors = {**blocks, **chosen}, {**errors, **refused_arms}
         gates = tuple(suite.gates)
         if members is not None:  # the compare-fail gates join the family
             gates += members.gates
@@ -223,6 +326,8 @@ def verdict_against_stored(
             errors={**outcome.comparison_errors, **errors},
             statistics=suite.statistics,
             interval_at=interval_at,
+            selection=outcome.selection,
+            stored_arms=stored_arms,
         )
         if members is not None:
             gate_results = with_member_evidence(verdict["gates"], members)
@@ -236,6 +341,7 @@ def verdict_against_stored(
 __all__ = [
     "AgainstStored",
     "compare_with_stored",
+    "stored_selection_arm",
     "stored_specs",
     "verdict_against_stored",
     "write_compared",

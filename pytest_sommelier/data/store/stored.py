@@ -25,6 +25,7 @@ from pytest_sommelier.core.types import (
     FormattedSplit,
     GateConfig,
     ModelConfig,
+    SelectionConfig,
     StatisticsConfig,
     Suite,
     model_kind_of,
@@ -110,9 +111,26 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             gates=tuple(GateConfig(**gate) for gate in resolved["gates"]),
             arguments_key=arguments_key,
             scorers=tuple(str(name) for name in resolved.get("scorers", ())),
+            selection=_stored_selection(resolved.get("selection")),
         )
     except (KeyError, TypeError) as exc:
         raise _not_resolved(where, exc) from None
+
+
+def _stored_selection(recorded: Any) -> SelectionConfig | None:
+    """The ``[selection]`` a resolved suite records (``data.suite.identity``), or None (a run
+    without one, or written before it was recorded); a malformed one is a ``TypeError`` /
+    ``KeyError``, refused with the resolved suite."""
+    if recorded is None:
+        return None
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("candidates"), list):
+        raise TypeError("selection is not an object with a candidates list")
+    return SelectionConfig(
+        metric=str(recorded["metric"]),
+        among=str(recorded["among"]),
+        reference=str(recorded["reference"]),
+        candidates=tuple(str(name) for name in recorded["candidates"]),
+    )
 
 
 def load_run_inputs(run_dir: Path) -> tuple[dict[str, Any], Suite, FormattedSplit]:

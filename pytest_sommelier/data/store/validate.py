@@ -2,7 +2,8 @@
 run store is checked against its JSON Schema (``data/schemas/run_store.v1.schema.json``).
 
 Which definition applies is decided by the document's own ``schema_version`` (the index, a
-``stored_run.json``, an evaluation report, a comparison report, a gate verdict) or by what the
+``stored_run.json``, an evaluation report, a comparison report, a gate verdict, a run's
+``report/selection.json``) or by what the
 caller expects to read at that path (``expect``): a document that claims another schema, or
 none, where one is expected is refused too.
 
@@ -33,6 +34,7 @@ KINDS = {
     "sommelier.evaluation_report.v1": "evaluation_report",
     "sommelier.comparison_report.v1": "comparison_report",
     "sommelier.gate_verdict.v1": "gate_verdict",
+    "sommelier.selection.v1": "selection",
 }
 """``schema_version`` -> the definition of ``run_store.v1.schema.json`` it is checked with."""
 

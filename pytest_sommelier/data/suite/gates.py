@@ -3,7 +3,8 @@
 Invariant kept: every returned ``GateConfig`` names configured arms, a configured comparison (for
 a comparison gate) or a stored run (``last`` or a number, for a stored gate), a known metric
 and slice, and exactly the thresholds its kind takes, within their ranges; gate names are
-unique.
+unique. A selection gate (``selected = true``) names no arm and exists only in a suite with a
+``[selection]`` table; it takes a comparison gate's thresholds and, optionally, ``stored``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pytest_sommelier.core.gates import (
     INTERVAL_THRESHOLDS,
     LOWER_THRESHOLDS,
     NOISE_METRIC,
+    SELECTION_KIND,
     UPPER_THRESHOLDS,
 )
 from pytest_sommelier.core.metrics import METRIC_NAMES
@@ -65,9 +67,12 @@ def gate_configs(
     slices: Sequence[str],
     label: str,
     scorers: Sequence[str] = (),
+    *,
+    has_selection: bool = False,
 ) -> tuple[GateConfig, ...]:
     """``[[gates]]``: kind derived from the keys, every reference checked, names unique; a
-    gate may name a scorer the suite enables (``scorers``, ``[suite] scorers``)."""
+    gate may name a scorer the suite enables (``scorers``, ``[suite] scorers``); a selection
+    gate needs the suite's ``[selection]`` table (``has_selection``)."""
     gates: list[GateConfig] = []
     for index, entry in enumerate(entries):
         where = f"{label}: [[gates]] #{index + 1} ({entry['name']!r})"
@@ -86,15 +91,26 @@ def gate_configs(
                 "give every gate a unique name",
                 where=where,
             )
-        gates.append(_gate_config(entry, arms, comparisons, slices, where, scorers))
+        gate = _gate_config(entry, arms, comparisons, slices, where, scorers)
+        if gate.kind == SELECTION_KIND and not has_selection:
+            raise InputError(
+                "SOM-SUITE-SELECTION",
+                "a gate with selected = true needs a [selection] table to say what is selected",
+                'add [selection] metric = "full_call_exact_match", among = "adapter@*"',
+                where=where,
+            )
+        gates.append(gate)
     return tuple(gates)
 
 
 def _gate_kind(entry: Mapping[str, Any], where: str) -> str:
-    """Derive the kind: ``arm`` -> "arm"; ``arm`` + ``gap`` -> "gap"; ``arm`` + ``stored`` ->
-    "stored"; ``candidate`` + ``reference`` -> "comparison"; anything else is an error."""
+    """Derive the kind: ``selected`` -> "selection" (:func:`_selection_kind`); ``arm`` -> "arm";
+    ``arm`` + ``gap`` -> "gap"; ``arm`` + ``stored`` -> "stored"; ``candidate`` + ``reference``
+    -> "comparison"; anything else is an error."""
     has_arm = "arm" in entry
     has_pair = "candidate" in entry or "reference" in entry
+    if "selected" in entry:
+        return _selection_kind(entry, where)
     if "stored" in entry:
         if has_arm and not has_pair and "gap" not in entry:
             return "stored"
@@ -120,10 +136,34 @@ def _gate_kind(entry: Mapping[str, Any], where: str) -> str:
     raise InputError(
         "SOM-SUITE-GATE-KIND",
         "cannot tell the gate's kind from its keys",
-        "use arm (an arm gate), arm + gap (a language-gap gate) or candidate + reference "
-        "(a comparison gate)",
+        "use arm (an arm gate), arm + gap (a language-gap gate), candidate + reference "
+        "(a comparison gate) or selected = true (a gate on the selected candidate)",
         where=where,
     )
+
+
+def _selection_kind(entry: Mapping[str, Any], where: str) -> str:
+    """A gate with ``selected``: ``selected = true`` (a TOML boolean) and none of ``arm``,
+    ``candidate``, ``reference``, ``gap`` (the selection names the candidate and the
+    reference), else one ``SOM-SUITE-GATE-KIND`` line."""
+    if entry["selected"] is not True:
+        raise InputError(
+            "SOM-SUITE-GATE-KIND",
+            f"gates.selected = {entry['selected']!r}: a selection gate writes selected = true "
+            "(a TOML boolean)",
+            "write selected = true, or remove the key",
+            where=where,
+        )
+    named = [key for key in ("arm", "candidate", "reference", "gap") if key in entry]
+    if named:
+        raise InputError(
+            "SOM-SUITE-GATE-KIND",
+            f"a selection gate (selected = true) does not name {named[0]!r}: [selection] "
+            "chooses the candidate and names the reference",
+            'remove the key; add stored = "last" to compare with a stored run instead',
+            where=where,
+        )
+    return SELECTION_KIND
 
 
 def _gate_config(
@@ -164,8 +204,10 @@ def _gate_config(
         _require_comparison(entry["candidate"], entry["reference"], comparisons, where)
     slice_name = _gate_slice(entry, kind, slices, where)
     _check_thresholds(entry, kind, where)
-    stored = _stored_spec(entry["stored"], where) if kind == "stored" else None
+    has_stored = kind == "stored" or (kind == SELECTION_KIND and "stored" in entry)
+    stored = _stored_spec(entry["stored"], where) if has_stored else None
     effect = _gate_effect(entry, kind, where)
+    thresholds: dict[str, Any] = {key: _float_or_none(entry.get(key)) for key in ALL_THRESHOLDS}
     return GateConfig(
         name=entry["name"],
         kind=kind,
@@ -175,9 +217,10 @@ def _gate_config(
         candidate=entry.get("candidate"),
         reference=entry.get("reference"),
         gap=entry.get("gap"),
-        **{key: _float_or_none(entry.get(key)) for key in ALL_THRESHOLDS},
         stored=stored,
         effect=effect,
+        selected=kind == SELECTION_KIND,
+        **thresholds,
     )
 
 
@@ -189,8 +232,11 @@ def _gate_effect(entry: Mapping[str, Any], kind: str, where: str) -> float | Non
         return None
     value = entry["effect"]
     interval = any(key in entry for key in INTERVAL_THRESHOLDS)
-    if kind not in ("comparison", "gap", "stored") or not interval or entry["metric"] in (
-        "argument_f1", IDENTICAL_METRIC, NOISE_METRIC
+    gated = kind in ("comparison", "gap", "stored", SELECTION_KIND)
+    if (
+        not gated
+        or not interval
+        or entry["metric"] in ("argument_f1", IDENTICAL_METRIC, NOISE_METRIC)
     ):
         raise InputError(
             "SOM-SUITE-INVALID-VALUE",

@@ -58,6 +58,13 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
     }
     if suite.split_tokenizer != "base":
         identity["split_tokenizer"] = suite.split_tokenizer
+    if suite.selection is not None:  # [selection] (core.selection), so rescore can re-select
+        identity["selection"] = {
+            "metric": suite.selection.metric,
+            "among": suite.selection.among,
+            "reference": suite.selection.reference,
+            "candidates": list(suite.selection.candidates),
+        }
     if suite.scorers:  # [suite] scorers (their versions are in each arm's report)
         identity["scorers"] = list(suite.scorers)
     return identity
@@ -79,4 +86,7 @@ def _gate_identity(gate: Any) -> dict[str, Any]:
     fields = asdict(gate)
     if fields.get("effect") is None:
         fields.pop("effect", None)
+    fields.pop("candidates", None)  # set when a selection gate is resolved, never configured
+    if not fields.get("selected"):
+        fields.pop("selected", None)
     return fields

@@ -94,7 +94,10 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     arms = arm_configs(data["arms"], folder, label)
     comparisons = comparison_configs(data.get("comparisons", []), arms, label)
     scorers = tuple(section.get("scorers", ()))
-    gates = gate_configs(data.get("gates", []), arms, comparisons, slices, label, scorers)
+    gates = gate_configs(
+        data.get("gates", []), arms, comparisons, slices, label, scorers,
+        has_selection=data.get("selection") is not None,
+    )  # fmt: skip
     selection = selection_config(data.get("selection"), arms, label)
     statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
     bounded = statistics_problem(statistics)
