@@ -49,6 +49,7 @@ class LiveRun:
     cached: dict[str, int] = field(default_factory=dict)  # arm -> outputs from the cache
     errors: list[str] = field(default_factory=list)
     compares: list[dict[str, Any]] = field(default_factory=list)  # with stored runs, once each
+    by_spec: dict[str, dict[str, Any]] = field(default_factory=dict)  # stored spec -> comparison
     no_verdict: str | None = None  # why no verdict was written (and nothing stored)
 
 
@@ -123,11 +124,13 @@ def evaluate_live(
     batch_scope: Mapping[str, str],
     record: Mapping[str, Any] | None = None,
     rootdir: Path | None = None,
+    pinned: Mapping[str, str] | None = None,
 ) -> LiveRun:
     """Generate, evaluate, write and store one run of ``suite`` (module docstring); ``record``
     adds fields to the store's record of the run (the callback's ``checkpoint``). The suite's
     ``stored`` gates are compared with the stored runs they name (looked up in ``store`` before
-    this run is stored) and join its verdict."""
+    this run is stored; ``pinned``: specs looked up as another, ``scored_run.pinned_specs``)
+    and join its verdict."""
     errors: list[str] = []
     payloads, errored = generate_payloads(
         suite, split, generators, runner, batch_scope=batch_scope, errors=errors
@@ -149,13 +152,14 @@ def evaluate_live(
         rootdir=rootdir,
         record=record,
         environ={},  # a training script is no CI step: GITHUB_STEP_SUMMARY is not appended to
+        pinned=dict(pinned or {}),
     )
     with artifacts.claim_run(run_dir):
         done = write_scored_run(
             run_dir, suite, split, outcome, resolved=resolved, options=options, views=RUN_VIEWS
         )
     live.outcome, live.stored, live.no_verdict = done.outcome, done.over.stored_run, done.no_verdict
-    live.compares = done.over.compares
+    live.compares, live.by_spec = done.over.compares, done.over.by_spec
     live.errors += [error for error in done.over.errors if error not in live.errors]
     if done.no_verdict is not None and done.no_verdict not in live.errors:
         live.errors.append(done.no_verdict)

@@ -36,7 +36,14 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import FormattedSplit, Suite, Verdict
 from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.history import StoredRun, run_of, save_run
+from pytest_sommelier.data.store.history import (
+    LAST,
+    LAST_ANY,
+    StoredRun,
+    resolve_stored,
+    run_of,
+    save_run,
+)
 from pytest_sommelier.data.store.history_compare import DEFAULT_FLIPS, scored_outcome
 from pytest_sommelier.data.store.history_gate import parse_fail_specs
 from pytest_sommelier.data.store.history_record import run_entry, value_intervals_of
@@ -53,7 +60,7 @@ from pytest_sommelier.data.store.runread import (
     run_files_of,
     summary_inputs_of,
 )
-from pytest_sommelier.errors import SommelierError
+from pytest_sommelier.errors import InputError, SommelierError
 
 
 class RunViews(Protocol):
@@ -91,7 +98,8 @@ class StoreOptions:
     ``only_passing``, ``label``: whether and how the run is stored; ``rootdir``: where git is
     asked for the commit; ``record``: fields added to the store's record of the run (the
     callback's ``checkpoint``); ``environ``: the environment the summary reads
-    ``GITHUB_STEP_SUMMARY`` from (None: the process's)."""
+    ``GITHUB_STEP_SUMMARY`` from (None: the process's); ``pinned``: specs looked up as another
+    spec (:func:`pinned_specs`: the callback's ``last``, fixed when training began)."""
 
     store: Path
     compare: str | None = None
@@ -104,6 +112,7 @@ class StoreOptions:
     rootdir: Path | None = None
     record: Mapping[str, Any] | None = None
     environ: Mapping[str, str] | None = None
+    pinned: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,6 +121,7 @@ class OverTime:
 
     lines: list[str] = field(default_factory=list)  # the comparisons with stored runs
     compares: list[dict[str, Any]] = field(default_factory=list)  # each comparison, once
+    by_spec: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> its comparison
     stored: str | None = None  # "stored as run 0004 ..." or "not stored: incomplete ..."
     stored_run: StoredRun | None = None  # the store's copy, when the run was stored
     errors: list[str] = field(default_factory=list)  # one line each; the finish fails
@@ -219,17 +229,20 @@ def against_stored(
         return outcome
     scored = scored_outcome(resolved, suite, split, outcome)
     run = run_of(run_dir, scored.resolved, scored.reports, outcome.verdict)
-    against = compare_with_stored(
+    lookup = {spec: options.pinned.get(spec, spec) for spec in specs}
+    looked_up = compare_with_stored(
         run_dir,
         options.store,
-        specs,
+        list(dict.fromkeys(lookup.values())),
         suite=suite.name,
         flips=options.flips,
         candidate=(run, scored),
         gated=bool(options.compare_fail),
     )
+    against = _as_specs(looked_up, lookup)
     write_compared(run_dir, against, views.compare_markdown)
     over.compares = against.compared()
+    over.by_spec = dict(against.reports)
     over.lines += views.against_lines(against)
     over.errors += against.errors()
     verdict = verdict_against_stored(
@@ -240,6 +253,62 @@ def against_stored(
         fail_specs=parse_fail_specs(options.compare_fail),
     )
     return replace(outcome, verdict=verdict)
+
+
+def _as_specs(looked_up: AgainstStored, lookup: Mapping[str, str]) -> AgainstStored:
+    """``looked_up`` (by the specs looked up) keyed by the specs the suite and options wrote
+    (``lookup``: written spec -> looked-up spec), so that every gate finds its comparison."""
+    if all(spec == target for spec, target in lookup.items()):
+        return looked_up
+    return AgainstStored(
+        suite=looked_up.suite,
+        store=looked_up.store,
+        reports={s: looked_up.reports[t] for s, t in lookup.items() if t in looked_up.reports},
+        refusals={s: looked_up.refusals[t] for s, t in lookup.items() if t in looked_up.refusals},
+        missing=[s for s, t in lookup.items() if t in looked_up.missing],
+    )
+
+
+def pinned_specs(store: Path, suite: Suite, *, where: str) -> dict[str, str]:
+    """Each ``stored`` gate's spec resolved once, now: ``last`` and ``last-any`` as the number
+    of the run they name now (so runs stored later, the callback's own checkpoints, never
+    become their baseline), every spec checked to name a complete stored run of ``suite``.
+
+    Raises ``InputError`` (``SOM-TRAIN-STORED``, ``where`` the caller) in one line naming the
+    gate and its spec when a spec names no such run: a claim that cannot get its evidence is
+    refused before the work that would be judged by it."""
+    pinned: dict[str, str] = {}
+    for gate in suite.gates:
+        if gate.kind != "stored" or gate.stored is None:
+            continue
+        spec = str(gate.stored)
+        try:
+            found = resolve_stored(Path(store), spec, suite=suite.name)
+            if not found.comparable:
+                raise InputError(
+                    "SOM-HISTORY-INCOMPLETE",
+                    f"{found.describe()} is incomplete; an incomplete run is never compared",
+                    "name a complete stored run",
+                )
+            if found.suite != suite.name:
+                raise InputError(
+                    "SOM-HISTORY-BORROWED",
+                    f"{found.describe()} is suite {found.suite!r}, not {suite.name!r}",
+                    "name a stored run of this suite",
+                )
+        except SommelierError as error:
+            raise InputError(
+                "SOM-TRAIN-STORED",
+                f"gate {gate.name!r} compares arm {gate.arm!r} with stored run {spec!r}, which "
+                f"cannot be used: {error.code}: {error.message}",
+                "store the shipped adapter's run first (pytest -m eval --sommelier-autosave "
+                "--sommelier-label shipped, then stored = \"label:shipped\") in the callback's "
+                "store",
+                where=where,
+            ) from None
+        if spec in (LAST, LAST_ANY) and found.number is not None:
+            pinned[spec] = str(found.number)
+    return pinned
 
 
 def store_run(
@@ -297,6 +366,7 @@ __all__ = [
     "ScoredRun",
     "StoreOptions",
     "against_stored",
+    "pinned_specs",
     "store_run",
     "write_scored_run",
 ]
