@@ -369,6 +369,7 @@ def _side(run: StoredRun) -> dict[str, Any]:
         "saved_at": run.entry.get("saved_at"),
         "describe": run.describe(),
         "name": run.describe().split(" (", 1)[0],
+        "sample": (run.entry.get("identity") or {}).get("sample"),  # a seeded sample, or None
     }
 
 
