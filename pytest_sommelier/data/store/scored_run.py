@@ -282,30 +282,28 @@ def pinned_specs(store: Path, suite: Suite, *, where: str) -> dict[str, str]:
         if gate.kind != "stored" or gate.stored is None:
             continue
         spec = str(gate.stored)
+        found: StoredRun | None = None
         try:
             found = resolve_stored(Path(store), spec, suite=suite.name)
-            if not found.comparable:
-                raise InputError(
-                    "SOM-HISTORY-INCOMPLETE",
-                    f"{found.describe()} is incomplete; an incomplete run is never compared",
-                    "name a complete stored run",
-                )
-            if found.suite != suite.name:
-                raise InputError(
-                    "SOM-HISTORY-BORROWED",
-                    f"{found.describe()} is suite {found.suite!r}, not {suite.name!r}",
-                    "name a stored run of this suite",
-                )
+            problem = (
+                f"{found.describe()} is incomplete; an incomplete run is never compared"
+                if not found.comparable
+                else f"{found.describe()} is suite {found.suite!r}, not {suite.name!r}"
+                if found.suite != suite.name
+                else None
+            )
         except SommelierError as error:
+            problem = f"{error.code}: {error.message}"
+        if problem is not None or found is None:
             raise InputError(
                 "SOM-TRAIN-STORED",
                 f"gate {gate.name!r} compares arm {gate.arm!r} with stored run {spec!r}, which "
-                f"cannot be used: {error.code}: {error.message}",
+                f"cannot be used: {problem}",
                 "store the shipped adapter's run first (pytest -m eval --sommelier-autosave "
                 "--sommelier-label shipped, then stored = \"label:shipped\") in the callback's "
                 "store",
                 where=where,
-            ) from None
+            )
         if spec in (LAST, LAST_ANY) and found.number is not None:
             pinned[spec] = str(found.number)
     return pinned
