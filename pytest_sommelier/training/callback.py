@@ -13,9 +13,10 @@ runs. The trained arm's adapter identity is its checkpoint folder's content dige
 what ``pytest`` computes for that folder, so a later ``pytest -m eval`` of the checkpoint is a
 cache hit and comparable.
 
-Invariants kept: a suite that cannot be loaded, a model without a peft adapter, an output
-folder that cannot be written and a bad option are one ``SommelierError`` line raised from
-``on_train_begin``, before any training step; a checkpoint's generation error makes that run
+Invariants kept: a suite that cannot be loaded, a model without a peft adapter, a model that
+is not the suite's base (``inference.base_check``), a stored gate without its stored run, an
+output folder that cannot be written and a bad option are one ``SommelierError`` line raised
+from ``on_train_begin``, before any training step; a checkpoint's generation error makes that run
 incomplete (its line printed) and never stops training; the numbers logged are the stored
 run's numbers (no second computation).
 """
@@ -47,6 +48,7 @@ from pytest_sommelier.data.store.history import DEFAULT_STORE
 from pytest_sommelier.data.store.history_compare import paired_interval
 from pytest_sommelier.data.store.scored_run import pinned_specs
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.inference.base_check import check_live_base
 from pytest_sommelier.inference.model_call import check_generator
 from pytest_sommelier.inference.protocol import Generator
 from pytest_sommelier.inference.select_engine import live_generators
@@ -217,6 +219,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
     ``cache_dir``: the generation cache (default pytest's, ``None`` for none). Give the trainer
     to :meth:`attach` (or pass ``trainer=``) so that the numbers go through ``Trainer.log`` to
     every ``report_to`` integration; without it they are appended to ``state.log_history``.
+    ``check_base``: refuse a model whose config and tensor shapes are not the suite's
+    ``[model] base``'s (``inference.base_check``; default on).
     """
 
     def __init__(
@@ -234,6 +238,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         cache_dir: str | Path | None = DEFAULT_CACHE,
         trainer: Any = None,
         quiet: bool = False,
+        check_base: bool = True,
     ) -> None:
         if not (
             every in EVERY
@@ -256,6 +261,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self.store = Path(store) if store is not None else Path(DEFAULT_STORE)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.quiet = quiet
+        self.check_base = check_base
         self.trainer = trainer
         self.results: list[CheckpointResult] = []
         self.suite: Suite | None = None
@@ -306,6 +312,10 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             live_model=model,
             adapter_name=adapter,
         )
+        if self.check_base:  # config.json and headers against the model's own state dict
+            check_live_base(
+                self.suite.model, suite.path.parent, model, where=f"{suite.path}: [model] base"
+            )
         if self.cache_dir is not None:
             from pytest_sommelier.inference.gencache import GenerationCache
 

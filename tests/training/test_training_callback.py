@@ -596,3 +596,27 @@ def test_a_second_adapter_arm_points_to_the_stored_run_way(tmp_path: Path) -> No
         evaluation_suite(load_suite(suite_file), "adapter", None)
     assert caught.value.code == "SOM-TRAIN-ARMS" and "'shipped'" in str(caught.value)
     assert 'stored = "label:shipped"' in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.slow
+def test_a_model_of_another_base_is_refused_before_any_step(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from tiny import make_tiny_model_dir
+
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    suite = training_suite(tmp_path, model_dir)
+    other = make_tiny_model_dir(tmp_path / "other", hidden_size=48)
+    callback = SommelierCallback(suite, out=tmp_path / "runs", store=tmp_path / "store")
+    with pytest.raises(InputError) as caught:
+        train(other, tmp_path / "out", callback)  # the suite's base is the 32-wide model
+    assert caught.value.code == "SOM-TRAIN-BASE" and "\n" not in str(caught.value)
+    assert "hidden_size is 32 in the base, 48 in the model" in str(caught.value)
+    assert not list((tmp_path / "out").glob("checkpoint-*"))
+    # the check can be switched off (the model then evaluates, whatever its base)
+    unchecked = SommelierCallback(suite, out=tmp_path / "runs2", store=tmp_path / "store2",
+                                  cache_dir=None, check_base=False, quiet=True)
+    train(other, tmp_path / "out2", unchecked, steps=2)
+    assert [r.step for r in unchecked.results] == [2]
