@@ -7,9 +7,11 @@ them from the suite items' reports (handed over by ``hooks.SuiteReports``; the a
 created on the first) and writes the run once. Invariants kept: nothing is written by a
 worker; a suite whose items errored or were not all run gets ``complete: false`` and verdict
 ``incomplete``; any SommelierError at finish is shown as one line and makes the exit status
-non-zero, and leaves no report that looks complete. After the run is written, runs over time
-(``plugin.history``) may add gates to its verdict (compared with stored runs, before this run
-is stored); the page, JUnit cases and exit status all follow that final verdict.
+non-zero, and leaves no report that looks complete. The run is written by the one sequence the
+training callback uses too (``data.store.scored_run.write_scored_run``, with this session's
+options from ``plugin.history.store_options``); runs over time may add gates to its verdict
+(compared with stored runs, before this run is stored); the page, JUnit cases and exit status
+all follow that final verdict.
 """
 
 from __future__ import annotations
