@@ -43,7 +43,8 @@ def history_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = []
     for run in runs:
         commit = (run["commit"] or "-") + ("-dirty" if run["dirty"] else "")
-        verdict = (run["verdict"] or "-") + (" (sample)" if run.get("sample") else "")
+        sampled = sample_text({"test_split": {"sample": run.get("sample")}})
+        verdict = (run["verdict"] or "-") + (" (sample)" if sampled else "")
         first = [run["label"], commit, run["time"], str(run["suite"]), verdict]
         lead = first
         for arm, data in run["arms"].items():

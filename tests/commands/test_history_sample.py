@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 from history_helpers import V1, session
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
+from pytest_sommelier.view.history_page import history_lines
 
 SAMPLED = "sample: 2 of 4 roots with their translations (seed 1)"
 
@@ -43,7 +46,7 @@ def test_every_view_says_a_sampled_run_was_a_sample(
     assert any(line.startswith(f"0002: {SAMPLED}") for line in table)
     assert not any(line.startswith("0001: sample") for line in table)
     page = (pytester.path / "history.html").read_text()
-    assert page.count('class="sample"') == 1 and "sample: 2 of 4 roots" in page
+    assert page.count('class="sample"') == 1 and f'title="{SAMPLED}' in page
     # the sampled run's own summary and page
     part = pytester.path / "part"
     assert SAMPLED in (part / "report" / "summary.md").read_text()
@@ -67,3 +70,23 @@ def test_a_sampled_stored_run_is_said_when_it_is_the_reference(
     assert f"the stored run: {SAMPLED}" in out and "this run: sample" not in out
     markdown = (out_dir / "compare-0002.md").read_text()
     assert f"**the stored run**: {SAMPLED}" in markdown and "**this run**" not in markdown
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["roots", "of_roots", "seed", "x"]), inner, max_size=4),
+    max_leaves=10,
+)
+
+
+@given(sample=JSON)
+def test_the_history_table_marks_a_sample_only_for_a_recorded_draw(sample: object) -> None:
+    run = {"label": "0001", "commit": None, "dirty": False, "time": "t", "suite": "s",
+           "verdict": "pass", "arms": {}, "adapters": {}, "run_label": None, "sample": sample}
+    lines = history_lines([run])  # a stored run's identity.sample of any shape: never raises
+    (row,) = [line for line in lines if line.startswith("0001 ")]
+    marked = "(sample)" in row
+    assert marked == isinstance(sample, dict)
+    assert any(line.startswith("0001: sample: ") for line in lines) == marked
+    assert all("\n" not in line for line in lines)

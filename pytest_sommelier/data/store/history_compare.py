@@ -359,7 +359,7 @@ def _pair_block(
 
 
 def _side(run: StoredRun) -> dict[str, Any]:
-    return {
+    side = {
         "label": run.label,
         "number": run.number,
         "folder": str(run.path),
@@ -369,8 +369,9 @@ def _side(run: StoredRun) -> dict[str, Any]:
         "saved_at": run.entry.get("saved_at"),
         "describe": run.describe(),
         "name": run.describe().split(" (", 1)[0],
-        "sample": (run.entry.get("identity") or {}).get("sample"),  # a seeded sample, or None
     }
+    sample = (run.entry.get("identity") or {}).get("sample")
+    return {**side, "sample": sample} if sample is not None else side  # a seeded sample
 
 
 def compare_runs(
