@@ -20,6 +20,21 @@ Run from the repository root (CPU, a few minutes with the defaults):
 
 Then ``sommelier history`` draws the checkpoints; a suite with
 ``adapter = "../../out/sft/checkpoint-*"`` compares every checkpoint with the base.
+
+To judge each checkpoint against the adapter you ship too, store its run first and add a
+stored gate on the trained arm to the suite (the identity gate refuses a sampled checkpoint
+against a full run, so store the shipped run with the same ``--sommelier-sample``)::
+
+    pytest -m eval eval_suites/demo --sommelier-sample 8 --sommelier-autosave \
+        --sommelier-label shipped
+
+    # eval_suites/demo/sommelier.toml
+    # [[gates]]
+    # name = "not-worse-than-shipped"
+    # arm = "adapter"
+    # stored = "label:shipped"
+    # metric = "full_call_exact_match"
+    # ci_lower_at_least = -0.05
 """
 
 from __future__ import annotations

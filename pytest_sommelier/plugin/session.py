@@ -7,14 +7,15 @@ them from the suite items' reports (handed over by ``hooks.SuiteReports``; the a
 created on the first) and writes the run once. Invariants kept: nothing is written by a
 worker; a suite whose items errored or were not all run gets ``complete: false`` and verdict
 ``incomplete``; any SommelierError at finish is shown as one line and makes the exit status
-non-zero, and leaves no report that looks complete. After the run is written, runs over time
-(``plugin.history``) may add gates to its verdict (compared with stored runs, before this run
-is stored); the page, JUnit cases and exit status all follow that final verdict.
+non-zero, and leaves no report that looks complete. The run is written by the one sequence the
+training callback uses too (``data.store.scored_run.write_scored_run``, with this session's
+options from ``plugin.history.store_options``); runs over time may add gates to its verdict
+(compared with stored runs, before this run is stored); the page, JUnit cases and exit status
+all follow that final verdict.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,11 +35,10 @@ from pytest_sommelier.plugin.keys import suite_nodeid
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
 from pytest_sommelier.view import terminal
-from pytest_sommelier.view.markdown import outcome_markdown
 from pytest_sommelier.view.text import sample_text
 
 if TYPE_CHECKING:
-    from pytest_sommelier.plugin.history import OverTime
+    from pytest_sommelier.data.store.scored_run import OverTime
 
 
 @dataclass
@@ -173,59 +173,31 @@ class SommelierSession:
             ),
         )
         resolved = {**identity, "run_id": self.run_id}
-        artifacts.write_outcome(
-            run_dir,
-            replace(outcome, verdict=None),  # the verdict is written last, below
-            resolved=resolved,
-            split=split,
-            comparison_markdown=outcome_markdown(outcome),
-        )
-        result.outcome = outcome
         # imported here, not at plugin load: Jinja2, the template module and the run store cost
         # every pytest run start-up time, and only a session finish with a suite needs them
-        from pytest_sommelier.data.store.runread import run_files_of
-        from pytest_sommelier.plugin.history import OverTime, against_stored, store_run, summarise
-        from pytest_sommelier.view.html import render_page
+        from pytest_sommelier.data.store.scored_run import write_scored_run
+        from pytest_sommelier.plugin.history import store_options
+        from pytest_sommelier.view.run_views import RUN_VIEWS
 
-        result.over_time = over = OverTime()
-        try:
-            result.outcome = against_stored(
-                self.config, suite, run_dir, outcome, over, resolved=resolved, split=split
-            )
-        except SommelierError as error:
-            over.errors.append(str(error))
-        verdict = result.outcome.verdict
-        try:  # the page: a view of the run's values, with the one verdict
-            files = run_files_of(run_dir, resolved, result.outcome, split, verdict, over.compares)
-            artifacts.atomic_write_text(runlayout.page(run_dir), render_page(files, run_dir.name))
-            result.page, result.page_written = str(runlayout.page(run_dir)), True
-        except SommelierError as error:
-            result.page = str(error)
-        summarise(run_dir, result.outcome, over, resolved=resolved, split=split)
-        failed = over.errors[0] if over.errors else None
-        if failed is None and not result.page_written:
-            failed = f"the HTML report was not written: {result.page}"
-        if failed is not None:  # a failed finish writes no verdict and stores nothing
-            result.no_verdict = failed
-            return
-        # the autosave copies the run with the verdict from memory, so that the run's own
-        # verdict is still the last file written, and only when storing worked too
-        if not store_run(
-            self.config, suite, run_dir, result.outcome, over, resolved=resolved, split=split
-        ):
-            result.no_verdict = over.errors[-1]
-            return
-        self.config.hook.pytest_sommelier_run_written(config=self.config, run_dir=run_dir)
-        if verdict is not None:
-            try:
-                artifacts.write_verdict(run_dir, verdict)
-            except SommelierError as error:
-                over.errors.append(str(error))
-                result.no_verdict = str(error)
-                return
-            self.config.hook.pytest_sommelier_verdict(
-                config=self.config, verdict=copy.deepcopy(verdict), run_dir=run_dir
-            )
+        hook = self.config.hook
+        done = write_scored_run(
+            run_dir,
+            suite,
+            split,
+            outcome,
+            resolved=resolved,
+            options=store_options(self.config),
+            views=RUN_VIEWS,
+            on_written=lambda folder: hook.pytest_sommelier_run_written(
+                config=self.config, run_dir=folder
+            ),
+            on_verdict=lambda verdict, folder: hook.pytest_sommelier_verdict(
+                config=self.config, verdict=verdict, run_dir=folder
+            ),
+        )
+        result.outcome, result.over_time = done.outcome, done.over
+        result.page, result.page_written = done.page, done.page_written
+        result.no_verdict = done.no_verdict
 
     def _origins(self, suite: Suite, arms: dict[str, ArmRun]) -> list[str]:
         """Per arm, where its generations came from: ``84 of 84 from the generation cache``,

@@ -13,9 +13,10 @@ runs. The trained arm's adapter identity is its checkpoint folder's content dige
 what ``pytest`` computes for that folder, so a later ``pytest -m eval`` of the checkpoint is a
 cache hit and comparable.
 
-Invariants kept: a suite that cannot be loaded, a model without a peft adapter, an output
-folder that cannot be written and a bad option are one ``SommelierError`` line raised from
-``on_train_begin``, before any training step; a checkpoint's generation error makes that run
+Invariants kept: a suite that cannot be loaded, a model without a peft adapter, a model that
+is not the suite's base (``inference.base_check``), a stored gate without its stored run, an
+output folder that cannot be written and a bad option are one ``SommelierError`` line raised
+from ``on_train_begin``, before any training step; a checkpoint's generation error makes that run
 incomplete (its line printed) and never stops training; the numbers logged are the stored
 run's numbers (no second computation).
 """
@@ -32,6 +33,7 @@ from transformers import TrainerCallback
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.clusters import example_clusters
+from pytest_sommelier.core.gates import stored_subject
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
 from pytest_sommelier.core.types import (
@@ -44,7 +46,9 @@ from pytest_sommelier.core.types import (
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import DEFAULT_STORE
 from pytest_sommelier.data.store.history_compare import paired_interval
+from pytest_sommelier.data.store.scored_run import pinned_specs
 from pytest_sommelier.errors import InputError
+from pytest_sommelier.inference.base_check import check_live_base
 from pytest_sommelier.inference.model_call import check_generator
 from pytest_sommelier.inference.protocol import Generator
 from pytest_sommelier.inference.select_engine import live_generators
@@ -78,9 +82,11 @@ class CheckpointResult:
 
 def evaluation_suite(suite: Suite, trained: str, arms: Sequence[str] | None) -> Suite:
     """The suite the callback evaluates: the chosen base arms and the trained arm (its adapter
-    set per checkpoint), the suite's comparisons and gates among them, and the trained arm
-    against the first base arm when no comparison pairs them. An adapter arm other than the
-    trained one is refused (the model in memory holds one adapter)."""
+    set per checkpoint), the suite's comparisons and gates among them (``stored`` gates on
+    these arms too: each checkpoint against a stored run), and the trained arm against the
+    first base arm when no comparison pairs them. An adapter arm other than the trained one is
+    refused (the model in memory holds one adapter; a shipped adapter is compared through its
+    stored run)."""
     chosen = list(suite.arms) if arms is None else list(arms)
     unknown = [name for name in chosen if name not in suite.arms and name != trained]
     others = [n for n in chosen if n != trained and suite.arms[n].adapter is not None]
@@ -94,7 +100,10 @@ def evaluation_suite(suite: Suite, trained: str, arms: Sequence[str] | None) -> 
                 else "are adapter arms; the model being "
                 f"trained holds one adapter, evaluated as arm {trained!r}"
             ),
-            "pass arms=[...] naming the base arm(s) and the trained arm",
+            "pass arms=[...] naming the base arm(s) and the trained arm; to compare checkpoints "
+            "with a shipped adapter, store its run (pytest -m eval --sommelier-autosave "
+            f'--sommelier-label shipped) and add a gate arm = "{trained}", '
+            'stored = "label:shipped"',
             where=f"{suite.path}: SommelierCallback(arms=...)",
         )
     bases = [name for name in chosen if name != trained]
@@ -114,8 +123,7 @@ def evaluation_suite(suite: Suite, trained: str, arms: Sequence[str] | None) -> 
     gates = tuple(
         g
         for g in suite.gates
-        if g.stored is None
-        and all(name is None or name in kept for name in (g.arm, g.candidate, g.reference))
+        if all(name is None or name in kept for name in (g.arm, g.candidate, g.reference))
     )
     return replace(suite, arms=arm_configs, comparisons=tuple(comparisons), gates=gates)
 
@@ -127,11 +135,48 @@ def with_checkpoint(suite: Suite, trained: str, folder: Path) -> Suite:
     return replace(suite, arms=arms)
 
 
-def logged_numbers(live: LiveRun, previous: Mapping[str, Any] | None) -> dict[str, float]:
+def stored_blocks(
+    suite: Suite, live: LiveRun
+) -> dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """Per ``stored`` gate of ``suite`` whose arm was compared with its stored run: its
+    subject (``<arm>-vs-<arm>@<stored>``, as the gate's result names it) -> (deltas, the
+    comparison's block of that arm). A refused arm has no numbers (its gate says why)."""
+    blocks: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+    for gate in suite.gates:
+        if gate.kind != "stored" or gate.stored is None or gate.arm is None:
+            continue
+        report = live.by_spec.get(str(gate.stored)) or {}
+        block = (report.get("arms") or {}).get(gate.arm) or {}
+        if block.get("status") == "compared":
+            blocks[stored_subject(gate.arm, str(gate.stored))] = (block["deltas"], block)
+    return blocks
+
+
+def stored_refusals(suite: Suite, live: LiveRun) -> dict[str, str]:
+    """Per ``stored`` gate subject whose arm was not compared: the reason (one line)."""
+    refused: dict[str, str] = {}
+    for gate in suite.gates:
+        if gate.kind != "stored" or gate.stored is None or gate.arm is None:
+            continue
+        subject = stored_subject(gate.arm, str(gate.stored))
+        report = live.by_spec.get(str(gate.stored))
+        block = ((report or {}).get("arms") or {}).get(gate.arm) or {}
+        if block.get("status") != "compared":
+            refused[subject] = str(block.get("reason") or "not compared")
+    return refused
+
+
+def logged_numbers(
+    live: LiveRun,
+    previous: Mapping[str, Any] | None,
+    stored: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]] | None = None,
+) -> dict[str, float]:
     """The numbers the trainer's logs get from one stored run: ``sommelier/<arm>/<metric>``
     (overall values), ``sommelier/<comparison>/<metric>/delta`` and ``.../lower`` (the selected
-    interval's lower bound) for each comparison and for ``<arm>-vs-previous`` when there is a
-    previous checkpoint; null values are left out (loggers take numbers only)."""
+    interval's lower bound) for each comparison, for each arm compared with a stored run
+    (``stored``: ``<arm>-vs-<arm>@<stored>``, :func:`stored_blocks`) and for
+    ``<arm>-vs-previous`` when there is a previous checkpoint; null values are left out
+    (loggers take numbers only)."""
     numbers: dict[str, float] = {}
     for arm, report in live.outcome.arm_reports.items():
         for metric in METRIC_NAMES:
@@ -142,6 +187,7 @@ def logged_numbers(live: LiveRun, previous: Mapping[str, Any] | None) -> dict[st
     blocks: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {
         name: (report["deltas"], report) for name, report in live.outcome.comparison_reports.items()
     }
+    blocks.update(stored or {})
     if previous is not None:
         blocks.update(previous)
     for name, (deltas, block) in blocks.items():
@@ -173,6 +219,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
     ``cache_dir``: the generation cache (default pytest's, ``None`` for none). Give the trainer
     to :meth:`attach` (or pass ``trainer=``) so that the numbers go through ``Trainer.log`` to
     every ``report_to`` integration; without it they are appended to ``state.log_history``.
+    ``check_base``: refuse a model whose config and tensor shapes are not the suite's
+    ``[model] base``'s (``inference.base_check``; default on).
     """
 
     def __init__(
@@ -190,6 +238,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         cache_dir: str | Path | None = DEFAULT_CACHE,
         trainer: Any = None,
         quiet: bool = False,
+        check_base: bool = True,
     ) -> None:
         if not (
             every in EVERY
@@ -212,6 +261,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self.store = Path(store) if store is not None else Path(DEFAULT_STORE)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.quiet = quiet
+        self.check_base = check_base
         self.trainer = trainer
         self.results: list[CheckpointResult] = []
         self.suite: Suite | None = None
@@ -221,6 +271,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self.ready = False  # on_train_begin checked everything
         self.base_generators: dict[str, Generator] = {}
         self.rule: StopRule | None = None
+        self.pinned: dict[str, str] = {}  # stored spec -> the run it named at on_train_begin
         self._previous: list[ScoringRecord] | None = None
         self._evaluated: set[int] = set()
 
@@ -243,6 +294,11 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self.trained = self.arm or self._default_arm(suite)
         self.suite = evaluation_suite(suite, self.trained, self.arms)
         self.split = self._sampled(split)
+        # each stored gate's run looked up once, now: `last` is the run that was last when
+        # training began, never one of this training run's own checkpoints
+        self.pinned = pinned_specs(
+            self.store, self.suite, where=f"{suite.path}: SommelierCallback(store={self.store})"
+        )
         adapter = self._adapter_name(model)
         if self.stop_when is not None:
             clusters = example_clusters(self.split.examples, suite.statistics.cluster)
@@ -256,6 +312,10 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             live_model=model,
             adapter_name=adapter,
         )
+        if self.check_base:  # config.json and headers against the model's own state dict
+            check_live_base(
+                self.suite.model, suite.path.parent, model, where=f"{suite.path}: [model] base"
+            )
         if self.cache_dir is not None:
             from pytest_sommelier.inference.gencache import GenerationCache
 
@@ -331,6 +391,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
                 run_dir=self.out / run_id,
                 store=self.store,
                 batch_scope={self.trained: f"{suite.path}@{step}"},
+                pinned=self.pinned,
                 record={
                     "checkpoint": {
                         "step": step,
@@ -345,7 +406,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             )
         current = flat_records(live.outcome.records.get(self.trained, {}))
         previous = self._against_previous(current)
-        numbers = logged_numbers(live, previous)
+        numbers = logged_numbers(live, previous, stored_blocks(suite, live))
         stored = live.stored.number if live.stored is not None else None
         if stored is not None:
             numbers[f"{PREFIX}/stored_run"] = float(stored)
@@ -409,11 +470,17 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         for name, report in live.outcome.comparison_reports.items():
             entry = selected_interval(report, metric)
             parts.append(f"{name} {fmt(report['deltas'].get(metric), True)} {fmt_interval(entry)}")
+        assert self.suite is not None
+        for name, (deltas, block) in stored_blocks(self.suite, live).items():
+            entry = selected_interval(block, metric)
+            parts.append(f"{name} {fmt(deltas.get(metric), True)} {fmt_interval(entry)}")
+        for name, reason in stored_refusals(self.suite, live).items():
+            parts.append(f"{name} refused: {reason}")
         key = f"{PREFIX}/{self.trained}-vs-previous/{metric}"
         if f"{key}/delta" in result.numbers:
             parts.append(f"vs previous {fmt(result.numbers[f'{key}/delta'], True)}")
         verdict = live.outcome.verdict["verdict"] if live.outcome.verdict else "none"
-        parts.append(f"verdict {verdict}")
+        parts.append(f"verdict {verdict}" if live.no_verdict is None else "no verdict written")
         parts.append(
             f"stored run {result.stored:04d}" if result.stored is not None else "not stored"
         )

@@ -5,36 +5,36 @@ This is the pytest session's pipeline without pytest: the same fixed batches
 order, each prompt checked against its digest, the generation cache consulted and filled),
 the same payloads (``Runner.payload``), the same arms (``runner.arm_runs``), the same reports,
 comparisons and verdict (``core.pipeline.evaluate_run``), the same files in the same order
-(``artifacts.write_outcome``, the page, the summary, the store's copy, the verdict last) and
-the same run store (``history.save_run``, always: an evaluated checkpoint is a stored run).
+and the same failure handling, through the one sequence the session finish calls
+(``data.store.scored_run.write_scored_run``: the reports, the comparisons with the stored runs
+the suite's ``stored`` gates name, the page, the summary, the store's copy, the verdict last),
+always stored (an evaluated checkpoint is a stored run).
 
 Invariants kept: a generation error of one batch makes its items errored and the run
 incomplete (``verdict: incomplete``), never a half-written run: the error's one line is in
-:attr:`LiveRun.errors`; nothing is read back from what was just written but the store's byte
-copy; the run folder is claimed (one writer) and its earlier files removed, verdict first.
+:attr:`LiveRun.errors`; a step of the write that fails is one line there too, and the run
+then has no verdict and is not stored; nothing is read back from what was just written but the
+store's byte copy; the run folder is claimed (one writer) and its earlier files removed,
+verdict first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import RunOutcome, evaluate_run, noise_plan
 from pytest_sommelier.core.types import BatchKey, FormattedSplit, Suite
 from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.history import StoredRun, save_run
-from pytest_sommelier.data.store.history_record import run_entry, value_intervals_of
-from pytest_sommelier.data.store.runread import run_files_of, summary_inputs_of
+from pytest_sommelier.data.store.history import StoredRun
+from pytest_sommelier.data.store.scored_run import StoreOptions, write_scored_run
 from pytest_sommelier.data.suite.identity import suite_identity
 from pytest_sommelier.errors import SommelierError
 from pytest_sommelier.inference.protocol import Generator
 from pytest_sommelier.plugin.runner import Runner, arm_runs
-from pytest_sommelier.view.ci_summary import summary_text
-from pytest_sommelier.view.html import render_page
-from pytest_sommelier.view.markdown import outcome_markdown
+from pytest_sommelier.view.run_views import RUN_VIEWS
 
 
 @dataclass
@@ -48,6 +48,9 @@ class LiveRun:
     generated: dict[str, int] = field(default_factory=dict)  # arm -> outputs generated now
     cached: dict[str, int] = field(default_factory=dict)  # arm -> outputs from the cache
     errors: list[str] = field(default_factory=list)
+    compares: list[dict[str, Any]] = field(default_factory=list)  # with stored runs, once each
+    by_spec: dict[str, dict[str, Any]] = field(default_factory=dict)  # stored spec -> comparison
+    no_verdict: str | None = None  # why no verdict was written (and nothing stored)
 
 
 def generate_payloads(
@@ -121,9 +124,13 @@ def evaluate_live(
     batch_scope: Mapping[str, str],
     record: Mapping[str, Any] | None = None,
     rootdir: Path | None = None,
+    pinned: Mapping[str, str] | None = None,
 ) -> LiveRun:
     """Generate, evaluate, write and store one run of ``suite`` (module docstring); ``record``
-    adds fields to the store's record of the run (the callback's ``checkpoint``)."""
+    adds fields to the store's record of the run (the callback's ``checkpoint``). The suite's
+    ``stored`` gates are compared with the stored runs they name (looked up in ``store`` before
+    this run is stored; ``pinned``: specs looked up as another, ``scored_run.pinned_specs``)
+    and join its verdict."""
     errors: list[str] = []
     payloads, errored = generate_payloads(
         suite, split, generators, runner, batch_scope=batch_scope, errors=errors
@@ -138,33 +145,24 @@ def evaluate_live(
     for name, arm in arms.items():
         live.cached[name] = sum(bool(t["cached"]) for t in arm.timings)
         live.generated[name] = len(arm.timings) - live.cached[name]
+    options = StoreOptions(
+        store=store,
+        autosave=True,  # an evaluated checkpoint is always a stored run
+        keep_incomplete=True,
+        rootdir=rootdir,
+        record=record,
+        environ={},  # a training script is no CI step: GITHUB_STEP_SUMMARY is not appended to
+        pinned=dict(pinned or {}),
+    )
     with artifacts.claim_run(run_dir):
-        artifacts.write_outcome(
-            run_dir,
-            replace(outcome, verdict=None),  # the verdict is written last, below
-            resolved=resolved,
-            split=split,
-            comparison_markdown=outcome_markdown(outcome),
+        done = write_scored_run(
+            run_dir, suite, split, outcome, resolved=resolved, options=options, views=RUN_VIEWS
         )
-        files = run_files_of(run_dir, resolved, outcome, split, outcome.verdict)
-        artifacts.atomic_write_text(runlayout.page(run_dir), render_page(files, run_dir.name))
-        inputs = summary_inputs_of(run_dir, resolved, outcome, split, outcome.verdict)
-        artifacts.write_summary(run_dir, summary_text(inputs), environ={})
-        entry = {
-            **run_entry(run_dir.name, inputs.resolved, inputs.reports, inputs.verdict),
-            **(record or {}),
-        }
-        live.stored = save_run(
-            run_dir,
-            store,
-            keep_incomplete=True,
-            rootdir=rootdir,
-            intervals=value_intervals_of(outcome.records, suite.statistics),
-            verdict=outcome.verdict,
-            record=entry,
-        )
-        if outcome.verdict is not None:
-            artifacts.write_verdict(run_dir, outcome.verdict)
+    live.outcome, live.stored, live.no_verdict = done.outcome, done.over.stored_run, done.no_verdict
+    live.compares, live.by_spec = done.over.compares, done.over.by_spec
+    live.errors += [error for error in done.over.errors if error not in live.errors]
+    if done.no_verdict is not None and done.no_verdict not in live.errors:
+        live.errors.append(done.no_verdict)
     return live
 
 

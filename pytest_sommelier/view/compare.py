@@ -16,6 +16,7 @@ from pytest_sommelier.view.text import (
     fmt_interval,
     md_table,
     methods_text,
+    sample_text,
     selected_block,
     selected_interval,
     table,
@@ -45,6 +46,18 @@ def _level(report: Mapping[str, Any]) -> str:
     return "paired"
 
 
+def _samples(report: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(this run | the stored run, what a sampled run says)`` for each side that is a seeded
+    sample (``view.text.sample_text``); none for two runs of the whole split."""
+    sides = (("this run", report.get("candidate")), ("the stored run", report.get("reference")))
+    found = []
+    for who, side in sides:
+        text = sample_text({"test_split": {"sample": (side or {}).get("sample")}})
+        if text:
+            found.append((who, text))
+    return found
+
+
 def compare_lines(report: Mapping[str, Any]) -> list[str]:
     """The terminal lines of a comparison with a stored run: per arm, the deltas with their
     intervals per slice, McNemar's discordant counts and the flipped examples; a refused arm
@@ -54,6 +67,7 @@ def compare_lines(report: Mapping[str, Any]) -> list[str]:
         f"against {reference['describe']}: this run minus the stored run, paired by example "
         f"({_level(report)})"
     ]
+    lines += [f"{who}: {text}" for who, text in _samples(report)]
     header = ["slice", *[SHORT[m] for m in METRIC_NAMES]]
     for arm, block in report["arms"].items():
         if block["status"] != "compared":
@@ -95,6 +109,7 @@ def compare_markdown(report: Mapping[str, Any], *, heading: str = "#") -> str:
         "",
         f"This run minus the stored run, paired by example; intervals: {md_cell(_level(report))}.",
     ]
+    lines += [f"\n**{who}**: {md_cell(text)}" for who, text in _samples(report)]
     for arm, block in report["arms"].items():
         lines.append("")
         if block["status"] != "compared":

@@ -26,7 +26,7 @@ import jinja2
 
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.data.store.history import PAGE
-from pytest_sommelier.view.text import SHORT, fmt, fmt_interval, table
+from pytest_sommelier.view.text import SHORT, fmt, fmt_interval, sample_text, table
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "templates"
 OVERALL = "overall"
@@ -43,7 +43,9 @@ def history_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = []
     for run in runs:
         commit = (run["commit"] or "-") + ("-dirty" if run["dirty"] else "")
-        first = [run["label"], commit, run["time"], str(run["suite"]), run["verdict"] or "-"]
+        sampled = sample_text({"test_split": {"sample": run.get("sample")}})
+        verdict = (run["verdict"] or "-") + (" (sample)" if sampled else "")
+        first = [run["label"], commit, run["time"], str(run["suite"]), verdict]
         lead = first
         for arm, data in run["arms"].items():
             for label, metrics in data["values"].items():
@@ -54,6 +56,9 @@ def history_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
             rows.append([*first, "-", "-", *["-"] * len(METRIC_NAMES)])
     lines = table(header, rows) if rows else ["no stored runs"]
     for run in runs:
+        sampled = sample_text({"test_split": {"sample": run.get("sample")}})
+        if sampled:
+            lines.append(f"{run['label']}: {sampled}")
         used = [f"{arm} {text}" for arm, text in (run.get("adapters") or {}).items() if text]
         if used or run.get("run_label"):
             named = f" (label {run['run_label']})" if run.get("run_label") else ""
@@ -234,6 +239,7 @@ def build_history_context(store: Path, page: Path, runs: list[dict[str, Any]]) -
     suites: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         run["href"] = _href(run["page"], page) if run["page"] is not None else None
+        run["sample_text"] = sample_text({"test_split": {"sample": run.get("sample")}})
         suites.setdefault(str(run["suite"]), []).append(run)
     groups = []
     for suite, members in suites.items():

@@ -469,3 +469,154 @@ def test_every_evaluate_adds_the_numbers_to_the_evaluation_metrics(
     assert len(callback.results) == 1
     logged = [e for e in trainer.state.log_history if "sommelier/adapter/argument_f1" in e]
     assert [e["step"] for e in logged] == [2]
+
+
+# -- checkpoints against the shipped adapter (a stored run) ---------------------------------
+
+
+STORED_GATES = [
+    {"name": "vs-shipped", "arm": "adapter", "stored": "label:shipped",
+     "metric": "full_call_exact_match", "ci_lower_at_least": -1.0},
+    {"name": "vs-last", "arm": "adapter", "stored": "last",
+     "metric": "valid_json_rate", "ci_lower_at_least": -1.0},
+]  # fmt: skip
+
+
+def store_shipped(
+    pytester: pytest.Pytester, model_dir: Path, adapter: Path, cache: Path, *, gates: Any = None
+) -> Path:
+    """``pytest -m eval`` of ``adapter`` stored as ``--sommelier-label shipped``; then the
+    suite rewritten with ``gates`` (the callback's suite: same folder, same conditions)."""
+    arms = {"base": {}, "adapter": {"adapter": str(adapter)}}
+    training_suite(pytester.path, model_dir, arms=arms)
+    store = pytester.path / "store"
+    run = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--sommelier-out", "shipped", "--sommelier-autosave",
+        "--sommelier-label", "shipped", "--sommelier-storage", str(store),
+        "--sommelier-cache-dir", str(cache),
+    )  # fmt: skip
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    return training_suite(pytester.path, model_dir, arms=arms, gates=gates or STORED_GATES)
+
+
+@pytest.mark.slow
+def test_each_checkpoint_is_judged_against_the_shipped_adapters_stored_run(
+    trained: dict[str, Any], pytester: pytest.Pytester
+) -> None:
+    from pytest_sommelier.training import SommelierCallback
+
+    root, model_dir = trained["root"], trained["model_dir"]
+    shipped = root / "out" / "checkpoint-2"  # what an earlier training run shipped
+    suite = store_shipped(pytester, model_dir, shipped, root / "cache")
+    store = pytester.path / "store"
+    callback = SommelierCallback(suite, out=pytester.path / "runs", store=store,
+                                 cache_dir=root / "cache", quiet=True)
+    trainer = train(model_dir, pytester.path / "out", callback)
+    assert [r.step for r in callback.results] == [2, 4, 6]
+    index = read_json(store / "index.json")["runs"]
+    assert [e.get("label") for e in index] == ["shipped", None, None, None]
+    for result in callback.results:
+        verdict = read_json(result.run_dir / "gate_verdict.json")
+        gates = {g["subject"]: g for g in verdict["gates"]}
+        assert gates["adapter-vs-adapter@label:shipped"]["passed"] is True
+        assert gates["adapter-vs-adapter@last"]["passed"] is True
+        assert verdict["verdict"] == "pass"  # so each checkpoint would be `last` unpinned
+        # both specs name the shipped run (last is pinned at on_train_begin): compared once
+        compares = sorted(p.name for p in (result.run_dir / "report").glob("compare-*.json"))
+        assert compares == ["compare-0001.json"]
+        assert "adapter-vs-adapter@label:shipped" in result.line
+    # checkpoint-2 of this training holds the shipped adapter's weights (same seed, same steps;
+    # its folder digest differs: the trainer state logged other numbers)
+    weights = "adapter_model.safetensors"
+    assert (pytester.path / "out" / "checkpoint-2" / weights).read_bytes() == (
+        shipped / weights
+    ).read_bytes()
+    first = read_json(callback.results[0].run_dir / "report" / "compare-0001.json")
+    block = first["arms"]["adapter"]
+    assert block["status"] == "compared"
+    assert block["identical_outputs"] == block["compared_examples"] == len(IDS)
+    later = read_json(callback.results[2].run_dir / "report" / "compare-0001.json")
+    assert later["arms"]["adapter"]["adapter_changed"] is True
+    logged = [e for e in trainer.state.log_history
+              if "sommelier/adapter/full_call_exact_match" in e]  # fmt: skip
+    key = "sommelier/adapter-vs-adapter@label:shipped/full_call_exact_match"
+    assert all(f"{key}/delta" in e and f"{key}/lower" in e for e in logged)
+    assert logged[0][f"{key}/delta"] == 0.0
+    assert all("sommelier/adapter-vs-adapter@last/valid_json_rate/delta" in e for e in logged)
+
+
+@pytest.mark.slow
+def test_a_sampled_checkpoint_is_refused_by_the_full_shipped_run_with_the_field_named(
+    trained: dict[str, Any], pytester: pytest.Pytester
+) -> None:
+    from pytest_sommelier.training import SommelierCallback
+
+    root, model_dir = trained["root"], trained["model_dir"]
+    suite = store_shipped(pytester, model_dir, root / "out" / "checkpoint-2", root / "cache",
+                          gates=STORED_GATES[:1])  # fmt: skip
+    callback = SommelierCallback(suite, out=pytester.path / "runs", store=pytester.path / "store",
+                                 cache_dir=root / "cache", quiet=True, max_examples=2)
+    trainer = train(model_dir, pytester.path / "out", callback, steps=2)
+    (result,) = callback.results
+    verdict = read_json(result.run_dir / "gate_verdict.json")
+    (gate,) = verdict["gates"]
+    assert gate["passed"] is False and verdict["verdict"] == "fail"
+    assert "SOM-COMPARE-IDENTITY" in gate["reason"] and "test_split" in gate["reason"]
+    assert "adapter-vs-adapter@label:shipped refused: SOM-COMPARE-IDENTITY" in result.line
+    (logged,) = [e for e in trainer.state.log_history if "sommelier/adapter/argument_f1" in e]
+    assert not any("@label:shipped" in key for key in logged)
+
+
+@pytest.mark.slow
+def test_a_stored_gate_naming_no_stored_run_fails_before_any_step(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    for gates in (STORED_GATES[:1], STORED_GATES[1:]):
+        folder = tmp_path / gates[0]["name"]
+        suite = training_suite(folder, model_dir, arms={"base": {}, "adapter": {}}, gates=gates)
+        callback = SommelierCallback(suite, out=folder / "runs", store=folder / "store")
+        with pytest.raises(InputError) as caught:
+            train(model_dir, folder / "out", callback)
+        assert caught.value.code == "SOM-TRAIN-STORED" and "\n" not in str(caught.value)
+        assert repr(gates[0]["stored"]) in str(caught.value)
+        assert not list((folder / "out").glob("checkpoint-*"))
+
+
+def test_a_second_adapter_arm_points_to_the_stored_run_way(tmp_path: Path) -> None:
+    from pytest_sommelier.data.suite.load import load_suite
+    from pytest_sommelier.training.callback import evaluation_suite
+
+    suite_file = write_suite(tmp_path / "suite", rows=rows(IDS),
+                             arms={"base": {}, "adapter": {"adapter": "adapter"},
+                                   "shipped": {"adapter": "adapter"}})  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        evaluation_suite(load_suite(suite_file), "adapter", None)
+    assert caught.value.code == "SOM-TRAIN-ARMS" and "'shipped'" in str(caught.value)
+    assert 'stored = "label:shipped"' in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.slow
+def test_a_model_of_another_base_is_refused_before_any_step(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from tiny import make_tiny_model_dir
+
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    suite = training_suite(tmp_path, model_dir)
+    other = make_tiny_model_dir(tmp_path / "other", hidden_size=48)
+    callback = SommelierCallback(suite, out=tmp_path / "runs", store=tmp_path / "store")
+    with pytest.raises(InputError) as caught:
+        train(other, tmp_path / "out", callback)  # the suite's base is the 32-wide model
+    assert caught.value.code == "SOM-TRAIN-BASE" and "\n" not in str(caught.value)
+    assert "hidden_size is 32 in the base, 48 in the model" in str(caught.value)
+    assert not list((tmp_path / "out").glob("checkpoint-*"))
+    # the check can be switched off (the model then evaluates, whatever its base)
+    unchecked = SommelierCallback(suite, out=tmp_path / "runs2", store=tmp_path / "store2",
+                                  cache_dir=None, check_base=False, quiet=True)
+    train(other, tmp_path / "out2", unchecked, steps=2)
+    assert [r.step for r in unchecked.results] == [2]

@@ -359,7 +359,7 @@ def _pair_block(
 
 
 def _side(run: StoredRun) -> dict[str, Any]:
-    return {
+    side = {
         "label": run.label,
         "number": run.number,
         "folder": str(run.path),
@@ -370,6 +370,8 @@ def _side(run: StoredRun) -> dict[str, Any]:
         "describe": run.describe(),
         "name": run.describe().split(" (", 1)[0],
     }
+    sample = (run.entry.get("identity") or {}).get("sample")
+    return {**side, "sample": sample} if sample is not None else side  # a seeded sample
 
 
 def scored_run(run: StoredRun) -> Scored:

@@ -142,6 +142,7 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
                 "slices": [*(resolved.get("slices") or []), OVERALL],
                 "arms": arms,
                 "checkpoint": run.entry.get("checkpoint"),  # a training callback's run
+                "sample": (resolved.get("test_split") or {}).get("sample"),  # a seeded sample
             }
         )
     return out
