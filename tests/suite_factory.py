@@ -196,7 +196,7 @@ def match_base_tokenizer(suite_file: Path) -> Path:
     from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.inference.split_check import base_tokenizer
 
-    suite = load_suite(suite_file)
+    suite = load_suite(suite_file, live=True)  # no glob needs to match yet
     tokenizer_id, revision = base_tokenizer(suite)
     lines = suite.test_split.read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines if line.strip()]

@@ -111,16 +111,17 @@ def _shown(identity: tuple[str, str]) -> str:
     return f"{tokenizer_id} ({revision})"
 
 
-def load_checked_suite(path: Path) -> tuple[Suite, FormattedSplit]:
+def load_checked_suite(path: Path, *, live: bool = False) -> tuple[Suite, FormattedSplit]:
     """A suite file and its split as an evaluation runs them (pytest collection and
     ``training.SommelierCallback`` alike): the suite loaded, its split read with the suite's
     ``arguments_key``, its gates checked against the split, and the split's tokenizer checked
-    against the base's (:func:`check_split_tokenizer`). Raises the first load error."""
+    against the base's (:func:`check_split_tokenizer`). Raises the first load error. ``live``:
+    the training callback's reading (``data.suite.load.load_suite``)."""
     from pytest_sommelier.data.split.load import load_split
     from pytest_sommelier.data.suite.gates import check_gates_against_split
     from pytest_sommelier.data.suite.load import load_suite
 
-    suite = load_suite(path)
+    suite = load_suite(path, live=live)
     split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
     check_gates_against_split(suite, split)
     check_split_tokenizer(suite)

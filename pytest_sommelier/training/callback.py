@@ -33,7 +33,7 @@ from transformers import TrainerCallback
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.clusters import example_clusters
-from pytest_sommelier.core.gates import stored_subject
+from pytest_sommelier.core.gates import SELECTION_KIND, stored_subject
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
 from pytest_sommelier.core.types import (
@@ -86,7 +86,9 @@ def evaluation_suite(suite: Suite, trained: str, arms: Sequence[str] | None) -> 
     these arms too: each checkpoint against a stored run), and the trained arm against the
     first base arm when no comparison pairs them. An adapter arm other than the trained one is
     refused (the model in memory holds one adapter; a shipped adapter is compared through its
-    stored run)."""
+    stored run). The ``[selection]`` and its gates are left out: they choose among a sweep's
+    checkpoints (``<arm>@<step>`` arms, none of which is evaluated here), a claim about the
+    sweep and not about the checkpoint in memory; the sweep's pytest run judges them."""
     chosen = list(suite.arms) if arms is None else list(arms)
     unknown = [name for name in chosen if name not in suite.arms and name != trained]
     others = [n for n in chosen if n != trained and suite.arms[n].adapter is not None]
@@ -123,9 +125,12 @@ def evaluation_suite(suite: Suite, trained: str, arms: Sequence[str] | None) -> 
     gates = tuple(
         g
         for g in suite.gates
-        if all(name is None or name in kept for name in (g.arm, g.candidate, g.reference))
+        if g.kind != SELECTION_KIND
+        and all(name is None or name in kept for name in (g.arm, g.candidate, g.reference))
     )
-    return replace(suite, arms=arm_configs, comparisons=tuple(comparisons), gates=gates)
+    return replace(
+        suite, arms=arm_configs, comparisons=tuple(comparisons), gates=gates, selection=None
+    )
 
 
 def with_checkpoint(suite: Suite, trained: str, folder: Path) -> Suite:
@@ -290,7 +295,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any
     ) -> None:
         """Load and check everything before the first step (module docstring): one line each."""
-        suite, split = load_checked_suite(self.suite_path)
+        suite, split = load_checked_suite(self.suite_path, live=True)
         self.trained = self.arm or self._default_arm(suite)
         self.suite = evaluation_suite(suite, self.trained, self.arms)
         self.split = self._sampled(split)

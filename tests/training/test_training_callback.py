@@ -137,7 +137,12 @@ def trained(tiny: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -
 
     root = tmp_path_factory.mktemp("train")
     model_dir, _ = tiny
-    suite = training_suite(root, model_dir)
+    # one suite for the callback and the later sweep: its adapter the glob over the checkpoints
+    # the training writes (none exists yet when training begins), with a [selection]
+    suite = training_suite(
+        root, model_dir, arms={"base": {}, "adapter": {"adapter": "../out/checkpoint-*"}},
+        selection={"metric": "full_call_exact_match", "among": "adapter@*"},
+    )
     callback = SommelierCallback(
         suite, every="save", out=root / "runs", store=root / "store",
         cache_dir=root / "cache", quiet=False,
@@ -286,15 +291,14 @@ def test_a_glob_suite_over_the_checkpoints_gives_the_callbacks_numbers(
     trained: dict[str, Any], pytester: pytest.Pytester
 ) -> None:
     root = trained["root"]
-    glob = str(root / "out" / "checkpoint-*")
-    training_suite(pytester.path, trained["model_dir"],
-                   arms={"base": {}, "adapter": {"adapter": glob}})
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--sommelier-out", "sweep",
+    result = pytester.runpytest_subprocess(  # the very suite file the callback read
+        str(trained["suite"].parent), "-p", "no:cacheprovider", "--sommelier-out", "sweep",
         "--sommelier-cache-dir", str(root / "cache"),
     )
     assert result.ret == 0, result.stdout.str()[-3000:]
     sweep = pytester.path / "sweep"
+    selection = read_json(sweep / "report" / "selection.json")
+    assert [c["arm"] for c in selection["candidates"]] == ["adapter@2", "adapter@4", "adapter@6"]
     for callback_run in trained["callback"].results:
         arm = f"adapter@{callback_run.step}"
         ours = read_json(sweep / "eval" / arm / "evaluation_report.json")

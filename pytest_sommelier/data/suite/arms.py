@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_sommelier.core.types import ArmConfig, ComparisonConfig, EngineConfig, ModelConfig
 from pytest_sommelier.data.references import resolve_reference
+from pytest_sommelier.data.suite.globs import is_glob
 from pytest_sommelier.errors import InputError
 
 
@@ -38,8 +39,12 @@ def model_config(table: dict[str, Any], folder: Path, label: str) -> ModelConfig
     )
 
 
-def arm_configs(table: dict[str, Any], folder: Path, label: str) -> dict[str, ArmConfig]:
-    """``[arms.*]`` in file order; an arm without ``adapter`` is the base model."""
+def arm_configs(
+    table: dict[str, Any], folder: Path, label: str, *, keep_globs: bool = False
+) -> dict[str, ArmConfig]:
+    """``[arms.*]`` in file order; an arm without ``adapter`` is the base model. With
+    ``keep_globs`` (the training callback's reading, ``data.suite.globs.live_tables``) a glob
+    adapter is kept as written, unresolved: it names checkpoints that need not exist yet."""
     arms: dict[str, ArmConfig] = {}
     for name, arm in table.items():
         where = f"{label}: [arms.{name}]"
@@ -53,6 +58,8 @@ def arm_configs(table: dict[str, Any], folder: Path, label: str) -> dict[str, Ar
                     "remove adapter_revision, or add adapter",
                     where=where,
                 )
+        elif keep_globs and is_glob(adapter):
+            pass  # checked by data.suite.globs.live_tables (no adapter_revision)
         else:
             adapter = resolve_reference(
                 adapter,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,19 @@ def _matches(arm: str, pattern: str, folder: Path, where: str) -> list[tuple[int
     return sorted(steps.items())
 
 
+def _no_revision(name: str, table: Mapping[str, Any], where: str) -> None:
+    """A glob arm names local folders: ``adapter_revision`` (a hub id's) beside it is an
+    error naming the arm."""
+    if table.get("adapter_revision") is not None:
+        raise InputError(
+            "SOM-SUITE-GLOB-STEP",
+            f"arms.{name}.adapter is a glob, which names local folders; "
+            "adapter_revision is for a hub id",
+            "remove adapter_revision",
+            where=where,
+        )
+
+
 def expand_globs(data: dict[str, Any], folder: Path, label: str) -> dict[str, Any]:
     """The suite's tables with every glob arm expanded (module docstring); ``data`` itself is
     left as it is. Without a glob arm the tables are returned unchanged."""
@@ -84,14 +98,7 @@ def expand_globs(data: dict[str, Any], folder: Path, label: str) -> dict[str, An
             arms[name] = table
             continue
         where = f"{label}: [arms.{name}]"
-        if table.get("adapter_revision") is not None:
-            raise InputError(
-                "SOM-SUITE-GLOB-STEP",
-                f"arms.{name}.adapter is a glob, which names local folders; "
-                "adapter_revision is for a hub id",
-                "remove adapter_revision",
-                where=where,
-            )
+        _no_revision(name, table, where)
         sweeps[name] = []
         for step, path in _matches(name, adapter, folder, where):
             sweeps[name].append(step_name(name, step))
@@ -130,4 +137,20 @@ def expand_globs(data: dict[str, Any], folder: Path, label: str) -> dict[str, An
     return expanded
 
 
-__all__ = ["GLOB_CHARS", "expand_globs", "is_glob", "step_name"]
+def live_tables(data: dict[str, Any], label: str) -> dict[str, Any]:
+    """The suite's tables as the training callback reads them: no glob is expanded (a glob
+    arm stays one arm, the one the model being trained stands for, whose adapter is the model
+    in memory: its checkpoints need not exist yet), and the ``[selection]`` and its gates
+    (``selected``) are left out, since they choose among a sweep's ``<arm>@<step>`` arms, which
+    only the sweep's own run has. ``data`` itself is left as it is."""
+    for name, table in data["arms"].items():
+        if is_glob(table.get("adapter")):
+            _no_revision(name, table, f"{label}: [arms.{name}]")
+    if "selection" not in data and not any("selected" in g for g in data.get("gates", [])):
+        return data
+    kept = {key: value for key, value in data.items() if key != "selection"}
+    kept["gates"] = [entry for entry in data.get("gates", []) if "selected" not in entry]
+    return kept
+
+
+__all__ = ["GLOB_CHARS", "expand_globs", "is_glob", "live_tables", "step_name"]

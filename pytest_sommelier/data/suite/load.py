@@ -40,7 +40,7 @@ from pytest_sommelier.data.suite.arms import (
 )
 from pytest_sommelier.data.suite.gates import GATE_METRICS as GATE_METRICS
 from pytest_sommelier.data.suite.gates import gate_configs
-from pytest_sommelier.data.suite.globs import expand_globs
+from pytest_sommelier.data.suite.globs import expand_globs, live_tables
 from pytest_sommelier.data.suite.identity import SUITE_IDENTITY_VERSION as SUITE_IDENTITY_VERSION
 from pytest_sommelier.data.suite.identity import reference_identity as reference_identity
 from pytest_sommelier.data.suite.identity import suite_identity as suite_identity
@@ -78,20 +78,23 @@ def suite_file(path: str | os.PathLike[str]) -> Path:
     return given / SUITE_FILE if given.is_dir() else given
 
 
-def load_suite(path: str | os.PathLike[str]) -> Suite:
+def load_suite(path: str | os.PathLike[str], *, live: bool = False) -> Suite:
     """Read, validate and resolve one suite file (or a folder's ``sommelier.toml``,
-    ``suite_file``); raise a ``SommelierError`` on any problem."""
+    ``suite_file``); raise a ``SommelierError`` on any problem. ``live``: the suite as the
+    training callback reads it (``data.suite.globs.live_tables``: a glob arm is one arm, its
+    adapter kept as written; no ``[selection]``)."""
     suite_path = suite_file(path)
     label = str(suite_path)
     data = read_toml(suite_path, label)
     validate_structure(data, label)
     folder = suite_path.resolve().parent
-    data = expand_globs(data, folder, label)  # checkpoint sweeps: one arm per folder
+    # checkpoint sweeps: one arm per folder (a live reading expands nothing)
+    data = live_tables(data, label) if live else expand_globs(data, folder, label)
     section = data["suite"]
     slices = tuple(section["slices"])
     model = model_config(data["model"], folder, label)
     decoding = validate_decoding(data.get("decoding", {}), where=f"{label}: [decoding]")
-    arms = arm_configs(data["arms"], folder, label)
+    arms = arm_configs(data["arms"], folder, label, keep_globs=live)
     comparisons = comparison_configs(data.get("comparisons", []), arms, label)
     scorers = tuple(section.get("scorers", ()))
     gates = gate_configs(

@@ -78,3 +78,42 @@ def test_any_folder_names_expand_in_step_order_or_fail_in_one_line(
         return
     steps = [int(name.rpartition("@")[2]) for name in suite.arms if "@" in name]
     assert steps == sorted(steps) and len(steps) == len(names)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    names=st.lists(st.from_regex(r"checkpoint-[0-9a-z]{0,3}", fullmatch=True), max_size=4,
+                   unique=True),
+    pattern=st.sampled_from(["out/checkpoint-*", "out/ckpt-[0-9]*", "../x/*", "out/?"]),
+    revision=st.sampled_from([None, "main", ""]),
+    gate_arm=st.sampled_from(["adapter", "base"]),
+)
+def test_the_live_reading_keeps_a_glob_arm_whole_whatever_the_folders(
+    tmp_path_factory: pytest.TempPathFactory, names: list[str], pattern: str,
+    revision: str | None, gate_arm: str,
+) -> None:
+    """``load_suite(live=True)`` (the training callback's reading) never expands a glob: one
+    arm holding the pattern as written, its gates as written, no ``[selection]``, whatever
+    folders exist (none included); a revision beside the glob is one line."""
+    root = tmp_path_factory.mktemp("live")
+    for name in names:
+        (root / "suite" / "out" / name).mkdir(parents=True)
+    arm: dict[str, object] = {"adapter": pattern}
+    if revision is not None:
+        arm["adapter_revision"] = revision
+    gates = [{"name": "parses", "arm": gate_arm, "metric": "valid_json_rate", "min": 0.1},
+             {"name": "best", "selected": True, "metric": "full_call_exact_match",
+              "ci_lower_above": 0.0}]  # fmt: skip
+    path = write_suite(root / "suite", arms={"base": {}, "adapter": arm}, gates=gates,
+                       selection={"metric": "full_call_exact_match", "among": "adapter@*"})
+    try:
+        suite = load_suite(path, live=True)
+    except InputError as error:
+        assert "\n" not in str(error) and "adapter_revision" in str(error), error
+        expected = "SOM-SUITE-INVALID-VALUE" if revision == "" else "SOM-SUITE-GLOB-STEP"
+        assert revision is not None and error.code == expected
+        return
+    assert revision is None
+    assert list(suite.arms) == ["base", "adapter"] and suite.arms["adapter"].adapter == pattern
+    assert [(g.name, g.arm) for g in suite.gates] == [("parses", gate_arm)]
+    assert suite.selection is None
