@@ -136,6 +136,33 @@ def worker_scores(
     payload["scorers"] = scorer_identity(scorers)
 
 
+JUNIT_SCORE = "sommelier_score_"
+"""The prefix of an evaluated example's ``--junitxml`` property per enabled scorer:
+``sommelier_score_<name>`` = ``numerator/denominator`` (docs/plugin.md, "JUnit")."""
+
+
+def junit_scores(
+    config: pytest.Config, session: pytest.Session, suite: Suite, example: Any, payload: Any
+) -> list[tuple[str, str]]:
+    """Each enabled scorer's ``(sommelier_score_<name>, "numerator/denominator")`` of one
+    evaluated example, in name order (the order of every report, after the five): an xdist
+    worker's are the scores it put into the payload (:func:`worker_scores`); a serial session
+    scores the example here for the property alone (the session finish scores every record
+    again, so a scorer that fails is still its one line there, and here the property is
+    left out)."""
+    from pytest_sommelier.core.scorers import record_scores
+    from pytest_sommelier.errors import SommelierError
+
+    scores = payload["record"].get("scores")
+    if scores is None:
+        try:
+            scorers = suite_scorers(config, suite, session)
+            scores = record_scores(scorers, payload["record"]["parsed_call"], example)
+        except SommelierError:
+            return []
+    return [(f"{JUNIT_SCORE}{name}", f"{n}/{d}") for name, (n, d) in sorted(scores.items())]
+
+
 def controller_scorers(
     config: pytest.Config, suite: Suite, session: pytest.Session | None, payloads: Any
 ) -> tuple[Scorer, ...]:
@@ -205,7 +232,9 @@ def with_identity_hook(config: pytest.Config, arm: str, identity: Any) -> Any:
 
 
 __all__ = [
+    "JUNIT_SCORE",
     "hook_sources",
+    "junit_scores",
     "loaded_line",
     "registry_for",
     "suite_engines",
