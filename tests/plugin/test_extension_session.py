@@ -18,43 +18,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from plugin_helpers import read_json, read_jsonl, write_scripted_suite
+from plugin_helpers import SCORER_HOOK, read_json, read_jsonl, write_scripted_suite
 from test_scripted_sessions import GATES, SCRIPT, assert_outcomes, run
 
 from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
-
-SCORER_HOOK = """
-
-from pytest_sommelier import Scorer
-
-
-def _number(value):
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, dict):
-        return {key: _number(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_number(item) for item in value]
-    return value
-
-
-def lenient(parsed, gold, example):
-    if parsed is None:
-        return (0, 1)
-    same = parsed["name"] == gold["name"]
-    return (int(same and _number(parsed["arguments"]) == _number(gold["arguments"])), 1)
-
-
-def pytest_sommelier_add_scorers(config):
-    return [Scorer("lenient_call", "2", "rate", lenient)]
-"""
 
 LENIENT_GATES = [
     *GATES,
