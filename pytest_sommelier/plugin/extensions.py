@@ -11,6 +11,7 @@ finish (the xdist controller collects nothing), never when the plugin loads.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,45 @@ def registry_for(
         relay = hook_proxy(config, Path(path), session)
         cache[key] = registry(kind, hook_sources(config, kind, relay))
     return cache[key]
+
+
+def pytest_registry(kind: str, folder: Path, plugins: tuple[str, ...] = ()) -> Registry:
+    """``kind``'s registry as a pytest session started in ``folder`` would see it, for the
+    commands that run outside pytest (``sommelier import hook``, ``sommelier plugins
+    --pytest``): pytest's own configuration (``pytest.Config.fromdictargs``: the rootdir and
+    ini file, the installed pytest plugins, the plugins ``plugins`` names as ``-p`` does, the
+    ``conftest.py`` files of ``folder`` and the folders above it up to the rootdir), then the
+    built-ins, the entry points and every ``pytest_sommelier_add_*`` implementation that
+    configuration holds. Nothing is collected and no session starts (no ``pytest_configure``
+    runs). A conftest or plugin that cannot be loaded is one ``SOM-PLUGIN-PYTEST`` line."""
+    from pytest_sommelier.errors import SommelierEnvironmentError
+    from pytest_sommelier.registry import registry
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(
+            "SOM-PLUGIN-PYTEST",
+            f"{folder} is not a folder",
+            "name the folder whose conftest.py files pytest would load (default: this one)",
+        )
+    try:
+        config = _configured(str(folder.resolve()), tuple(plugins))
+    except Exception as exc:  # a conftest.py that raises, a -p module that is not there
+        raise SommelierEnvironmentError(
+            "SOM-PLUGIN-PYTEST",
+            f"pytest could not load the plugins and conftest.py files of {folder}: "
+            f"{exception_text(exc)}",
+            "fix the conftest.py or the plugin, or run from the folder pytest runs in",
+        ) from None
+    return registry(kind, hook_sources(config, kind, config.hook))
+
+
+@functools.lru_cache(maxsize=4)
+def _configured(folder: str, plugins: tuple[str, ...]) -> pytest.Config:
+    """pytest's configuration of ``folder`` with ``-p`` ``plugins``, built once per process
+    (``sommelier plugins`` asks it for each kind); a failure is not kept."""
+    args = [arg for name in plugins for arg in ("-p", name)]
+    return pytest.Config.fromdictargs({}, [*args, folder])
 
 
 def suite_scorers(
@@ -236,6 +276,7 @@ __all__ = [
     "hook_sources",
     "junit_scores",
     "loaded_line",
+    "pytest_registry",
     "registry_for",
     "suite_engines",
     "suite_scorers",
