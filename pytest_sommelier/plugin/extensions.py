@@ -136,9 +136,11 @@ def pytest_registry(kind: str, folder: Path, plugins: tuple[str, ...] = ()) -> R
 @functools.lru_cache(maxsize=4)
 def _configured(folder: str, plugins: tuple[str, ...]) -> pytest.Config:
     """pytest's configuration of ``folder`` with ``-p`` ``plugins``, built once per process
-    (``sommelier plugins`` asks it for each kind); a failure is not kept."""
+    (``sommelier plugins`` asks it for each kind); a failure is not kept. ``--assert=plain``:
+    nothing is asserted here, so no assertion-rewriting import hook joins ``sys.meta_path``
+    (the ``conftest.py`` folders join ``sys.path``, as in a session)."""
     args = [arg for name in plugins for arg in ("-p", name)]
-    return pytest.Config.fromdictargs({}, [*args, folder])
+    return pytest.Config.fromdictargs({}, ["--assert=plain", *args, folder])
 
 
 def suite_scorers(

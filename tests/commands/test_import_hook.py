@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +66,17 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(autouse=True)
-def tests_conftest_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+def tests_conftest_kept(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """pytest imports every ``conftest.py`` outside a package as the module ``conftest``,
-    dropping the one before: the tests' own is put back after each test."""
+    dropping the one before: the tests' own is put back after each test, and the import
+    state (``sys.path``, ``sys.meta_path``) is as it was."""
     if "conftest" in sys.modules:
         monkeypatch.setitem(sys.modules, "conftest", sys.modules["conftest"])
+    # pytest puts each conftest.py folder on sys.path: the tests' own is put back too
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = list(sys.meta_path)
+    yield
+    assert sys.meta_path == before  # no import hook is left behind (assertion rewriting off)
 
 
 def test_a_conftest_importer_converts_rows_from_the_command_line(
