@@ -74,6 +74,43 @@ def tiny_suite(pytester: pytest.Pytester, tiny: tuple[Path, Path]) -> Path:
     return match_base_tokenizer(suite)
 
 
+# the conftest.py scorer of the extension tests (docs/extending.md): ``lenient_call`` counts a
+# call whose name is the gold's and whose arguments equal the gold's once numeric strings are
+# read as numbers; appended to a suite's conftest.py after FAKE_CONFTEST
+SCORER_HOOK = """
+
+from pytest_sommelier import Scorer
+
+
+def _number(value):
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict):
+        return {key: _number(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_number(item) for item in value]
+    return value
+
+
+def lenient(parsed, gold, example):
+    if parsed is None:
+        return (0, 1)
+    same = parsed["name"] == gold["name"]
+    return (int(same and _number(parsed["arguments"]) == _number(gold["arguments"])), 1)
+
+
+def pytest_sommelier_add_scorers(config):
+    return [Scorer("lenient_call", "2", "rate", lenient)]
+"""
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -1,11 +1,18 @@
-"""``sommelier import bfcl|openai-chat|xlam|hermes|<extension>``: a benchmark or a training-data
-file as prepared examples (the file formats are the importer registry's)."""
+"""``sommelier import bfcl|openai-chat|xlam|hermes|<extension>|hook NAME``: a benchmark or a
+training-data file as prepared examples (the file formats are the importer registry's; ``hook``
+adds the importers a pytest session in ``--conftest-dir`` sees through its
+``pytest_sommelier_add_importers`` hooks)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from pytest_sommelier.numbers import whole_argument
+
+SOURCES = ("bfcl", "hook")
+"""The subcommands of ``sommelier import`` that are not file formats: an importer registered
+under one of these names is reached as ``sommelier import hook NAME``."""
 
 
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
@@ -35,6 +42,25 @@ def cmd_import_bfcl(args: argparse.Namespace) -> int:
 
 def cmd_import_file(args: argparse.Namespace) -> int:
     """``sommelier import openai-chat|xlam|hermes``: a training-data file -> prepared examples."""
+    return _import_file(args, args.benchmark, None)
+
+
+def cmd_import_hook(args: argparse.Namespace) -> int:
+    """``sommelier import hook NAME``: the importer ``NAME`` as a pytest session started in
+    ``--conftest-dir`` sees it (a ``pytest_sommelier_add_importers`` hook of a ``conftest.py``
+    there or above it, or of a ``-p`` plugin; the built-ins and entry points too), then the
+    same import as any other format."""
+    from pathlib import Path
+
+    from pytest_sommelier.plugin.extensions import pytest_registry
+
+    importers = pytest_registry("importers", Path(args.conftest_dir), tuple(args.plugin or ()))
+    return _import_file(args, args.name, importers)
+
+
+def _import_file(args: argparse.Namespace, fmt: str, importers: Any) -> int:
+    """Import ``args.input`` as format ``fmt`` of ``importers`` (None: the built-ins and the
+    installed entry points) and print the summary."""
     from pytest_sommelier.data.prepare.importers.common import ImportOptions, summary_lines
     from pytest_sommelier.data.prepare.importers.driver import import_file
     from pytest_sommelier.data.split.native_policy import POLICY_NATIVE_TOOLS_V1
@@ -50,7 +76,7 @@ def cmd_import_file(args: argparse.Namespace) -> int:
         seed=args.seed,
         drop_system=args.drop_system,
     )
-    result = import_file(args.benchmark, args.input, args.out, options)
+    result = import_file(fmt, args.input, args.out, options, importers)
     converted = result.read - len(result.skipped)
     for line in summary_lines(result.label, converted, result.skipped):
         print(line)
@@ -94,6 +120,41 @@ def _add_import_file_parser(sources: argparse._SubParsersAction, name: str, text
         "Rows the method cannot score are counted per reason and skipped; a malformed row "
         "is one error line and nothing is written. See docs/format.md.",
     )
+    _add_file_options(parser)
+    parser.set_defaults(handler=run, source_handler=cmd_import_file)
+
+
+def _add_import_hook_parser(sources: argparse._SubParsersAction) -> None:
+    """Register ``sommelier import hook NAME INPUT``."""
+    parser = sources.add_parser(
+        "hook",
+        help="an importer a pytest_sommelier_add_importers hook registers (a conftest.py, -p)",
+        description="Convert rows with the importer NAME as a pytest session started in "
+        "--conftest-dir sees it: pytest loads that folder's conftest.py files (and those above "
+        "it up to the rootdir), the installed pytest plugins and every -p plugin, as `pytest "
+        "DIR` would, without collecting anything; their pytest_sommelier_add_importers hooks "
+        "join the built-ins and the installed entry points. Then the same import as any "
+        "format. See docs/extending.md.",
+    )
+    parser.add_argument("name", help="the importer's name, as the hook registers it")
+    parser.add_argument(
+        "--conftest-dir",
+        default=".",
+        help="the folder pytest would run in: its conftest.py files are loaded (default .)",
+    )
+    parser.add_argument(
+        "-p",
+        "--plugin",
+        action="append",
+        default=None,
+        help="a plugin module to load, as pytest -p does (repeatable)",
+    )
+    _add_file_options(parser)
+    parser.set_defaults(handler=run, source_handler=cmd_import_hook)
+
+
+def _add_file_options(parser: argparse.ArgumentParser) -> None:
+    """The input and the options every file format takes."""
     parser.add_argument("input", help="the rows: .jsonl, .json (array or lines) or .parquet")
     language = parser.add_mutually_exclusive_group()
     language.add_argument("--language", default=None, help="every row's language (default en)")
@@ -122,7 +183,6 @@ def _add_import_file_parser(sources: argparse._SubParsersAction, name: str, text
         "--seed", type=whole_argument(0), default=13, help="seed of --sample (default 13)"
     )
     parser.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
-    parser.set_defaults(handler=run, source_handler=cmd_import_file)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -164,8 +224,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     bfcl.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
     bfcl.set_defaults(handler=run, source_handler=cmd_import_bfcl)
+    _add_import_hook_parser(sources)
     for name, text in import_formats().items():
-        _add_import_file_parser(sources, name, text)
+        if name not in SOURCES:  # an importer named like a source: `sommelier import hook NAME`
+            _add_import_file_parser(sources, name, text)
 
 
 def run(args: argparse.Namespace) -> int:

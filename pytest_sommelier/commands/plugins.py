@@ -1,27 +1,39 @@
 """``sommelier plugins``: every registered scorer, engine and importer, and where it came from.
 
-Outside pytest a registry holds the built-ins and the installed entry points (the
-``pytest_sommelier_add_*`` hooks of a ``conftest.py`` exist only in a pytest session, whose
-line after collection names the extensions its suites use). Each extension is loaded, so an
+Outside pytest a registry holds the built-ins and the installed entry points; with
+``--conftest-dir DIR`` (or ``-p PLUGIN``) also the ``pytest_sommelier_add_*`` hooks a pytest
+session started in DIR sees (its ``conftest.py`` files and the ``-p`` plugins, loaded through
+pytest's own configuration; a pytest run names the extensions its suites use on one line
+after collection). Each extension is loaded, so an
 entry point that cannot be is listed with its one-line error, and the command exits 3.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
-def plugin_lines() -> tuple[list[str], bool]:
+def plugin_lines(
+    pytest_dir: Path | None = None, plugins: tuple[str, ...] = ()
+) -> tuple[list[str], bool]:
     """The listing, one line per registered name under a line per kind, and whether every
-    extension loaded. A registry that cannot be built (a name defined twice) raises its one
-    ``SOM-PLUGIN-DUPLICATE`` line."""
+    extension loaded. With ``pytest_dir`` the registries are the ones a pytest session started
+    there sees (``plugin.extensions.pytest_registry``: its ``conftest.py`` files and the ``-p``
+    ``plugins`` add their ``pytest_sommelier_add_*`` hooks). A registry that cannot be built (a
+    name defined twice) raises its one ``SOM-PLUGIN-DUPLICATE`` line."""
     from pytest_sommelier.errors import SommelierError
     from pytest_sommelier.registry import BUILTIN_SOURCE, GROUPS, KINDS, registry
 
     lines: list[str] = []
     loaded = True
     for kind in KINDS:
-        found = registry(kind)
+        if pytest_dir is None:
+            found = registry(kind)
+        else:
+            from pytest_sommelier.plugin.extensions import pytest_registry
+
+            found = pytest_registry(kind, pytest_dir, plugins)
         lines.append(f"{kind} (entry point group {GROUPS[kind]}):")
         if not found.entries:
             lines.append("  (none)")
@@ -42,7 +54,9 @@ def plugin_lines() -> tuple[list[str], bool]:
 
 def run(args: argparse.Namespace) -> int:
     """``sommelier plugins``: print the listing; 0, or 3 when an extension did not load."""
-    lines, loaded = plugin_lines()
+    hooked = args.conftest_dir is not None or bool(args.plugin)
+    folder = Path(args.conftest_dir or ".") if hooked else None
+    lines, loaded = plugin_lines(folder, tuple(args.plugin or ()))
     for line in lines:
         print(line)
     return 0 if loaded else 3
@@ -57,6 +71,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "entry points (groups sommelier.scorers, sommelier.engines, sommelier.importers), each "
         "with its source; an extension that cannot be loaded is named with its error (exit 3). "
         "See docs/extending.md.",
+    )
+    parser.add_argument(
+        "--conftest-dir",
+        default=None,
+        help="also the pytest_sommelier_add_* hooks a pytest session started in this folder "
+        "sees (its conftest.py files, loaded as `pytest DIR` would; nothing is collected)",
+    )
+    parser.add_argument(
+        "-p",
+        "--plugin",
+        action="append",
+        default=None,
+        help="a plugin module to load, as pytest -p does (repeatable; implies --conftest-dir .)",
     )
     parser.set_defaults(handler=run)
 

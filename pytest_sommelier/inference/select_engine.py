@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from pytest_sommelier.errors import InputError
+from pytest_sommelier.errors import EvaluationError, InputError, SommelierError, exception_text
 from pytest_sommelier.registry import BUILTIN, BUILTIN_SOURCE, Registry, Source, merge, registry
 
 if TYPE_CHECKING:
@@ -72,9 +72,54 @@ def load_generators(
     engines: Registry | None = None,
 ) -> dict[str, Generator]:
     """One generator per arm from the named engine of ``engines`` (default: the built-ins and
-    the installed extensions); nothing is loaded before ``generate``."""
+    the installed extensions); nothing is loaded before ``generate``. The loader's answer is
+    checked the same way for every engine, built-in or extension: a loader that raises is one
+    ``SOM-MODEL-LOAD`` line naming the engine; an answer that is not a mapping of exactly the
+    suite's arms is one ``SOM-ENGINE-CONTRACT`` line (each generator is then checked by
+    ``inference.model_call.check_generator``, its outputs by ``ModelCall``)."""
     loader = engine_loader(engine.name, engines)
-    return dict(loader(engine, model, arms, suite_dir=Path(suite_dir), worker_index=worker_index))
+    try:
+        answer = loader(engine, model, arms, suite_dir=Path(suite_dir), worker_index=worker_index)
+    except SommelierError:
+        raise
+    except Exception as exc:  # an engine's bug or a missing dependency: one line naming it
+        raise EvaluationError(
+            "SOM-MODEL-LOAD",
+            f"engine {engine.name!r} failed to load the generators: {exception_text(exc)}",
+            "check the [model], [arms] and [engine] tables, or the engine's package",
+            where="engine.name",
+        ) from None
+    return checked_generators(engine.name, answer, arms)
+
+
+def checked_generators(
+    name: str, answer: object, arms: Mapping[str, object]
+) -> dict[str, Generator]:
+    """``answer`` (what engine ``name``'s loader returned) as ``{arm: generator}``, refused
+    with one ``SOM-ENGINE-CONTRACT`` line unless it is a mapping whose keys are exactly
+    ``arms``."""
+
+    def refuse(problem: str) -> InputError:
+        return InputError(
+            "SOM-ENGINE-CONTRACT",
+            f"engine {name!r} {problem}",
+            "a loader returns {arm name: generator} for exactly the arms it is given "
+            "(docs/engines.md)",
+            where="engine.name",
+        )
+
+    from pytest_sommelier.core.scorers import exception_safe  # the one short repr for a line
+
+    if not isinstance(answer, Mapping):
+        raise refuse(f"returned a {type(answer).__name__}, not {{arm name: generator}}")
+    keys = list(answer)
+    missing = [arm for arm in arms if arm not in answer]
+    extra = [key for key in keys if key not in arms]
+    if missing:
+        raise refuse(f"returned no generator for arm {missing[0]!r}")
+    if extra:
+        raise refuse(f"returned a generator for {exception_safe(extra[0])}, not an arm")
+    return {arm: cast("Generator", answer[arm]) for arm in arms}
 
 
 def live_generators(

@@ -381,11 +381,17 @@ class EvalItem(pytest.Function):
         # the outcome in --junitxml: a miss is a passing test case there (not strict), so each
         # case says which it was (docs/plugin.md, "JUnit")
         self.user_properties.append((JUNIT_OUTCOME, "hit" if payload["hit"] else "miss"))
+        text = None
         if not payload["hit"]:
             text = describe_miss(payload["record"], self.example.gold_call)
             self.user_properties.append((JUNIT_MISS, " ".join(text.split())))
-            if must_pass:
-                pytest.fail(text, pytrace=False)
+        if self.suite.scorers:  # each enabled scorer after the built-ins, in name order
+            from pytest_sommelier.plugin.extensions import junit_scores
+
+            scored = junit_scores(self.config, self.session, self.suite, self.example, payload)
+            self.user_properties.extend(scored)
+        if text is not None and must_pass:
+            pytest.fail(text, pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, SommelierError):

@@ -11,6 +11,7 @@ finish (the xdist controller collects nothing), never when the plugin loads.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,6 +102,47 @@ def registry_for(
     return cache[key]
 
 
+def pytest_registry(kind: str, folder: Path, plugins: tuple[str, ...] = ()) -> Registry:
+    """``kind``'s registry as a pytest session started in ``folder`` would see it, for the
+    commands that run outside pytest (``sommelier import hook``, ``sommelier plugins
+    --pytest``): pytest's own configuration (``pytest.Config.fromdictargs``: the rootdir and
+    ini file, the installed pytest plugins, the plugins ``plugins`` names as ``-p`` does, the
+    ``conftest.py`` files of ``folder`` and the folders above it up to the rootdir), then the
+    built-ins, the entry points and every ``pytest_sommelier_add_*`` implementation that
+    configuration holds. Nothing is collected and no session starts (no ``pytest_configure``
+    runs). A conftest or plugin that cannot be loaded is one ``SOM-PLUGIN-PYTEST`` line."""
+    from pytest_sommelier.errors import SommelierEnvironmentError
+    from pytest_sommelier.registry import registry
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(
+            "SOM-PLUGIN-PYTEST",
+            f"{folder} is not a folder",
+            "name the folder whose conftest.py files pytest would load (default: this one)",
+        )
+    try:
+        config = _configured(str(folder.resolve()), tuple(plugins))
+    except Exception as exc:  # a conftest.py that raises, a -p module that is not there
+        raise SommelierEnvironmentError(
+            "SOM-PLUGIN-PYTEST",
+            f"pytest could not load the plugins and conftest.py files of {folder}: "
+            f"{exception_text(exc)}",
+            "fix the conftest.py or the plugin, or run from the folder pytest runs in",
+        ) from None
+    return registry(kind, hook_sources(config, kind, config.hook))
+
+
+@functools.lru_cache(maxsize=4)
+def _configured(folder: str, plugins: tuple[str, ...]) -> pytest.Config:
+    """pytest's configuration of ``folder`` with ``-p`` ``plugins``, built once per process
+    (``sommelier plugins`` asks it for each kind); a failure is not kept. ``--assert=plain``:
+    nothing is asserted here, so no assertion-rewriting import hook joins ``sys.meta_path``
+    (the ``conftest.py`` folders join ``sys.path``, as in a session)."""
+    args = [arg for name in plugins for arg in ("-p", name)]
+    return pytest.Config.fromdictargs({}, ["--assert=plain", *args, folder])
+
+
 def suite_scorers(
     config: pytest.Config, suite: Suite, session: pytest.Session | None = None
 ) -> tuple[Scorer, ...]:
@@ -134,6 +176,33 @@ def worker_scores(
     record = payload["record"]
     record["scores"] = record_scores(scorers, record["parsed_call"], example)
     payload["scorers"] = scorer_identity(scorers)
+
+
+JUNIT_SCORE = "sommelier_score_"
+"""The prefix of an evaluated example's ``--junitxml`` property per enabled scorer:
+``sommelier_score_<name>`` = ``numerator/denominator`` (docs/plugin.md, "JUnit")."""
+
+
+def junit_scores(
+    config: pytest.Config, session: pytest.Session, suite: Suite, example: Any, payload: Any
+) -> list[tuple[str, str]]:
+    """Each enabled scorer's ``(sommelier_score_<name>, "numerator/denominator")`` of one
+    evaluated example, in name order (the order of every report, after the five): an xdist
+    worker's are the scores it put into the payload (:func:`worker_scores`); a serial session
+    scores the example here for the property alone (the session finish scores every record
+    again, so a scorer that fails is still its one line there, and here the property is
+    left out)."""
+    from pytest_sommelier.core.scorers import record_scores
+    from pytest_sommelier.errors import SommelierError
+
+    scores = payload["record"].get("scores")
+    if scores is None:
+        try:
+            scorers = suite_scorers(config, suite, session)
+            scores = record_scores(scorers, payload["record"]["parsed_call"], example)
+        except SommelierError:
+            return []
+    return [(f"{JUNIT_SCORE}{name}", f"{n}/{d}") for name, (n, d) in sorted(scores.items())]
 
 
 def controller_scorers(
@@ -205,8 +274,11 @@ def with_identity_hook(config: pytest.Config, arm: str, identity: Any) -> Any:
 
 
 __all__ = [
+    "JUNIT_SCORE",
     "hook_sources",
+    "junit_scores",
     "loaded_line",
+    "pytest_registry",
     "registry_for",
     "suite_engines",
     "suite_scorers",

@@ -36,6 +36,7 @@ GROUP_PREFIX = "sommelier:"
 TAKEN_OVER = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
 """The ``--dist`` modes whose scheduler :class:`BatchScheduling` replaces."""
 
+
 def batch_group(suite: str, arm: str, language: str, index: int) -> str:
     """The unit name of batch ``index`` of slice ``language`` of ``arm`` in the suite with
     node id ``suite``: two batches share a name exactly when all four agree."""

@@ -20,7 +20,7 @@ summary is only ever appended to.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_sommelier.core.gates import gate_text
@@ -34,8 +34,10 @@ from pytest_sommelier.view.text import (
     md_table,
     methods_text,
     sample_text,
+    scorer_metrics,
     selected_block,
     selected_interval,
+    union_scorer_metrics,
 )
 
 
@@ -61,7 +63,11 @@ def _gate_rows(verdict: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _metric_rows(reports: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
+def _metric_rows(
+    reports: Mapping[str, Mapping[str, Any]], scorers: Sequence[str]
+) -> list[list[str]]:
+    """Per arm and slice: the five, then each scorer of ``scorers`` (an empty cell where the
+    arm has none), then n."""
     rows = []
     for arm, report in reports.items():
         blocks = [(lang, b) for lang, b in (report.get("slices") or {}).items()]
@@ -70,17 +76,19 @@ def _metric_rows(reports: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
             metrics = block.get("metrics") or {}
             n = (metrics.get("valid_json_rate") or {}).get("denominator", "")
             cells = [fmt((metrics.get(m) or {}).get("value")) for m in METRIC_NAMES]
+            cells += [fmt(metrics[m].get("value")) if m in metrics else "" for m in scorers]
             rows.append([md_cell(arm), md_cell(label), *cells, str(n)])
     return rows
 
 
-def _delta_rows(report: Mapping[str, Any]) -> list[list[str]]:
+def _delta_rows(report: Mapping[str, Any], scorers: Sequence[str]) -> list[list[str]]:
+    """Per slice: each metric's delta with its selected interval, the five then ``scorers``."""
     rows = []
     for label, block in [("overall", report), *(report.get("slices") or {}).items()]:
         cells = [
             f"{fmt((block.get('deltas') or {}).get(m), True)} "
             f"{fmt_interval(selected_interval(block, m))}"
-            for m in METRIC_NAMES
+            for m in [*METRIC_NAMES, *scorers]
         ]
         rows.append([md_cell(label), *cells])
     return rows
@@ -113,10 +121,16 @@ def summary_text(inputs: SummaryInputs) -> str:
         header = ["result", "gate", "what it compared", "why not evaluated"]
         lines += ["", "### Gates", "", *md_table(header, _gate_rows(verdict))]
     if reports:
-        header = ["arm", "slice", *METRIC_NAMES, "n"]
-        lines += ["", "### Metrics", "", *md_table(header, _metric_rows(reports))]
+        scorers = union_scorer_metrics(
+            block.get("metrics") or {}
+            for report in reports.values()
+            for block in [report, *(report.get("slices") or {}).values()]
+        )
+        header = ["arm", "slice", *METRIC_NAMES, *scorers, "n"]
+        lines += ["", "### Metrics", "", *md_table(header, _metric_rows(reports, scorers))]
     for report in inputs.comparisons:
         ci = selected_block(report)
+        scorers = scorer_metrics(report.get("deltas") or {})
         lines += [
             "",
             f"### {md_cell(report.get('candidate'))} vs {md_cell(report.get('reference'))}",
@@ -124,7 +138,7 @@ def summary_text(inputs: SummaryInputs) -> str:
             f"Candidate minus reference, paired by example ({md_cell(methods_text(report))}, "
             f"confidence {ci.get('confidence_level', '')}).",
             "",
-            *md_table(["slice", *METRIC_NAMES], _delta_rows(report)),
+            *md_table(["slice", *METRIC_NAMES, *scorers], _delta_rows(report, scorers)),
         ]
         mcnemar = report.get("mcnemar")
         if mcnemar:

@@ -17,6 +17,7 @@ from pytest_sommelier.view.text import (
     md_table,
     methods_text,
     sample_text,
+    scorer_metrics,
     selected_block,
     selected_interval,
     table,
@@ -27,6 +28,19 @@ def _cell(block: Mapping[str, Any], metric: str) -> str:
     """A delta with its selected interval (the ``ci95`` of a report written before 0.3)."""
     interval = selected_interval(block, metric)
     return f"{fmt(block['deltas'].get(metric), True)} {fmt_interval(interval)}"
+
+
+def _metrics(block: Mapping[str, Any]) -> list[str]:
+    """The columns of one compared arm: the five, then each extension scorer both runs were
+    scored with (its deltas are in the block; none without scorers)."""
+    return [*METRIC_NAMES, *scorer_metrics(block["deltas"])]
+
+
+def _rows(block: Mapping[str, Any], names: Sequence[str]) -> list[list[str]]:
+    """``overall`` then one row per slice: each metric's delta with its selected interval."""
+    rows = [["overall", *[_cell(block, m) for m in names]]]
+    rows += [[lang, *[_cell(sub, m) for m in names]] for lang, sub in block["slices"].items()]
+    return rows
 
 
 def _ids(items: Sequence[Mapping[str, Any]], count: int) -> str:
@@ -68,18 +82,15 @@ def compare_lines(report: Mapping[str, Any]) -> list[str]:
         f"({_level(report)})"
     ]
     lines += [f"{who}: {text}" for who, text in _samples(report)]
-    header = ["slice", *[SHORT[m] for m in METRIC_NAMES]]
     for arm, block in report["arms"].items():
         if block["status"] != "compared":
             lines.append(f"{arm}: REFUSED: {block['reason']}")
             continue
         change = " (adapter changed)" if block.get("adapter_changed") else ""
         lines.append(f"{arm} vs {block['reference_arm']}{change}")
-        rows = [["overall", *[_cell(block, m) for m in METRIC_NAMES]]]
-        rows += [
-            [lang, *[_cell(sub, m) for m in METRIC_NAMES]] for lang, sub in block["slices"].items()
-        ]
-        lines += ["  " + line for line in table(header, rows)]
+        names = _metrics(block)
+        header = ["slice", *[SHORT.get(m, m) for m in names]]
+        lines += ["  " + line for line in table(header, _rows(block, names))]
         flips, mcnemar = block["flips"], block["mcnemar"]
         lines.append(
             f"  McNemar exact (full_call): fixed {mcnemar['candidate_only']}, broken "
@@ -117,11 +128,8 @@ def compare_markdown(report: Mapping[str, Any], *, heading: str = "#") -> str:
             continue
         change = " (adapter changed)" if block.get("adapter_changed") else ""
         lines += [f"{heading}# {md_cell(arm)} vs {md_cell(block['reference_arm'])}{change}", ""]
-        rows = [["overall", *[_cell(block, m) for m in METRIC_NAMES]]]
-        rows += [
-            [lang, *[_cell(sub, m) for m in METRIC_NAMES]] for lang, sub in block["slices"].items()
-        ]
-        lines += md_table(["slice", *METRIC_NAMES], rows)
+        names = _metrics(block)
+        lines += md_table(["slice", *names], _rows(block, names))
         mcnemar, flips = block["mcnemar"], block["flips"]
         fixed = md_cell(_ids(flips["fixed"], flips["fixed_count"]))
         broken = md_cell(_ids(flips["broken"], flips["broken_count"]))

@@ -26,7 +26,14 @@ import jinja2
 
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.data.store.history import PAGE
-from pytest_sommelier.view.text import SHORT, fmt, fmt_interval, sample_text, table
+from pytest_sommelier.view.text import (
+    SHORT,
+    fmt,
+    fmt_interval,
+    sample_text,
+    table,
+    union_scorer_metrics,
+)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "data" / "templates"
 OVERALL = "overall"
@@ -35,11 +42,24 @@ OVERALL = "overall"
 # --- the terminal table --------------------------------------------------------------------
 
 
+def _scorers_of(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every extension scorer metric any arm of ``runs`` has, in name order (the columns and
+    charts after the five; none when no run has a scorer)."""
+    return union_scorer_metrics(
+        metrics
+        for run in runs
+        for data in run["arms"].values()
+        for metrics in data["values"].values()
+    )
+
+
 def history_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     """The table ``sommelier history`` prints: one row per run, arm and slice (run columns on
-    its first row), the five metrics; then one line per non-comparable arm."""
+    its first row), the five metrics, then a column per extension scorer any run has (``-``
+    where a run's arm was not scored with it); then one line per non-comparable arm."""
+    scorers = _scorers_of(runs)
     header = ["run", "commit", "time", "suite", "verdict", "arm", "slice"]
-    header += [SHORT[m] for m in METRIC_NAMES]
+    header += [SHORT[m] for m in METRIC_NAMES] + scorers
     rows = []
     for run in runs:
         commit = (run["commit"] or "-") + ("-dirty" if run["dirty"] else "")
@@ -50,10 +70,11 @@ def history_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
         for arm, data in run["arms"].items():
             for label, metrics in data["values"].items():
                 cells = [fmt(metrics[m]["value"]) for m in METRIC_NAMES]
+                cells += [fmt(metrics[m]["value"]) if m in metrics else "-" for m in scorers]
                 rows.append([*lead, arm, label, *cells])
                 lead = [""] * len(first)
         if not run["arms"]:
-            rows.append([*first, "-", "-", *["-"] * len(METRIC_NAMES)])
+            rows.append([*first, "-", "-", *["-"] * (len(METRIC_NAMES) + len(scorers))])
     lines = table(header, rows) if rows else ["no stored runs"]
     for run in runs:
         sampled = sample_text({"test_split": {"sample": run.get("sample")}})
@@ -254,7 +275,7 @@ def build_history_context(store: Path, page: Path, runs: list[dict[str, Any]]) -
                 "curve": checkpoint_curve(members),
                 "charts": [
                     {"metric": metric, "charts": [chart(members, arms, metric, s) for s in slices]}
-                    for metric in METRIC_NAMES
+                    for metric in [*METRIC_NAMES, *_scorers_of(members)]
                 ],
             }
         )

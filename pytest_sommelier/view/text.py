@@ -13,6 +13,7 @@ from typing import Any
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
+from pytest_sommelier.core.scorers import NAME as SCORER_NAME
 from pytest_sommelier.core.text import fmt as fmt
 from pytest_sommelier.core.text import fmt_interval as fmt_interval
 from pytest_sommelier.core.text import selected_block as selected_block
@@ -28,6 +29,26 @@ def extra_metrics(names: Iterable[str]) -> list[tuple[str, str]]:
         for name in metric_order(names)
         if name not in METRIC_NAMES
     ]
+
+
+def scorer_metrics(names: Iterable[str]) -> list[str]:
+    """The extension scorers' metrics among ``names`` (every metric other than the five and
+    ``acceptable_call_match``), in ``metric_order``: the columns the run-store views
+    (``sommelier history``, the comparison with a stored run, the Markdown summary) add after
+    the five. Empty for a run without scorers, so its tables are exactly the five's. A name
+    that is not a scorer's name (``core.scorers.NAME``: a key of a stored file read back) is
+    never a column, so no stored key reaches a table header."""
+    return [
+        name
+        for name, _ in extra_metrics(n for n in names if isinstance(n, str))
+        if name != ACCEPTABLE and SCORER_NAME.fullmatch(name)
+    ]
+
+
+def union_scorer_metrics(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
+    """:func:`scorer_metrics` of the keys of every block in ``blocks`` together: one column per
+    scorer any of them has (a block without it gets an empty cell in that column)."""
+    return scorer_metrics({name for block in blocks for name in block})
 
 
 SHORT = {

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_sommelier import Generator as PublicGenerator
 from pytest_sommelier import registry as reg
@@ -127,3 +129,34 @@ def test_a_non_callable_optional_method_is_absent() -> None:
     odd.close = "no"  # type: ignore[attr-defined]
     assert device_info_of(odd) is None
     close_generator(odd)
+
+
+ANSWERS = st.one_of(
+    st.none(),
+    st.integers(),
+    st.text(max_size=5),
+    st.lists(st.sampled_from(["base", "adapter"]), max_size=3),
+    st.dictionaries(
+        st.one_of(st.sampled_from(["base", "adapter", "other", ""]), st.integers(0, 3)),
+        st.sampled_from(["g1", "g2"]),
+        max_size=4,
+    ),
+)
+"""What an engine's loader may return: the arms' generators, or any other value."""
+
+
+@given(ANSWERS)
+def test_a_loaders_answer_is_exactly_the_arms_or_one_contract_line(answer: Any) -> None:
+    """``select_engine.checked_generators``, the one check of every engine's loader answer
+    (built-in or extension): a mapping whose keys are exactly the arms, in the arms' order, or
+    one ``SOM-ENGINE-CONTRACT`` line naming the engine."""
+    arms = {"base": None, "adapter": None}
+    try:
+        got = select_engine.checked_generators("mine", answer, arms)
+    except InputError as error:
+        assert error.code == "SOM-ENGINE-CONTRACT" and "engine 'mine'" in str(error)
+        assert "\n" not in str(error)
+        assert not (isinstance(answer, dict) and set(answer) == set(arms))
+    else:
+        assert isinstance(answer, dict) and set(answer) == set(arms)
+        assert list(got) == list(arms) and all(got[a] is answer[a] for a in arms)

@@ -15,45 +15,13 @@ from __future__ import annotations
 
 import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
-from plugin_helpers import read_json, read_jsonl, write_scripted_suite
+from plugin_helpers import SCORER_HOOK, read_json, read_jsonl, write_scripted_suite
 from test_scripted_sessions import GATES, SCRIPT, assert_outcomes, run
 
 from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
-
-SCORER_HOOK = """
-
-from pytest_sommelier import Scorer
-
-
-def _number(value):
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, dict):
-        return {key: _number(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_number(item) for item in value]
-    return value
-
-
-def lenient(parsed, gold, example):
-    if parsed is None:
-        return (0, 1)
-    same = parsed["name"] == gold["name"]
-    return (int(same and _number(parsed["arguments"]) == _number(gold["arguments"])), 1)
-
-
-def pytest_sommelier_add_scorers(config):
-    return [Scorer("lenient_call", "2", "rate", lenient)]
-"""
 
 LENIENT_GATES = [
     *GATES,
@@ -326,3 +294,54 @@ def test_a_stored_run_of_another_scorer_version_is_not_compared(
     second.stdout.fnmatch_lines([
         "adapter: REFUSED: SOM-COMPARE-IDENTITY: scorers.lenient_call.version: * 3*, * 2*",
     ])  # fmt: skip
+
+
+def example_properties(path: Path) -> dict[str, list[tuple[str, str]]]:
+    """Each evaluated example's ``<property>`` list (name, value) in document order, by its
+    test case's ``classname`` and ``name`` (the gate cases carry no ``sommelier_outcome``)."""
+    out = {}
+    for case in ET.parse(path).iter("testcase"):
+        props = [(p.get("name", ""), p.get("value", "")) for p in case.iter("property")]
+        if props and props[0][0] == "sommelier_outcome":
+            out[f"{case.get('classname')}::{case.get('name')}"] = props
+    return out
+
+
+@pytest.mark.parametrize(
+    "xdist", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["serial", "n2"]
+)
+def test_junit_gives_each_example_its_scorer_components_after_the_outcome(
+    pytester: pytest.Pytester, xdist: bool
+) -> None:
+    lenient_suite(pytester)
+    result = run(
+        pytester, "--junitxml=junit.xml", *(["-n", "2"] if xdist else []), subprocess=xdist
+    )
+    assert result.ret == 0, result.stdout.str()
+    cases = example_properties(pytester.path / "junit.xml")
+    assert len(cases) == 14  # two arms, seven examples
+    for props in cases.values():
+        names = [name for name, _ in props]
+        hit = props[0][1] == "hit"
+        expected = ["sommelier_outcome", *([] if hit else ["sommelier_miss"])]
+        assert names == [*expected, "sommelier_score_lenient_call"], props
+    # classname suite.sommelier.toml.<arm>.<slice>, name the example id
+    adapter = {key.rsplit("::", 1)[-1]: dict(props) for key, props in cases.items()
+               if key.split("::")[0].split(".")[-2] == "adapter"}  # fmt: skip
+    score = {example: props["sommelier_score_lenient_call"] for example, props in adapter.items()}
+    assert score == {"en-0": "1/1", "en-1": "1/1", "en-2": "0/1", "en-3": "1/1",
+                     "he-0": "1/1", "he-1": "0/1", "he-3": "1/1"}  # fmt: skip
+    # the per-example components add up to the report's
+    report = read_json(pytester.path / "out" / "eval" / "adapter" / "evaluation_report.json")
+    hits = sum(int(value.split("/")[0]) for value in score.values())
+    assert (hits, len(score)) == counts(report["metrics"], "lenient_call")
+
+
+def test_junit_without_scorers_has_no_score_property(pytester: pytest.Pytester) -> None:
+    write_scripted_suite(pytester, SCRIPT, gates=GATES)
+    result = run(pytester, "--junitxml=junit.xml")
+    assert result.ret == 0, result.stdout.str()
+    cases = example_properties(pytester.path / "junit.xml")
+    assert len(cases) == 14
+    names = {name for props in cases.values() for name, _ in props}
+    assert names == {"sommelier_outcome", "sommelier_miss"}

@@ -30,16 +30,26 @@ from pytest_sommelier.errors import EvaluationError
 OVERALL = "overall"
 
 
+def _scorer_names(report: Mapping[str, Any]) -> list[str]:
+    """The extension scorers the arm's report records (``scorers``: name, version, kind), in
+    name order; none for a run without scorers."""
+    entries = report.get("scorers") or []
+    return sorted(str(e["name"]) for e in entries if isinstance(e, Mapping) and "name" in e)
+
+
 def _values(report: Mapping[str, Any], record: Mapping[str, Any], arm: str) -> dict:
-    """``{slice: {metric: {value, lower, upper}}}`` of one arm: values from its report,
-    intervals from the stored record (None where the record has none)."""
+    """``{slice: {metric: {value, lower, upper}}}`` of one arm: the five, then each scorer the
+    report records (its metric as the report holds it; a run without scorers has the five
+    alone), values from its report, intervals from the stored record (None where the record
+    has none)."""
     intervals = ((record.get("intervals") or {}).get(arm)) or {}
+    names = [*METRIC_NAMES, *_scorer_names(report)]
     blocks = [*((lang, b.get("metrics") or {}) for lang, b in (report.get("slices") or {}).items())]
     blocks.append((OVERALL, report.get("metrics") or {}))
     out: dict[str, dict[str, Any]] = {}
     for label, metrics in blocks:
         out[label] = {}
-        for metric in METRIC_NAMES:
+        for metric in names:
             value = (metrics.get(metric) or {}).get("value")
             interval = (intervals.get(label) or {}).get(metric) or {}
             out[label][metric] = {
