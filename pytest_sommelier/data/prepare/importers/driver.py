@@ -44,7 +44,7 @@ from pytest_sommelier.data.prepare.importers.common import (
     wrong_type,
 )
 from pytest_sommelier.data.prepare.importers.records import read_rows
-from pytest_sommelier.errors import InputError
+from pytest_sommelier.errors import InputError, SommelierError, exception_text
 from pytest_sommelier.registry import Registry, registry
 
 Converter = Callable[[dict[str, Any], str], Candidate | Skip]
@@ -73,7 +73,41 @@ def check_format(name: str, importers: Registry | None = None) -> Converter:
             "register a pytest_sommelier.data.prepare.importers.common.Importer",
             where="sommelier import",
         )
-    return importer.convert
+    return _kept_to_contract(name, found.source, importer.convert)
+
+
+def _kept_to_contract(name: str, source: str, convert: Converter) -> Converter:
+    """``convert`` held to the contract on every row: it returns a ``Candidate`` or a ``Skip``
+    or raises a ``SommelierError`` (a built-in's one line about the row); anything else it
+    raises or returns is one ``SOM-IMPORT-CONTRACT`` line naming the importer, where it came
+    from and the row, never a traceback and never a half-written output (nothing is written
+    before every row converted)."""
+
+    def checked(record: dict[str, Any], where: str) -> Candidate | Skip:
+        try:
+            outcome = convert(record, where)
+        except SommelierError:
+            raise
+        except Exception as exc:  # an extension's bug, reported as the row it failed on
+            raise InputError(
+                "SOM-IMPORT-CONTRACT",
+                f"importer {name!r} from {source} raised on this row: {exception_text(exc)}",
+                "fix the importer: convert(row, where) returns a Candidate or a Skip "
+                "(docs/extending.md)",
+                where=where,
+            ) from exc
+        if not isinstance(outcome, Candidate | Skip):
+            raise InputError(
+                "SOM-IMPORT-CONTRACT",
+                f"importer {name!r} from {source} returned a {type(outcome).__name__} for "
+                "this row, not a Candidate or a Skip",
+                "fix the importer: convert(row, where) returns a Candidate or a Skip "
+                "(docs/extending.md)",
+                where=where,
+            )
+        return outcome
+
+    return checked
 
 
 def check_options(options: ImportOptions) -> None:
