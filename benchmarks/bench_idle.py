@@ -10,11 +10,12 @@ In one run, in a temporary folder holding one trivial test module (``test_a.py``
     plugin.
 
 Each side runs ``--runs`` times in a fresh subprocess, alternating which goes first, after one
-untimed warm-up run of each (bytecode caches, the file-system cache). It prints the median wall
-time of each side, the difference of the medians (A - B) in milliseconds, the ratio A / B, the
-median of the run-by-run differences (less sensitive to a machine whose load drifts), and
-whether the goal (the plugin adds at most 30 ms) is met. Other installed plugins load on both
-sides alike.
+untimed warm-up run of each (bytecode caches, the file-system cache;
+``PYTHONDONTWRITEBYTECODE`` is unset for the subprocesses, or each run would compile every
+module again). It prints the median wall time of each side, the difference of the medians
+(A - B) in milliseconds, the ratio A / B, the median of the run-by-run differences (less
+sensitive to a machine whose load drifts), and whether the goal (the plugin adds at most
+30 ms) is met. Other installed plugins load on both sides alike.
 
     python benchmarks/bench_idle.py [--runs 15]
 """
@@ -71,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     )}
+    # the warm-up writes the bytecode caches both sides then read: with PYTHONDONTWRITEBYTECODE
+    # every run would compile every module again, and the plugin's side would measure compiling
+    if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        print("PYTHONDONTWRITEBYTECODE is set here; unset for the timed runs (bytecode caches)")
     times: dict[str, list[float]] = {name: [] for name in sides}
     with tempfile.TemporaryDirectory(prefix="sommelier-idle-") as folder:
         cwd = Path(folder)
