@@ -45,9 +45,10 @@ def sweep(
     script = {"base": hits(base), **arms}
     rows = [make_row(i, "en", None, GOLD[i]) for i in IDS]
     suite = write_suite(
-        folder, rows=rows, model={"base": "fake-org/fake-model"}, suite={"slices": ["en"]},
-        **{"arms": {"base": {}, "adapter": {"adapter": "out/checkpoint-*"}},
-           "comparisons": None, "selection": SELECTION, "gates": gates, **overrides},
+        folder, rows=rows, model={"base": "fake-org/fake-model"},
+        **{"suite": {"slices": ["en"]}, "arms": {"base": {}, "adapter": {"adapter":
+           "out/checkpoint-*"}}, "comparisons": None, "selection": SELECTION, "gates": gates,
+           **overrides},
     )  # fmt: skip
     (folder / "conftest.py").write_text(FAKE_CONFTEST)
     (folder / "script.json").write_text(json.dumps(script))

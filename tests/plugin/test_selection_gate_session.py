@@ -126,3 +126,52 @@ def test_a_stored_run_without_a_selection_is_read_through_the_candidates_family(
     assert lost["passed"] is False and lost["observed"] is None
     assert "recorded no [selection] and has no arm 'adapter'" in lost["reason"]
     assert lost["selection"]["reference"] is None
+
+
+def test_an_enabled_scorer_chooses_the_checkpoint_and_gates_it(pytester: pytest.Pytester) -> None:
+    """``[selection] metric`` may name a scorer the suite enables: it chooses as a built-in
+    metric does, and a selection gate on it reads its adjusted interval. Checkpoint 100 is
+    best by the strict full call (10 exact), checkpoint 200 by ``lenient_call`` (6 exact and
+    14 more with numbers written as strings: 20)."""
+    from plugin_helpers import SCORER_HOOK
+    from sweep_helpers import GOLD, IDS
+
+    gate = {"name": "best-lenient", "selected": True, "metric": "lenient_call",
+            "ci_lower_above": 0.0}  # fmt: skip
+    suite = sweep(pytester, (10, 6, 8), [gate], suite={"slices": ["en"],
+                  "scorers": ["lenient_call"]},
+                  selection={"metric": "lenient_call", "among": "adapter@*"})  # fmt: skip
+    with (suite.parent / "conftest.py").open("a", encoding="utf-8") as conftest:
+        conftest.write(SCORER_HOOK)
+    script = json.loads((suite.parent / "script.json").read_text(encoding="utf-8"))
+    for i in IDS[6:20]:  # the same call with its number as a string: lenient, not exact
+        gold = GOLD[i]
+        script["adapter@200"][i] = json.dumps(
+            {"name": gold["name"], "arguments": {"n": str(gold["arguments"]["n"])}})
+    (suite.parent / "script.json").write_text(json.dumps(script), encoding="utf-8")
+    result, run_dir = session(pytester, "out")
+    assert result.ret == 0, result.stdout.str()
+    selection = json.loads((run_dir / "report" / "selection.json").read_text(encoding="utf-8"))
+    assert selection["metric"] == "lenient_call" and selection["selected"] == "adapter@200"
+    values = {c["arm"]: c["value"] for c in selection["candidates"]}
+    assert values == {"adapter@100": pytest.approx(10 / 24), "adapter@200": pytest.approx(20 / 24),
+                      "adapter@300": pytest.approx(8 / 24)}  # fmt: skip
+    entry = gate_of(run_dir, "best-lenient")
+    assert entry["passed"] is True and entry["subject"] == "selected(adapter@200)-vs-base"
+    assert entry["interval"]["confidence_level"] == pytest.approx(LEVEL)
+    assert entry["interval"]["discordant"] == {"candidate_only": 20, "reference_only": 0}
+
+
+def test_a_selection_metric_nobody_enables_lists_the_enabled_scorers(
+    pytester: pytest.Pytester,
+) -> None:
+    from plugin_helpers import SCORER_HOOK
+
+    suite = sweep(pytester, (10, 6, 8), [], suite={"slices": ["en"], "scorers": ["lenient_call"]},
+                  selection={"metric": "semantic_args", "among": "adapter@*"})  # fmt: skip
+    with (suite.parent / "conftest.py").open("a", encoding="utf-8") as conftest:
+        conftest.write(SCORER_HOOK)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out")
+    assert result.ret == 2, result.stdout.str()
+    line = next(x for x in result.stdout.lines if "SOM-SUITE-SELECTION" in x)
+    assert "'semantic_args' is not a metric" in line and "lenient_call" in line

@@ -8,7 +8,7 @@ without adapter); anything else is one ``SOM-SUITE-SELECTION`` line naming the k
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -18,9 +18,14 @@ from pytest_sommelier.errors import InputError
 
 
 def selection_config(
-    table: Mapping[str, Any] | None, arms: Mapping[str, ArmConfig], label: str
+    table: Mapping[str, Any] | None,
+    arms: Mapping[str, ArmConfig],
+    label: str,
+    scorers: Sequence[str] = (),
 ) -> SelectionConfig | None:
-    """``[selection]`` checked against the (expanded) arms; None without the table."""
+    """``[selection]`` checked against the (expanded) arms; None without the table. Its
+    ``metric`` is one of the five or a scorer the suite enables (``[suite] scorers``: an
+    extension's metric is chosen by as a built-in one is)."""
     if table is None:
         return None
     where = f"{label}: [selection]"
@@ -29,8 +34,9 @@ def selection_config(
         return InputError("SOM-SUITE-SELECTION", f"selection.{key} {message}", hint, where=where)
 
     metric, among = table["metric"], table["among"]
-    if metric not in METRIC_NAMES:
-        raise refuse("metric", f"{metric!r} is not a metric", f"one of: {', '.join(METRIC_NAMES)}")
+    if metric not in METRIC_NAMES and metric not in scorers:
+        known = ", ".join([*METRIC_NAMES, *scorers])
+        raise refuse("metric", f"{metric!r} is not a metric", f"one of: {known}")
     candidates = tuple(name for name in arms if fnmatchcase(name, among))
     if not candidates:
         raise refuse("among", f"{among!r} matches no arm", f"arms: {', '.join(arms)}")

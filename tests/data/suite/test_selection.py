@@ -3,10 +3,17 @@ at the Bonferroni level over all candidates, and the winner's curse stated."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, read_json, write_scripted_suite
+from suite_factory import write_suite
 from test_suite_globs import checkpoints
 
+from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.data.suite.load import load_suite
 from pytest_sommelier.errors import InputError
 
@@ -14,7 +21,7 @@ pytest_plugins = ["pytester"]
 IDS = ("en-0", "en-1", "en-2", "en-3")
 
 
-def sweep(pytester: pytest.Pytester, selection: dict | None) -> None:
+def sweep(pytester: pytest.Pytester, selection: dict | None, **overrides: object) -> None:
     script = {
         "base": {},
         "adapter@1": {i: call_text(GOLD[i]) for i in IDS[:2]},
@@ -23,9 +30,10 @@ def sweep(pytester: pytest.Pytester, selection: dict | None) -> None:
     }
     checkpoints(pytester.path / "suite" / "out", ["checkpoint-1", "checkpoint-2", "checkpoint-3"])
     extra = {} if selection is None else {"selection": selection}
+    overrides.setdefault("suite", {"slices": ["en"]})
     write_scripted_suite(
-        pytester, script, ids=IDS, suite={"slices": ["en"]},
-        arms={"base": {}, "adapter": {"adapter": "out/checkpoint-*"}}, comparisons=None, **extra,
+        pytester, script, ids=IDS, arms={"base": {}, "adapter": {"adapter": "out/checkpoint-*"}},
+        comparisons=None, **extra, **overrides,
     )
 
 
@@ -63,3 +71,33 @@ def test_a_bad_selection_is_one_line_naming_the_key(
         load_suite(pytester.path / "suite" / "sommelier.toml")
     assert caught.value.code == "SOM-SUITE-SELECTION"
     assert key in str(caught.value) and "\n" not in str(caught.value)
+
+
+
+@settings(max_examples=40, deadline=None)
+@given(metric=st.one_of(st.sampled_from([*METRIC_NAMES, "lenient_call", "semantic_args"]),
+                        st.text(min_size=1, max_size=20)),
+       scorers=st.lists(st.sampled_from(["lenient_call", "semantic_args", "x_y"]), unique=True,
+                        max_size=3))  # fmt: skip
+def test_a_selection_metric_is_one_of_the_five_or_an_enabled_scorer(
+    metric: str, scorers: list[str]
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        checkpoints(Path(folder) / "suite" / "out", ["checkpoint-1", "checkpoint-2"])
+        path = write_suite(
+            Path(folder) / "suite", suite={"slices": ["en"], "scorers": scorers or None},
+            arms={"base": {}, "adapter": {"adapter": "out/checkpoint-*"}}, comparisons=None,
+            selection={"metric": metric, "among": "adapter@*"},
+        )  # fmt: skip
+        try:
+            suite = load_suite(path)
+        except InputError as error:
+            text = str(error)
+            assert metric not in (*METRIC_NAMES, *scorers), text
+            assert "\n" not in text
+            assert error.code in ("SOM-SUITE-SELECTION", "SOM-SUITE-INVALID-VALUE"), text
+            if error.code == "SOM-SUITE-SELECTION":
+                assert all(name in text for name in scorers)
+            return
+    assert metric in (*METRIC_NAMES, *scorers)
+    assert suite.selection is not None and suite.selection.metric == metric
