@@ -125,7 +125,9 @@ def test_a_bad_installed_engine_is_one_line_and_the_run_incomplete(
     assert len(reports) == 5 and len(set(reports)) == 1, text
     assert words in reports[0], reports[0]
     summary = [line for line in result.stdout.lines if line.startswith("ERROR ")]
-    assert len(summary) == 5 and all(f" - {code}: " in line for line in summary), text
+    assert len(summary) == 5, text
+    # pytest 8.1 and later add the error's line to the short summary; 8.0 names the item only
+    assert all(f" - {code}: " in line or " - " not in line for line in summary), text
     assert read_json(pytester.path / "out" / "gate_verdict.json")["verdict"] == "incomplete"
 
 
