@@ -220,7 +220,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
     suite's only adapter arm, else ``"adapter"``). ``max_examples``/``seed``: evaluate a seeded
     sample of that many roots with their translations (``--sommelier-sample N:SEED``).
     ``stop_when``: ``"no_improvement:METRIC:PATIENCE"`` (``training.stop_rule``). ``out``: the
-    folder of the runs (default ``runs/``); ``store``: the run store (default ``.sommelier``);
+    folder of the runs (default ``runs/``); ``storage``: the run store (default ``.sommelier``;
+    ``store`` is the same option under another name, and two different ones are refused);
     ``cache_dir``: the generation cache (default pytest's, ``None`` for none). Give the trainer
     to :meth:`attach` (or pass ``trainer=``) so that the numbers go through ``Trainer.log`` to
     every ``report_to`` integration; without it they are appended to ``state.log_history``.
@@ -239,6 +240,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         arm: str | None = None,
         stop_when: str | None = None,
         out: str | Path | None = None,
+        storage: str | Path | None = None,
         store: str | Path | None = None,
         cache_dir: str | Path | None = DEFAULT_CACHE,
         trainer: Any = None,
@@ -263,7 +265,15 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self.arm = arm
         self.stop_when = stop_when
         self.out = Path(out) if out is not None else Path(runlayout.DEFAULT_ROOT)
-        self.store = Path(store) if store is not None else Path(DEFAULT_STORE)
+        if storage is not None and store is not None and Path(storage) != Path(store):
+            raise InputError(
+                "SOM-TRAIN-OPTION",
+                f"storage={str(storage)!r} and store={str(store)!r} name two run stores",
+                "give one: storage= (store= is the same option under another name)",
+                where="SommelierCallback(storage=...)",
+            )
+        chosen = storage if storage is not None else store
+        self.store = Path(chosen) if chosen is not None else Path(DEFAULT_STORE)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.quiet = quiet
         self.check_base = check_base

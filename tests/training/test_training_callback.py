@@ -260,6 +260,19 @@ def test_a_model_without_a_peft_adapter_is_refused(tiny: tuple[Path, Path], tmp_
     assert trainer.state.global_step == 0
 
 
+def test_storage_is_the_run_store_and_store_the_same_option(tmp_path: Path) -> None:
+    from pytest_sommelier.training import SommelierCallback
+
+    assert SommelierCallback("x.toml", storage=tmp_path / "s").store == tmp_path / "s"
+    assert SommelierCallback("x.toml", store=tmp_path / "s").store == tmp_path / "s"
+    both = SommelierCallback("x.toml", storage=tmp_path / "s", store=str(tmp_path / "s"))
+    assert both.store == tmp_path / "s"
+    assert SommelierCallback("x.toml").store == Path(".sommelier")
+    with pytest.raises(InputError, match="two run stores") as caught:
+        SommelierCallback("x.toml", storage=tmp_path / "a", store=tmp_path / "b")
+    assert caught.value.code == "SOM-TRAIN-OPTION" and "\n" not in str(caught.value)
+
+
 def test_bad_options_are_one_line() -> None:
     from pytest_sommelier.training import SommelierCallback
 
