@@ -34,7 +34,7 @@ from transformers import TrainerCallback
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.gates import SELECTION_KIND, stored_subject
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
 from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
 from pytest_sommelier.core.types import (
     ArmConfig,
@@ -177,18 +177,22 @@ def logged_numbers(
     stored: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]] | None = None,
 ) -> dict[str, float]:
     """The numbers the trainer's logs get from one stored run: ``sommelier/<arm>/<metric>``
-    (overall values), ``sommelier/<comparison>/<metric>/delta`` and ``.../lower`` (the selected
+    (overall values) and ``sommelier/<arm>/<slice>/<metric>`` (each slice's), every metric of
+    the report (the five, then ``acceptable_call_match`` and enabled scorers, in the reports'
+    order), ``sommelier/<comparison>/<metric>/delta`` and ``.../lower`` (the selected
     interval's lower bound) for each comparison, for each arm compared with a stored run
     (``stored``: ``<arm>-vs-<arm>@<stored>``, :func:`stored_blocks`) and for
     ``<arm>-vs-previous`` when there is a previous checkpoint; null values are left out
     (loggers take numbers only)."""
     numbers: dict[str, float] = {}
     for arm, report in live.outcome.arm_reports.items():
-        for metric in METRIC_NAMES:
-            entry = report["metrics"].get(metric)
-            value = None if entry is None else entry["value"]
-            if value is not None:
-                numbers[f"{PREFIX}/{arm}/{metric}"] = float(value)
+        levels = [("", report["metrics"])]
+        levels += [(f"{name}/", block["metrics"]) for name, block in report["slices"].items()]
+        for where, metrics in levels:
+            for metric in metric_order(metrics):
+                value = metrics[metric]["value"]
+                if value is not None:
+                    numbers[f"{PREFIX}/{arm}/{where}{metric}"] = float(value)
     blocks: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {
         name: (report["deltas"], report) for name, report in live.outcome.comparison_reports.items()
     }
@@ -196,7 +200,7 @@ def logged_numbers(
     if previous is not None:
         blocks.update(previous)
     for name, (deltas, block) in blocks.items():
-        for metric in METRIC_NAMES:
+        for metric in metric_order(deltas):
             delta = deltas.get(metric)
             if delta is not None:
                 numbers[f"{PREFIX}/{name}/{metric}/delta"] = float(delta)

@@ -201,6 +201,10 @@ def test_log_history_holds_the_sommelier_entries(trained: dict[str, Any]) -> Non
     report = read_json(result.run_dir / "eval" / "adapter" / "evaluation_report.json")
     value = report["metrics"]["valid_json_rate"]["value"]
     assert first["sommelier/adapter/valid_json_rate"] == value
+    for language, block in report["slices"].items():  # and each slice's, under its name
+        for metric, entry in block["metrics"].items():
+            assert first[f"sommelier/adapter/{language}/{metric}"] == entry["value"]
+    assert {"en", "he"} <= set(report["slices"])
 
 
 @pytest.mark.slow
