@@ -412,10 +412,10 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
                 batch_scope={self.trained: f"{suite.path}@{step}"},
                 pinned=self.pinned,
                 record={
-                    "checkpoint": {
+                    "training": {
                         "step": step,
                         "epoch": state.epoch,
-                        "folder": folder.name,
+                        "checkpoint": folder.name,
                         "arm": self.trained,
                         "adapter_sha256": (generators[self.trained].adapter_identity or {}).get(
                             "sha256"

@@ -192,9 +192,9 @@ def checkpoint_curve(runs: Sequence[Mapping[str, Any]]) -> dict | None:
     evaluated twice (two training runs) shows its latest run."""
     latest: dict[int, Mapping[str, Any]] = {}
     for run in runs:
-        checkpoint = run.get("checkpoint")
-        if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("step"), int):
-            latest[int(checkpoint["step"])] = run
+        training = run.get("training")
+        if isinstance(training, Mapping) and isinstance(training.get("step"), int):
+            latest[int(training["step"])] = run
     if not latest:
         return None
     steps = sorted(latest)
@@ -210,7 +210,7 @@ def checkpoint_curve(runs: Sequence[Mapping[str, Any]]) -> dict | None:
         points: list[dict[str, Any]] = []
         for step in steps:
             run = latest[step]
-            arm = str(run["checkpoint"].get("arm") or "")
+            arm = str(run["training"].get("arm") or "")
             value = ((((run["arms"].get(arm) or {}).get("values") or {}).get(OVERALL)) or {}).get(
                 metric
             ) or {}

@@ -161,8 +161,8 @@ def test_three_saves_give_three_stored_runs_and_one_base_generation(
     assert [r.step for r in callback.results] == [2, 4, 6]
     index = read_json(root / "store" / "index.json")
     entries = index["runs"] if isinstance(index, dict) else index
-    assert [e["checkpoint"]["step"] for e in entries] == [2, 4, 6]
-    assert [e["checkpoint"]["folder"] for e in entries] == [
+    assert [e["training"]["step"] for e in entries] == [2, 4, 6]
+    assert [e["training"]["checkpoint"] for e in entries] == [
         "checkpoint-2", "checkpoint-4", "checkpoint-6"
     ]
     origins = []
@@ -183,7 +183,7 @@ def test_three_saves_give_three_stored_runs_and_one_base_generation(
     for result, entry in zip(callback.results, entries, strict=True):
         report = read_json(result.run_dir / "eval" / "adapter" / "evaluation_report.json")
         assert report["adapter_identity"]["sha256"] == sha256_path(result.folder)
-        assert entry["checkpoint"]["adapter_sha256"] == sha256_path(result.folder)
+        assert entry["training"]["adapter_sha256"] == sha256_path(result.folder)
 
 
 @pytest.mark.slow

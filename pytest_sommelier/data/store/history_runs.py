@@ -151,7 +151,7 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
                 "page": page if page.is_file() else None,
                 "slices": [*(resolved.get("slices") or []), OVERALL],
                 "arms": arms,
-                "checkpoint": run.entry.get("checkpoint"),  # a training callback's run
+                "training": run.entry.get("training"),  # a training callback's run
                 "sample": (resolved.get("test_split") or {}).get("sample"),  # a seeded sample
             }
         )
