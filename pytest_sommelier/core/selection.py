@@ -1,7 +1,9 @@
 """Choosing the best of several candidates with honest evidence (``[selection]``).
 
-The selected candidate is the one with the highest overall value of the metric (ties: the
-first in the suite's arm order, which for a checkpoint sweep is step order). Its comparison
+The selected candidate is the one with the highest value of the metric on the selection's
+slice (``overall`` by default; a configured slice reads that slice's value and pairs that
+slice's examples) (ties: the first in the suite's arm order, which for a checkpoint sweep is
+step order). Its comparison
 with the reference is the paired interval of candidate minus reference at the Bonferroni level
 over all K candidates (``core.multiplicity.bonferroni_confidence_level``: ``1 - (1 - cl) / K``),
 so the interval would cover every candidate's true delta simultaneously with the suite's
@@ -33,9 +35,19 @@ CURSE = (
 )
 
 
+OVERALL = "overall"
+
+
 def flat(by_slice: Mapping[str, Sequence[ScoringRecord]]) -> list[ScoringRecord]:
     """An arm's scoring records in slice order, then split order."""
     return [record for records in by_slice.values() for record in records]
+
+
+def records_of(
+    by_slice: Mapping[str, Sequence[ScoringRecord]], part: str
+) -> list[ScoringRecord]:
+    """An arm's scoring records of one slice (``overall``: every slice, :func:`flat`)."""
+    return flat(by_slice) if part == OVERALL else list(by_slice[part])
 
 
 def selection_block(
@@ -50,20 +62,26 @@ def selection_block(
     ran = [name for name in selection.candidates if name in reports]
     if not ran or selection.reference not in reports:
         return None
-    metric, k = selection.metric, len(selection.candidates)
+    metric, k, part = selection.metric, len(selection.candidates), selection.slice
+
+    def value_of(name: str) -> float | None:
+        block = reports[name] if part == OVERALL else reports[name]["slices"][part]
+        value: float | None = block["metrics"][metric]["value"]
+        return value
+
     level = bonferroni_confidence_level(statistics.confidence_level, k)
-    values = {name: reports[name]["metrics"][metric]["value"] for name in ran}
+    values = {name: value_of(name) for name in ran}
     selected = max(
         ran, key=lambda name: (values[name] is not None, values[name] or 0.0, -ran.index(name))
     )
-    reference = flat(scoring[selection.reference])
+    reference = records_of(scoring[selection.reference], part)
     candidates = []
     for name in ran:
         block = comparison_interval_block(
             reference,
-            flat(scoring[name]),
+            records_of(scoring[name], part),
             statistics,
-            label=f"selection:{name}",
+            label=f"selection:{name}" if part == OVERALL else f"selection:{name}:{part}",
             clusters=clusters,
             acceptable=False,
             confidence_level=level,
@@ -76,8 +94,9 @@ def selection_block(
         "schema_version": SCHEMA,
         "metric": metric,
         "among": selection.among,
+        "slice": part,
         "reference": selection.reference,
-        "reference_value": reports[selection.reference]["metrics"][metric]["value"],
+        "reference_value": value_of(selection.reference),
         "selected": selected,
         "selected_value": values[selected],
         "interval": {key: chosen.get(key) for key in ("estimate", "lower", "upper", "method")},

@@ -138,12 +138,14 @@ resolved suite)."""
 @dataclass(frozen=True)
 class SelectionConfig:
     """``[selection]``: choose the best of the arms ``among`` names (an ``fnmatch`` pattern over
-    arm names, e.g. ``adapter@*``) by ``metric`` against ``reference`` (core.selection)."""
+    arm names, e.g. ``adapter@*``) by ``metric`` on ``slice`` (``overall`` or a configured
+    slice) against ``reference`` (core.selection)."""
 
     metric: str
     among: str
     reference: str
     candidates: tuple[str, ...] = ()  # the arms ``among`` matched, in the suite's arm order
+    slice: str = "overall"
 
 
 @dataclass(frozen=True)

@@ -421,7 +421,9 @@ def selection_lines(block: Mapping[str, Any]) -> list[str]:
     interval = block.get("interval") or {}
     family = block.get("familywise") or {}
     return [
-        f"selection by {block.get('metric')} among {block.get('among')} "
+        f"selection by {block.get('metric')}"
+        + ("" if block.get("slice", "overall") == "overall" else f" [{block.get('slice')}]")
+        + f" among {block.get('among')} "
         f"({family.get('candidates')} candidates): {block.get('selected')} "
         f"{fmt(block.get('selected_value'))} vs {block.get('reference')} "
         f"{fmt(block.get('reference_value'))}: delta {fmt(interval.get('estimate'), True)} "

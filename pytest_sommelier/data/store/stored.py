@@ -130,6 +130,7 @@ def _stored_selection(recorded: Any) -> SelectionConfig | None:
         among=str(recorded["among"]),
         reference=str(recorded["reference"]),
         candidates=tuple(str(name) for name in recorded["candidates"]),
+        slice=str(recorded.get("slice", "overall")),
     )
 
 

@@ -63,6 +63,7 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
             "metric": suite.selection.metric,
             "among": suite.selection.among,
             "reference": suite.selection.reference,
+            "slice": suite.selection.slice,
             "candidates": list(suite.selection.candidates),
         }
     if suite.scorers:  # [suite] scorers (their versions are in each arm's report)

@@ -101,7 +101,7 @@ def load_suite(path: str | os.PathLike[str], *, live: bool = False) -> Suite:
         data.get("gates", []), arms, comparisons, slices, label, scorers,
         has_selection=data.get("selection") is not None,
     )  # fmt: skip
-    selection = selection_config(data.get("selection"), arms, label, scorers)
+    selection = selection_config(data.get("selection"), arms, label, scorers, slices)
     statistics = {**DEFAULT_STATISTICS, **data.get("statistics", {})}
     bounded = statistics_problem(statistics)
     if bounded is not None:

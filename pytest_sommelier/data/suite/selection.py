@@ -22,10 +22,12 @@ def selection_config(
     arms: Mapping[str, ArmConfig],
     label: str,
     scorers: Sequence[str] = (),
+    slices: Sequence[str] = (),
 ) -> SelectionConfig | None:
     """``[selection]`` checked against the (expanded) arms; None without the table. Its
     ``metric`` is one of the five or a scorer the suite enables (``[suite] scorers``: an
-    extension's metric is chosen by as a built-in one is)."""
+    extension's metric is chosen by as a built-in one is); its ``slice`` is ``overall`` (the
+    default) or one of ``slices``."""
     if table is None:
         return None
     where = f"{label}: [selection]"
@@ -46,7 +48,13 @@ def selection_config(
         raise refuse("reference", f"{reference!r} is not an arm", f"arms: {', '.join(arms)}")
     if reference in candidates:
         raise refuse("reference", f"{reference!r} is one of the candidates", "narrow among")
-    return SelectionConfig(metric=metric, among=among, reference=reference, candidates=candidates)
+    chosen = table.get("slice", "overall")
+    if chosen != "overall" and chosen not in slices:
+        known = ", ".join(slices)
+        raise refuse("slice", f"{chosen!r} is not a slice", f"overall or one of: {known}")
+    return SelectionConfig(
+        metric=metric, among=among, reference=reference, candidates=candidates, slice=chosen
+    )
 
 
 __all__ = ["selection_config"]

@@ -78,26 +78,74 @@ def test_a_bad_selection_is_one_line_naming_the_key(
 @given(metric=st.one_of(st.sampled_from([*METRIC_NAMES, "lenient_call", "semantic_args"]),
                         st.text(min_size=1, max_size=20)),
        scorers=st.lists(st.sampled_from(["lenient_call", "semantic_args", "x_y"]), unique=True,
-                        max_size=3))  # fmt: skip
+                        max_size=3),
+       part=st.one_of(st.none(), st.sampled_from(["overall", "en", "he", "Overall"]),
+                      st.text(max_size=8)))  # fmt: skip
 def test_a_selection_metric_is_one_of_the_five_or_an_enabled_scorer(
-    metric: str, scorers: list[str]
+    metric: str, scorers: list[str], part: str | None
 ) -> None:
+    """Any metric, scorer list and slice: the selection loads exactly when the metric is one of
+    the five or enabled and the slice is ``overall`` or configured, else one line."""
+    table = {"metric": metric, "among": "adapter@*"}
+    if part is not None:
+        table["slice"] = part
+    good = metric in (*METRIC_NAMES, *scorers) and part in (None, "overall", "en")
     with tempfile.TemporaryDirectory() as folder:
         checkpoints(Path(folder) / "suite" / "out", ["checkpoint-1", "checkpoint-2"])
         path = write_suite(
             Path(folder) / "suite", suite={"slices": ["en"], "scorers": scorers or None},
             arms={"base": {}, "adapter": {"adapter": "out/checkpoint-*"}}, comparisons=None,
-            selection={"metric": metric, "among": "adapter@*"},
+            selection=table,
         )  # fmt: skip
         try:
             suite = load_suite(path)
         except InputError as error:
             text = str(error)
-            assert metric not in (*METRIC_NAMES, *scorers), text
+            assert not good, text
             assert "\n" not in text
             assert error.code in ("SOM-SUITE-SELECTION", "SOM-SUITE-INVALID-VALUE"), text
-            if error.code == "SOM-SUITE-SELECTION":
+            if error.code == "SOM-SUITE-SELECTION" and "selection.metric" in text:
                 assert all(name in text for name in scorers)
             return
-    assert metric in (*METRIC_NAMES, *scorers)
+    assert good
     assert suite.selection is not None and suite.selection.metric == metric
+    assert suite.selection.slice == (part or "overall")
+
+
+def test_a_selection_slice_chooses_by_that_slice_and_pairs_its_examples(
+    pytester: pytest.Pytester,
+) -> None:
+    """``[selection] slice = "he"``: checkpoint 1 is best overall (all four English examples,
+    no Hebrew one), checkpoint 2 best in Hebrew (all three, one English); the selection reads
+    the Hebrew values and its interval pairs the three Hebrew examples only."""
+    english, hebrew = [i for i in GOLD if i.startswith("en")], [i for i in GOLD if i[:2] == "he"]
+    script = {
+        "base": {},
+        "adapter@1": {i: call_text(GOLD[i]) for i in english},
+        "adapter@2": {i: call_text(GOLD[i]) for i in [*hebrew, "en-0"]},
+    }
+    checkpoints(pytester.path / "suite" / "out", ["checkpoint-1", "checkpoint-2"])
+    write_scripted_suite(
+        pytester, script, arms={"base": {}, "adapter": {"adapter": "out/checkpoint-*"}},
+        comparisons=None, selection={"metric": "full_call_exact_match", "among": "adapter@*",
+                                     "slice": "he"},
+    )  # fmt: skip
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out")
+    block = read_json(pytester.path / "out" / "report" / "selection.json")
+    assert block["slice"] == "he" and block["selected"] == "adapter@2", block
+    assert block["selected_value"] == 1.0 and block["reference_value"] == 0.0
+    values = {c["arm"]: c["value"] for c in block["candidates"]}
+    assert values == {"adapter@1": 0.0, "adapter@2": 1.0}
+    chosen = block["candidates"][1]
+    assert chosen["discordant"] == {"candidate_only": 3, "reference_only": 0}  # 3 Hebrew pairs
+    result.stdout.fnmatch_lines(["*selection by full_call_exact_match ?he? among adapter@* *"])
+    resolved = read_json(pytester.path / "out" / "suite.resolved.json")
+    assert resolved["selection"]["slice"] == "he"
+
+
+def test_a_selection_slice_that_is_not_configured_is_one_line(pytester: pytest.Pytester) -> None:
+    sweep(pytester, {"metric": "full_call_exact_match", "among": "adapter@*", "slice": "fr"})
+    with pytest.raises(InputError) as caught:
+        load_suite(pytester.path / "suite" / "sommelier.toml")
+    assert caught.value.code == "SOM-SUITE-SELECTION" and "selection.slice" in str(caught.value)
+    assert "overall or one of: en" in str(caught.value) and "\n" not in str(caught.value)
