@@ -35,6 +35,7 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.gates import SELECTION_KIND, stored_subject
 from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
+from pytest_sommelier.core.selection import flat
 from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
 from pytest_sommelier.core.types import (
     ArmConfig,
@@ -208,11 +209,6 @@ def logged_numbers(
             if lower is not None:
                 numbers[f"{PREFIX}/{name}/{metric}/lower"] = float(lower)
     return numbers
-
-
-def flat_records(by_slice: Mapping[str, Sequence[ScoringRecord]]) -> list[ScoringRecord]:
-    """An arm's scoring records in slice order, then split order (paired across runs)."""
-    return [record for records in by_slice.values() for record in records]
 
 
 class SommelierCallback(TrainerCallback):  # type: ignore[misc]
@@ -423,7 +419,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
                     }
                 },
             )
-        current = flat_records(live.outcome.records.get(self.trained, {}))
+        current = flat(live.outcome.records.get(self.trained, {}))
         previous = self._against_previous(current)
         numbers = logged_numbers(live, previous, stored_blocks(suite, live))
         stored = live.stored.number if live.stored is not None else None
