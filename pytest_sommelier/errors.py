@@ -63,6 +63,14 @@ class InvariantError(SommelierError):
     kind = "invariant"
 
 
+EXTENSION_ERRORS: tuple[type[BaseException], ...] = (Exception, SystemExit)
+"""What every call into extension code (a scorer, an importer, an engine, a hook, an entry
+point's import) catches to make its one line: any ``Exception`` and ``SystemExit``. A
+``sys.exit()`` inside a scorer is the scorer's bug, never the process's exit status (``exit 0``
+with no verdict would read as a CI pass). ``KeyboardInterrupt`` passes on: the user's
+interrupt still interrupts (pytest then reports it, exit 2)."""
+
+
 def exception_text(exc: BaseException, limit: int = 200) -> str:
     """``"TypeName: first line of its message"`` (``"TypeName"`` when it has none), for any
     exception, to put in a one-line error: the one way an exception becomes text here.

@@ -27,7 +27,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_sommelier.errors import InputError, SommelierEnvironmentError, exception_text
+from pytest_sommelier.errors import (
+    EXTENSION_ERRORS,
+    InputError,
+    SommelierEnvironmentError,
+    exception_text,
+)
 
 KINDS: tuple[str, ...] = ("scorers", "engines", "importers")
 """The kinds of extension, each with its own registry."""
@@ -73,7 +78,7 @@ class Entry:
             if isinstance(self.target, str):
                 module, _, attribute = self.target.partition(":")
                 return getattr(importlib.import_module(module), attribute)
-        except Exception as exc:  # an extension's import error: one line naming it
+        except EXTENSION_ERRORS as exc:  # an extension's import error (or exit): one line
             raise SommelierEnvironmentError(
                 "SOM-PLUGIN-LOAD",
                 f"{self.kind} {self.name!r} from {self.source} could not be loaded: "

@@ -228,7 +228,7 @@ def rescore(
         if verdict is not None:  # once, after the comparisons; the page and summary read it
             artifacts.write_verdict(stage, verdict)
         write_report(stage)
-        write_summary(stage)
+        write_summary(stage, stores=[target, Path(store or ".sommelier")])
         # in place: keep generations and inputs until replaced; elsewhere: a fresh folder
         with artifacts.claim_run(target, keep_generations=in_place):
             artifacts.install_run(stage, target)
@@ -245,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     from pytest_sommelier import __version__
     from pytest_sommelier.core import runlayout
     from pytest_sommelier.data.store.history_gate import parse_fail_specs
-    from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
+    from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output, check_step_summary
     from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.view import terminal
     from pytest_sommelier.view.compare import against_lines
@@ -258,6 +258,9 @@ def run(args: argparse.Namespace) -> int:
             stores=[args.store],
             where="--out",
         )
+    check_step_summary(  # before any work, as every output path
+        run_dir=args.out or args.run_dir, stores=[args.store or ".sommelier", args.run_dir]
+    )
     suite = load_suite(args.suite) if args.suite else None
     specs = parse_fail_specs(args.compare_fail or [], option="--compare-fail")
     if specs and args.compare is None:
@@ -346,12 +349,15 @@ def write_summary(
     compares: Sequence[Mapping[str, Any]] | None = None,
     *,
     environ: Mapping[str, str] | None = None,
+    stores: Sequence[Path | None] = (),
 ) -> Path:
     """Write the summary of the stored run in ``run_dir`` (``data.store.artifacts.write_summary``:
-    ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``); returns the summary's path."""
+    ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``, never inside ``run_dir`` or ``stores``);
+    returns the summary's path."""
     return artifacts.write_summary(
-        Path(run_dir), summary_markdown(Path(run_dir), compares), environ=environ
+        Path(run_dir), summary_markdown(Path(run_dir), compares), environ=environ, stores=stores
     )
+
 
 __all__ = [
     "RESCORED",

@@ -36,7 +36,13 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_sommelier.core.types import Call, Example, MetricValue, ScoringRecord
-from pytest_sommelier.errors import EvaluationError, InputError, InvariantError, exception_text
+from pytest_sommelier.errors import (
+    EXTENSION_ERRORS,
+    EvaluationError,
+    InputError,
+    InvariantError,
+    exception_text,
+)
 from pytest_sommelier.registry import Registry
 
 KINDS: tuple[str, ...] = ("rate", "ratio")
@@ -224,7 +230,7 @@ def score_one(scorer: Scorer, parsed_call: Call | None, example: Example) -> lis
             output = scorer.score(
                 copy.deepcopy(parsed_call), copy.deepcopy(example.gold_call), example_view(example)
             )
-        except Exception as exc:  # the scorer's bug: one line naming it and the example
+        except EXTENSION_ERRORS as exc:  # the scorer's bug (sys.exit too): one line
             raise _failure(
                 scorer, example.example_id, "SOM-SCORER-RAISED", f"raised {exception_text(exc)}"
             ) from None

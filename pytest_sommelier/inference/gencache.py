@@ -144,8 +144,12 @@ class GenerationCache:
     docstring for the invariants.
     """
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = Path(folder)
+    def __init__(self, folder: Path, *, where: str = "the generation cache") -> None:
+        from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
+
+        # the one output-path rule: never inside a run store or a stored run (``where`` names
+        # the option or argument that chose the folder)
+        self.folder = check_output(folder, kind=FOLDER_KIND, where=where)
         self.stats = CacheStats()
         self._versions: dict[str, str] | None = None
         self._warned = False

@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_sommelier.core.types import FINISH_LENGTH, FINISH_REASONS, Completion, model_kind_of
 from pytest_sommelier.errors import (
+    EXTENSION_ERRORS,
     EvaluationError,
     InvariantError,
     SommelierError,
@@ -134,7 +135,7 @@ class ModelCall:
             outputs = self.generate_with_timeout(generator, arm, prompts, decoding)
         except SommelierError:
             raise
-        except Exception as exc:
+        except EXTENSION_ERRORS as exc:  # sys.exit() in generate too: the arm's line
             raise EvaluationError(
                 "SOM-MODEL-ERROR",
                 f"arm '{arm}': generate() raised {exception_text(exc)}",

@@ -63,7 +63,12 @@ def cache_root() -> Path:
     """The folder that holds one sub-folder per GGUF digest."""
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured:
-        return Path(configured).expanduser()
+        from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
+
+        # the variable goes through the one output-path rule, as every path written does
+        return check_output(
+            Path(configured).expanduser(), kind=FOLDER_KIND, where=f"${CACHE_DIR_ENV}"
+        )
     return Path.home() / ".cache" / "pytest-sommelier" / "models"
 
 

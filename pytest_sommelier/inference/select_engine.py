@@ -20,7 +20,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from pytest_sommelier.errors import EvaluationError, InputError, SommelierError, exception_text
+from pytest_sommelier.errors import (
+    EXTENSION_ERRORS,
+    EvaluationError,
+    InputError,
+    SommelierError,
+    exception_text,
+)
 from pytest_sommelier.registry import BUILTIN, BUILTIN_SOURCE, Registry, Source, merge, registry
 
 if TYPE_CHECKING:
@@ -82,7 +88,7 @@ def load_generators(
         answer = loader(engine, model, arms, suite_dir=Path(suite_dir), worker_index=worker_index)
     except SommelierError:
         raise
-    except Exception as exc:  # an engine's bug or a missing dependency: one line naming it
+    except EXTENSION_ERRORS as exc:  # an engine's bug, a sys.exit, a missing dependency
         raise EvaluationError(
             "SOM-MODEL-LOAD",
             f"engine {engine.name!r} failed to load the generators: {exception_text(exc)}",

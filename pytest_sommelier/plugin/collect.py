@@ -101,7 +101,8 @@ def generation_cache(config: pytest.Config) -> Any:
         return None
     from pytest_sommelier.inference.gencache import GenerationCache
 
-    return GenerationCache(folder)
+    where = "--sommelier-cache-dir" if configured else "the generation cache (pytest's cache)"
+    return GenerationCache(folder, where=where)
 
 
 def refuse_unwritable_out(config: pytest.Config) -> None:
@@ -137,6 +138,11 @@ def refuse_unwritable_out(config: pytest.Config) -> None:
             where="--sommelier-out",
         )
     check_writable(base)
+    from pytest_sommelier.data.store.outputs import check_step_summary
+
+    # the job summary the finish appends to, through the same rule (never the store's index,
+    # a stored run's file or this run's own), before any model runs
+    check_step_summary(run_dir=base, stores=[store_path(config)])
 
 
 def refuse_unknown_engine(

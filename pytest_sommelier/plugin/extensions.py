@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sommelier.errors import InputError, exception_text
+from pytest_sommelier.errors import EXTENSION_ERRORS, InputError, exception_text
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.scorers import Scorer
@@ -55,7 +55,7 @@ def hook_sources(config: pytest.Config, kind: str, relay: Any) -> list[Source]:
         source = f"hook {name} of {impl.plugin_name}"
         try:
             value = impl.function(config=config)
-        except Exception as exc:  # an extension's bug: one line naming it
+        except EXTENSION_ERRORS as exc:  # an extension's bug (sys.exit too): one line
             raise InputError(
                 "SOM-PLUGIN-HOOK",
                 f"{source} raised {exception_text(exc)}",
@@ -123,7 +123,7 @@ def pytest_registry(kind: str, folder: Path, plugins: tuple[str, ...] = ()) -> R
         )
     try:
         config = _configured(str(folder.resolve()), tuple(plugins))
-    except Exception as exc:  # a conftest.py that raises, a -p module that is not there
+    except EXTENSION_ERRORS as exc:  # a conftest.py that raises or exits, a -p not there
         raise SommelierEnvironmentError(
             "SOM-PLUGIN-PYTEST",
             f"pytest could not load the plugins and conftest.py files of {folder}: "
@@ -261,7 +261,7 @@ def with_identity_hook(config: pytest.Config, arm: str, identity: Any) -> Any:
         return identity
     before = copy.deepcopy(identity)
     after = copy.deepcopy(identity)
-    config.hook.pytest_sommelier_model_identity(config=config, arm=arm, identity=after)
+    call_event(config, "pytest_sommelier_model_identity", arm=arm, identity=after)
     changed = [key for key in before if key not in after or after[key] != before[key]]
     if changed:
         raise InputError(
@@ -273,8 +273,24 @@ def with_identity_hook(config: pytest.Config, arm: str, identity: Any) -> Any:
     return after
 
 
+def call_event(config: pytest.Config, name: str, **kwargs: Any) -> None:
+    """Call event hook ``name`` (``plugin.hookspec``) with ``kwargs``: an implementation that
+    raises, or calls ``sys.exit()``, is one ``SOM-PLUGIN-HOOK`` line naming the hook (the
+    session finish then fails with it: exit 1, never a traceback and never exit 0)."""
+    try:
+        getattr(config.hook, name)(config=config, **kwargs)
+    except EXTENSION_ERRORS as exc:
+        raise InputError(
+            "SOM-PLUGIN-HOOK",
+            f"a {name} hook raised {exception_text(exc)}",
+            "fix or remove the plugin (its hook implementations are listed by pytest "
+            "--trace-config)",
+        ) from None
+
+
 __all__ = [
     "JUNIT_SCORE",
+    "call_event",
     "hook_sources",
     "junit_scores",
     "loaded_line",

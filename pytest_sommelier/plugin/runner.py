@@ -43,6 +43,7 @@ from pytest_sommelier.core.types import (
 )
 from pytest_sommelier.data.store.artifacts import dumps
 from pytest_sommelier.errors import (
+    EXTENSION_ERRORS,
     EvaluationError,
     InvariantError,
     SommelierError,
@@ -122,7 +123,7 @@ class Runner:
                 generator = call_factory(factory, arm, suite)
             except SommelierError:
                 raise
-            except Exception as exc:
+            except EXTENSION_ERRORS as exc:  # a sommelier_model override's sys.exit() too
                 raise EvaluationError(
                     "SOM-MODEL-LOAD",
                     f"arm '{arm}': loading the generator failed: {exception_text(exc)}",

@@ -27,9 +27,14 @@ from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run
 from pytest_sommelier.data.split.load import FormattedSplit
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.suite.load import Suite, suite_identity
-from pytest_sommelier.errors import InvariantError, SommelierError, exception_text
+from pytest_sommelier.errors import (
+    EXTENSION_ERRORS,
+    InvariantError,
+    SommelierError,
+    exception_text,
+)
 from pytest_sommelier.plugin.collect import load_suite_once
-from pytest_sommelier.plugin.extensions import with_identity_hook
+from pytest_sommelier.plugin.extensions import call_event, with_identity_hook
 from pytest_sommelier.plugin.junit import add_gate_cases
 from pytest_sommelier.plugin.keys import suite_nodeid
 from pytest_sommelier.plugin.role import role_of
@@ -127,6 +132,12 @@ class SommelierSession:
             result.notices += [left_out] if left_out else []
             sampled = sample_text({"test_split": {"sample": split.sample}})
             result.notices += [sampled] if sampled else []
+            asked = settings_of(self.config).sample
+            if asked is not None and split.sample is None:  # N at or above the roots
+                from pytest_sommelier.data.split.sample import whole_split_note
+
+                whole = whole_split_note(split, asked[0], "--sommelier-sample")
+                result.notices += [whole] if whole else []
             result.run_dir = self.out_dir(suite, several)
             # the folder is claimed (one writer) and the earlier run's files removed, verdict
             # first, before anything is evaluated: whatever fails below, no stale verdict stays
@@ -134,7 +145,8 @@ class SommelierSession:
                 self._evaluate_and_write(result, suite, split)
         except SommelierError as error:
             result.error = str(error)
-        except Exception as exc:  # a bug or exhausted resources: one line, never a traceback
+        except (*EXTENSION_ERRORS, KeyboardInterrupt) as exc:  # a bug, exhausted resources,
+            # an extension's sys.exit() or an interrupt: one line, never a traceback, never exit 0
             result.outcome = None
             result.error = str(
                 InvariantError(
@@ -179,7 +191,6 @@ class SommelierSession:
         from pytest_sommelier.plugin.history import store_options
         from pytest_sommelier.view.run_views import RUN_VIEWS
 
-        hook = self.config.hook
         done = write_scored_run(
             run_dir,
             suite,
@@ -188,11 +199,11 @@ class SommelierSession:
             resolved=resolved,
             options=store_options(self.config),
             views=RUN_VIEWS,
-            on_written=lambda folder: hook.pytest_sommelier_run_written(
-                config=self.config, run_dir=folder
+            on_written=lambda folder: call_event(
+                self.config, "pytest_sommelier_run_written", run_dir=folder
             ),
-            on_verdict=lambda verdict, folder: hook.pytest_sommelier_verdict(
-                config=self.config, verdict=verdict, run_dir=folder
+            on_verdict=lambda verdict, folder: call_event(
+                self.config, "pytest_sommelier_verdict", verdict=verdict, run_dir=folder
             ),
         )
         result.outcome, result.over_time = done.outcome, done.over

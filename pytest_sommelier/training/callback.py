@@ -23,6 +23,9 @@ run's numbers (no second computation).
 
 from __future__ import annotations
 
+import math
+import operator
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,16 +47,18 @@ from pytest_sommelier.core.types import (
     ScoringRecord,
     Suite,
 )
+from pytest_sommelier.data.split.sample import whole_split_note
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import DEFAULT_STORE
 from pytest_sommelier.data.store.history_compare import paired_interval
 from pytest_sommelier.data.store.scored_run import pinned_specs
-from pytest_sommelier.errors import InputError
+from pytest_sommelier.errors import InputError, InvariantError, SommelierError, exception_text
 from pytest_sommelier.inference.base_check import check_live_base
 from pytest_sommelier.inference.model_call import check_generator
 from pytest_sommelier.inference.protocol import Generator
 from pytest_sommelier.inference.select_engine import live_generators
 from pytest_sommelier.inference.split_check import load_checked_suite
+from pytest_sommelier.numbers import whole_number
 from pytest_sommelier.plugin.runner import Runner
 from pytest_sommelier.training.live_run import LiveRun, evaluate_live
 from pytest_sommelier.training.state import evaluation_mode
@@ -81,6 +86,73 @@ class CheckpointResult:
     seconds: float = 0.0
 
 
+SAMPLE_LIMIT = 999_999_999
+"""The largest ``max_examples`` (nine digits, as ``--sommelier-sample N`` takes)."""
+SEED_LIMIT = 10**18 - 1
+"""The largest ``seed`` (eighteen digits, as ``--sommelier-sample N:SEED`` takes)."""
+SHOWN = 60
+"""How much of a refused argument's value a line quotes."""
+
+
+def shown(value: Any) -> str:
+    """A refused value as a line quotes it: its ``repr``, at most :data:`SHOWN` characters."""
+    try:
+        text = repr(value)
+    except Exception:  # a user's object whose repr raises
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+
+
+def refuse_option(name: str, problem: str, hint: str) -> InputError:
+    """The one line of a bad argument: ``SOM-TRAIN-OPTION`` at ``SommelierCallback(name=...)``."""
+    return InputError("SOM-TRAIN-OPTION", problem, hint, where=f"SommelierCallback({name}=...)")
+
+
+def whole_argument(value: Any, name: str, low: int, high: int, example: int) -> int:
+    """``value`` as a whole number in ``[low, high]``: an ``int`` (numpy's too, never a
+    ``bool``) or a string of ASCII digits (``numbers.whole_number``, the one parser); one
+    ``SOM-TRAIN-OPTION`` line naming the argument otherwise."""
+    number: int | None = None
+    if isinstance(value, str):
+        number = whole_number(value, low=low, high=high)
+    elif not isinstance(value, bool) and hasattr(value, "__index__"):
+        candidate = operator.index(value)
+        number = candidate if low <= candidate <= high else None
+    if number is None:
+        raise refuse_option(
+            name,
+            f"{name}={shown(value)} is not a whole number in [{low}, {high}] (ASCII digits)",
+            f"e.g. {name}={example}",
+        )
+    return number
+
+
+def arms_argument(arms: Any) -> list[str]:
+    """``arms=`` as a list of arm names: a list or tuple of strings (a single string would be
+    read letter by letter, so it is refused, naming the list to write)."""
+    if isinstance(arms, str) or not isinstance(arms, list | tuple):
+        example = f"[{arms!r}]" if isinstance(arms, str) else "['base', 'adapter']"
+        raise refuse_option(
+            "arms",
+            f"arms={shown(arms)} is not a list of arm names",
+            f"e.g. arms={example[:SHOWN]}",
+        )
+    wrong = [name for name in arms if not isinstance(name, str)]
+    if wrong:
+        raise refuse_option(
+            "arms", f"arms holds {shown(wrong[0])}, not an arm name", "give the arms' names"
+        )
+    return list(arms)
+
+
+def path_argument(value: Any, name: str) -> Path:
+    """A folder argument (``out``, ``storage``, ``store``, ``cache_dir``) as a ``Path``: a
+    string or a path-like, never empty; one ``SOM-TRAIN-OPTION`` line otherwise."""
+    if isinstance(value, str | os.PathLike) and str(os.fspath(value)).strip():
+        return Path(value)
+    raise refuse_option(name, f"{name}={shown(value)} is not a folder path", f"e.g. {name}='runs'")
+
+
 def evaluation_suite(suite: Suite, trained: str, arms: Sequence[str] | None) -> Suite:
     """The suite the callback evaluates: the chosen base arms and the trained arm (its adapter
     set per checkpoint), the suite's comparisons and gates among them (``stored`` gates on
@@ -90,9 +162,11 @@ def evaluation_suite(suite: Suite, trained: str, arms: Sequence[str] | None) -> 
     stored run). The ``[selection]`` and its gates are left out: they choose among a sweep's
     checkpoints (``<arm>@<step>`` arms, none of which is evaluated here), a claim about the
     sweep and not about the checkpoint in memory; the sweep's pytest run judges them."""
-    chosen = list(suite.arms) if arms is None else list(arms)
+    chosen = list(suite.arms) if arms is None else list(arms_argument(arms))
     unknown = [name for name in chosen if name not in suite.arms and name != trained]
-    others = [n for n in chosen if n != trained and suite.arms[n].adapter is not None]
+    others = [
+        n for n in chosen if n != trained and n in suite.arms and suite.arms[n].adapter is not None
+    ]
     if unknown or others:
         raise InputError(
             "SOM-TRAIN-ARMS",
@@ -234,8 +308,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         suite: str | Path,
         every: str | int = "save",
         arms: Sequence[str] | None = None,
-        max_examples: int | None = None,
-        seed: int = 0,
+        max_examples: int | str | None = None,
+        seed: int | str = 0,
         *,
         arm: str | None = None,
         stop_when: str | None = None,
@@ -247,34 +321,18 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         quiet: bool = False,
         check_base: bool = True,
     ) -> None:
-        if not (
-            every in EVERY
-            or (isinstance(every, int) and not isinstance(every, bool) and every >= 1)
-        ):
-            raise InputError(
-                "SOM-TRAIN-OPTION",
-                f"every={every!r} is not 'save', 'evaluate' or a number of steps >= 1",
-                "e.g. every='save'",
-                where="SommelierCallback(every=...)",
-            )
-        self.suite_path = Path(suite)
+        self.suite_path = path_argument(suite, "suite")
         self.every = every
-        self.arms = None if arms is None else list(arms)
+        self.arms = None if arms is None else arms_argument(arms)
         self.max_examples = max_examples
         self.seed = seed
         self.arm = arm
         self.stop_when = stop_when
-        self.out = Path(out) if out is not None else Path(runlayout.DEFAULT_ROOT)
-        if storage is not None and store is not None and Path(storage) != Path(store):
-            raise InputError(
-                "SOM-TRAIN-OPTION",
-                f"storage={str(storage)!r} and store={str(store)!r} name two run stores",
-                "give one: storage= (store= is the same option under another name)",
-                where="SommelierCallback(storage=...)",
-            )
-        chosen = storage if storage is not None else store
-        self.store = Path(chosen) if chosen is not None else Path(DEFAULT_STORE)
-        self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self.given = {"out": out, "storage": storage, "store": store, "cache_dir": cache_dir}
+        self.out = Path(runlayout.DEFAULT_ROOT) if out is None else path_argument(out, "out")
+        self.store_option = "store" if storage is None and store is not None else "storage"
+        self.store = Path(DEFAULT_STORE)
+        self.cache_dir = None if cache_dir is None else path_argument(cache_dir, "cache_dir")
         self.quiet = quiet
         self.check_base = check_base
         self.trainer = trainer
@@ -287,8 +345,101 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self.base_generators: dict[str, Generator] = {}
         self.rule: StopRule | None = None
         self.pinned: dict[str, str] = {}  # stored spec -> the run it named at on_train_begin
+        self.best_metric: str | None = None  # metric_for_best_model, when it names ours
         self._previous: list[ScoringRecord] | None = None
+        self.check_arguments()  # again at on_train_begin, with the file system's answers
         self._evaluated: set[int] = set()
+
+    def check_arguments(self, *, paths: bool = False) -> None:
+        """Every argument, each refusal one ``SOM-TRAIN-OPTION`` line naming the argument (at
+        construction, and again at ``on_train_begin`` before any step): ``every``; ``arms`` a
+        list of names; ``max_examples`` and ``seed`` whole numbers (``numbers.whole_number``:
+        ``seed="x"`` is refused, ``"7"`` is 7); ``storage`` and ``store`` one folder (the same
+        folder under two spellings is one store); ``quiet``, ``check_base`` booleans; with
+        ``paths`` the file system's answers too (``out``, the store and ``cache_dir`` are no
+        file, through the one output-path rule, the hint naming the callback's argument)."""
+        every = self.every
+        if not (
+            (isinstance(every, str) and every in EVERY)
+            or (isinstance(every, int) and not isinstance(every, bool) and every >= 1)
+        ):
+            raise refuse_option(
+                "every",
+                f"every={shown(every)} is not 'save', 'evaluate' or a number of steps >= 1",
+                "e.g. every='save'",
+            )
+        if self.arms is not None:
+            self.arms = arms_argument(self.arms)
+        if self.max_examples is not None:
+            self.max_examples = whole_argument(
+                self.max_examples, "max_examples", 1, SAMPLE_LIMIT, 20
+            )
+        self.seed = whole_argument(self.seed, "seed", 0, SEED_LIMIT, 7)
+        if self.arm is not None and not (isinstance(self.arm, str) and self.arm.strip()):
+            raise refuse_option(
+                "arm", f"arm={shown(self.arm)} is not an arm name", "e.g. arm='adapter'"
+            )
+        if self.stop_when is not None and not isinstance(self.stop_when, str):
+            raise refuse_option(
+                "stop_when",
+                f"stop_when={shown(self.stop_when)} is not a string",
+                "e.g. stop_when='no_improvement:full_call_exact_match:2'",
+            )
+        for name in ("quiet", "check_base"):
+            if not isinstance(getattr(self, name), bool):
+                raise refuse_option(
+                    name,
+                    f"{name}={shown(getattr(self, name))} is not True or False",
+                    f"{name}=True",
+                )
+        storage, store = self.given["storage"], self.given["store"]
+        chosen = [
+            path_argument(v, n)
+            for n, v in (("storage", storage), ("store", store))
+            if v is not None
+        ]
+        if len(chosen) == 2 and os.path.realpath(chosen[0]) != os.path.realpath(chosen[1]):
+            raise refuse_option(
+                "storage",
+                f"storage={str(storage)!r} and store={str(store)!r} name two run stores",
+                "give one: storage= (store= is the same option under another name)",
+            )
+        self.store = chosen[0] if chosen else Path(DEFAULT_STORE)
+        if paths:
+            self._check_paths()
+
+    def _check_paths(self) -> None:
+        """``out``, the store and ``cache_dir`` through the one output-path rule
+        (``data.store.outputs.check_output``), each refusal naming the callback's argument:
+        ``out`` no file and not inside a run store; the store no file; then ``out`` writable."""
+        from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
+
+        name = self.store_option
+        if self.store.exists() and not self.store.is_dir():
+            raise InputError(
+                "SOM-OUTPUT-PATH",
+                f"{self.store}: exists and is not a folder; the run store is a folder",
+                f"give {name}= a folder (it is made when absent)",
+                where=f"SommelierCallback({name}=...)",
+            )
+        try:
+            check_output(self.out, kind=FOLDER_KIND, stores=[self.store])
+        except InputError as error:
+            raise InputError(
+                error.code,
+                error.message,
+                f"give out= another folder ({error.hint})",
+                where="SommelierCallback(out=...)",
+            ) from None
+        try:
+            artifacts.check_writable(self.out)
+        except SommelierError as error:
+            raise type(error)(
+                error.code,
+                error.message,
+                "give out= a writable folder",
+                where="SommelierCallback(out=...)",
+            ) from None
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -305,20 +456,23 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any
     ) -> None:
         """Load and check everything before the first step (module docstring): one line each."""
+        self.check_arguments(paths=True)
         suite, split = load_checked_suite(self.suite_path, live=True)
         self.trained = self.arm or self._default_arm(suite)
         self.suite = evaluation_suite(suite, self.trained, self.arms)
         self.split = self._sampled(split)
+        self.best_metric = self._best_metric(args, self.suite, suite)
         # each stored gate's run looked up once, now: `last` is the run that was last when
         # training began, never one of this training run's own checkpoints
         self.pinned = pinned_specs(
-            self.store, self.suite, where=f"{suite.path}: SommelierCallback(store={self.store})"
+            self.store,
+            self.suite,
+            where=f"{suite.path}: SommelierCallback({self.store_option}={self.store})",
         )
         adapter = self._adapter_name(model)
         if self.stop_when is not None:
             clusters = example_clusters(self.split.examples, suite.statistics.cluster)
             self.rule = StopRule.of(self.stop_when, suite.statistics, clusters)
-        artifacts.check_writable(self.out)
         bases = {n: a for n, a in self.suite.arms.items() if n != self.trained}
         self.base_generators = live_generators(
             self.suite.model,
@@ -334,7 +488,9 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         if self.cache_dir is not None:
             from pytest_sommelier.inference.gencache import GenerationCache
 
-            self.cache = GenerationCache(self.cache_dir)
+            self.cache = GenerationCache(self.cache_dir, where="SommelierCallback(cache_dir=...)")
+        if not self.quiet and self.max_examples is not None and self.split.sample is None:
+            print(whole_split_note(split, self.max_examples, "max_examples"), flush=True)
         self.ready = True
 
     def on_save(
@@ -355,11 +511,31 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         **kwargs: Any,
     ) -> None:
         """``every="evaluate"``: evaluate now; the numbers also join the evaluation's metrics
-        (so ``metric_for_best_model`` may name one)."""
-        if self.every == "evaluate":
-            result = self._evaluate(model, self._adapter_folder(args, state, model), state, control)
-            if result is not None and isinstance(metrics, dict):
-                metrics.update(result.numbers)
+        under the Trainer's prefix (``eval_sommelier/...``, where ``metric_for_best_model``
+        looks them up) and as logged (``sommelier/...``). A second evaluation at one step
+        gives that step's numbers again; a metric ``metric_for_best_model`` names that this
+        checkpoint has no value for (its evaluation failed, or the value is null) is NaN, so
+        that checkpoint is never the best and training goes on."""
+        if self.every != "evaluate" or not isinstance(metrics, dict):
+            if self.every == "evaluate":
+                self._evaluate(model, self._adapter_folder(args, state, model), state, control)
+            return
+        step = int(state.global_step)
+        if step not in self._evaluated:
+            self._evaluate(model, self._adapter_folder(args, state, model), state, control)
+        numbers = next((r.numbers for r in reversed(self.results) if r.step == step), {})
+        prefix = metric_prefix(metrics)
+        for name, value in numbers.items():
+            metrics[name] = value
+            metrics[f"{prefix}_{name}"] = value
+        if self.best_metric is not None and f"{prefix}_{self.best_metric}" not in metrics:
+            metrics[f"{prefix}_{self.best_metric}"] = math.nan
+            if not self.quiet:
+                print(
+                    f"sommelier: step {step}: no value of {self.best_metric} "
+                    "(metric_for_best_model): this checkpoint is never the best",
+                    flush=True,
+                )
 
     def on_step_end(
         self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any
@@ -380,6 +556,34 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             return None
         self._evaluated.add(step)
         started = time.perf_counter()
+        try:
+            return self._evaluate_step(model, folder, state, control, step, started)
+        except (Exception, SystemExit) as exc:  # one line; training goes on, as a finish does
+            if isinstance(exc, SommelierError):
+                line = str(exc)
+            else:
+                line = str(
+                    InvariantError(
+                        "SOM-TRAIN-EVALUATION",
+                        f"step {step}: evaluating {folder.name} failed: {exception_text(exc)}",
+                        "this checkpoint has no run and no logged numbers; training goes on "
+                        "(report it if it persists)",
+                    )
+                )
+            result = CheckpointResult(
+                step=step, epoch=state.epoch, folder=folder, run_dir=self.out, stored=None,
+                numbers={}, line=f"sommelier step {step} ({folder.name}): not evaluated: {line}",
+                errors=[line], seconds=time.perf_counter() - started,
+            )  # fmt: skip
+            self.results.append(result)
+            print(f"sommelier: ERROR {line}", flush=True)
+            return result
+
+    def _evaluate_step(
+        self, model: Any, folder: Path, state: Any, control: Any, step: int, started: float
+    ) -> CheckpointResult:
+        """One checkpoint's evaluation, written, stored and logged (``_evaluate`` catches)."""
+        assert self.suite is not None and self.split is not None
         suite = with_checkpoint(self.suite, self.trained, folder.resolve())
         run_id = artifacts.new_run_id()
         with evaluation_mode(model):
@@ -495,6 +699,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         if f"{key}/delta" in result.numbers:
             parts.append(f"vs previous {fmt(result.numbers[f'{key}/delta'], True)}")
         verdict = live.outcome.verdict["verdict"] if live.outcome.verdict else "none"
+        if live.outcome.verdict and verdict == "pass" and not live.outcome.verdict["gates"]:
+            verdict = "no gates (nothing was gated)"  # never a bare pass (view.terminal)
         parts.append(f"verdict {verdict}" if live.no_verdict is None else "no verdict written")
         parts.append(
             f"stored run {result.stored:04d}" if result.stored is not None else "not stored"
@@ -516,6 +722,50 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         state.log_history.append(entry)
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _best_metric(self, args: Any, evaluated: Suite, suite: Suite) -> str | None:
+        """The logged name ``args.metric_for_best_model`` names when it is one of ours
+        (``sommelier/...``, with or without the Trainer's ``eval_``), checked now: it joins an
+        evaluation's metrics only with ``every="evaluate"``, and its arm or comparison and its
+        metric must be ones the callback logs; None for any other metric."""
+        named = getattr(args, "metric_for_best_model", None)
+        if not isinstance(named, str):
+            return None
+        name = named[len("eval_") :] if named.startswith("eval_") else named
+        if not name.startswith(f"{PREFIX}/"):
+            return None
+        where = "SommelierCallback: TrainingArguments(metric_for_best_model=...)"
+        if self.every != "evaluate":
+            raise InputError(
+                "SOM-TRAIN-OPTION",
+                f"metric_for_best_model={named!r} names a number of this callback, which joins "
+                f"an evaluation's metrics only with every='evaluate' (every={self.every!r})",
+                "pass every='evaluate' with eval_strategy set, or choose another metric",
+                where=where,
+            )
+        subjects = {*evaluated.arms, *(c.name for c in evaluated.comparisons)}
+        subjects.add(f"{self.trained}-vs-previous")
+        subjects |= {
+            stored_subject(g.arm, str(g.stored))
+            for g in evaluated.gates
+            if g.kind == "stored" and g.arm is not None and g.stored is not None
+        }
+        metrics = {*METRIC_NAMES, "acceptable_call_match", *suite.scorers}
+        parts = name[len(PREFIX) + 1 :].split("/")
+        known = (
+            parts[0] in subjects
+            and len(parts) in (2, 3, 4)
+            and (parts[-1] in metrics or (parts[-1] in ("delta", "lower") and parts[-2] in metrics))
+        )
+        if not known:
+            raise InputError(
+                "SOM-TRAIN-OPTION",
+                f"metric_for_best_model={named!r} is not a number this callback logs",
+                f"sommelier/<arm>/<metric> or sommelier/<comparison>/<metric>/delta: arms and "
+                f"comparisons {', '.join(sorted(subjects))}; metrics {', '.join(METRIC_NAMES)}",
+                where=where,
+            )
+        return name
 
     def _default_arm(self, suite: Suite) -> str:
         adapters = [name for name, config in suite.arms.items() if config.adapter is not None]
@@ -561,6 +811,15 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         from pytest_sommelier.data.split.sample import sample_split
 
         return sample_split(split, self.max_examples, self.seed)
+
+
+def metric_prefix(metrics: Mapping[str, Any]) -> str:
+    """The prefix of an evaluation's metrics (``eval`` unless ``evaluate(metric_key_prefix=)``
+    chose another): what ``speed_metrics`` put before ``_runtime``."""
+    for key in metrics:
+        if isinstance(key, str) and key.endswith("_runtime") and not key.startswith(PREFIX):
+            return key[: -len("_runtime")]
+    return "eval"
 
 
 __all__ = ["DEFAULT_CACHE", "PREFIX", "CheckpointResult", "SommelierCallback", "evaluation_suite"]

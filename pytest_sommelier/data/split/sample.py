@@ -28,10 +28,12 @@ def parse_sample(text: str, where: str) -> tuple[int, int]:
     """``(roots, seed)`` of ``N`` or ``N:SEED`` (seed 0 by default); an ``InputError``
     ``SOM-OPTION-VALUE`` naming ``where`` otherwise."""
     match = re.fullmatch(r"([0-9]{1,9})(?::([0-9]{1,18}))?", str(text))
+    shown = str(text) if len(str(text)) <= 40 else str(text)[:37] + "..."
     if match is None or int(match.group(1)) < 1:
         raise InputError(
             "SOM-OPTION-VALUE",
-            f"sample {text!r} is not N or N:SEED (N >= 1 roots, SEED a whole number)",
+            f"sample {shown!r} is not N or N:SEED (N: 1 to 9 ASCII digits, at least 1 root; "
+            "SEED: 1 to 18 ASCII digits)",
             "e.g. --sommelier-sample 20:7",
             where=where,
         )
@@ -93,4 +95,18 @@ def sample_split(split: FormattedSplit, roots: int, seed: int) -> FormattedSplit
     )
 
 
-__all__ = ["parse_sample", "sample_split"]
+def whole_split_note(split: FormattedSplit, roots: int, option: str) -> str | None:
+    """What a run says when a sample of ``roots`` is all of ``split`` (``sample_split`` then
+    returns the split itself: no sample is recorded, and the run compares as the full suite),
+    else None."""
+    names = list(split.slices)
+    available = len(split.slices[names[0]]) if names else 0
+    if roots < available:
+        return None
+    return (
+        f"sample: {option} {roots} is at least the split's {available} roots: the whole split "
+        "is evaluated, not a sample (the run is the full suite's)"
+    )
+
+
+__all__ = ["parse_sample", "sample_split", "whole_split_note"]

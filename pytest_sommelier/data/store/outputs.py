@@ -1,5 +1,7 @@
 """The one rule for every output path: each ``--out`` of the ``sommelier`` commands, the
-session's run folder, the history page and ``$GITHUB_STEP_SUMMARY``.
+session's run folder, the history page and ``$GITHUB_STEP_SUMMARY`` (:func:`check_step_summary`,
+at collection and again before the append: a variable naming the store's index or a stored
+run's file is refused like any ``--out``).
 
 A path is refused (one ``InputError`` line, ``SOM-OUTPUT-PATH``, before any work is done) when
 
@@ -7,7 +9,10 @@ A path is refused (one ``InputError`` line, ``SOM-OUTPUT-PATH``, before any work
 - it is inside a run store or a stored run folder, or is one, unless it is a file the store
   owns (``owned``: ``STORE/history.html`` for ``sommelier history``);
 - a file is meant and it is an existing folder, or anything but a regular file (a FIFO, a
-  device node, a socket); a folder is meant and it is an existing non-folder.
+  device node, a socket); a folder is meant and it is an existing non-folder;
+- a file is meant and its folder is one of the kernel's (``/proc``, ``/sys``, ``/dev`` but
+  ``/dev/shm``): an output is written as a new file beside its path and renamed over it, and
+  those folders never take a new file (``/proc/self/fd/1`` is standard output, not a path).
 
 Invariants kept: the rule only looks (nothing is created or opened for writing); a store is
 recognised by its files (``index.json`` beside ``.lock`` or a numbered run folder), a stored
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pytest_sommelier.data.store.history import FOLDER, INDEX, LOCK, RECORD
@@ -28,6 +33,10 @@ from pytest_sommelier.errors import InputError
 CODE = "SOM-OUTPUT-PATH"
 FILE = "file"
 FOLDER_KIND = "folder"
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+"""The variable GitHub Actions names the job summary file with (appended to, never replaced)."""
+KERNEL_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
+"""Folders of pseudo file systems, which hold no new file (``/dev/shm`` aside: a tmpfs)."""
 
 
 def is_store(folder: Path) -> bool:
@@ -70,12 +79,15 @@ def check_output(
     stores: Iterable[str | os.PathLike[str] | None] = (),
     owned: Iterable[str | os.PathLike[str]] = (),
     where: str | None = None,
+    appended: bool = False,
 ) -> Path:
     """``path`` when the rule (module docstring) lets it be written, else one ``InputError``.
 
     ``kind`` is ``file`` or ``folder``; ``inputs`` the paths the command reads; ``stores`` run
     stores it names (protected even before they hold a run); ``owned`` the files inside a
-    store this output may replace; ``where`` the option named in the error."""
+    store this output may replace; ``where`` the option named in the error; ``appended``: the
+    file is appended to in place (``$GITHUB_STEP_SUMMARY``), not replaced, so a regular file
+    reached through a kernel folder (``/proc/self/fd/N``) may be one."""
     target = Path(path)
     for given in inputs:
         if given is not None and str(given) and _same(target, Path(given)):
@@ -98,6 +110,16 @@ def check_output(
                     "as the store wrote them)",
                     where,
                 )
+    kernel = _kernel_folder(target) if kind == FILE and not appended else None
+    if kernel is not None:
+        raise _refuse(
+            target,
+            f"is in {kernel}, a folder of the kernel's that takes no new file; an output is "
+            "written as a new file beside its path, then renamed over it",
+            "give the path of a file in an ordinary folder (to see the output, write it to a "
+            "file and print that)",
+            where,
+        )
     try:
         mode = os.stat(target).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -120,4 +142,47 @@ def check_output(
     return target
 
 
-__all__ = ["CODE", "FILE", "FOLDER_KIND", "check_output", "is_store", "is_stored_run"]
+def _kernel_folder(target: Path) -> Path | None:
+    """The folder of ``target`` (the link itself, not what it points to: ``/proc/self/fd/1``
+    is in ``/proc/<pid>/fd``) when it is in a pseudo file system, else None."""
+    try:
+        folder = Path(os.path.realpath(Path(os.path.abspath(target)).parent))
+    except (OSError, ValueError):
+        return None
+    if folder == Path("/dev/shm") or Path("/dev/shm") in folder.parents:
+        return None
+    for root in KERNEL_FOLDERS:
+        if folder == root or root in folder.parents:
+            return folder
+    return None
+
+
+def check_step_summary(
+    environ: Mapping[str, str] | None = None,
+    *,
+    run_dir: str | os.PathLike[str] | None = None,
+    stores: Iterable[str | os.PathLike[str] | None] = (),
+) -> Path | None:
+    """The file ``$GITHUB_STEP_SUMMARY`` names (in ``environ``, default the process's) when the
+    rule lets it be appended to, None when it is unset or empty; one ``SOM-OUTPUT-PATH`` line
+    otherwise: inside the run being written (``run_dir``), a run store (``stores``, and any
+    folder holding a store's files) or a stored run, a folder, a FIFO or device, a kernel
+    folder. The variable is the job's, but the rule is the same as for an ``--out``."""
+    step = (os.environ if environ is None else environ).get(STEP_SUMMARY)
+    if not step:
+        return None
+    return check_output(
+        step, kind=FILE, stores=[run_dir, *stores], where=f"${STEP_SUMMARY}", appended=True
+    )
+
+
+__all__ = [
+    "CODE",
+    "FILE",
+    "FOLDER_KIND",
+    "STEP_SUMMARY",
+    "check_output",
+    "check_step_summary",
+    "is_store",
+    "is_stored_run",
+]

@@ -183,7 +183,9 @@ def write_scored_run(
         done.page = str(error)
     try:
         inputs = summary_inputs_of(run_dir, resolved, done.outcome, split, verdict, over.compares)
-        artifacts.write_summary(run_dir, views.summary(inputs), environ=options.environ)
+        artifacts.write_summary(
+            run_dir, views.summary(inputs), environ=options.environ, stores=[options.store]
+        )
     except SommelierError as error:
         over.errors.append(str(error))
     failed = over.errors[0] if over.errors else None

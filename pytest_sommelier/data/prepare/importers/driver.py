@@ -44,7 +44,7 @@ from pytest_sommelier.data.prepare.importers.common import (
     wrong_type,
 )
 from pytest_sommelier.data.prepare.importers.records import read_rows
-from pytest_sommelier.errors import InputError, SommelierError, exception_text
+from pytest_sommelier.errors import EXTENSION_ERRORS, InputError, SommelierError, exception_text
 from pytest_sommelier.registry import Registry, registry
 
 Converter = Callable[[dict[str, Any], str], Candidate | Skip]
@@ -88,7 +88,7 @@ def _kept_to_contract(name: str, source: str, convert: Converter) -> Converter:
             outcome = convert(record, where)
         except SommelierError:
             raise
-        except Exception as exc:  # an extension's bug, reported as the row it failed on
+        except EXTENSION_ERRORS as exc:  # an extension's bug (or exit), as the row's line
             raise InputError(
                 "SOM-IMPORT-CONTRACT",
                 f"importer {name!r} from {source} raised on this row: {exception_text(exc)}",
