@@ -75,10 +75,11 @@ def _import_file(args: argparse.Namespace, fmt: str, importers: Any) -> int:
         sample=args.sample,
         seed=args.seed,
         drop_system=args.drop_system,
+        strict=args.strict,
     )
     result = import_file(fmt, args.input, args.out, options, importers)
     converted = result.read - len(result.skipped)
-    for line in summary_lines(result.label, converted, result.skipped):
+    for line in summary_lines(result.label, converted, result.skipped, result.notes):
         print(line)
     if result.with_system:
         print(
@@ -117,8 +118,9 @@ def _add_import_file_parser(sources: argparse._SubParsersAction, name: str, text
         name,
         help=text,
         description=f"Convert {text} to prepared examples (JSONL, a JSON array or Parquet in). "
-        "Rows the method cannot score are counted per reason and skipped; a malformed row "
-        "is one error line and nothing is written. See docs/format.md.",
+        "Rows the method cannot score, and malformed rows of a well-formed file, are counted "
+        "per reason and skipped (--strict: any skip is fatal); a malformed file is one error "
+        "line and nothing is written. See docs/format.md.",
     )
     _add_file_options(parser)
     parser.set_defaults(handler=run, source_handler=cmd_import_file)
@@ -181,6 +183,12 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seed", type=whole_argument(0), default=13, help="seed of --sample (default 13)"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="any skipped row is fatal (a malformed row, a row the method cannot score): "
+        "nothing is written",
     )
     parser.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
 

@@ -148,7 +148,7 @@ def test_a_sys_exit_in_an_importer_or_an_entry_points_import_is_one_line(
     assert len(err.splitlines()) == 1 and not (tmp_path / "out.jsonl").exists()
     (tmp_path / "exiting_module.py").write_text("import sys\nsys.exit(0)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(SommelierError, match="SOM-PLUGIN-LOAD.*SystemExit"):
+    with pytest.raises(SommelierError, match=r"SOM-PLUGIN-LOAD.*SystemExit"):
         Entry("scorers", "exiting", "a test", "exiting_module:thing").load()
 
 

@@ -216,14 +216,19 @@ def test_openai_chat_converts_and_skips_with_reasons(tmp_path: Path):
     ],
 )
 def test_openai_chat_malformed_row_is_one_line_and_writes_nothing(tmp_path, row, field):
+    """With ``--strict``; without it the row is a counted skip (rows V05, docs/hardening.md)."""
     source = write_jsonl(tmp_path / "chat.jsonl", [OPENAI_ROWS[0], row])
     out = tmp_path / "p.jsonl"
     out.write_text("previous\n")
     with pytest.raises(InputError) as info:
-        import_file("openai-chat", source, out)
+        import_file("openai-chat", source, out, ImportOptions(strict=True))
     text = str(info.value)
     assert f"{source}:2" in text and repr(field) in text and "\n" not in text
     assert out.read_text() == "previous\n"
+    result = import_file("openai-chat", source, out)
+    (skip,) = result.skipped
+    assert skip.reason in ("malformed_row", "gold_unreadable") and repr(field) in skip.detail
+    assert skip.where == f"{source}:2" and result.written == 1
 
 
 def test_not_json_and_not_an_object(tmp_path: Path):
@@ -326,14 +331,20 @@ def test_hermes_converts_tool_blocks_and_python_literals(tmp_path: Path):
 
 def test_hermes_call_that_is_neither_json_nor_a_literal_is_malformed(tmp_path: Path):
     bad = hermes(json.dumps([wrapped(WEATHER)]), "<tool_call>{name: get_weather}</tool_call>")
+    strict = ImportOptions(strict=True)
     with pytest.raises(InputError) as info:
-        import_file("hermes", write_jsonl(tmp_path / "h.jsonl", [bad]), tmp_path / "o.jsonl")
+        import_file("hermes", write_jsonl(tmp_path / "h.jsonl", [bad]), tmp_path / "o.jsonl",
+                    strict)  # fmt: skip
     assert info.value.code == "SOM-IMPORT-JSON" and "conversations[2] <tool_call>" in str(
         info.value)
+    with pytest.raises(InputError) as info:  # without --strict: the file's only row skipped
+        import_file("hermes", tmp_path / "h.jsonl", tmp_path / "o.jsonl")
+    assert info.value.code == "SOM-IMPORT-EMPTY" and "gold_unreadable 1" in str(info.value)
     evil = hermes(json.dumps([wrapped(WEATHER)]),
                   "<tool_call>__import__('os').system('echo hi')</tool_call>")
     with pytest.raises(InputError, match="neither JSON nor a Python literal"):
-        import_file("hermes", write_jsonl(tmp_path / "e.jsonl", [evil]), tmp_path / "o.jsonl")
+        import_file("hermes", write_jsonl(tmp_path / "e.jsonl", [evil]), tmp_path / "o.jsonl",
+                    strict)  # fmt: skip
 
 
 # ---------------------------------------------------------------- Parquet

@@ -11,8 +11,14 @@ Invariants kept:
 - every skipped row is counted with its reason, id and location (never silent);
 - every written row passes the prepared-row validation of ``sommelier format``
   (``formatting.validate_prepared_row``) and the pair rules (``formatting.check_pairs``);
-- malformed input (not JSON, a missing field, a wrong type) is one ``InputError`` naming the
-  file, line or row, and field; nothing is written unless the whole input converted;
+- a malformed file (not JSON lines, not a JSON array of objects, not UTF-8, not Parquet) is one
+  ``InputError`` naming the file and line or row; nothing is written;
+- a malformed row of a well-formed file (a missing field, a wrong type, a call that is neither
+  JSON nor a Python literal) is a counted skip (:func:`convert_row`: ``gold_unreadable`` for its
+  gold call, ``malformed_row`` for the rest; ``legacy_functions`` for OpenAI's old
+  ``functions`` / ``function_call`` rows), never a refusal of the whole file; with ``--strict``
+  (``ImportOptions.strict``) any skip is fatal: a malformed row its own line, another skip
+  ``SOM-IMPORT-STRICT`` (:func:`strict_refusal`);
 - a ``--sample`` draw is seeded (``random.Random(seed)``), keeps file order, and keeps a root
   and its translations together.
 """
@@ -54,20 +60,42 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Skip:
-    """A converter's verdict on a row the method cannot score: a reason and what was seen."""
+    """A converter's verdict on a row the method cannot score: a reason and what was seen;
+    ``error``: the malformed row's own line (``gold_unreadable``), raised as it is under
+    ``--strict``."""
 
     reason: str
     detail: str
+    error: InputError | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """The parts of a prepared example a converter read from one row."""
+    """The parts of a prepared example a converter read from one row; ``note``: what the
+    summary says of a row converted as it is (``python_literal_gold``: a Hermes call written
+    as a Python literal), a ``(reason, detail)``."""
 
     query: str
     tools: list[dict[str, Any]]
     gold_call: dict[str, Any]
     system: str | None = None
+    note: tuple[str, str] | None = None
+
+
+MALFORMED_ROW = "malformed_row"
+"""The skip reason of a row of a well-formed file that is malformed (a missing field, a wrong
+type): the row's own error line is its detail."""
+GOLD_UNREADABLE = "gold_unreadable"
+"""The skip reason of a row whose gold call cannot be read (neither JSON nor a Python literal,
+no name, arguments that are not an object)."""
+LEGACY_FUNCTIONS = "legacy_functions"
+"""The skip reason of an OpenAI row in the old ``functions`` / ``function_call`` format."""
+PYTHON_LITERAL_GOLD = "python_literal_gold"
+"""The note on a row whose gold call is a Python literal (single quotes, ``True``): converted
+to JSON, but a model trained on such rows writes that form, which ``sommelier.parser.v1``
+reads as ``invalid_json``."""
+ROW_CODES = frozenset({"SOM-IMPORT-FIELD", "SOM-IMPORT-JSON"})
+"""The codes a converter raises for one malformed row (skipped, or fatal with ``--strict``)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +123,9 @@ class ImportOptions:
     drop_system: bool = False
     """Drop each row's own system turn (``--drop-system``), so the default format policy,
     which writes its own, takes the rows."""
+    strict: bool = False
+    """Any skipped row is fatal (``--strict``): a malformed row its own line, another skip
+    ``SOM-IMPORT-STRICT``; nothing is written."""
 
 
 @dataclass
@@ -108,6 +139,8 @@ class ImportResult:
     with_system: int = 0
     """Converted rows that keep their own system turn (before any sample)."""
     written: int = 0
+    notes: list[Skipped] = field(default_factory=list)
+    """Converted rows the summary says something of (``Candidate.note``)."""
 
 
 # ---------------------------------------------------------------- malformed input
@@ -209,6 +242,64 @@ def text_content(value: Any, where: str, name: str) -> str:
     ):
         return "".join(part["text"] for part in value)
     raise wrong_type(where, name, value, "a string or text parts")
+
+
+def convert_row(
+    convert: Callable[[dict[str, Any], str], Candidate | Skip],
+    record: dict[str, Any],
+    where: str,
+    *,
+    strict: bool = False,
+) -> Candidate | Skip:
+    """``convert(record, where)``, a malformed row (one of :data:`ROW_CODES`) a ``Skip``
+    (``malformed_row``, the error's message as its detail); with ``strict`` the error is
+    raised as it is. Any other error (a contract breach, an option) is raised."""
+    try:
+        return convert(record, where)
+    except InputError as error:
+        if strict or error.code not in ROW_CODES:
+            raise
+        return Skip(MALFORMED_ROW, error.message)
+
+
+def unreadable_gold(error: InputError, text: str | None = None) -> Skip:
+    """The ``gold_unreadable`` skip of a gold call that could not be read (``error``, from the
+    shared decoders); ``text``, the call as written, adds what is wrong with it when it holds
+    a literal backslash-n (a row whose newlines were escaped twice)."""
+    detail = error.message
+    if text is not None and "\\n" in text:
+        detail += " (it holds a literal backslash-n: the row's newlines were escaped twice)"
+    return Skip(GOLD_UNREADABLE, detail, error)
+
+
+def strict_refusal(skipped: Skipped, skip: Skip | None = None) -> InputError:
+    """``--strict``: the first skipped row as its own error (a malformed row's, ``skip.error``)
+    or one ``SOM-IMPORT-STRICT`` line."""
+    if skip is not None and skip.error is not None:
+        return skip.error
+    return InputError(
+        "SOM-IMPORT-STRICT",
+        f"row {skipped.example_id} is skipped ({skipped.reason}): {skipped.detail[:200]}",
+        "leave --strict out to skip such rows (each counted in the summary), or fix the row",
+        where=skipped.where,
+    )
+
+
+def is_python_literal(text: str) -> bool:
+    """Whether ``text`` is not JSON but reads as a Python literal (what a Hermes row's
+    ``<tool_call>`` often holds): ``decode_text(..., literal=True)`` took the second path."""
+    try:
+        strict_json(text)
+        return False
+    except (ValueError, RecursionError):
+        pass
+    if len(text) > LITERAL_LIMIT:
+        return False
+    try:
+        ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- tools and gold

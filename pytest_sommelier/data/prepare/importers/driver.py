@@ -38,8 +38,10 @@ from pytest_sommelier.data.prepare.importers.common import (
     Skip,
     Skipped,
     check_candidate,
+    convert_row,
     nothing_converted,
     sample_rows,
+    strict_refusal,
     write_prepared,
     wrong_type,
 )
@@ -196,12 +198,16 @@ def import_file(
         seen[example_id] = where
         language = _language(record, where, options)
         source = _source(record, where, options)
-        outcome = convert(record, where)
+        outcome = convert_row(convert, record, where, strict=options.strict)
         if isinstance(outcome, Candidate):
             outcome = check_candidate(outcome) or outcome
         if isinstance(outcome, Skip):
             result.skipped.append(Skipped(example_id, where, outcome.reason, outcome.detail))
+            if options.strict:
+                raise strict_refusal(result.skipped[-1], outcome)
             continue
+        if outcome.note is not None:
+            result.notes.append(Skipped(example_id, where, *outcome.note))
         row: dict[str, Any] = {
             "example_id": example_id,
             "language": language,

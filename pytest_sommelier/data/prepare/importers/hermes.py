@@ -26,14 +26,17 @@ import re
 from typing import Any
 
 from pytest_sommelier.data.prepare.importers.common import (
+    PYTHON_LITERAL_GOLD,
     Candidate,
     Importer,
     Skip,
     call_from_spec,
     decode_text,
+    is_python_literal,
     malformed,
     need,
     tool_from_spec,
+    unreadable_gold,
     wrong_type,
 )
 from pytest_sommelier.data.prepare.importers.openai_chat import conversation_shape
@@ -100,9 +103,20 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
     if len(calls) > 1:
         return Skip("several_calls", f"the reply holds {len(calls)} <tool_call> blocks")
     field = f"conversations[{len(turns) - 1}] <tool_call>"
-    call = decode_text(calls[0].strip(), where, field, literal=True)
-    gold = call_from_spec(call, where, field, literal=True)
-    return Candidate(query=values[-2], tools=tools, gold_call=gold)
+    text = calls[0].strip()
+    try:
+        gold = call_from_spec(decode_text(text, where, field, literal=True), where, field,
+                              literal=True)  # fmt: skip
+    except InputError as error:  # one unreadable call skips its row, never the file
+        return unreadable_gold(error, text)
+    note = None
+    if is_python_literal(text):
+        note = (
+            PYTHON_LITERAL_GOLD,
+            "the gold call is a Python literal, converted to JSON; a model trained on this "
+            "form writes it, which parser v1 reads as invalid_json",
+        )
+    return Candidate(query=values[-2], tools=tools, gold_call=gold, note=note)
 
 
 IMPORTER = Importer(

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_sommelier.data.prepare.importers.common import (
+    LEGACY_FUNCTIONS,
     Candidate,
     Importer,
     Skip,
@@ -30,8 +31,10 @@ from pytest_sommelier.data.prepare.importers.common import (
     need,
     text_content,
     tool_from_spec,
+    unreadable_gold,
     wrong_type,
 )
+from pytest_sommelier.errors import InputError
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 
@@ -56,11 +59,27 @@ def conversation_shape(roles: list[str]) -> Skip | None:
     return Skip("multi_turn", f"turns {roles}: the method scores [system?, user] -> one call")
 
 
+def legacy_format(record: dict[str, Any], messages: list[Any]) -> Skip | None:
+    """``legacy_functions`` for a row in OpenAI's old format (``functions`` instead of
+    ``tools``, or an assistant ``function_call`` instead of ``tool_calls``), else None."""
+    old_call = any(isinstance(m, dict) and "function_call" in m for m in messages)
+    if ("functions" in record and "tools" not in record) or old_call:
+        return Skip(
+            LEGACY_FUNCTIONS,
+            "the row is in OpenAI's legacy format (functions / function_call); write it as "
+            "tools / tool_calls (each function as {\"type\": \"function\", \"function\": ...})",
+        )
+    return None
+
+
 def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
     """One chat row -> Candidate, or the Skip that says why the method cannot score it."""
     messages = need(record, "messages", where, list)
     if not messages:
         raise malformed(where, "messages", "must be a non-empty list")
+    legacy = legacy_format(record, messages)
+    if legacy is not None:
+        return legacy
     roles = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
@@ -81,7 +100,10 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
         raise malformed(where, f"messages[{last}].tool_calls", "must be a list")
     if len(calls) > 1:
         return Skip("several_calls", f"the assistant turn makes {len(calls)} calls")
-    gold = call_from_spec(calls[0], where, f"messages[{last}].tool_calls[0]")
+    try:
+        gold = call_from_spec(calls[0], where, f"messages[{last}].tool_calls[0]")
+    except InputError as error:  # one unreadable call skips its row, never the file
+        return unreadable_gold(error)
     user = last - 1
     query = text_content(messages[user].get("content"), where, f"messages[{user}].content")
     system = None
