@@ -22,7 +22,7 @@ from pytest_sommelier.cli import main
 from pytest_sommelier.data.store.artifacts import write_summary
 from pytest_sommelier.data.store.history import save_run, stored_runs
 from pytest_sommelier.data.store.outputs import check_output
-from pytest_sommelier.errors import InputError, SommelierEnvironmentError
+from pytest_sommelier.errors import InputError
 
 EXAMPLES = 40  # max_examples of the generated property below (reported in docs/hardening.md)
 
@@ -175,13 +175,14 @@ def test_the_session_out_is_never_the_run_it_compares_with(pristine: Path, tmp_p
 def test_a_step_summary_that_is_a_fifo_or_a_folder_is_one_line_never_a_hang(
     tmp_path: Path,
 ) -> None:
-    """R17: ``GITHUB_STEP_SUMMARY`` naming a FIFO with no reader hung the session at finish."""
+    """R17: ``GITHUB_STEP_SUMMARY`` naming a FIFO with no reader hung the session at finish;
+    since V01 the one output-path rule refuses it (and a folder) before the append."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     for target in (fifo, tmp_path):
-        with pytest.raises(SommelierEnvironmentError, match="SOM-SUMMARY-WRITE"):
+        with pytest.raises(InputError, match="SOM-OUTPUT-PATH"):
             write_summary(run_dir, "text", environ={"GITHUB_STEP_SUMMARY": str(target)})
     regular = tmp_path / "summary.md"
     write_summary(run_dir, "one", environ={"GITHUB_STEP_SUMMARY": str(regular)})

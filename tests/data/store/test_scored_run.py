@@ -133,7 +133,7 @@ def test_a_summary_that_cannot_be_appended_is_one_line_and_no_verdict(
                                  environ={"GITHUB_STEP_SUMMARY": str(tmp_path)}),
             views=RUN_VIEWS,
         )  # fmt: skip
-    assert done.no_verdict is not None and "SOM-SUMMARY-WRITE" in done.no_verdict
+    assert done.no_verdict is not None and "SOM-OUTPUT-PATH" in done.no_verdict
     assert done.over.errors == [done.no_verdict]
     assert not (run_dir / "gate_verdict.json").exists()
     assert not (tmp_path / "store" / "index.json").exists()
