@@ -40,6 +40,9 @@ KINDS: tuple[str, ...] = ("scorers", "engines", "importers")
 GROUPS: dict[str, str] = {kind: f"sommelier.{kind}" for kind in KINDS}
 """The entry-point group of each kind."""
 
+NAME_LIMIT = 64
+"""The longest name an extension is registered under (it is printed in lines and listings)."""
+
 BUILTIN_SOURCE = "built-in"
 """The source every built-in entry names."""
 
@@ -137,10 +140,18 @@ def merge(kind: str, sources: Iterable[Source]) -> Registry:
     entries: dict[str, Entry] = {}
     for source, names in sources:
         for name, target in names.items():
-            if not isinstance(name, str) or not name.strip() or name != name.strip():
+            if (
+                not isinstance(name, str)
+                or not name.strip()
+                or name != name.strip()
+                or len(name) > NAME_LIMIT
+                or not name.isprintable()
+            ):
+                shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:57] + "..."
                 raise InputError(
                     "SOM-PLUGIN-NAME",
-                    f"{source} registers {kind[:-1]} name {name!r}, not a non-empty name",
+                    f"{source} registers {kind[:-1]} name {shown}, not a plain name of 1 to "
+                    f"{NAME_LIMIT} printable characters",
                     "register each extension under a plain, non-empty name",
                 )
             earlier = entries.get(name)

@@ -51,8 +51,15 @@ KINDS: tuple[str, ...] = ("rate", "ratio")
 BUILTIN_RATIOS = frozenset({"argument_f1"})
 """The built-in metrics that are ratios of sums (every other built-in is a rate)."""
 
-NAME = re.compile(r"[a-z][a-z0-9_]*(?!\n)")
-"""A scorer's name: lower-case snake case (it becomes a metric name, a column, a gate metric)."""
+NAME = re.compile(r"[a-z][a-z0-9_]{0,63}(?!\n)")
+"""A scorer's name: lower-case snake case, at most 64 characters (it becomes a metric name, a
+column, a gate metric)."""
+VERSION = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,62}[\x21-\x7e])?(?!\n)")
+"""A scorer's version: 1 to 64 printable ASCII characters, no control character, no blank at
+either end (it is part of the report identity and every view prints it)."""
+COMPONENT_LIMIT = 2**32
+"""The largest numerator or denominator one example's score may have: the sums over a run are
+64-bit integers (``score_arrays``), so a run of a million examples never overflows."""
 
 ScoreFunction = Callable[[Call | None, Call, Mapping[str, Any]], Any]
 
@@ -120,11 +127,17 @@ def check_scorer(value: Any, source: str, reserved: Iterable[str] = ()) -> Score
     if not isinstance(value, Scorer):
         raise refuse(f"is a {type(value).__name__}, not a Scorer")
     if not isinstance(value.name, str) or not NAME.fullmatch(value.name):
-        raise refuse(f"has name {value.name!r}, not lower-case snake case")
+        raise refuse(
+            f"has name {exception_safe(value.name)}, not lower-case snake case of at most 64 "
+            "characters"
+        )
     if value.name in set(reserved):
         raise refuse(f"is named {value.name!r}, a built-in metric")
-    if not isinstance(value.version, str) or not value.version.strip():
-        raise refuse(f"{value.name!r} has version {value.version!r}, not a non-empty string")
+    if not isinstance(value.version, str) or not VERSION.fullmatch(value.version):
+        raise refuse(
+            f"{value.name!r} has version {exception_safe(value.version)}, not 1 to 64 printable "
+            "ASCII characters"
+        )
     if value.kind not in KINDS:
         raise refuse(f"{value.name!r} has kind {value.kind!r}, not one of {', '.join(KINDS)}")
     if not callable(value.score):
@@ -178,7 +191,8 @@ def example_view(example: Example) -> dict[str, Any]:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """A Python ``int`` or a numpy integer, never a ``bool`` (numpy's either)."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 def output_problem(kind: str, output: Any) -> tuple[str, str] | None:
@@ -188,10 +202,18 @@ def output_problem(kind: str, output: Any) -> tuple[str, str] | None:
         return "SOM-SCORER-TYPE", f"returned {exception_safe(output)}, not (numerator, denominator)"
     numerator, denominator = output
     if not (_is_int(numerator) and _is_int(denominator)):
+        kinds = ", ".join(sorted({type(v).__name__ for v in output if not _is_int(v)}))
         return (
             "SOM-SCORER-TYPE",
             f"returned ({exception_safe(numerator)}, {exception_safe(denominator)}): "
-            "numerator and denominator must be integers",
+            f"numerator and denominator must be integers (Python or numpy), not {kinds}",
+        )
+    numerator, denominator = int(numerator), int(denominator)
+    if denominator > COMPONENT_LIMIT:
+        return (
+            "SOM-SCORER-RANGE",
+            f"returned ({exception_safe(numerator)}, {exception_safe(denominator)}): a "
+            f"component is at most 2**32 per example (the run's sums are 64-bit)",
         )
     if numerator < 0 or denominator < 0 or numerator > denominator:
         return (

@@ -70,7 +70,19 @@ def hook_sources(config: pytest.Config, kind: str, relay: Any) -> list[Source]:
                     f"{source} returned a {type(value).__name__}, not a list of scorers",
                     "return a list of pytest_sommelier.Scorer",
                 )
-            sources.append((source, {getattr(s, "name", repr(s)): s for s in value}))
+            from pytest_sommelier.core.scorers import Scorer
+
+            wrong = [s for s in value if not isinstance(s, Scorer)]
+            if wrong:
+                from pytest_sommelier.core.scorers import exception_safe
+
+                raise InputError(
+                    "SOM-SCORER-CONTRACT",
+                    f"{source} returned {exception_safe(wrong[0])} in its list, not a Scorer",
+                    "return a list of pytest_sommelier.Scorer(name, version, kind, score) "
+                    "(docs/extending.md)",
+                )
+            sources.append((source, {s.name: s for s in value}))
             if len(sources[-1][1]) != len(value):
                 raise InputError(
                     "SOM-PLUGIN-DUPLICATE",

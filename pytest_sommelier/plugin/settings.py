@@ -342,8 +342,9 @@ def _label_text(label: str, name: str, value: Any) -> str:
         or len(label) > 64
         or not all(c.isascii() and (c.isalnum() or c in "_-") for c in label)
     ):
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         raise pytest.UsageError(
-            f"SOM-OPTION-VALUE: {_flag(name)}: {value!r}: a label is 1 to 64 ASCII letters, "
+            f"SOM-OPTION-VALUE: {_flag(name)}: {shown}: a label is 1 to 64 ASCII letters, "
             "digits, '_' or '-' (e.g. v5)"
         )
     if run_number(label) is not None or label in (LAST, LAST_ANY):
@@ -424,6 +425,8 @@ def build_settings(config: pytest.Config) -> Settings:
     autosave, autosave_all, autosave_pass = _autosave(config)
     compare = _compare(config)
     label = _raw(config, "sommelier_label")
+    if label is None and config.getoption("sommelier_label") is not None:
+        label = ""  # --sommelier-label= (empty): refused below, never a run without its label
     return Settings(
         out=None if out is None else str(out),
         strict=strict,

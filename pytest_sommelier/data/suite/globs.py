@@ -26,6 +26,9 @@ from pytest_sommelier.errors import InputError
 
 GLOB_CHARS = frozenset("*?[")
 STEP = re.compile(r"([0-9]+)\Z")
+NOT_A_STEP = re.compile(r"(?:[0-9][eE][+-]?|[0-9]\.|--|-\+|\+)\Z")
+"""What before the final digits makes them no plain step: an exponent (``checkpoint-1e3``), a
+decimal (``-1.5``), a sign (``checkpoint--3``, ``-+3``)."""
 
 
 def is_glob(value: object) -> bool:
@@ -36,6 +39,15 @@ def is_glob(value: object) -> bool:
 def step_name(arm: str, step: int) -> str:
     """The name of one arm of a sweep: ``<arm>@<step>``."""
     return f"{arm}@{step}"
+
+
+def _shown(path: Path, folder: Path) -> str:
+    """``path`` relative to the suite's folder when it is below it (``a/checkpoint-4``), else
+    as found: two folders of one step never read the same."""
+    try:
+        return str(path.relative_to(folder))
+    except ValueError:
+        return str(path)
 
 
 def _matches(arm: str, pattern: str, folder: Path, where: str) -> list[tuple[int, Path]]:
@@ -53,6 +65,15 @@ def _matches(arm: str, pattern: str, folder: Path, where: str) -> list[tuple[int
     steps: dict[int, Path] = {}
     for path in found:
         match = STEP.search(path.name)
+        if match is not None and NOT_A_STEP.search(path.name[: match.start()]):
+            raise InputError(
+                "SOM-SUITE-GLOB-STEP",
+                f"arms.{arm}.adapter glob {pattern!r} matches {path.name!r}, whose name ends in "
+                f"{path.name[match.start() - 2 :]!r}, not a plain step number (an exponent, a "
+                "decimal or a sign before the digits)",
+                "name checkpoints checkpoint-N, as the trainer does, or narrow the glob",
+                where=where,
+            )
         if match is None:
             raise InputError(
                 "SOM-SUITE-GLOB-STEP",
@@ -66,7 +87,7 @@ def _matches(arm: str, pattern: str, folder: Path, where: str) -> list[tuple[int
             raise InputError(
                 "SOM-SUITE-GLOB-STEP",
                 f"arms.{arm}.adapter glob {pattern!r} matches two folders of step {step}: "
-                f"{steps[step].name!r} and {path.name!r}",
+                f"{_shown(steps[step], folder)!r} and {_shown(path, folder)!r}",
                 "narrow the glob to one training run's checkpoints",
                 where=where,
             )

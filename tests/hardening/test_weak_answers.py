@@ -1,0 +1,180 @@
+"""The weak rows of the fourth hostile round (docs/hardening.md, rows V10-): extension numbers,
+hook shapes and bounded names, checkpoint globs that read as other numbers, labels, sample
+notes. Each row: what happened -> one line, or a note, now. Hypothesis in the fast tier where
+the input varies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from plugin_helpers import settings as session_settings
+from suite_factory import write_suite
+
+from pytest_sommelier import Scorer
+from pytest_sommelier.core.scorers import COMPONENT_LIMIT, check_scorer, output_problem
+from pytest_sommelier.data.suite.load import load_suite
+from pytest_sommelier.errors import InputError
+from pytest_sommelier.plugin.extensions import hook_sources
+from pytest_sommelier.registry import merge
+
+
+def _score(*args: Any) -> tuple[int, int]:
+    return (1, 1)
+
+
+# -- extension numbers -----------------------------------------------------------------------
+
+
+def test_numpy_integers_from_a_scorer_are_integers() -> None:
+    """V10: ``numpy.int64`` from a scorer was "must be integers"; numpy integers are accepted
+    (numpy booleans and floats are not, and the line names their type)."""
+    assert output_problem("ratio", (np.int64(2), np.int32(3))) is None
+    code, problem = output_problem("ratio", (np.float64(1.0), 2)) or ("", "")
+    assert code == "SOM-SCORER-TYPE" and "float64" in problem
+    assert output_problem("rate", (np.bool_(True), 1)) is not None
+
+
+def test_a_ratio_beyond_64_bits_is_one_bound_line() -> None:
+    """V11: a ratio scorer returning numbers beyond 2^63 was an ``OverflowError`` in the
+    finish; now one ``SOM-SCORER-RANGE`` line naming the bound."""
+    code, problem = output_problem("ratio", (2**64, 2**64)) or ("", "")
+    assert code == "SOM-SCORER-RANGE" and "2**32" in problem
+    assert output_problem("ratio", (COMPONENT_LIMIT, COMPONENT_LIMIT)) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    output=st.tuples(
+        st.one_of(st.integers(-(2**70), 2**70), st.booleans(), st.floats(), st.none(),
+                  st.integers(0, 2**62).map(np.int64), st.text(max_size=3)),
+        st.one_of(st.integers(-(2**70), 2**70), st.integers(0, 2**62).map(np.int64),
+                  st.booleans(), st.floats()),
+    ),
+    kind=st.sampled_from(["rate", "ratio"]),
+)  # fmt: skip
+def test_any_scorer_output_is_a_valid_component_or_one_problem(output: Any, kind: str) -> None:
+    problem = output_problem(kind, output)
+    numerator, denominator = output
+    ints = all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in output)
+    valid = (
+        ints and 0 <= int(numerator) <= int(denominator) <= COMPONENT_LIMIT
+        and (kind == "ratio" or int(denominator) == 1)
+    )  # fmt: skip
+    assert (problem is None) == valid, (output, problem)
+    if problem is not None:
+        assert problem[0].startswith("SOM-SCORER-") and "\n" not in problem[1]
+
+
+def _relay(*values: Any) -> Any:
+    impls = [SimpleNamespace(plugin_name=f"plugin{i}", function=lambda config, v=v: v)
+             for i, v in enumerate(values)]  # fmt: skip
+    hook = SimpleNamespace(get_hookimpls=lambda: impls)
+    return SimpleNamespace(pytest_sommelier_add_scorers=hook)
+
+
+@pytest.mark.parametrize("value", [[{"name": "x"}], [None], [Scorer("ok", "1", "rate", _score), 3]])
+def test_a_scorer_hook_returning_something_else_in_its_list_names_the_hook(value: Any) -> None:
+    """V12: a hook returning ``[{'name': ...}]`` or ``[None]`` was accepted here and failed
+    later without naming the hook; now ``SOM-SCORER-CONTRACT`` naming it."""
+    with pytest.raises(InputError) as caught:
+        hook_sources(None, "scorers", _relay(value))  # type: ignore[arg-type]
+    assert caught.value.code == "SOM-SCORER-CONTRACT" and "plugin0" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.text(max_size=6000), version=st.text(max_size=300))
+def test_scorer_names_and_versions_are_bounded(name: str, version: str) -> None:
+    """V13: versions with control characters and names of 5,000 characters were accepted;
+    now a name is snake case of at most 64 characters, a version 1 to 64 printable ASCII
+    characters, and the line never echoes a long value whole."""
+    try:
+        scorer = check_scorer(Scorer(name, version, "rate", _score), "a test")
+    except InputError as error:
+        assert error.code == "SOM-SCORER-CONTRACT" and len(str(error)) < 400
+        return
+    assert len(scorer.name) <= 64 and 1 <= len(scorer.version) <= 64
+    assert all(" " <= c <= "~" for c in scorer.version) and scorer.version == scorer.version.strip()
+
+
+def test_registry_names_are_bounded() -> None:
+    with pytest.raises(InputError) as caught:
+        merge("engines", [("a test", {"x" * 5000: "m:a"})])
+    assert caught.value.code == "SOM-PLUGIN-NAME" and len(str(caught.value)) < 400
+    with pytest.raises(InputError, match="SOM-PLUGIN-NAME"):
+        merge("engines", [("a test", {"a\x07b": "m:a"})])
+
+
+# -- checkpoint globs -----------------------------------------------------------------------
+
+
+def _sweep(tmp_path: Path, names: list[str], pattern: str = "out/*/checkpoint-*") -> Path:
+    for name in names:
+        folder = tmp_path / "suite" / name
+        folder.mkdir(parents=True)
+        (folder / "adapter_config.json").write_text('{"peft_type": "LORA"}\n')
+        (folder / "adapter_model.safetensors").write_bytes(b"")
+    return write_suite(tmp_path / "suite", arms={"base": {}, "adapter": {"adapter": pattern}})
+
+
+@pytest.mark.parametrize("name", ["checkpoint-1e3", "checkpoint--3", "checkpoint-1.5", "ckpt-+3"])
+def test_a_checkpoint_name_that_reads_as_another_number_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    """V14: ``checkpoint-1e3`` and ``checkpoint--3`` were both silently ``adapter@3``."""
+    suite = _sweep(tmp_path, [f"out/{name}", "out/checkpoint-2"], "out/*")
+    with pytest.raises(InputError) as caught:
+        load_suite(suite)
+    assert caught.value.code == "SOM-SUITE-GLOB-STEP" and repr(name) in str(caught.value)
+    assert "not a plain step number" in str(caught.value)
+
+
+def test_two_folders_of_one_step_are_named_by_their_paths(tmp_path: Path) -> None:
+    """V15: ``a/checkpoint-4`` and ``b/checkpoint-4`` were reported as ``'checkpoint-4' and
+    'checkpoint-4'``."""
+    suite = _sweep(tmp_path, ["out/a/checkpoint-4", "out/b/checkpoint-4"])
+    with pytest.raises(InputError) as caught:
+        load_suite(suite)
+    text = str(caught.value)
+    assert "'out/a/checkpoint-4' and 'out/b/checkpoint-4'" in text, text
+
+
+# -- labels and samples ---------------------------------------------------------------------
+
+
+def test_an_empty_label_is_refused_and_a_long_one_is_not_echoed_whole(
+    pytester: pytest.Pytester,
+) -> None:
+    """V16: ``--sommelier-label=`` was stored silently (no label); a 10,000-character label
+    was echoed whole in the refusal."""
+    with pytest.raises(pytest.UsageError, match=r"SOM-OPTION-VALUE.*a label is 1 to 64"):
+        session_settings(pytester, "--sommelier-label=")
+    with pytest.raises(pytest.UsageError) as caught:
+        session_settings(pytester, "--sommelier-label=" + "x" * 10_000)
+    assert len(str(caught.value)) < 300
+    assert session_settings(pytester, "--sommelier-label=v5").label == "v5"
+
+
+def test_a_sample_of_all_the_roots_says_it_is_the_whole_split(tmp_path: Path) -> None:
+    """V17: ``N`` at or above the roots ran the full split with no note; the digit limits of N
+    and SEED were unstated."""
+    from plugin_helpers import rows
+
+    from pytest_sommelier.data.split.load import load_split
+    from pytest_sommelier.data.split.sample import parse_sample, sample_split, whole_split_note
+
+    suite = load_suite(write_suite(tmp_path / "s", rows=rows()))
+    split = load_split(suite.test_split, suite.slices)
+    assert sample_split(split, 4, 0) is split
+    note = whole_split_note(split, 4, "--sommelier-sample") or ""
+    assert "4 is at least the split's 4 roots" in note and "whole split" in note
+    assert whole_split_note(split, 3, "--sommelier-sample") is None
+    with pytest.raises(InputError) as caught:
+        parse_sample("1" * 10, "--sommelier-sample")
+    assert "1 to 9 ASCII digits" in str(caught.value) and "1 to 18" in str(caught.value)
