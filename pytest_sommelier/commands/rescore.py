@@ -351,10 +351,12 @@ def write_summary(
     environ: Mapping[str, str] | None = None,
     stores: Sequence[Path | None] = (),
 ) -> Path:
-    """Write the summary of the stored run in ``run_dir`` (``data.store.artifacts.write_summary``:
+    """Write the summary of the stored run in ``run_dir`` (``data.store.outputs.write_summary``:
     ``report/summary.md`` and ``$GITHUB_STEP_SUMMARY``, never inside ``run_dir`` or ``stores``);
     returns the summary's path."""
-    return artifacts.write_summary(
+    from pytest_sommelier.data.store.outputs import write_summary as write_run_summary
+
+    return write_run_summary(
         Path(run_dir), summary_markdown(Path(run_dir), compares), environ=environ, stores=stores
     )
 

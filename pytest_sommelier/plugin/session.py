@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from pytest_sommelier.data.store.scored_run import OverTime
 
 
+FINISH_ERRORS: tuple[type[BaseException], ...] = (*EXTENSION_ERRORS, KeyboardInterrupt)
+"""What the session finish turns into its one line (``errors.EXTENSION_ERRORS``, an interrupt)."""
+
+
 @dataclass
 class SuiteResult:
     """What the session finish produced for one suite (for the terminal summary)."""
@@ -145,8 +149,8 @@ class SommelierSession:
                 self._evaluate_and_write(result, suite, split)
         except SommelierError as error:
             result.error = str(error)
-        except (*EXTENSION_ERRORS, KeyboardInterrupt) as exc:  # a bug, exhausted resources,
-            # an extension's sys.exit() or an interrupt: one line, never a traceback, never exit 0
+        except FINISH_ERRORS as exc:  # a bug, exhausted resources, an extension's sys.exit()
+            # or an interrupt: one line, never a traceback, never exit 0
             result.outcome = None
             result.error = str(
                 InvariantError(

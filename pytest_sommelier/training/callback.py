@@ -324,8 +324,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self.suite_path = path_argument(suite, "suite")
         self.every = every
         self.arms = None if arms is None else arms_argument(arms)
-        self.max_examples = max_examples
-        self.seed = seed
+        self.max_examples: Any = max_examples  # a whole number after check_arguments
+        self.seed: Any = seed
         self.arm = arm
         self.stop_when = stop_when
         self.given = {"out": out, "storage": storage, "store": store, "cache_dir": cache_dir}
@@ -698,7 +698,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         key = f"{PREFIX}/{self.trained}-vs-previous/{metric}"
         if f"{key}/delta" in result.numbers:
             parts.append(f"vs previous {fmt(result.numbers[f'{key}/delta'], True)}")
-        verdict = live.outcome.verdict["verdict"] if live.outcome.verdict else "none"
+        verdict: str = live.outcome.verdict["verdict"] if live.outcome.verdict else "none"
         if live.outcome.verdict and verdict == "pass" and not live.outcome.verdict["gates"]:
             verdict = "no gates (nothing was gated)"  # never a bare pass (view.terminal)
         parts.append(f"verdict {verdict}" if live.no_verdict is None else "no verdict written")

@@ -195,6 +195,6 @@ def test_every_call_into_extension_code_catches_system_exit() -> None:
         names = {ast.unparse(h.type) for h in handlers if h.type is not None}
         assert "EXTENSION_ERRORS" in names and "Exception" not in names, (module, names)
     session = (PACKAGE / "plugin" / "session.py").read_text(encoding="utf-8")
-    assert "(*EXTENSION_ERRORS, KeyboardInterrupt)" in session
+    assert "(*EXTENSION_ERRORS, KeyboardInterrupt)" in session and "except FINISH_ERRORS" in session
     assert "config.hook.pytest_sommelier" not in session
     assert "config.hook.pytest_sommelier" not in (PACKAGE / "plugin" / "extensions.py").read_text()

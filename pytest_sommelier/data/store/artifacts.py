@@ -130,37 +130,7 @@ def write_verdict(run_dir: Path, verdict: Verdict) -> None:
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
-def write_summary(
-    run_dir: Path,
-    text: str,
-    *,
-    environ: Mapping[str, str] | None = None,
-    stores: Sequence[Path | None] = (),
-) -> Path:
-    """Write ``<run_dir>/report/summary.md`` (the view's ``summary_text``) atomically and
-    append the same text to the file named by ``GITHUB_STEP_SUMMARY`` (in ``environ``, default
-    the process environment) when set; returns the summary's path. The variable's file goes
-    through the one output-path rule first (``outputs.check_step_summary``: never inside
-    ``run_dir``, a run store of ``stores`` or any store or stored run; ``SOM-OUTPUT-PATH``)."""
-    from pytest_sommelier.data.store.outputs import check_step_summary
-
-    target = runlayout.summary(Path(run_dir))
-    checked = check_step_summary(environ, run_dir=run_dir, stores=stores)
-    atomic_write_text(target, text)
-    step = None if checked is None else str(checked)
-    if step:
-        try:
-            _append_regular(step, (text + "\n").encode("utf-8"))
-        except OSError as exc:
-            raise SommelierEnvironmentError(
-                "SOM-SUMMARY-WRITE",
-                f"appending to {STEP_SUMMARY} file {step} failed: {exc.strerror or exc}",
-                "the CI runner sets this variable to a writable file; unset it outside CI",
-            ) from exc
-    return target
-
-
-def _append_regular(path: str, data: bytes) -> None:
+def append_regular(path: str, data: bytes) -> None:
     """Append ``data`` to ``path`` when it is a regular file (created when absent). The file is
     opened without blocking and checked before anything is written, so a FIFO with no reader
     or a device node is an ``OSError``, never a hang or a write into it."""

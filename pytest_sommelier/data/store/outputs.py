@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from pytest_sommelier.core import runlayout
+from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import FOLDER, INDEX, LOCK, RECORD
-from pytest_sommelier.errors import InputError
+from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 CODE = "SOM-OUTPUT-PATH"
 FILE = "file"
@@ -176,6 +178,34 @@ def check_step_summary(
     )
 
 
+def write_summary(
+    run_dir: Path,
+    text: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    stores: Sequence[Path | None] = (),
+) -> Path:
+    """Write ``<run_dir>/report/summary.md`` (the view's ``summary_text``) atomically and
+    append the same text to the file named by ``GITHUB_STEP_SUMMARY`` (in ``environ``, default
+    the process environment) when set; returns the summary's path. The variable's file goes
+    through the one output-path rule first (:func:`check_step_summary`: never inside
+    ``run_dir``, a run store of ``stores`` or any store or stored run; ``SOM-OUTPUT-PATH``)."""
+    target = runlayout.summary(Path(run_dir))
+    checked = check_step_summary(environ, run_dir=run_dir, stores=stores)
+    artifacts.atomic_write_text(target, text)
+    step = None if checked is None else str(checked)
+    if step:
+        try:
+            artifacts.append_regular(step, (text + "\n").encode("utf-8"))
+        except OSError as exc:
+            raise SommelierEnvironmentError(
+                "SOM-SUMMARY-WRITE",
+                f"appending to {STEP_SUMMARY} file {step} failed: {exc.strerror or exc}",
+                "the CI runner sets this variable to a writable file; unset it outside CI",
+            ) from exc
+    return target
+
+
 __all__ = [
     "CODE",
     "FILE",
@@ -185,4 +215,5 @@ __all__ = [
     "check_step_summary",
     "is_store",
     "is_stored_run",
+    "write_summary",
 ]

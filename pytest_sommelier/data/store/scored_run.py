@@ -54,6 +54,7 @@ from pytest_sommelier.data.store.history_verdict import (
     verdict_against_stored,
     write_compared,
 )
+from pytest_sommelier.data.store.outputs import write_summary
 from pytest_sommelier.data.store.runread import (
     RunFiles,
     SummaryInputs,
@@ -183,7 +184,7 @@ def write_scored_run(
         done.page = str(error)
     try:
         inputs = summary_inputs_of(run_dir, resolved, done.outcome, split, verdict, over.compares)
-        artifacts.write_summary(
+        write_summary(
             run_dir, views.summary(inputs), environ=options.environ, stores=[options.store]
         )
     except SommelierError as error:

@@ -19,9 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
-from pytest_sommelier.data.store.artifacts import write_summary
 from pytest_sommelier.data.store.history import save_run, stored_runs
-from pytest_sommelier.data.store.outputs import check_output
+from pytest_sommelier.data.store.outputs import check_output, write_summary
 from pytest_sommelier.errors import InputError
 
 EXAMPLES = 40  # max_examples of the generated property below (reported in docs/hardening.md)

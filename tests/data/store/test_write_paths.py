@@ -29,8 +29,7 @@ from hypothesis import strategies as st
 from test_output_paths import IN_STORE, NOT_REGULAR, PLACES, _place, fresh, pristine, snapshot
 
 from pytest_sommelier.cli import main
-from pytest_sommelier.data.store.artifacts import write_summary
-from pytest_sommelier.data.store.outputs import check_output, check_step_summary
+from pytest_sommelier.data.store.outputs import check_output, check_step_summary, write_summary
 from pytest_sommelier.errors import InputError
 
 PACKAGE = Path(__file__).resolve().parents[3] / "pytest_sommelier"
@@ -40,10 +39,11 @@ __all__ = ["pristine"]  # the module-scoped fixture, imported for the property b
 
 WRITERS = {
     "write_atomic", "atomic_write_text", "atomic_write_json", "copy_input", "write_verdict",
-    "write_comparison", "_append_regular", "write_prepared", "write_text", "write_bytes",
+    "write_comparison", "append_regular", "write_prepared", "write_text", "write_bytes",
     "copytree", "copy2", "copyfile", "move", "rename", "mkdir", "save_pretrained", "mkfifo",
     "unlink", "rmtree", "fdopen", "install_run", "save_run", "write_report", "write_summary",
-    "write_run", "write_outcome", "mkstemp", "TemporaryDirectory", "mkdtemp", "symlink_to",
+    "write_run", "write_outcome", "write_run_summary", "mkstemp", "TemporaryDirectory",
+    "mkdtemp", "symlink_to",
     "touch", "rmdir", "write_compare", "write_jsonl_atomic",
 }  # fmt: skip
 """What writes: the atomic writer and its wrappers, and every file-system call that changes
@@ -67,10 +67,10 @@ WRITES: dict[tuple[str, str, str], str] = {
     ("commands.rescore", "rescore", "install_run"): "rule: commands.rescore:run",
     ("commands.rescore", "rescore", "write_outcome"): "inside: the staging folder",
     ("commands.rescore", "rescore", "write_report"): "inside: the staging folder",
-    ("commands.rescore", "rescore", "write_summary"): "rule: data.store.artifacts:write_summary",
+    ("commands.rescore", "rescore", "write_summary"): "rule: data.store.outputs:write_summary",
     ("commands.rescore", "rescore", "write_verdict"): "inside: the staging folder",
-    ("commands.rescore", "write_summary", "write_summary"): (
-        "rule: data.store.artifacts:write_summary"
+    ("commands.rescore", "write_summary", "write_run_summary"): (
+        "rule: data.store.outputs:write_summary"
     ),
     ("data.atomic", "write_atomic", "fdopen"): "inside: the writer itself (its caller's path)",
     ("data.atomic", "write_atomic", "mkdir"): "inside: the writer itself (its caller's path)",
@@ -89,7 +89,7 @@ WRITES: dict[tuple[str, str, str], str] = {
     ("data.prepare.importers.driver", "import_file", "write_prepared"): (
         "rule: commands.imports:_import_file"
     ),
-    ("data.store.artifacts", "_append_regular", "open"): "rule: data.store.artifacts:write_summary",
+    ("data.store.artifacts", "append_regular", "open"): "rule: data.store.outputs:write_summary",
     ("data.store.artifacts", "atomic_write_json", "atomic_write_text"): "inside: its caller's path",
     ("data.store.artifacts", "atomic_write_text", "write_atomic"): "inside: its caller's path",
     ("data.store.artifacts", "claim_run", "mkdir"): "inside: a run folder (--sommelier-out, --out)",
@@ -106,10 +106,10 @@ WRITES: dict[tuple[str, str, str], str] = {
     ("data.store.artifacts", "write_run", "atomic_write_text"): "inside: a run folder",
     ("data.store.artifacts", "write_run", "copy_input"): "inside: a run folder",
     ("data.store.artifacts", "write_run", "write_comparison"): "inside: a run folder",
-    ("data.store.artifacts", "write_summary", "_append_regular"): (
-        "rule: data.store.artifacts:write_summary"
+    ("data.store.outputs", "write_summary", "append_regular"): (
+        "rule: data.store.outputs:write_summary"
     ),
-    ("data.store.artifacts", "write_summary", "atomic_write_text"): "inside: a run folder",
+    ("data.store.outputs", "write_summary", "atomic_write_text"): "inside: a run folder",
     ("data.store.artifacts", "write_verdict", "atomic_write_json"): "inside: a run folder",
     ("data.store.history", "_write_index", "atomic_write_text"): "inside: the run store",
     ("data.store.history", "save_run", "atomic_write_json"): "inside: the run store",
@@ -124,7 +124,7 @@ WRITES: dict[tuple[str, str, str], str] = {
     ("data.store.scored_run", "write_scored_run", "atomic_write_text"): "inside: a run folder",
     ("data.store.scored_run", "write_scored_run", "write_outcome"): "inside: a run folder",
     ("data.store.scored_run", "write_scored_run", "write_summary"): (
-        "rule: data.store.artifacts:write_summary"
+        "rule: data.store.outputs:write_summary"
     ),
     ("data.store.scored_run", "write_scored_run", "write_verdict"): "inside: a run folder",
     ("inference.gencache", "GenerationCache._remove", "unlink"): (
