@@ -33,6 +33,11 @@ CURSE = (
     "biased upward (the winner's curse); its interval is Bonferroni-adjusted over all {k} "
     "candidates, and a fresh split gives an unbiased estimate"
 )
+SOLE = (
+    "the selected candidate is the only one: nothing was chosen among several, so its delta "
+    "carries no winner's curse and its interval is the plain one"
+)
+"""The ``winners_curse`` text of a selection among one candidate (K = 1)."""
 
 
 OVERALL = "overall"
@@ -102,8 +107,8 @@ def selection_block(
         "interval": {key: chosen.get(key) for key in ("estimate", "lower", "upper", "method")},
         "familywise": {"method": "bonferroni", "candidates": k, "confidence_level": level},
         "candidates": candidates,
-        "winners_curse": CURSE.format(k=k),
+        "winners_curse": CURSE.format(k=k) if k > 1 else SOLE,
     }
 
 
-__all__ = ["CURSE", "SCHEMA", "selection_block"]
+__all__ = ["CURSE", "SCHEMA", "SOLE", "selection_block"]

@@ -178,3 +178,43 @@ def test_a_sample_of_all_the_roots_says_it_is_the_whole_split(tmp_path: Path) ->
     with pytest.raises(InputError) as caught:
         parse_sample("1" * 10, "--sommelier-sample")
     assert "1 to 9 ASCII digits" in str(caught.value) and "1 to 18" in str(caught.value)
+
+
+# -- selection ------------------------------------------------------------------------------
+
+
+def test_a_selection_among_one_candidate_states_no_winners_curse(
+    pytester: pytest.Pytester,
+) -> None:
+    """V18: one candidate printed the winner's-curse text (the best of 1 is no choice)."""
+    import json
+
+    from plugin_helpers import GOLD, call_text, write_scripted_suite
+
+    ids = ("en-0", "en-1")
+    folder = pytester.path / "suite" / "out" / "checkpoint-1"
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text('{"peft_type": "LORA"}\n')
+    (folder / "adapter_model.safetensors").write_bytes(b"")
+    write_scripted_suite(
+        pytester, {"base": {}, "adapter@1": {i: call_text(GOLD[i]) for i in ids}}, ids=ids,
+        arms={"base": {}, "adapter": {"adapter": "out/checkpoint-*"}}, comparisons=None,
+        suite={"slices": ["en"]},
+        selection={"metric": "full_call_exact_match", "among": "adapter@*"},
+    )  # fmt: skip
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out")
+    block = json.loads((pytester.path / "out" / "report" / "selection.json").read_text())
+    assert block["familywise"]["candidates"] == 1
+    curse = block["winners_curse"]
+    assert "the only one" in curse and "biased upward" not in curse
+    assert "biased upward" not in result.stdout.str()
+
+
+def test_a_stored_document_that_is_no_object_says_so(tmp_path: Path) -> None:
+    """V19: a stored ``selection.json`` holding ``[1]`` was "schema_version is 'list'"."""
+    from pytest_sommelier.data.store.validate import check_stored
+
+    for value, word in (([1], "an array"), ("x", "a string"), (3, "a number"), (None, "null")):
+        with pytest.raises(InputError) as caught:
+            check_stored(tmp_path / "selection.json", value, expect="sommelier.selection.v1")
+        assert f"is {word}, not a JSON object" in str(caught.value), str(caught.value)

@@ -81,6 +81,10 @@ def check_stored(
     definition its own ``schema_version`` names, and one with an unknown or no
     ``schema_version`` is returned as it is (the caller checks what it uses of it)."""
     declared = value.get("schema_version") if isinstance(value, dict) else None
+    if expect is not None and not isinstance(value, dict):
+        kind_of = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+        shown = kind_of.get(type(value), "a number" if isinstance(value, int | float) else "")
+        raise _refused(path, code, f"is {shown or type(value).__name__}, not a JSON object")
     if expect is not None and declared != expect:
         found = declared if isinstance(value, dict) else type(value).__name__
         raise _refused(path, code, f"schema_version is {found!r}, expected {expect!r}")
