@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 
 def plugin_lines(
@@ -48,8 +49,29 @@ def plugin_lines(
                 else:
                     version = getattr(value, "version", None)
                     detail = f"  version {version}" if isinstance(version, str) else ""
+                    problem = _unusable(kind, name, found)
+                    if problem is not None:  # loads, but a suite naming it would be refused
+                        loaded = False
+                        detail += f"  NOT USABLE: {problem}"
             lines.append(f"  {name}  ({entry.source}){detail}")
     return lines, loaded
+
+
+def _unusable(kind: str, name: str, found: Any) -> str | None:
+    """Why a suite naming scorer ``name`` would be refused (the one resolution a session uses,
+    ``core.scorers.resolve_scorers``: the contract, and the object named as registered), or
+    None; engines and importers are checked when used."""
+    if kind != "scorers":
+        return None
+    from pytest_sommelier.core.scorers import resolve_scorers
+    from pytest_sommelier.data.suite.gates import GATE_METRICS
+    from pytest_sommelier.errors import SommelierError
+
+    try:
+        resolve_scorers([name], found, where="sommelier plugins", reserved=GATE_METRICS)
+    except SommelierError as error:
+        return str(error)
+    return None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -151,6 +151,28 @@ def same_scorer_versions(scorers: tuple[Scorer, ...], run_dir: Path, arms: Any) 
     return True
 
 
+def scorer_version_notes(scorers: tuple[Scorer, ...], run_dir: Path, arms: Any) -> list[str]:
+    """One note per scorer whose version differs from the one the run recorded: ``rescore``
+    recomputes its scores under the installed version (the rescored run then compares only
+    with runs of that version), and says so rather than upgrading silently."""
+    current = {s.name: s.version for s in scorers}
+    notes: list[str] = []
+    for name in arms:
+        report = artifacts.read_json(runlayout.arm_report(runlayout.arm_dir(run_dir, name)))
+        recorded = report.get("scorers") if isinstance(report, dict) else None
+        for entry in recorded if isinstance(recorded, list) else ():
+            scorer = entry.get("name") if isinstance(entry, dict) else None
+            before = entry.get("version") if isinstance(entry, dict) else None
+            if scorer in current and before != current[scorer]:
+                note = (
+                    f"scorer {scorer}: the run recorded version {before}, rescored with version "
+                    f"{current[scorer]} (its scores are recomputed; the rescored run compares "
+                    f"only with runs scored by {current[scorer]})"
+                )
+                notes += [note] if note not in notes else []
+    return notes
+
+
 def rescore(
     run_dir: Path,
     out_dir: Path | None = None,
@@ -191,6 +213,7 @@ def rescore(
         else {"file": suite.path.name, "sha256": sha256_path(suite.path)},
     }
     scorers = run_scorers(run_suite, run_dir)
+    notes += scorer_version_notes(scorers, run_dir, arms)
     outcome = evaluate_run(
         scored,
         split,
@@ -369,4 +392,5 @@ __all__ = [
     "generation_files",
     "rescore",
     "run",
+    "scorer_version_notes",
 ]

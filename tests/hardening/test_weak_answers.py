@@ -218,3 +218,41 @@ def test_a_stored_document_that_is_no_object_says_so(tmp_path: Path) -> None:
         with pytest.raises(InputError) as caught:
             check_stored(tmp_path / "selection.json", value, expect="sommelier.selection.v1")
         assert f"is {word}, not a JSON object" in str(caught.value), str(caught.value)
+
+
+def test_sommelier_plugins_marks_a_scorer_a_suite_could_not_use(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """V20: ``sommelier plugins`` listed a scorer whose object's name differs from its entry
+    point as usable (a suite naming it is refused); now ``NOT USABLE`` with that line, exit 3."""
+    from pytest_sommelier import registry
+    from pytest_sommelier.cli import main
+
+    misnamed = Scorer("other_name", "1", "rate", _score)
+    monkeypatch.setattr(
+        registry, "entry_point_sources",
+        lambda kind: [("entry point sommelier.scorers:lenient of a-package 1.0",
+                       {"lenient": misnamed})] if kind == "scorers" else [],
+    )  # fmt: skip
+    assert main(["plugins"]) == 3
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  lenient"))
+    assert "NOT USABLE: SOM-SCORER-CONTRACT" in line and "'other_name'" in line
+
+
+def test_rescore_says_when_a_scorers_version_changed(tmp_path: Path) -> None:
+    """V21: ``rescore`` silently re-scored a run under a newer scorer version; now a note per
+    scorer (printed as ``note: ...``), none when the versions agree."""
+    import json
+
+    from pytest_sommelier.commands.rescore import scorer_version_notes
+    from pytest_sommelier.core import runlayout
+
+    report = runlayout.arm_report(runlayout.arm_dir(tmp_path, "adapter"))
+    report.parent.mkdir(parents=True)
+    report.write_text(json.dumps({"scorers": [{"name": "lenient", "version": "1",
+                                               "kind": "rate"}]}))  # fmt: skip
+    newer = (Scorer("lenient", "2", "rate", _score),)
+    (note,) = scorer_version_notes(newer, tmp_path, ["adapter"])
+    assert "recorded version 1, rescored with version 2" in note and "lenient" in note
+    assert scorer_version_notes((Scorer("lenient", "1", "rate", _score),), tmp_path,
+                                ["adapter"]) == []  # fmt: skip
