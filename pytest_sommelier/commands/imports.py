@@ -29,6 +29,7 @@ def cmd_import_bfcl(args: argparse.Namespace) -> int:
         sample=args.sample,
         seed=args.seed,
         policy=args.policy,
+        language=args.language,
     )
     for result in outcome.categories:
         lines = summary_lines(
@@ -229,6 +230,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         choices=BFCL_POLICIES,
         help="the template policy the rows are for: sommelier.native-tools.v1 keeps questions "
         "with a system turn (default: skip them)",
+    )
+    bfcl.add_argument(
+        "--language",
+        default=None,
+        help="the language tag of every imported row (default en; BFCL's live categories hold "
+        "questions in other languages too: import those with their tag)",
     )
     bfcl.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
     bfcl.set_defaults(handler=run, source_handler=cmd_import_bfcl)

@@ -44,7 +44,7 @@ import jsonschema
 
 from pytest_sommelier.core.acceptable import call_acceptable
 from pytest_sommelier.data.json_input import strict_json
-from pytest_sommelier.data.prepare.formatting import POLICY_TOOLS_IN_SYSTEM_V1
+from pytest_sommelier.data.prepare.formatting import LANGUAGE_PATTERN, POLICY_TOOLS_IN_SYSTEM_V1
 from pytest_sommelier.data.prepare.importers import common
 from pytest_sommelier.data.prepare.importers.common import Skipped, gold_problem, prepared_line
 from pytest_sommelier.data.split.example_ids import EXAMPLE_ID_TEXT, example_id_problem
@@ -101,7 +101,9 @@ TYPE_MAP: dict[str, str | None] = {
 
 DATA_PREFIX = "bfcl_eval/data"
 LANGUAGE_TAG = "en"
-"""BFCL's questions are English; every imported row is a root row of slice ``en``."""
+"""The default tag of every imported row (a root row of slice ``en``): BFCL's questions are
+English, but its ``live`` categories hold user-contributed questions in other languages too,
+so ``--language`` tags a whole import otherwise (no guess is made per row)."""
 
 
 @dataclass
@@ -447,6 +449,7 @@ def convert_row(
     q_where: str,
     a_where: str,
     keep_system: bool = False,
+    tag: str = LANGUAGE_TAG,
 ) -> tuple[dict[str, Any] | None, Skipped | None]:
     """One BFCL question + possible answer -> ``(prepared row, None)`` or ``(None, Skipped)``.
 
@@ -540,7 +543,7 @@ def convert_row(
         )
     row = {
         "example_id": example_id,
-        "language": LANGUAGE_TAG,
+        "language": tag,
         "source_example_id": None,
         **({"system": system} if system is not None else {}),
         "query": query,
@@ -552,7 +555,7 @@ def convert_row(
 
 
 def import_category(
-    source: BfclSource, category: str, *, keep_system: bool = False
+    source: BfclSource, category: str, *, keep_system: bool = False, tag: str = LANGUAGE_TAG
 ) -> CategoryResult:
     """Convert one category (questions paired with possible answers line by line, by id);
     ``keep_system`` as in :func:`convert_row`."""
@@ -589,6 +592,7 @@ def import_category(
             q_where=q_where,
             a_where=a_where,
             keep_system=keep_system,
+            tag=tag,
         )
         if row is not None:
             result.rows.append(row)
@@ -622,6 +626,7 @@ def import_bfcl(
     sample: int | None = None,
     seed: int = 13,
     policy: str | None = None,
+    language: str | None = None,
 ) -> ImportOutcome:
     """Convert ``categories`` from ``source`` and write all rows to ``out`` atomically
     (a seeded sample of ``sample`` of them when given: see :func:`sample_rows`). With
@@ -637,10 +642,18 @@ def import_bfcl(
         )
     for category in categories:
         check_category(category)
+    tag = LANGUAGE_TAG if language is None else language
+    if LANGUAGE_PATTERN.fullmatch(tag) is None:
+        raise InputError(
+            "SOM-BFCL-LANGUAGE",
+            f"--language {tag[:40]!r} is not a language tag",
+            "a lower-case tag: en, he, pt-BR (the prepared rows' rule)",
+            where="--language",
+        )
     keep_system = check_import_policy(policy) == POLICY_NATIVE_TOOLS_V1
     located = locate_source(source)
     results = [
-        import_category(located, category, keep_system=keep_system)
+        import_category(located, category, keep_system=keep_system, tag=tag)
         for category in dict.fromkeys(categories)
     ]
     rows = sample_rows([row for result in results for row in result.rows], sample, seed)

@@ -83,6 +83,8 @@ FORMATTED_KEYS: tuple[str, ...] = (
 TOOL_KEYS = frozenset({"name", "description", "parameters"})
 
 _LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*\Z")  # \Z: no trailing newline
+LANGUAGE_PATTERN = _LANGUAGE_RE
+"""A prepared row's language tag (``en``, ``he``, ``pt-BR``): the one rule, importers' too."""
 _SPLIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 TOOLS_IN_SYSTEM_V1_INSTRUCTION = (

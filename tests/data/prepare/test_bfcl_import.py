@@ -414,3 +414,22 @@ def test_seeded_sample_keeps_file_order_and_is_reproducible(tmp_path):
     assert other.written == 4
     assert import_bfcl(["simple_python"], data, tmp_path / "d.jsonl", sample=99).written == 10
     _refused(tmp_path, ["simple_python"], data, "SOM-BFCL-SAMPLE", sample=0)
+
+
+def test_live_rows_in_another_language_are_tagged_by_language(tmp_path):
+    """Hardening V22: BFCL live rows that are not English were all tagged ``en``; ``--language``
+    tags the import (no per-row guess), and a tag the prepared rows refuse is one line."""
+    from pytest_sommelier.cli import main
+
+    q0, a0 = _row(0)
+    q0["question"] = [[{"role": "user", "content": "Calcula el área de un triángulo."}]]
+    data = _write(tmp_path / "data", "live_simple", [q0], [a0])
+    out = tmp_path / "es.jsonl"
+    (result,) = import_bfcl(["live_simple"], data, out, language="es").categories
+    assert [row["language"] for row in result.rows] == ["es"]
+    assert json.loads(out.read_text().splitlines()[0])["language"] == "es"
+    assert main(["import", "bfcl", "--category", "live_simple", "--source", str(data),
+                 "--language", "ES", "--out", str(tmp_path / "x.jsonl")]) == 2  # fmt: skip
+    assert not (tmp_path / "x.jsonl").exists()
+    (result,) = import_bfcl(["live_simple"], data, tmp_path / "en.jsonl").categories
+    assert [row["language"] for row in result.rows] == ["en"]
