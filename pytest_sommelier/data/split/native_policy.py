@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pytest_sommelier.core.canonical import canonical_json_text
+from pytest_sommelier.core.canonical import canonical_json_text, sha256_text
 from pytest_sommelier.core.parse import (
     ARGUMENTS_KEYS,
     DEFAULT_ARGUMENTS_KEY,
@@ -96,10 +96,26 @@ def native_messages(example: NativeExample) -> list[dict[str, str]]:
     return [*head, {"role": "user", "content": example.query}]
 
 
-def gold_message(gold_call: Call) -> dict[str, Any]:
-    """The gold call as the assistant message HF templates render (no ``content`` key)."""
+def gold_message(gold_call: Call, call_id: str | None = None) -> dict[str, Any]:
+    """The gold call as the assistant message HF templates render (no ``content`` key), with
+    the tool call's ``id`` when one is given (:func:`tool_call_id`)."""
     function = {"name": gold_call["name"], "arguments": gold_call["arguments"]}
-    return {"role": "assistant", "tool_calls": [{"type": "function", "function": function}]}
+    call: dict[str, Any] = {"type": "function", "function": function}
+    if call_id is not None:
+        call["id"] = call_id
+    return {"role": "assistant", "tool_calls": [call]}
+
+
+TOOL_CALL_ID_LENGTH = 9
+"""The length of the gold call's id where a template requires one (Mistral-Nemo's template:
+"Tool call IDs should be alphanumeric strings with length 9!")."""
+
+
+def tool_call_id(example_id: str) -> str:
+    """The gold call's id for a template that requires one: the first 9 hex digits of
+    ``sha256("sommelier.tool-call-id:" + example_id)``, so the same example always gets the
+    same id (the id is in ``full_text`` and ``target_text``, which every arm shares)."""
+    return sha256_text("sommelier.tool-call-id:" + example_id)[:TOOL_CALL_ID_LENGTH]
 
 
 def native_target_text(prompt_text: str, full_text: str) -> str:
@@ -205,14 +221,20 @@ def render_native(
     except TemplateBoundError:
         raise
     except Exception as exc:  # a template's raise_exception, or a type error inside it
-        raise _refuse(
+        # a template that requires a tool-call id (Mistral-Nemo's) gets the deterministic one
+        with_id = gold_message(example.gold_call, tool_call_id(example.example_id))
+        found = _render_or_none(tokenizer, example, [*messages, with_id], specs, False)
+        if found is not None:
+            full = found
+        else:
+            raise _refuse(
             example,
             "SOM-FORMAT-TEMPLATE-NO-TOOL-CALLS",
-            f"the chat template raised rendering the gold call as assistant tool_calls: "
-            f"{_first_line(exc)}",
-            f"the template has no tool-call support: use one that renders tool_calls, "
-            f"{_TOOLS_IN_SYSTEM_HINT}",
-        ) from exc
+                f"the chat template raised rendering the gold call as assistant tool_calls "
+                f"(with and without a tool-call id): {_first_line(exc)}",
+                f"the template has no tool-call support: use one that renders tool_calls, "
+                f"{_TOOLS_IN_SYSTEM_HINT}",
+            ) from exc
     empty = _render_or_none(
         tokenizer, example, [*messages, {"role": "assistant", "content": ""}], specs, False
     )

@@ -418,3 +418,32 @@ def test_property_native_target_parses_back_to_the_gold(tool_names, arguments, q
         assert row["full_text"].startswith(row["prompt_text"] + row["target_text"])
     with pytest.raises(InputError, match="SOM-FORMAT-TEMPLATE-UNPARSEABLE"):
         native(MISTRAL, ex)
+
+
+# a template that requires a 9-character alphanumeric tool-call id (Mistral-Nemo's rule), in
+# the Hermes shape (parseable) and in the Mistral shape (refused for its wrapper)
+NEEDS_ID = (
+    "{% for m in messages %}{% for call in m.tool_calls or [] %}"
+    "{% if call.id is not defined or call.id | length != 9 or not call.id.isalnum() %}"
+    "{{ raise_exception('Tool call IDs should be alphanumeric strings with length 9!') }}"
+    "{% endif %}{% endfor %}{% endfor %}"
+)
+
+
+def test_a_template_that_requires_a_tool_call_id_gets_a_deterministic_one():
+    """Hardening V23: the native policy's gold message had no id, so Mistral-Nemo's template
+    raised and the line said the template has no tool-call support. Now the gold call gets a
+    deterministic 9-character id (the same for every arm: it is in target_text) where the
+    template requires one, and the row formats, or is refused for the real reason."""
+    from pytest_sommelier.data.split.native_policy import tool_call_id
+
+    row = native(NEEDS_ID + HERMES, example())
+    assert parse_tool_call(row["target_text"]) == (GOLD, "ok")
+    assert native(NEEDS_ID + HERMES, example()) == row  # deterministic
+    ident = tool_call_id("en-1")
+    assert len(ident) == 9 and ident.isalnum() and ident == tool_call_id("en-1")
+    assert tool_call_id("en-2") != ident
+    with pytest.raises(InputError) as info:
+        native(NEEDS_ID + MISTRAL, example())
+    assert info.value.code == "SOM-FORMAT-TEMPLATE-UNPARSEABLE", str(info.value)
+    assert "invalid_json" in str(info.value)
