@@ -256,3 +256,27 @@ def test_rescore_says_when_a_scorers_version_changed(tmp_path: Path) -> None:
     assert "recorded version 1, rescored with version 2" in note and "lenient" in note
     assert scorer_version_notes((Scorer("lenient", "1", "rate", _score),), tmp_path,
                                 ["adapter"]) == []  # fmt: skip
+
+
+@settings(max_examples=50, deadline=None)
+@given(suffix=st.text(alphabet="0123456789eE.+-_x", min_size=1, max_size=6))
+def test_any_checkpoint_suffix_is_its_plain_step_or_one_line(suffix: str) -> None:
+    """V14, generated: a folder ``checkpoint-<suffix>`` is the arm ``adapter@N`` only when
+    the name ends in digits with no exponent, decimal point or sign before them; anything else
+    is one ``SOM-SUITE-GLOB-STEP`` line."""
+    import re
+    import tempfile
+
+    name = f"checkpoint-{suffix}"
+    with tempfile.TemporaryDirectory() as folder:
+        suite = _sweep(Path(folder), [f"out/{name}"], "out/*")
+        try:
+            loaded = load_suite(suite)
+        except InputError as error:
+            assert error.code == "SOM-SUITE-GLOB-STEP" and "\n" not in str(error)
+            return
+    (arm,) = [a for a in loaded.arms if a.startswith("adapter@")]
+    digits = re.search(r"[0-9]+\Z", name)
+    assert digits is not None and arm == f"adapter@{int(digits.group())}"
+    before = name[: digits.start()]
+    assert not re.search(r"(?:[0-9][eE][+-]?|[0-9]\.|--|-\+|\+)\Z", before), name

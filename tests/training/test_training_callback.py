@@ -485,8 +485,10 @@ def test_every_evaluate_adds_the_numbers_to_the_evaluation_metrics(
     callback.attach(trainer)
     trainer.train()
     assert [r.step for r in callback.results] == [2]
-    metrics = trainer.evaluate()  # a second evaluation at the same step is not re-run
-    assert "sommelier/adapter/valid_json_rate" not in metrics
+    metrics = trainer.evaluate()  # a second evaluation at the same step is not re-run: it
+    # gives that step's numbers again (so metric_for_best_model always finds them)
+    value = callback.results[0].numbers["sommelier/adapter/valid_json_rate"]
+    assert metrics["eval_sommelier/adapter/valid_json_rate"] == value
     assert len(callback.results) == 1
     logged = [e for e in trainer.state.log_history if "sommelier/adapter/argument_f1" in e]
     assert [e["step"] for e in logged] == [2]
