@@ -148,8 +148,11 @@ class GenerationCache:
         from pytest_sommelier.data.store.outputs import FOLDER_KIND, check_output
 
         # the one output-path rule: never inside a run store or a stored run (``where`` names
-        # the option or argument that chose the folder)
-        self.folder = check_output(folder, kind=FOLDER_KIND, where=where)
+        # the option or argument that chose the folder); a file where the folder should be is
+        # the cache's own trouble (it warns once and stores nothing, never failing the run)
+        target = Path(folder)
+        blocked = target.exists() and not target.is_dir()
+        self.folder = target if blocked else check_output(target, kind=FOLDER_KIND, where=where)
         self.stats = CacheStats()
         self._versions: dict[str, str] | None = None
         self._warned = False

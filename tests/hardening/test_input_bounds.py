@@ -112,7 +112,8 @@ def test_arguments_nested_500_deep_are_one_line(
     source.write_text(json.dumps(openai_row(json.dumps({"x": nested_value(500)}))) + "\n")
     out = tmp_path / "prepared.jsonl"
     out.write_text(SENTINEL)
-    status, _, err = run(["import", "openai-chat", str(source), "--out", str(out)], capsys)
+    status, _, err = run(["import", "openai-chat", str(source), "--out", str(out), "--strict"],
+                         capsys)  # --strict: the row's own line (else a counted skip, V05)
     refused_in_one_line(
         status,
         err,
@@ -132,7 +133,8 @@ def test_arguments_past_the_field_limit_but_inside_the_line_limit_are_one_line(
     source = tmp_path / "chat.jsonl"
     source.write_text(json.dumps(openai_row({"x": nested_value(40)})) + "\n")
     out = tmp_path / "prepared.jsonl"
-    status, _, err = run(["import", "openai-chat", str(source), "--out", str(out)], capsys)
+    status, _, err = run(["import", "openai-chat", str(source), "--out", str(out), "--strict"],
+                         capsys)  # --strict: the row's own line (else a counted skip, V05)
     refused_in_one_line(
         status, err, "SOM-IMPORT-FIELD", f"{source}:1", f"deeper than {FIELD_DEPTH_LIMIT}"
     )
@@ -157,11 +159,11 @@ def test_a_tool_schema_nested_150_levels_is_one_line(
     out.write_text(SENTINEL)
     if source == "openai-chat":
         given.write_text(json.dumps(openai_row("{}", deep)) + "\n")
-        argv = ["import", "openai-chat", str(given), "--out", str(out)]
+        argv = ["import", "openai-chat", str(given), "--out", str(out), "--strict"]
         code = "SOM-IMPORT-JSON"
     elif source == "xlam":
         given.write_text(json.dumps(_xlam_row({"x": {"type": "dict", "properties": deep}})) + "\n")
-        argv = ["import", "xlam", str(given), "--out", str(out)]
+        argv = ["import", "xlam", str(given), "--out", str(out), "--strict"]
         code = "SOM-IMPORT-JSON"
     else:
         given.write_text(json.dumps(prepared_row(deep, {})) + "\n")
