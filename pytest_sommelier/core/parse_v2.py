@@ -39,6 +39,7 @@ from typing import Any
 
 from pytest_sommelier.core.parse import (
     DEFAULT_ARGUMENTS_KEY,
+    PARSER_VERSION,
     STATUS_INVALID_JSON,
     STATUS_INVALID_SHAPE,
     STATUS_NO_JSON,
@@ -51,10 +52,14 @@ from pytest_sommelier.core.types import Call
 
 PARSER_V2_VERSION = "sommelier.parser.v2"
 
+PARSER_VERSIONS: dict[str, str] = {"v1": PARSER_VERSION, "v2": PARSER_V2_VERSION}
+"""``[parser] version`` -> the parser's full name (the identity a report records)."""
+
 ORDER_ANY = "any"
 ORDER_EXACT = "exact"
 ORDERS: tuple[str, ...] = (ORDER_ANY, ORDER_EXACT)
 """``[parser] order``: how predicted calls are paired with gold calls (``core.call_sets``)."""
+DEFAULT_ORDER = ORDER_ANY
 
 
 class _Openers:
@@ -123,9 +128,11 @@ def parse_tool_calls(
 
 
 __all__ = [
+    "DEFAULT_ORDER",
     "ORDERS",
     "ORDER_ANY",
     "ORDER_EXACT",
     "PARSER_V2_VERSION",
+    "PARSER_VERSIONS",
     "parse_tool_calls",
 ]
