@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_parse_properties import ANY_TEXT, CALLS, PROSE, STRUCTURAL, _serialize, _walk
 
+from pytest_sommelier.core import parse, parse_v2
 from pytest_sommelier.core.parse import (
     MAX_DEPTH,
     STATUS_INVALID_JSON,
@@ -304,3 +307,49 @@ NEAR_SEQUENCES = st.builds(
 @example('{"name": "f", "arguments": {}} "{ in a string" [1]')
 def test_agrees_with_a_naive_reference(text: str) -> None:
     assert parse_tool_calls(text) == _reference(text)
+
+
+# -- linear work (counted, never timed; the method of tests/hardening/test_fuzz.py Z04) ------
+
+PARSER_FILES = {parse.__file__, parse_v2.__file__}
+
+
+def parser_v2_work(text: str) -> int:
+    """Python lines executed inside parse.py and parse_v2.py while v2 parses ``text``."""
+    count = 0
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal count
+        count += event == "line"
+        return local
+
+    def global_(frame: FrameType, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename in PARSER_FILES else None
+
+    previous = sys.gettrace()
+    sys.settrace(global_)
+    try:
+        parse_tool_calls(text)
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+LINEAR = {
+    "calls between prose": lambda n: " and ".join([C] * n),
+    "one array of calls": lambda n: "[" + ",".join([C] * n) + "]",
+    "arrays of one call": lambda n: " ".join(f"[{C}]" for _ in range(n)),
+    "calls then unclosed": lambda n: " ".join([C] * n) + ' {"a": [' * n,
+    "calls then deep": lambda n: " ".join([C] * n) + "[" * n + "]" * n,
+    "prose brackets last": lambda n: "x " * (40 * n) + C,
+}
+
+
+@pytest.mark.parametrize("family", sorted(LINEAR))
+def test_parser_v2_work_is_linear(family: str) -> None:
+    """Work per character does not grow from n = 50 to n = 800 (a factor 16 in length), and
+    stays under 8 lines per character plus 120 (v1's bound)."""
+    make = LINEAR[family]
+    small, large = make(50), make(800)
+    assert parser_v2_work(large) <= 8 * len(large) + 120
+    assert parser_v2_work(large) / len(large) <= 1.5 * parser_v2_work(small) / len(small) + 0.1
