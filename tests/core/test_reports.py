@@ -419,7 +419,7 @@ def test_comparison_report(split, two_reports) -> None:
 def test_comparison_refuses_before_reading_records(split, two_reports) -> None:
     candidate, reference = copy.deepcopy(two_reports)
     reference["parser_version"] = "x"
-    with pytest.raises(EvaluationError, match="parser.version"):
+    with pytest.raises(EvaluationError, match=r"parser\.version"):
         build_comparison_report(candidate, reference, {}, {}, STATS)
 
 
