@@ -4,8 +4,8 @@ engine's loader and its ``generate``, a registration hook, the event hooks, an i
 an importer and an entry point's import. Each place catches ``errors.EXTENSION_ERRORS``
 (``Exception`` and ``SystemExit``); ``KeyboardInterrupt`` still interrupts.
 
-The sessions run as subprocesses: a ``SystemExit`` that escaped would end the process with its
-own status, which an in-process run could not show.
+The sessions run in process (fast tier); a ``SystemExit`` that escaped would end the run with
+its own status, which the run's ``ret`` shows.
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ LINES = {
 
 
 def session(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--sommelier-out", "out", *args, timeout=300
-    )
+    """In process: a ``SystemExit`` escaping the session would end ``pytest.main`` with its own
+    status, which pytester reports as the run's (0 for ``sys.exit(0)``)."""
+    return pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out", *args)
 
 
 @pytest.mark.parametrize("place", sorted(HOOKS))
