@@ -280,3 +280,18 @@ def test_any_checkpoint_suffix_is_its_plain_step_or_one_line(suffix: str) -> Non
     assert digits is not None and arm == f"adapter@{int(digits.group())}"
     before = name[: digits.start()]
     assert not re.search(r"(?:[0-9][eE][+-]?|[0-9]\.|--|-\+|\+)\Z", before), name
+
+
+def test_a_selected_gate_on_identical_outputs_gets_a_hint_that_fits() -> None:
+    """V24: a ``selected = true`` gate on ``identical_outputs`` hinted "name candidate and
+    reference (and max) instead of arm" (it names no arm)."""
+    from pytest_sommelier.core.types import ArmConfig
+    from pytest_sommelier.data.suite.gates import gate_configs
+
+    arms = {"base": ArmConfig(name="base", adapter=None, adapter_revision=None),
+            "adapter@1": ArmConfig(name="adapter@1", adapter="a", adapter_revision=None)}
+    entry = {"name": "same", "selected": True, "metric": "identical_outputs", "max": 0.5}
+    with pytest.raises(InputError) as caught:
+        gate_configs([entry], arms, (), ("en",), "s.toml", has_selection=True)
+    text = str(caught.value)
+    assert "selected = true gate" in text and "instead of arm" not in text and "\n" not in text

@@ -187,10 +187,17 @@ def _gate_config(
             where=where,
         )
     if entry["metric"] == IDENTICAL_METRIC and kind not in ("comparison", "stored"):
+        hint = "name candidate and reference (and max) instead of arm"
+        if kind == SELECTION_KIND:  # the hint that fits a selection gate (hardening V24)
+            hint = (
+                "a selected = true gate judges the selected checkpoint on a metric (the five, "
+                "acceptable_call_match or a scorer); gate identical outputs on a comparison "
+                "gate (candidate = an arm of the sweep, reference) or a stored gate instead"
+            )
         raise InputError(
             "SOM-SUITE-UNKNOWN-METRIC",
             f"gates.metric {entry['metric']!r} is a comparison gate's metric",
-            "name candidate and reference (and max) instead of arm",
+            hint,
             where=where,
         )
     if entry["metric"] not in (*GATE_METRICS, *scorers, IDENTICAL_METRIC, NOISE_METRIC):
