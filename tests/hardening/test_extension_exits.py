@@ -198,3 +198,23 @@ def test_every_call_into_extension_code_catches_system_exit() -> None:
     assert "(*EXTENSION_ERRORS, KeyboardInterrupt)" in session and "except FINISH_ERRORS" in session
     assert "config.hook.pytest_sommelier" not in session
     assert "config.hook.pytest_sommelier" not in (PACKAGE / "plugin" / "extensions.py").read_text()
+
+
+@pytest.mark.slow
+def test_a_sys_exit_in_a_scorer_under_xdist_is_one_line_and_never_exit_0(
+    pytester: pytest.Pytester,
+) -> None:
+    """V02 under ``-n 2``: the workers score each item (``worker_scores``) and the controller
+    finishes the run; the exit reaches neither as a process exit."""
+    suite = write_scripted_suite(
+        pytester, SCRIPT, suite={"scorers": ["lenient_call"]}, gates=GATES
+    )
+    with (suite.parent / "conftest.py").open("a", encoding="utf-8") as conftest:
+        conftest.write(EXITING_SCORER)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--sommelier-out", "out", "-n", "2", timeout=300
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret not in (0, None), text[-3000:]
+    assert "SOM-SCORER-RAISED" in text and "SystemExit" in text and "INTERNALERROR" not in text
+    assert not (pytester.path / "out" / "gate_verdict.json").exists()
