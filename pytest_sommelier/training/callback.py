@@ -13,12 +13,17 @@ runs. The trained arm's adapter identity is its checkpoint folder's content dige
 what ``pytest`` computes for that folder, so a later ``pytest -m eval`` of the checkpoint is a
 cache hit and comparable.
 
-Invariants kept: a suite that cannot be loaded, a model without a peft adapter, a model that
-is not the suite's base (``inference.base_check``), a stored gate without its stored run, an
-output folder that cannot be written and a bad option are one ``SommelierError`` line raised
-from ``on_train_begin``, before any training step; a checkpoint's generation error makes that run
-incomplete (its line printed) and never stops training; the numbers logged are the stored
-run's numbers (no second computation).
+Invariants kept: every argument is checked (``SommelierCallback.check_arguments``: at
+construction, and again with the file system's answers at ``on_train_begin``); a suite that
+cannot be loaded, a model without a peft adapter, a model that is not the suite's base
+(``inference.base_check``), a stored gate without its stored run, an output folder or store
+the one output-path rule refuses, a ``metric_for_best_model`` the callback cannot fill and a
+bad option are one ``SommelierError`` line raised from ``on_train_begin``, before any training
+step; a checkpoint's generation error makes that run incomplete (its line printed), and any
+other error inside one evaluation (``errors.EXTENSION_ERRORS``) is one line with that
+checkpoint not evaluated: neither stops training; the numbers logged are the stored run's
+numbers (no second computation), and with ``every="evaluate"`` they join the evaluation's
+metrics under the Trainer's ``eval_`` prefix too.
 """
 
 from __future__ import annotations
@@ -52,7 +57,13 @@ from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import DEFAULT_STORE
 from pytest_sommelier.data.store.history_compare import paired_interval
 from pytest_sommelier.data.store.scored_run import pinned_specs
-from pytest_sommelier.errors import InputError, InvariantError, SommelierError, exception_text
+from pytest_sommelier.errors import (
+    EXTENSION_ERRORS,
+    InputError,
+    InvariantError,
+    SommelierError,
+    exception_text,
+)
 from pytest_sommelier.inference.base_check import check_live_base
 from pytest_sommelier.inference.model_call import check_generator
 from pytest_sommelier.inference.protocol import Generator
@@ -558,7 +569,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         started = time.perf_counter()
         try:
             return self._evaluate_step(model, folder, state, control, step, started)
-        except (Exception, SystemExit) as exc:  # one line; training goes on, as a finish does
+        except EXTENSION_ERRORS as exc:  # one line; training goes on, as a finish does
             if isinstance(exc, SommelierError):
                 line = str(exc)
             else:
