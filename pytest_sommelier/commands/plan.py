@@ -38,7 +38,7 @@ from pytest_sommelier.core.gates import (
     stored_subject,
 )
 from pytest_sommelier.core.intervals import RATIO_OF_SUMS
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import ARGUMENT_F1, FULL_CALL_EXACT_MATCH, METRIC_NAMES
 from pytest_sommelier.core.pipeline import evaluate_run
 from pytest_sommelier.core.power import SMALL_PILOT_DISCORDANT, Limits, assumed_difference, plan
 from pytest_sommelier.core.types import ComparisonReport, GateConfig
@@ -46,7 +46,7 @@ from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm, stor
 from pytest_sommelier.errors import InputError
 
 DEFAULT_EFFECT = 0.03
-PLAN_METRIC = "full_call_exact_match"
+PLAN_METRIC = FULL_CALL_EXACT_MATCH
 
 
 def pilot_comparisons(run_dir: Path) -> tuple[dict[str, ComparisonReport], Any]:
@@ -129,8 +129,8 @@ def pilot_outcome(run_dir: Path) -> tuple[Any, Any]:
 
 
 def _check_metric(metric: str) -> None:
-    if metric not in METRIC_NAMES or metric == "argument_f1":
-        rates = [name for name in METRIC_NAMES if name != "argument_f1"]
+    if metric not in METRIC_NAMES or metric == ARGUMENT_F1:
+        rates = [name for name in METRIC_NAMES if name != ARGUMENT_F1]
         raise InputError(
             "SOM-PLAN-METRIC",
             f"--metric {metric!r} is not a rate metric",

@@ -15,6 +15,7 @@ from pytest_sommelier.core import canonical
 from pytest_sommelier.core.acceptable import (
     METRIC_NAME as ACCEPTABLE,
 )
+from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH
 from pytest_sommelier.core.proportions import mcnemar_mid_p
 from pytest_sommelier.core.report_blocks import (
     MARGINAL_COHORT,
@@ -51,7 +52,7 @@ from pytest_sommelier.core.types import (
 from pytest_sommelier.errors import InvariantError
 
 COMPARISON_SCHEMA = "sommelier.comparison_report.v1"
-SUCCESS_METRIC = "full_call_exact_match"
+SUCCESS_METRIC = FULL_CALL_EXACT_MATCH
 TELEMETRY_MATCH_FIELDS = ("batch_size", "concurrency", "device", "device_count", "boundary")
 
 IDENTICAL_WARN_FRACTION = 0.9

@@ -19,6 +19,9 @@ import pytest
 
 from pytest_sommelier.numbers import (
     FALSE_WORDS,
+    LABEL_PREFIX,
+    LAST,
+    LAST_ANY,
     TRUE_WORDS,
     bool_word,
     decimal_number,
@@ -27,9 +30,6 @@ from pytest_sommelier.numbers import (
 )
 
 DEFAULT_MISSES = 10
-LAST = "last"  # the newest passing complete stored run of the suite
-LAST_ANY = "last-any"  # the newest complete stored run, whatever its verdict
-LABEL_PREFIX = "label:"  # label:v5, the newest stored run given that --sommelier-label
 _TRUE = TRUE_WORDS
 _FALSE = FALSE_WORDS
 _VALUE_HINT = (

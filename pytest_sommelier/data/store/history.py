@@ -47,12 +47,9 @@ from pytest_sommelier.data.store.history_record import (
 )
 from pytest_sommelier.data.store.validate import check_stored
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
-from pytest_sommelier.numbers import run_number
+from pytest_sommelier.numbers import LABEL_PREFIX, LAST, LAST_ANY, run_number
 
 DEFAULT_STORE = ".sommelier"
-LAST = "last"  # the newest comparable stored run of the suite whose verdict was pass
-LAST_ANY = "last-any"  # the newest comparable stored run of the suite, whatever its verdict
-LABEL_PREFIX = "label:"  # label:v5: the newest stored run carrying that label
 INDEX = "index.json"
 LOCK = ".lock"
 RECORD = "stored_run.json"

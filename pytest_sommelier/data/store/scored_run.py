@@ -37,8 +37,6 @@ from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import FormattedSplit, Suite, Verdict
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import (
-    LAST,
-    LAST_ANY,
     StoredRun,
     resolve_stored,
     run_of,
@@ -61,6 +59,7 @@ from pytest_sommelier.data.store.runread import (
     summary_inputs_of,
 )
 from pytest_sommelier.errors import InputError, SommelierError
+from pytest_sommelier.numbers import BASELINE_WORDS
 
 
 class RunViews(Protocol):
@@ -304,7 +303,7 @@ def pinned_specs(store: Path, suite: Suite, *, where: str) -> dict[str, str]:
                 "store",
                 where=where,
             )
-        if spec in (LAST, LAST_ANY) and found.number is not None:
+        if spec in BASELINE_WORDS and found.number is not None:
             pinned[spec] = str(found.number)
     return pinned
 
