@@ -73,7 +73,7 @@ STAGING = re.compile(r"/tmp/sommelier-rescore-[\w-]+")
 # exponent) and the Markdown efficiency rows (| arm | seconds/example | device-seconds/success |)
 PAGE_TIMING = re.compile(r'(<td class="num">)\d+\.\d{4,}(?:e-?\d+)?(</td>)|'
                          r'(<td class="num">)\d+(?:\.\d+)?e-?\d+(</td>)')
-MD_EFFICIENCY = re.compile(r"^(\| [\w-]+ \| )\d+\.\d{3} \| (?:\d+\.\d{3}|n/a) \|$", re.M)
+MD_EFFICIENCY = re.compile(r"^(\| [\w@-]+ \| )\d+\.\d{3} \| (?:\d+\.\d{3}|n/a) \|$", re.M)
 TIMED_KEYS = re.compile(r"seconds|_s$|^time$|duration|saved_at|rescored_at|timestamp")
 
 

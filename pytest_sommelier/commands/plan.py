@@ -147,7 +147,7 @@ def _stored_comparisons(
     run_dir: Path, suite: Any, comparison: str | None, store: Path | str | None
 ) -> dict[str, Mapping[str, Any]]:
     """``{ARM-vs-ARM@SPEC: the arm's block}`` for a ``--comparison`` that names a stored run
-    (compared through ``history_compare.compare_runs``, as a ``stored`` gate is)."""
+    (compared through ``core.stored_comparison.compare_runs``, as a ``stored`` gate is)."""
     found = STORED_COMPARISON.match(comparison or "")
     if found is None:
         return {}
@@ -164,13 +164,20 @@ def _stored_block(
     run_dir: Path, suite: Any, arm: str, spec: str, store: Path | str | None
 ) -> Mapping[str, Any] | str:
     """The pilot's arm against the same arm of the stored run ``spec``, or why there is none."""
+    from pytest_sommelier.core.pipeline import derive_side
+    from pytest_sommelier.core.stored_comparison import compare_runs, refuse_runs
     from pytest_sommelier.data.store.history import resolve_stored, run_at
-    from pytest_sommelier.data.store.history_compare import compare_runs
+    from pytest_sommelier.data.store.history_verdict import read_inputs
     from pytest_sommelier.errors import SommelierError
 
     try:
         reference = resolve_stored(Path(store or ".sommelier"), spec, suite=suite.name)
-        report = compare_runs(run_at(run_dir), reference)
+        pilot = run_at(run_dir)
+        refuse_runs(pilot, reference)
+        report = compare_runs(
+            pilot, reference, scored=derive_side(pilot, read_inputs(pilot)),
+            reference_scored=derive_side(reference, read_inputs(reference)),
+        )  # fmt: skip
     except SommelierError as error:
         return str(error)
     block = report["arms"].get(arm)

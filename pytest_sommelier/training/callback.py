@@ -36,6 +36,7 @@ from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.gates import SELECTION_KIND, stored_subject
 from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH, METRIC_NAMES, metric_order
 from pytest_sommelier.core.selection import flat
+from pytest_sommelier.core.stored_comparison import paired_interval
 from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
 from pytest_sommelier.core.types import (
     ArmConfig,
@@ -46,7 +47,6 @@ from pytest_sommelier.core.types import (
 )
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import DEFAULT_STORE
-from pytest_sommelier.data.store.history_compare import paired_interval
 from pytest_sommelier.data.store.scored_run import pinned_specs
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.inference.base_check import check_live_base
