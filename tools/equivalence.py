@@ -73,6 +73,10 @@ STAGING = re.compile(r"/tmp/sommelier-rescore-[\w-]+")
 # exponent) and the Markdown efficiency rows (| arm | seconds/example | device-seconds/success |)
 PAGE_TIMING = re.compile(r'(<td class="num">)\d+\.\d{4,}(?:e-?\d+)?(</td>)|'
                          r'(<td class="num">)\d+(?:\.\d+)?e-?\d+(</td>)')
+# the page's telemetry rows: an arm, its device, six counts, then its timings (seconds, seconds
+# per example, device-seconds per success), whatever their precision
+TELEMETRY_ROW = re.compile(r'(<tr data-arm="[^"]+"><td><bdi>[^<]+</bdi></td><td>[^<]*</td>'
+                           r'(?:<td class="num">\d+</td>){6})(.*?)(</tr>)')
 MD_EFFICIENCY = re.compile(r"^(\| [\w@-]+ \| )\d+\.\d{3} \| (?:\d+\.\d{3}|n/a) \|$", re.M)
 TIMED_KEYS = re.compile(r"seconds|_s$|^time$|duration|saved_at|rescored_at|timestamp")
 
@@ -201,6 +205,9 @@ def normalise(text: str, folder: Path) -> str:
     text = PAGE_DATE.sub("<DATE>", text)
     text = STAGING.sub("<STAGING>", text)
     text = PAGE_TIMING.sub(r'<td class="num"><timing></td>', text)
+    text = TELEMETRY_ROW.sub(
+        lambda m: m[1] + re.sub(r"\d+\.\d+(?:e-?\d+)?", "<timing>", m[2]) + m[3], text
+    )
     text = MD_EFFICIENCY.sub(r"\1<timing> | <timing> |", text)
     return re.sub(r'hostname="[^"]*"', 'hostname="<HOST>"', text)
 

@@ -118,8 +118,15 @@ def trace(tree: Path, folder: Path) -> list[str]:
     """Run the two sessions on ``tree`` in ``folder``; the second finish's walk."""
     project(folder)
     (folder / "trace_plugin.py").write_text(PLUGIN, encoding="utf-8")
+    tree = Path(tree).resolve()
     env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{folder}", "PYTHONHASHSEED": "0"}
     env.pop("GITHUB_STEP_SUMMARY", None)
+    where = subprocess.run(
+        [sys.executable, "-c", "import pytest_sommelier; print(pytest_sommelier.__file__)"],
+        cwd=folder, env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    if not Path(where).resolve().is_relative_to(tree):
+        raise SystemExit(f"PYTHONPATH={tree} imports pytest_sommelier from {where}")
     pytest = [sys.executable, "-m", "pytest", "suite", "-q", "-p", "no:cacheprovider",
               "--sommelier-no-cache"]  # fmt: skip
     subprocess.run([*pytest, "--sommelier-out", "one", "--sommelier-autosave"], cwd=folder,

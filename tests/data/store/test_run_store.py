@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.commands.rescore import summary_markdown, write_summary
-from pytest_sommelier.core.gates import evaluate_gates
 from pytest_sommelier.core.borrowed import arm_origin, refuse_borrowed
 from pytest_sommelier.core.compare_fail import evaluate_fail_specs, with_fail_results
+from pytest_sommelier.core.gates import evaluate_gates
 from pytest_sommelier.data.store.history import (
     FOLDER,
     check_store,

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.core import runlayout
-from pytest_sommelier.data.store.history import StoredRun
 from pytest_sommelier.core.verdict import stored_selection_arm as choose
+from pytest_sommelier.data.store.history import StoredRun
 from pytest_sommelier.data.store.history_verdict import recorded_selection
 from pytest_sommelier.errors import InputError
 
