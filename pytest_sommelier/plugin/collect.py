@@ -203,7 +203,17 @@ def refuse_unmeetable_compare_fail(
     from pytest_sommelier.data.suite.names import OVERALL
 
     where = "--sommelier-compare-fail / ini sommelier_compare_fail"
+    from pytest_sommelier.data.suite.load import GATE_METRICS
+
     for spec in parse_fail_specs(texts):
+        if spec.metric not in GATE_METRICS and spec.metric not in suite.scorers:
+            raise InputError(
+                "SOM-HISTORY-FAIL-SPEC",
+                f"{spec.text!r}: {spec.metric!r} is neither a metric nor a scorer of suite "
+                f"{suite.name!r}",
+                "one of: " + ", ".join((*GATE_METRICS, *suite.scorers)),
+                where=where,
+            )
         if spec.slice != OVERALL and spec.slice not in suite.slices:
             raise InputError(
                 "SOM-HISTORY-FAIL-SPEC",

@@ -295,3 +295,36 @@ def test_a_selected_gate_on_identical_outputs_gets_a_hint_that_fits() -> None:
         gate_configs([entry], arms, (), ("en",), "s.toml", has_selection=True)
     text = str(caught.value)
     assert "selected = true gate" in text and "instead of arm" not in text and "\n" not in text
+
+
+def test_a_compare_fail_spec_may_name_a_scorer_of_the_suite(pytester: pytest.Pytester) -> None:
+    """V25: ``--sommelier-compare-fail=NAME:MARGIN`` refused a scorer's name, though scorers
+    behave as built-ins; now a scorer the suite enables is a compare-fail metric (the gate
+    judged like a built-in's), and a name the suite enables no scorer for is one line at
+    collection."""
+    from plugin_helpers import GOLD, SCORER_HOOK, call_text, write_scripted_suite
+
+    def run_with(adapter: dict[str, str], *args: str) -> pytest.RunResult:
+        suite = write_scripted_suite(
+            pytester, {"adapter": adapter, "base": {}}, suite={"scorers": ["lenient_call"]},
+            gates=[{"name": "valid", "arm": "adapter", "metric": "valid_json_rate", "min": 0.0}],
+        )  # fmt: skip
+        with (suite.parent / "conftest.py").open("a", encoding="utf-8") as conftest:
+            conftest.write(SCORER_HOOK)
+        return pytester.runpytest("-p", "no:cacheprovider", "--sommelier-no-cache", *args)
+
+    good = {i: call_text(GOLD[i]) for i in GOLD}
+    first = run_with(good, "--sommelier-out", "one", "--sommelier-autosave")
+    assert first.ret == 0, first.stdout.str()[-2000:]
+    worse = {**good, "en-0": "prose", "en-1": "prose"}
+    spec = "--sommelier-compare-fail=lenient_call:0.05"
+    second = run_with(worse, "--sommelier-out", "two", "--sommelier-compare=last", spec)
+    text = second.stdout.str()
+    assert second.ret == 1 and "compare-fail:adapter:lenient_call:0.05" in text, text[-3000:]
+    gate = [line for line in second.stdout.lines if "compare-fail:adapter:lenient_call" in line]
+    assert gate and any(line.lstrip().startswith("FAIL") for line in gate), gate
+    unknown = run_with(good, "--sommelier-out", "three", "--sommelier-compare=last",
+                       "--sommelier-compare-fail=semantic_args:0.05")  # fmt: skip
+    assert unknown.ret != 0
+    unknown.stdout.fnmatch_lines(["*SOM-HISTORY-FAIL-SPEC*'semantic_args' is neither a metric "
+                                  "nor a scorer of suite*"])  # fmt: skip

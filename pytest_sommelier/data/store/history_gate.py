@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_sommelier.core.compare_fail import FailSpec
+from pytest_sommelier.core.scorers import NAME as SCORER_NAME
 from pytest_sommelier.data.suite.load import GATE_METRICS, OVERALL, valid_name
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.numbers import decimal_number
@@ -43,12 +44,12 @@ def parse_fail_spec(text: str, *, option: str = OPTION) -> FailSpec:
         )
     metric, margin_text = parts[0], parts[-1]
     slice_name = parts[1] if len(parts) == 3 else OVERALL
-    if metric not in GATE_METRICS:
+    if metric not in GATE_METRICS and SCORER_NAME.fullmatch(metric) is None:
         raise _bad(
             text,
             "metric",
             f"{metric!r} is not a metric",
-            "one of: " + ", ".join(GATE_METRICS),
+            "one of: " + ", ".join(GATE_METRICS) + ", or a scorer the suite enables",
             option,
         )
     if slice_name != OVERALL and not valid_name(slice_name):
