@@ -14,6 +14,7 @@ from pytest_sommelier.core.metrics import (
     metric_order,
 )
 from pytest_sommelier.core.parse import recorded_arguments_key
+from pytest_sommelier.core.reasoning import recorded_reasoning
 from pytest_sommelier.core.report_blocks import (
     MISSING,
     same_json,
@@ -64,6 +65,9 @@ def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
     fields.append(("parser_version", _field(report, "parser_version")))
     key = recorded_arguments_key(report) or _field(report, "arguments_key")  # unknown: as is
     fields.append(("arguments_key", key))
+    # [parser] reasoning and [format] template_kwargs: absent (written before them) = none
+    fields.append(("parser.reasoning", recorded_reasoning(report)))
+    fields.append(("template_kwargs", report.get("template_kwargs") or {}))
     fields.append(("decoding", _field(report, "decoding")))
     scorers = {  # core.scorers: by name, so a refusal names the scorer and its version
         str(entry.get("name")): {k: v for k, v in entry.items() if k != "name"}
@@ -161,10 +165,13 @@ def check_identity(
     ``EvaluationError("SOM-COMPARE-IDENTITY")`` naming the field path and both values:
     model_identity, config_sha256, split, test_split_sha256, slices (the slice set, in
     configured order), slices.<lang>.prompt_set_sha256, paired_slices.<lang>.pair_set_sha256,
-    parser_version, arguments_key, decoding (batch_size included), metric_names.
+    parser_version, arguments_key, parser.reasoning (the declared reasoning rule),
+    template_kwargs, decoding (batch_size included), metric_names.
 
     A report without ``arguments_key`` (written before the key was recorded, when parser v1
-    read only ``arguments``) counts as ``arguments``, so stored runs stay comparable.
+    read only ``arguments``) counts as ``arguments``, and one without a parser block or
+    template options as having no reasoning rule and no options, so stored runs stay
+    comparable.
     """
     cand_fields = _identity_fields(candidate_report)
     ref_fields = _identity_fields(reference_report)
@@ -181,6 +188,8 @@ def check_identity(
         "test_split_sha256": values["test_split_sha256"],
         "parser_version": values["parser_version"],
         "arguments_key": values["arguments_key"],
+        "parser": {"version": values["parser_version"], "reasoning": values["parser.reasoning"]},
+        "template_kwargs": values["template_kwargs"],
         "decoding": values["decoding"],
         "slices": list(langs),
         "prompt_set_sha256": {lang: values[f"slices.{lang}.prompt_set_sha256"] for lang in langs},

@@ -19,7 +19,9 @@ records it). Invariant kept: nothing here loads a tokenizer or weights, or reach
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data.json_input import strict_json
@@ -125,4 +127,28 @@ def load_checked_suite(path: Path, *, live: bool = False) -> tuple[Suite, Format
     split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
     check_gates_against_split(suite, split)
     check_split_tokenizer(suite)
+    check_split_template_kwargs(suite, split)
     return suite, split
+
+
+def check_split_template_kwargs(suite: Suite, split: FormattedSplit) -> None:
+    """Every row of the split was rendered with exactly the template options the suite
+    declares (``[format] template_kwargs``; none declared: none recorded); the first row that
+    was not is one InputError line naming both."""
+    declared = dict(suite.template_kwargs)
+    for example in split.examples:
+        recorded = dict(example.template_kwargs or {})
+        if recorded != declared:
+            raise InputError(
+                "SOM-SPLIT-TEMPLATE-KWARGS",
+                f"example {example.example_id!r} was formatted with template_kwargs "
+                f"{_kwargs_text(recorded)}, the suite declares {_kwargs_text(declared)}",
+                "re-run sommelier format with the suite's --template-kwarg options, or set "
+                "[format] template_kwargs to the ones the split was formatted with",
+                where=f"{suite.path.name}: [format] template_kwargs",
+            )
+
+
+def _kwargs_text(kwargs: dict[str, Any]) -> str:
+    text = json.dumps(kwargs, sort_keys=True, ensure_ascii=True)
+    return text if len(text) <= 80 else text[:77] + "..."

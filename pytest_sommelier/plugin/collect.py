@@ -369,6 +369,7 @@ class EvalItem(pytest.Function):
             generator,
             outcome,
             arguments_key=self.suite.arguments_key,
+            reasoning=self.suite.reasoning,
         )
         if self.suite.scorers and role_of(self.config).is_worker:
             from pytest_sommelier.plugin.extensions import worker_scores

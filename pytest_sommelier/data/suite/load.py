@@ -29,9 +29,11 @@ from typing import Any
 from pytest_sommelier.core.decoding import validate_decoding as validate_decoding
 from pytest_sommelier.core.gates import NOISE_METRIC
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
+from pytest_sommelier.core.reasoning import ReasoningRule, checked_rule
 from pytest_sommelier.core.types import GateConfig as GateConfig
 from pytest_sommelier.core.types import StatisticsConfig, Suite
 from pytest_sommelier.data.references import inside_folder, probe_path
+from pytest_sommelier.data.split.template_render import template_kwargs_problem
 from pytest_sommelier.data.suite.arms import (
     arm_configs,
     comparison_configs,
@@ -113,6 +115,8 @@ def load_suite(path: str | os.PathLike[str], *, live: bool = False) -> Suite:
         )
     test_split = _split_path(section["test_split"], folder, label)
     engine = engine_config(data.get("engine", {}), label)
+    reasoning = _reasoning(data.get("parser", {}), label)
+    template_kwargs = _template_kwargs(data.get("format", {}), label)
     return Suite(
         path=suite_path.resolve(),
         name=section["name"],
@@ -139,7 +143,38 @@ def load_suite(path: str | os.PathLike[str], *, live: bool = False) -> Suite:
         split_tokenizer=section.get("split_tokenizer", "base"),
         selection=selection,
         scorers=scorers,
+        reasoning=reasoning,
+        template_kwargs=template_kwargs,
     )
+
+
+def _reasoning(section: dict[str, Any], label: str) -> ReasoningRule:
+    """``[parser] reasoning`` (``core.reasoning.checked_rule``; absent: no rule)."""
+    try:
+        return checked_rule(section.get("reasoning"))
+    except ValueError as exc:
+        raise InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            f"key 'reasoning' {exc}",
+            'write reasoning = "think", "engine" or {start = "<think>", end = "</think>"} '
+            "(docs/parser.md, Reasoning models)",
+            where=f"{label}: [parser]",
+        ) from None
+
+
+def _template_kwargs(section: dict[str, Any], label: str) -> dict[str, Any]:
+    """``[format] template_kwargs`` (``template_render.template_kwargs_problem``; absent: none)."""
+    value = section.get("template_kwargs", {})
+    problem = template_kwargs_problem(value)
+    if problem is not None:
+        raise InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            f"key 'template_kwargs' {problem}",
+            "write template_kwargs = {enable_thinking = false} (names to JSON values; "
+            "docs/suite.md, [format])",
+            where=f"{label}: [format]",
+        )
+    return dict(value)
 
 
 def _noise_floor(statistics: dict[str, Any], gates: tuple[GateConfig, ...], label: str) -> int:
