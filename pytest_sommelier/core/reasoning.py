@@ -131,12 +131,11 @@ def parser_block(version: str, rule: ReasoningRule) -> dict[str, Any]:
 
 
 def recorded_reasoning(report: Mapping[str, Any]) -> Any:
-    """The reasoning rule a report (or resolved suite) records: ``parser.reasoning``, or
-    ``reasoning`` (a resolved suite); absent (written before the rule existed) = None."""
+    """The reasoning rule an evaluation report records (``parser.reasoning``); a report without
+    a parser block (written before the rule existed) had none: None. (A resolved suite records
+    the rule under ``reasoning``.)"""
     parser = report.get("parser")
-    if isinstance(parser, Mapping):
-        return parser.get("reasoning")
-    return report.get("reasoning")
+    return parser.get("reasoning") if isinstance(parser, Mapping) else None
 
 
 def split_output(

@@ -305,13 +305,15 @@ def value_intervals(run_dir: Path) -> dict[str, Any]:
         except SommelierError:
             continue
         scoring[name] = {
-            lang: rescored(rows, split, suite.arguments_key)[1]
+            lang: rescored(rows, split, suite.arguments_key, reasoning=suite.reasoning)[1]
             for lang, rows in arm.records.items()
         }
     return value_intervals_of(scoring, suite.statistics)
 
 
-CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split", "arguments_key")
+CONFIG_PARTS = (
+    "decoding", "statistics", "slices", "model", "test_split", "arguments_key", "reasoning",
+)  # fmt: skip
 """The parts of ``suite.resolved.json`` that ``config_sha256`` covers (besides the parser
 version), in the order a change is named (``arguments_key`` absent = ``arguments``)."""
 
