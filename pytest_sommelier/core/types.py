@@ -658,6 +658,7 @@ class ComparisonReport(TypedDict):
     efficiency: Efficiency
     misses: dict[str, ArmMisses]
     noise_floor: NotRequired[NoiseFloor]  # core.noise, with [statistics] noise_floor > 0
+    reasoning: NotRequired[dict[str, dict[str, Any]]]  # per arm: core.reasoning figures
 
 
 class GateResult(TypedDict):
