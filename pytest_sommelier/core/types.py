@@ -197,6 +197,7 @@ class Example:
     tools: Any = field(default=None, compare=False)  # the row's tools (what a scorer may read)
     # the chat-template options the row was rendered with (formatted_example.v3; None: none)
     template_kwargs: dict[str, Any] | None = field(default=None, compare=False)
+    full_text: str = field(default="", compare=False)  # the rendered conversation (checks only)
 
 
 @dataclass(frozen=True)

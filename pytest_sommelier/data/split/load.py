@@ -357,6 +357,7 @@ def _example(
         cluster_id=record.get("cluster_id"),
         tools=record.get("tools"),
         template_kwargs=kwargs or None,
+        full_text=record["full_text"],
     )
 
 
