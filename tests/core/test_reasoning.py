@@ -235,7 +235,7 @@ def test_records_carry_the_split_and_rescore_rederives_it(tmp_path: Path) -> Non
     assert records[1]["content_text"] is None and records[2]["content_text"] == records[2][
         "raw_text"]
     assert records[0]["reasoning_tokens"] == len("[not, a, call]")
-    again, scoring = rescored(records, split, reasoning=suite.reasoning)
+    again, _ = rescored(records, split, reasoning=suite.reasoning)
     assert [{k: v for k, v in r.items() if k != "miss_category"} for r in again] == records
     assert [r["miss_category"] for r in again] == [None, REASONING_UNTERMINATED, None]
     # a stored record edited to claim another split is written back with raw_text's

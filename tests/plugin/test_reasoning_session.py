@@ -80,7 +80,9 @@ def test_a_reasoning_adapter_is_compared_fairly(pytester: pytest.Pytester, xdist
     assert "reasoned" in page
     summary = (out / "report" / "adapter-vs-base.md").read_text(encoding="utf-8")
     assert "reasoning" in summary.lower()
-    result.stdout.fnmatch_lines(["reasoning (<think>...</think>*", "*adapter 4 of 4 reasoned*1 never closed*"])
+    result.stdout.fnmatch_lines(
+        ["reasoning (<think>...</think>*", "*adapter 4 of 4 reasoned*1 never closed*"]
+    )
 
 
 def test_without_the_key_the_reasoning_reaches_the_parser(pytester: pytest.Pytester) -> None:

@@ -15,13 +15,13 @@ import pytest
 
 pytest.importorskip("torch")
 
-from plugin_helpers import read_json, read_jsonl  # noqa: E402
-from suite_factory import write_suite  # noqa: E402
+from plugin_helpers import read_json, read_jsonl
+from suite_factory import write_suite
 
-from pytest_sommelier.cli import main  # noqa: E402
+from pytest_sommelier.cli import main
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from tool_templates import THINKING  # noqa: E402
+from tool_templates import THINKING
 
 pytestmark = pytest.mark.slow  # a real-model session
 

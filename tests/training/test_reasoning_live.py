@@ -25,8 +25,9 @@ IDS = ("en-0", "en-1")
 class Reasoner:
     """Reasons about a bracket, then calls the gold call of its example (by prompt)."""
 
-    model_identity: dict[str, Any] = {"fake": "reasoner"}
-    adapter_identity = None
+    def __init__(self) -> None:
+        self.model_identity: dict[str, Any] = {"fake": "reasoner"}
+        self.adapter_identity: dict[str, Any] | None = None
 
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         return [

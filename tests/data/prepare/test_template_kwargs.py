@@ -30,7 +30,7 @@ from pytest_sommelier.inference.split_check import (
 )
 
 sys.path.insert(0, str(Path(__file__).parents[2]))
-from tool_templates import THINKING, tokenizer_folder  # noqa: E402
+from tool_templates import THINKING, tokenizer_folder
 
 ROW = {
     "example_id": "en-0001",
