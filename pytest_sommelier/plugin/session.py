@@ -143,6 +143,12 @@ class SommelierSession:
 
                 whole = whole_split_note(split, asked[0], "--sommelier-sample")
                 result.notices += [whole] if whole else []
+            from pytest_sommelier.inference.split_check import reasoning_warnings
+
+            result.notices += [
+                f"warning: {line}"
+                for line in reasoning_warnings(suite, split, settings_of(self.config).engine)
+            ]
             result.run_dir = self.out_dir(suite, several)
             # the folder is claimed (one writer) and the earlier run's files removed, verdict
             # first, before anything is evaluated: whatever fails below, no stale verdict stays
