@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.metrics import record_hit
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, parse_tool_call
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import (
@@ -85,8 +85,9 @@ def noise_floor_block(
             examples += 1
             parsed, status = parse_tool_call(again["raw_text"], arguments_key=arguments_key)
             new: dict[str, Any] = {"parsed_call": parsed, "parse_status": status}
-            gold = record["gold_call"]
-            flipped = full_call_hit(record, gold) != full_call_hit(new, gold)
+            flipped = record_hit(record) != record_hit(
+                {**record, **new, "raw_text": again["raw_text"]}
+            )
             flips += int(flipped)
             if again["raw_text"] == record["raw_text"]:
                 continue

@@ -11,12 +11,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
+from pytest_sommelier.core.abstention import (
+    EXPECT_ANY_CALL,
+    EXPECT_CALL,
+    EXPECT_NO_CALL,
+    expect_of,
+)
 from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     argument_diff_paths,
     canonical_json,
-    full_call_hit,
+    record_hit,
 )
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.parse import STATUS_OK
@@ -369,16 +375,31 @@ def gate_result_lines(gates: Iterable[GateResult]) -> list[str]:
             for gate in gates]  # fmt: skip
 
 
-def describe_miss(record: GenerationRecord, gold_call: Call) -> str:
-    """A few lines explaining a miss: the gold call, the parsed call (or the raw text when it
-    did not parse), the argument paths that differ, and (with extension scorers) each
-    scorer's numerator/denominator of the example."""
+EXPECTED_TEXT = {
+    EXPECT_NO_CALL: "no call (an abstention example: no offered tool fits)",
+    EXPECT_ANY_CALL: "any valid call of an offered tool",
+}
+"""What a miss's ``gold:`` line says for an example without a single gold call."""
+
+
+def describe_miss(
+    record: GenerationRecord, gold_call: Call | None, expect: str = EXPECT_CALL
+) -> str:
+    """A few lines explaining a miss: the gold call (or what an abstention example expects),
+    the parsed call (or the raw text when it did not parse), the argument paths that differ,
+    and (with extension scorers) each scorer's numerator/denominator of the example."""
     lines = [f"{record['arm']}::{record['language']}::{record['example_id']}"]
     if record.get("miss_category"):
         flag = " (value_language_mismatch)" if record.get(LANGUAGE_FLAG) else ""
         lines.append(f"  category: {record['miss_category']}{flag}")
-    lines.append(f"  gold:   {canonical_json(gold_call)}")
     parsed = record["parsed_call"]
+    if gold_call is None or expect != EXPECT_CALL:
+        lines.append(f"  gold:   {EXPECTED_TEXT.get(expect, expect)}")
+        raw = record["raw_text"]
+        shown = raw if len(raw) <= 240 else raw[:240] + f"... ({len(raw)} chars)"
+        lines.append(f"  {record['parse_status']}: {shown!r}")
+        return "\n".join(lines)
+    lines.append(f"  gold:   {canonical_json(gold_call)}")
     if record["parse_status"] == STATUS_OK and parsed is not None:
         lines.append(f"  parsed: {canonical_json(parsed)}")
         if parsed["name"] != gold_call["name"]:
@@ -522,7 +543,7 @@ def miss_lines(outcome: RunOutcome, wanted: int) -> list[str]:
         for arm in arms
         for records in outcome.records[arm].values()
         for record in records
-        if not full_call_hit(record, record["gold_call"])
+        if not record_hit(record)
     ]
     if not misses or wanted <= 0:
         return []
@@ -531,5 +552,6 @@ def miss_lines(outcome: RunOutcome, wanted: int) -> list[str]:
         f"misses (showing {min(wanted, len(misses))} of {len(misses)}; --sommelier-misses=N):",
     ]
     for record in misses[:wanted]:
-        lines += ["  " + line for line in describe_miss(record, record["gold_call"]).splitlines()]
+        text = describe_miss(record, record["gold_call"], expect_of(record))
+        lines += ["  " + line for line in text.splitlines()]
     return lines

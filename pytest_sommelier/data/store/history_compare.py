@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, cast
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.clusters import example_clusters
-from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.metrics import record_hit
 from pytest_sommelier.core.pipeline import (
     ArmRun,
     RunOutcome,
@@ -292,8 +292,8 @@ def _flips(reference: Records, candidate: Records, slices: Mapping[str, str], li
     fixed: list[dict[str, str]] = []
     broken: list[dict[str, str]] = []
     for ref, cand in zip(reference, candidate, strict=True):
-        ref_hit = full_call_hit(ref, ref["gold_call"])
-        cand_hit = full_call_hit(cand, cand["gold_call"])
+        ref_hit = record_hit(ref)
+        cand_hit = record_hit(cand)
         if ref_hit != cand_hit:
             item = {"example_id": cand["example_id"], "slice": slices[cand["example_id"]]}
             (fixed if cand_hit else broken).append(item)
