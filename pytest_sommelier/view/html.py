@@ -40,6 +40,7 @@ from typing import Any
 import jinja2
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.abstention import EXPECT_CALL, expect_of
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_NAME
 from pytest_sommelier.core.gates import gate_text, threshold_text
@@ -261,6 +262,41 @@ class _Gold:
         return self._pairs
 
 
+def _decision_outcome(record: GenerationRecord, arm: str) -> list[Any]:
+    """:func:`_outcome` of an example without a single gold call (``core.abstention``): a hit
+    is a record the run scored without a miss category (the decision rule, applied when the
+    run was scored), and the parsed call is shown whenever there is one."""
+    _checked_parse(record, arm)
+    raw = record["raw_text"]
+    return [
+        int(record.get("miss_category") is None),
+        STATUSES.index(str(record.get("parse_status"))),
+        raw if len(raw) <= RAW_LIMIT else raw[:RAW_LIMIT],
+        record.get("parsed_call"),
+        [],
+        True,
+        record.get("miss_category"),
+        bool(record.get("cached")),
+        len(raw),
+    ]
+
+
+def _checked_parse(record: GenerationRecord, arm: str) -> None:
+    """Refuse a stored record whose parse status does not fit its parsed call."""
+    status, parsed = record.get("parse_status"), record.get("parsed_call")
+    if (
+        status not in STATUSES
+        or (parsed is not None) != (status == STATUS_OK)
+        or (parsed is not None and call_shape_error(parsed) is not None)
+    ):
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{runlayout.generations_artifact(arm, str(record.get('language')))}: example "
+            f"{record.get('example_id')!r}: parse_status {status!r} does not fit its parsed_call",
+            "the generations file was edited; run sommelier rescore to re-derive it",
+        )
+
+
 def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
     """One arm's outcome on one example (the positional list of :func:`examples_blob`).
 
@@ -338,13 +374,20 @@ def examples_blob(
     examples = []
     slice_index = {lang: i for i, lang in enumerate(slices)}
     for row in kept:
-        gold = _Gold(row_gold_call(row, arguments_key=arguments_key))
+        expect = expect_of(row)
+        gold = (
+            _Gold(row_gold_call(row, arguments_key=arguments_key))
+            if expect == EXPECT_CALL
+            else None
+        )
         user, system = _user_and_system(row)
         outcomes = []
         for arm in arm_names:
             record = by_arm[arm].get(row["example_id"])
             if record is None:
                 outcomes.append([-1, -1, "", None, [], False, None, False, 0])
+            elif gold is None:
+                outcomes.append(_decision_outcome(record, arm))
             else:
                 outcomes.append(_outcome(record, gold, arm))
         source = row.get("source_example_id")
@@ -352,11 +395,11 @@ def examples_blob(
             [
                 row["example_id"],
                 slice_index[row["language"]],
-                tools(gold.call["name"]),
+                tools(gold.call["name"] if gold is not None else f"({expect})"),
                 position.get(source, -1) if source is not None else -1,
                 systems(system),
                 user,
-                gold.call,
+                gold.call if gold is not None else None,
                 outcomes,
             ]
         )

@@ -15,6 +15,7 @@ from pytest_sommelier.core.abstention import (
     EXPECT_ANY_CALL,
     EXPECT_CALL,
     EXPECT_NO_CALL,
+    EXPECTS,
     expect_of,
 )
 from pytest_sommelier.core.gates import gate_text
@@ -53,15 +54,28 @@ from pytest_sommelier.view.text import (
 
 
 def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
-    """One row per arm and slice (and overall): the five metrics and the example count."""
-    header = ["arm", "slice", *[SHORT[m] for m in METRIC_NAMES], "n"]
+    """One row per arm and slice (and overall): the five metrics and the example count; with
+    abstention examples (``core.abstention``) the count is of call examples, and two more
+    columns say how many no-call and any-call examples the row holds (the five count the call
+    examples only)."""
+    counted = any(
+        "expects" in block for report in arm_reports.values() for block in report["slices"].values()
+    )
+    tail = ["calls", "no_call", "any_call"] if counted else ["n"]
+    header = ["arm", "slice", *[SHORT[m] for m in METRIC_NAMES], *tail]
     rows = []
     for arm, report in arm_reports.items():
         blocks = [(lang, block["metrics"]) for lang, block in report["slices"].items()]
         blocks.append(("overall", report["metrics"]))
-        for name, metrics in blocks:
+        expects = [block.get("expects") or {} for block in report["slices"].values()]
+        totals = {key: sum(e.get(key, 0) for e in expects) for key in EXPECTS}
+        for index, (name, metrics) in enumerate(blocks):
             n = metrics["valid_json_rate"]["denominator"]
-            rows.append([arm, name, *[fmt(metrics[m]["value"]) for m in METRIC_NAMES], str(n)])
+            counts = expects[index] if index < len(expects) else totals
+            cells = [str(n)]
+            if counted:
+                cells += [str(counts.get(EXPECT_NO_CALL, 0)), str(counts.get(EXPECT_ANY_CALL, 0))]
+            rows.append([arm, name, *[fmt(metrics[m]["value"]) for m in METRIC_NAMES], *cells])
     return table(header, rows)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_sommelier.core.abstention import LABELS as ABSTENTION_LABELS
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
@@ -22,10 +23,16 @@ from pytest_sommelier.core.text import selected_interval as selected_interval
 
 def extra_metrics(names: Iterable[str]) -> list[tuple[str, str]]:
     """``(name, label)`` of every metric in ``names`` other than the five, in ``metric_order``:
-    ``acceptable_call_match`` (labelled as BFCL's rules) and extension scorers (``scorer
-    <name>``), which the views show apart from the five, after them."""
+    ``acceptable_call_match`` (labelled as BFCL's rules), the abstention metrics (labelled by
+    what they count, ``core.abstention.LABELS``) and extension scorers (``scorer <name>``),
+    which the views show apart from the five, after them."""
     return [
-        (name, ACCEPTABLE_LABEL if name == ACCEPTABLE else f"scorer {name}")
+        (
+            name,
+            ACCEPTABLE_LABEL
+            if name == ACCEPTABLE
+            else ABSTENTION_LABELS.get(name, f"scorer {name}"),
+        )
         for name in metric_order(names)
         if name not in METRIC_NAMES
     ]
@@ -57,6 +64,8 @@ SHORT = {
     "argument_exact_match": "args_exact",
     "argument_f1": "args_f1",
     "full_call_exact_match": "full_call",
+    "abstention_accuracy": "abstain",
+    "decision_accuracy": "decision",
 }
 
 

@@ -2,9 +2,9 @@
 it is about.
 
 The suite loader (``sommelier.toml`` against ``schemas/suite.schema.json``) and the split loader
-(each line against ``schemas/formatted_example.v2.schema.json``) both call :func:`violation`;
-each then words the :class:`Violation` in its own terms (TOML tables and keys, JSON fields) and
-codes (``SOM-SUITE-*``, ``SOM-SPLIT-*``).
+(each line against ``schemas/formatted_example.v3.schema.json``, or v2's for a v2 row) both
+call :func:`violation`; each then words the :class:`Violation` in its own terms (TOML tables
+and keys, JSON fields) and codes (``SOM-SUITE-*``, ``SOM-SPLIT-*``).
 
 Invariants kept: a schema file is read, checked and compiled once per process; the violation
 reported for an invalid instance is a function of the instance alone (unknown keys first, then
@@ -27,10 +27,15 @@ from pytest_sommelier.data.json_input import FIELD_DEPTH_LIMIT, depth_problem
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 SUITE_SCHEMA_FILE = SCHEMAS / "suite.schema.json"
-EXAMPLE_SCHEMA_FILE = SCHEMAS / "formatted_example.v2.schema.json"
-SCHEMA_VERSION = "sommelier.formatted_example.v2"
-"""The ``schema_version`` of a formatted example: what ``sommelier format`` writes and the split
-loader accepts."""
+EXAMPLE_SCHEMA_FILE = SCHEMAS / "formatted_example.v3.schema.json"
+SCHEMA_VERSION = "sommelier.formatted_example.v3"
+"""The ``schema_version`` of a formatted example: what ``sommelier format`` writes."""
+EXAMPLE_SCHEMA_FILES: dict[str, Path] = {
+    "sommelier.formatted_example.v2": SCHEMAS / "formatted_example.v2.schema.json",
+    SCHEMA_VERSION: EXAMPLE_SCHEMA_FILE,
+}
+"""Every ``schema_version`` the split loader reads, with its schema: v2 rows (0.2 to 0.4) read
+unchanged, v3 rows add ``expect`` and ``call_markers`` (core.abstention)."""
 
 UNKNOWN_KEYS = "unknown_keys"
 MISSING_KEY = "missing_key"
