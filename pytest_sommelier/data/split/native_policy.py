@@ -255,9 +255,24 @@ def render_native(
             "use a tokenizer whose chat template renders the generation prompt as a prefix of "
             "the conversation with the assistant turn",
         )
-    markers = wrapper_markers(target, native_target_text(prompt, empty or ""))
+    markers = wrapper_markers(target, _after_common_prefix(prompt, empty or ""))
     return NativeRendering(
         messages, specs, prompt, answered, native_target_text(prompt, answered), markers
+    )
+
+
+def _after_common_prefix(prompt: str, text: str) -> str:
+    """``text`` after what it shares with ``prompt`` at the start, trailing whitespace removed:
+    an empty assistant turn's own part even where the template renders it without the
+    generation prompt's newline (``<|im_start|>assistant<|im_end|>``)."""
+    return text[_shared_length(prompt, text) :].rstrip()
+
+
+def _shared_length(left: str, right: str) -> int:
+    """How many characters ``left`` and ``right`` share at the start."""
+    return next(
+        (i for i, (a, b) in enumerate(zip(left, right, strict=False)) if a != b),
+        min(len(left), len(right)),
     )
 
 
@@ -292,10 +307,7 @@ def wrapper_markers(call_target: str, empty_target: str) -> tuple[str, ...]:
     except ValueError:
         return ()
     lead, trail = call_target[:start], call_target[end:].rstrip()
-    common = next(
-        (i for i, (a, b) in enumerate(zip(lead, empty_target, strict=False)) if a != b),
-        min(len(lead), len(empty_target)),
-    )
+    common = _shared_length(lead, empty_target)
     lead = lead[_boundary(lead, common) if common < len(lead) else common :]
     chunks = empty_target.split()
     end_of_turn = chunks[-1] if chunks else ""
