@@ -20,6 +20,7 @@ import numpy as np
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
+from pytest_sommelier.core.abstention import abstention_arrays, abstention_names
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
 from pytest_sommelier.core.parse import recorded_arguments_key
 from pytest_sommelier.core.pipeline import rescored
@@ -260,6 +261,10 @@ def value_intervals_of(
         out[name] = {}
         for label, records in blocks:
             num, den = component_arrays(list(records))
+            names = [*METRIC_NAMES, *abstention_names(records)]
+            if len(names) > len(METRIC_NAMES):  # abstention examples: their metrics too
+                extra_num, extra_den = abstention_arrays(list(records), names[len(METRIC_NAMES) :])
+                num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
             block = paired_bootstrap_arrays(
                 np.zeros_like(num),
                 np.ones_like(den),
@@ -268,6 +273,7 @@ def value_intervals_of(
                 seed=derive_seed(statistics.seed, f"history:{name}:{label}"),
                 resamples=statistics.resamples,
                 confidence_level=statistics.confidence_level,
+                metric_names=names,
             )
             totals_num, totals_den = num.sum(axis=0), den.sum(axis=0)
             out[name][label] = {
@@ -275,7 +281,7 @@ def value_intervals_of(
                     "value": float(totals_num[j] / totals_den[j]) if totals_den[j] else None,
                     **block["intervals"][metric],
                 }
-                for j, metric in enumerate(METRIC_NAMES)
+                for j, metric in enumerate(names)
             }
     return {
         "intervals": out,
