@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from pytest_sommelier.core import runlayout
-from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.abstention import abstention_arrays, abstention_names
+from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
 from pytest_sommelier.core.parse import recorded_arguments_key
 from pytest_sommelier.core.pipeline import rescored
