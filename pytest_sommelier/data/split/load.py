@@ -218,7 +218,9 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
             where=where,
         )
     version = record.get("schema_version")
-    if "schema_version" in record and version not in EXAMPLE_SCHEMA_FILES:
+    if "schema_version" in record and (
+        not isinstance(version, str) or version not in EXAMPLE_SCHEMA_FILES
+    ):
         raise InputError(
             "SOM-SPLIT-SCHEMA-VERSION",
             f"unknown schema_version {version!r}",

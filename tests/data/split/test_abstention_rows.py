@@ -157,6 +157,8 @@ def test_loader_reads_v2_and_v3_rows_together(tmp_path: Path) -> None:
          "SOM-SPLIT-FIELD", "acceptable_arguments"),
         (make_row("en-1", "en", expect="no_call"), "SOM-SPLIT-UNKNOWN-FIELD", "'expect'"),
         (v3_no_call("en-1", "en", expect="call"), "SOM-SPLIT-GOLD-CALL", "is empty"),
+        (v3_no_call("en-1", "en", schema_version=["v3"]), "SOM-SPLIT-SCHEMA-VERSION",
+         "unknown schema_version"),
     ],
 )  # fmt: skip
 def test_hostile_split_rows_are_one_line(tmp_path: Path, row: dict, code: str, says: str) -> None:
