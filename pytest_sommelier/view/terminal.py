@@ -20,7 +20,9 @@ from pytest_sommelier.core.abstention import (
 )
 from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import (
+    FULL_CALL_EXACT_MATCH,
     METRIC_NAMES,
+    VALID_JSON_RATE,
     argument_diff_paths,
     canonical_json,
     record_hit,
@@ -70,7 +72,7 @@ def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
         expects = [block.get("expects") or {} for block in report["slices"].values()]
         totals = {key: sum(e.get(key, 0) for e in expects) for key in EXPECTS}
         for index, (name, metrics) in enumerate(blocks):
-            n = metrics["valid_json_rate"]["denominator"]
+            n = metrics[VALID_JSON_RATE]["denominator"]
             counts = expects[index] if index < len(expects) else totals
             cells = [str(n)]
             if counted:
@@ -250,7 +252,7 @@ def _delta_cell(report: ComparisonReport, lang: str | None, metric: str) -> str:
 
 
 def gap_lines(
-    arm_reports: Mapping[str, EvaluationReport], metric: str = "full_call_exact_match"
+    arm_reports: Mapping[str, EvaluationReport], metric: str = FULL_CALL_EXACT_MATCH
 ) -> list[str]:
     """Matched-pair language gaps (target - reference) with the selected intervals, one row per
     arm/slice: the discordant pairs (target-only/root-only), the method and what the pairs can
