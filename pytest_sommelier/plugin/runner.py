@@ -26,8 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_sommelier.core.abstention import scoring_fields
 from pytest_sommelier.core.canonical import prompt_digest
-from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.metrics import record_hit
 from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.pipeline import ArmRun, generation_record, order_records
@@ -335,7 +336,9 @@ class Runner:
             "worker": self.worker_id,
             "processes": self.processes,
             "device": device_of(generator),
-            "hit": full_call_hit(record, example.gold_call),
+            "hit": record_hit(
+                {**record, "gold_call": example.gold_call, **scoring_fields(example)}
+            ),
             "selfcheck_differs": outcome.selfcheck.get(example.example_id),
             "rebatched": rebatched,
         }

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_sommelier.core.abstention import ABSTENTION_ACCURACY, DECISION_ACCURACY
+from pytest_sommelier.core.abstention import LABELS as ABSTENTION_LABELS
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.metrics import (
@@ -30,10 +32,16 @@ from pytest_sommelier.core.text import selected_interval as selected_interval
 
 def extra_metrics(names: Iterable[str]) -> list[tuple[str, str]]:
     """``(name, label)`` of every metric in ``names`` other than the five, in ``metric_order``:
-    ``acceptable_call_match`` (labelled as BFCL's rules) and extension scorers (``scorer
-    <name>``), which the views show apart from the five, after them."""
+    ``acceptable_call_match`` (labelled as BFCL's rules), the abstention metrics (labelled by
+    what they count, ``core.abstention.LABELS``) and extension scorers (``scorer <name>``),
+    which the views show apart from the five, after them."""
     return [
-        (name, ACCEPTABLE_LABEL if name == ACCEPTABLE else f"scorer {name}")
+        (
+            name,
+            ACCEPTABLE_LABEL
+            if name == ACCEPTABLE
+            else ABSTENTION_LABELS.get(name, f"scorer {name}"),
+        )
         for name in metric_order(names)
         if name not in METRIC_NAMES
     ]
@@ -65,6 +73,8 @@ SHORT = {
     ARGUMENT_EXACT_MATCH: "args_exact",
     ARGUMENT_F1: "args_f1",
     FULL_CALL_EXACT_MATCH: "full_call",
+    ABSTENTION_ACCURACY: "abstain",
+    DECISION_ACCURACY: "decision",
 }
 
 

@@ -2,9 +2,9 @@
 it is about.
 
 The suite loader (``sommelier.toml`` against ``schemas/suite.schema.json``) and the split loader
-(each line against ``schemas/formatted_example.v2.schema.json``) both call :func:`violation`;
-each then words the :class:`Violation` in its own terms (TOML tables and keys, JSON fields) and
-codes (``SOM-SUITE-*``, ``SOM-SPLIT-*``).
+(each line against ``schemas/formatted_example.v3.schema.json``, or v2's for a v2 row) both
+call :func:`violation`; each then words the :class:`Violation` in its own terms (TOML tables
+and keys, JSON fields) and codes (``SOM-SUITE-*``, ``SOM-SPLIT-*``).
 
 Invariants kept: a schema file is read, checked and compiled once per process; the violation
 reported for an invalid instance is a function of the instance alone (unknown keys first, then
@@ -33,7 +33,9 @@ SCHEMA_VERSION = "sommelier.formatted_example.v2"
 ``sommelier format`` writes then (every split before 0.5 is byte-identical) and the split
 loader accepts."""
 SCHEMA_VERSION_V3 = "sommelier.formatted_example.v3"
-"""The ``schema_version`` of a row with v3's fields (``template_kwargs``): v2 plus them."""
+"""The ``schema_version`` of a row with one of v3's fields (``template_kwargs``; ``expect`` other
+than ``call`` with its ``call_markers``, core.abstention): v2 plus them. A row needing none of
+them is written as v2, so a split formatted without them stays byte-identical to 0.4's."""
 EXAMPLE_SCHEMA_FILE_V3 = SCHEMAS / "formatted_example.v3.schema.json"
 EXAMPLE_SCHEMAS = {SCHEMA_VERSION: EXAMPLE_SCHEMA_FILE, SCHEMA_VERSION_V3: EXAMPLE_SCHEMA_FILE_V3}
 """Every ``schema_version`` the split loader reads, with its schema file."""
