@@ -62,7 +62,11 @@ def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
         )
         for lang in langs[1:]
     ]
-    fields.append(("parser_version", _field(report, "parser_version")))
+    # the parser block's version (0.5: {version, ...}), else the 0.4 field parser_version
+    version = _field(report, "parser", "version")
+    fields.append(
+        ("parser.version", _field(report, "parser_version") if version is MISSING else version)
+    )
     key = recorded_arguments_key(report) or _field(report, "arguments_key")  # unknown: as is
     fields.append(("arguments_key", key))
     # [parser] reasoning and [format] template_kwargs: absent (written before them) = none
@@ -165,7 +169,8 @@ def check_identity(
     ``EvaluationError("SOM-COMPARE-IDENTITY")`` naming the field path and both values:
     model_identity, config_sha256, split, test_split_sha256, slices (the slice set, in
     configured order), slices.<lang>.prompt_set_sha256, paired_slices.<lang>.pair_set_sha256,
-    parser_version, arguments_key, parser.reasoning (the declared reasoning rule),
+    parser.version (``sommelier.parser.v1`` or ``v2``: the ``parser`` block's ``version``, else
+    ``parser_version``), arguments_key, parser.reasoning (the declared reasoning rule),
     template_kwargs, decoding (batch_size included), metric_names.
 
     A report without ``arguments_key`` (written before the key was recorded, when parser v1
@@ -186,9 +191,9 @@ def check_identity(
         "config_sha256": values["config_sha256"],
         "split": values["split"],
         "test_split_sha256": values["test_split_sha256"],
-        "parser_version": values["parser_version"],
+        "parser_version": values["parser.version"],
         "arguments_key": values["arguments_key"],
-        "parser": {"version": values["parser_version"], "reasoning": values["parser.reasoning"]},
+        "parser": {"version": values["parser.version"], "reasoning": values["parser.reasoning"]},
         "template_kwargs": values["template_kwargs"],
         "decoding": values["decoding"],
         "slices": list(langs),

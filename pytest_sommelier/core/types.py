@@ -170,6 +170,8 @@ class Suite:
     split_tokenizer: str = "base"  # SPLIT_TOKENIZER_POLICIES: "any" accepts another tokenizer's
     selection: SelectionConfig | None = None  # [selection]: the best candidate, core.selection
     scorers: tuple[str, ...] = ()  # [suite] scorers: the extension scorers it enables (by name)
+    parser_version: str = "v1"  # [parser] version: core.parse_v2.PARSER_VERSIONS ("v2" refused)
+    parser_order: str = "any"  # [parser] order: core.parse_v2.ORDERS (read under v2 only)
     # [parser] reasoning: core.reasoning.ReasoningRule (None, a Delimiters pair or "engine")
     reasoning: Any = None
     # [format] template_kwargs: the chat-template options the split must be formatted with
