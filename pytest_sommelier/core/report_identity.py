@@ -7,9 +7,11 @@ arms (``core.report_comparison`` calls it first).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import (
     metric_order,
 )
@@ -203,3 +205,34 @@ def check_identity(
         },
         "metric_names": values["metric_names"],
     }
+
+
+CONFIG_PARTS = (
+    "decoding", "statistics", "slices", "model", "test_split", "arguments_key", "reasoning",
+)  # fmt: skip
+"""The parts of ``suite.resolved.json`` that ``config_sha256`` covers (besides the parser
+version), in the order a change is named (``arguments_key`` absent = ``arguments``)."""
+
+
+def _config_part(resolved: Mapping[str, Any], part: str) -> Any:
+    """One part of a resolved suite as ``config_sha256`` sees it (an absent key: arguments)."""
+    if part == "arguments_key":
+        return recorded_arguments_key(resolved) or resolved.get(part)
+    return resolved.get(part)
+
+
+def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """``decoding.max_new_tokens: 64 -> 9``: the first part of two resolved suites (an older
+    and a newer run) covered by ``config_sha256`` that differs, or None. It explains the
+    identity gate's ``config_sha256`` refusal; it is never a gate itself."""
+    for part in CONFIG_PARTS:
+        before, after = _config_part(old, part), _config_part(new, part)
+        if sha256_json(before) == sha256_json(after):
+            continue
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            for key in sorted(set(before) | set(after)):
+                if sha256_json(before.get(key)) != sha256_json(after.get(key)):
+                    was, now = json.dumps(before.get(key)), json.dumps(after.get(key))
+                    return f"{part}.{key}: {was} -> {now}"
+        return f"{part}: {json.dumps(before)} -> {json.dumps(after)}"
+    return None
