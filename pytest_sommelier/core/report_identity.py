@@ -39,6 +39,18 @@ def _field(report: Mapping[str, Any], *path: str) -> Any:
     return value
 
 
+def _parser_version(report: Mapping[str, Any]) -> Any:
+    """The report's parser version for the identity gate: the ``parser`` block's ``version``
+    (0.5), else the 0.4 field ``parser_version``; a report that carries both with different
+    values gets a value naming both, which equals no consistent report's (so it is refused)."""
+    block, flat = _field(report, "parser", "version"), _field(report, "parser_version")
+    if block is MISSING or block == flat:
+        return flat
+    if flat is MISSING:
+        return block
+    return f"{block} (parser.version) / {flat} (parser_version)"
+
+
 def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
     """The identity fields of a report, in the order the gate checks them.
 
@@ -64,11 +76,7 @@ def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
         )
         for lang in langs[1:]
     ]
-    # the parser block's version (0.5: {version, ...}), else the 0.4 field parser_version
-    version = _field(report, "parser", "version")
-    fields.append(
-        ("parser.version", _field(report, "parser_version") if version is MISSING else version)
-    )
+    fields.append(("parser.version", _parser_version(report)))
     key = recorded_arguments_key(report) or _field(report, "arguments_key")  # unknown: as is
     fields.append(("arguments_key", key))
     # [parser] reasoning and [format] template_kwargs: absent (written before them) = none

@@ -169,7 +169,6 @@ def _parser_keys(section: dict[str, Any], label: str) -> tuple[str, str]:
     return version, section.get("order", DEFAULT_ORDER)
 
 
-
 def _reasoning(section: dict[str, Any], label: str) -> ReasoningRule:
     """``[parser] reasoning`` (``core.reasoning.checked_rule``; absent: no rule)."""
     try:
