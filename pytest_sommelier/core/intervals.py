@@ -44,6 +44,8 @@ from pytest_sommelier.core.clusters import (
     cluster_sums,
     cr2_design_effect_from_sums,
     design_effect,
+    informative_clusters,
+    informative_df,
 )
 from pytest_sommelier.core.distributions import (
     normal_cdf,
@@ -185,16 +187,20 @@ def t_p_from_normal_p(p_value: float, df: float | None) -> float:
 def cluster_adjustment(difference: np.ndarray, index: np.ndarray) -> tuple[float, float]:
     """``(design effect, degrees of freedom)`` of a mean over clustered pairs: the CR2 design
     effect of the per-pair differences (Kish's worst case where none varies) and Bell &
-    McCaffrey's Satterthwaite degrees of freedom of the cluster sizes
+    McCaffrey's Satterthwaite degrees of freedom of the cluster sizes, never more than the
+    clusters holding a discordant pair minus one
     (:func:`~pytest_sommelier.core.clusters.cr2_design_effect_from_sums`,
-    :func:`~pytest_sommelier.core.clusters.bell_mccaffrey_df`). 0 degrees of freedom with a
-    single cluster: no interval narrower than [-1, 1] can be formed."""
+    :func:`~pytest_sommelier.core.clusters.bell_mccaffrey_df`,
+    :func:`~pytest_sommelier.core.clusters.informative_df`). 0 degrees of freedom with a
+    single cluster, or a single cluster holding every discordant pair: no interval narrower
+    than [-1, 1] can be formed."""
     k = cluster_count(index)
     sizes = np.bincount(index, minlength=k).astype(np.float64)
     residuals = difference - difference.mean()
     sums = np.bincount(index, weights=residuals, minlength=k)
     deff = float(cr2_design_effect_from_sums(sums, sizes, float(residuals @ residuals)))
-    return deff, float(bell_mccaffrey_df(sizes))
+    informative = informative_clusters(difference != 0.0, index)
+    return deff, informative_df(bell_mccaffrey_df(sizes), informative)
 
 
 def rate_interval(
@@ -208,10 +214,12 @@ def rate_interval(
 
     With clusters the counts are divided by the CR2 design effect of the per-pair difference
     ``cand - ref`` and the method is applied at the confidence level whose normal critical
-    value is Bell & McCaffrey's t quantile (:func:`cluster_adjustment`; the method name gains
-    ``_cr2_bm``, the entry records ``df``). The coverage benchmark behind the choice:
-    benchmarks/bench_coverage_small.py (docs/statistics.md has the table). With one cluster the
-    interval is [-1, 1].
+    value is Bell & McCaffrey's t quantile, at no more degrees of freedom than the clusters
+    holding a discordant pair minus one (:func:`cluster_adjustment`; the method name gains
+    ``_cr2_bm``, the entry records ``df`` and ``informative_clusters``). The coverage
+    benchmarks behind the choice: benchmarks/bench_coverage_small.py and
+    benchmarks/bench_clustered_margins.py (docs/statistics.md has the tables). With one
+    cluster, or one cluster holding every discordant pair, the interval is [-1, 1].
     """
     ref, cand = rows[:, 0] > 0, rows[:, 2] > 0
     pairs = rows.shape[0]
@@ -239,7 +247,8 @@ def rate_interval(
     }
     if df is not None:
         entry["df"] = df
-    if df is not None and df <= 0.0:  # one cluster: nothing to measure the spread by
+        entry["informative_clusters"] = informative_clusters(cand != ref, index)
+    if df is not None and df <= 0.0:  # one (informative) cluster: nothing to measure the spread by
         return {**entry, "lower": -1.0, "upper": 1.0, "p_value": 1.0}
     lower, upper, p_value = _rate_bounds(method, cells / deff, confidence_level, null, df)
     return {**entry, "lower": min(lower, estimate), "upper": max(upper, estimate),
