@@ -32,7 +32,7 @@ interval is zero-width only when ``degenerate`` is true.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -309,6 +309,7 @@ def ratio_interval(
     if clustered:
         deff = design_effect(ratio_intervals.linearized_residuals(rows), index)
     entry = {
+        "informative_units": informative_units(rows, index),
         "estimate": jackknife["estimate"],
         "lower": float(jackknife["lower"]),
         "upper": float(jackknife["upper"]),
@@ -334,6 +335,41 @@ def ratio_interval(
         )
         del entry["standard_error"], entry["df"], entry["centre"]
     return entry
+
+
+def informative_units(rows: np.ndarray, index: np.ndarray) -> int:
+    """The units (pairs, or clusters) holding a pair whose two per-example ratios differ: the
+    pairs :func:`discordant_counts` counts, or the clusters holding one."""
+    rn, rd, cn, cd = (rows[:, k] for k in range(4))
+    cand = np.where(cd > 0, cn, 0) * np.where(rd > 0, rd, 1)
+    ref = np.where(rd > 0, rn, 0) * np.where(cd > 0, cd, 1)
+    return informative_clusters(cand != ref, index)
+
+
+F1_MARGIN_MIN_INFORMATIVE = 50
+"""Below this many informative units (:func:`informative_units`) an ``argument_f1`` gate with
+a margin is not evaluable. Near the metric's floor its jackknife-t interval under-covers and
+passes a non-inferiority gate at its margin falsely 0.19 of the time at 10 pairs (issue 38;
+benchmarks/bench_f1_floor.py, where a MOVER interval, Zou & Donner 2008, did not hold either):
+until a method holds there, the gate says so instead of passing on that evidence."""
+
+
+def ratio_margin_unevaluable(metric: str, limits: Sequence[float], entry: Any) -> str | None:
+    """Why an ``argument_f1`` margin gate's interval is no evidence, or None: fewer than
+    :data:`F1_MARGIN_MIN_INFORMATIVE` informative units (an entry of 0.4, which does not
+    record them, counts its discordant pairs)."""
+    if not is_ratio(metric) or not is_margin(limits) or not isinstance(entry, Mapping):
+        return None
+    units = entry.get("informative_units")
+    if not isinstance(units, int):
+        counts = entry.get("discordant") or {}
+        units = int(counts.get("candidate_only", 0)) + int(counts.get("reference_only", 0))
+    if units >= F1_MARGIN_MIN_INFORMATIVE:
+        return None
+    return (f"not evaluable: a {metric} margin gate needs at least "
+            f"{F1_MARGIN_MIN_INFORMATIVE} informative units (pairs or clusters whose two arms "
+            f"differ), this one has {units}: near the metric's floor its interval passes such a "
+            "gate falsely too often (docs/statistics.md)")  # fmt: skip
 
 
 def _empty_interval(method: str) -> dict[str, Any]:

@@ -502,7 +502,7 @@ def test_the_result_has_the_documented_keys() -> None:
     assert result["clusters"] == 9 and result["pairs"] == 25 and result["clustered"] is True
     for name in METRIC_NAMES:
         entry = result["intervals"][name]
-        extra = ({"standard_error", "df", "centre"} if name == "argument_f1"
+        extra = ({"standard_error", "df", "centre", "informative_units"} if name == "argument_f1"
                  else {"pairs", "df", "informative_clusters"})  # fmt: skip
         assert {"lower", "upper", "method", "discordant", "degenerate", "design_effect",
                 "p_value", "estimate"} | extra == entry.keys()  # fmt: skip
