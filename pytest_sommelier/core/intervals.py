@@ -12,7 +12,8 @@ What ``auto`` chooses (docs/statistics.md shows the coverage benchmark behind it
 - the four rate metrics: the Bonett-Price adjusted Wald interval on the discordance table
   (:mod:`pytest_sommelier.core.proportions`); with clusters, the same interval on the counts
   divided by the CR2 design effect of the paired difference, at Bell & McCaffrey's (2002)
-  Satterthwaite degrees of freedom (``_cr2_bm``; the sandwich design effect with z, 0.3's
+  Satterthwaite degrees of freedom, never more than the clusters holding a discordant pair
+  minus one (``_cr2_bm``; the sandwich design effect with z, 0.3's
   ``_cluster_adjusted``, covered 0.907 with one dominant cluster);
 - ``argument_f1`` (a ratio of sums): the jackknife-t interval with two half-weight
   pseudo-units (:func:`~pytest_sommelier.core.ratio_intervals.pseudo_jackknife_t_interval`),
@@ -510,17 +511,21 @@ def _bootstrap_intervals(
 
 
 MARGIN_RATE_METHOD = "tango"
-"""The rate interval a gate with a non-zero margin reads: Tango's score interval, whose type I
-error at the margin stayed at or under 0.030 (one-sided nominal 0.025) in every cell of the
-margin table of benchmarks/bench_coverage.py, where the Bonett-Price bound reached 0.069 (its
-pseudo-pairs pull the estimate towards 0, the passing side of a negative margin)."""
+"""The rate interval a gate with a non-zero margin reads: Tango's score interval. Its exact
+type I error at the margin was at most 0.0268 (one-sided nominal 0.025) on the margin grid of
+benchmarks/bench_coverage_small.py (n 20-300, margins 0.02-0.2), where the Bonett-Price bound
+reached 0.069 (its pseudo-pairs pull the estimate towards 0, the passing side of a negative
+margin); the supremum over the nuisance discordance for n 10-2000 and margins 0.01-0.2 is
+``--part scan`` of the same benchmark (docs/statistics.md states it). Over clusters, at the
+informative clusters' degrees of freedom: benchmarks/bench_clustered_margins.py."""
 
 EQUIVALENCE_RATE_METHOD = "tango_cc"
 """The rate interval an equivalence gate (a lower and an upper limit) reads: Tango's score
 interval with a continuity correction of :data:`TANGO_CONTINUITY`. Uncorrected, its type I
 error at 90% reached 0.069 (nominal 0.05) at 20 pairs and 0.060 at 300 with the discordance at
-the margin one-sided; corrected, at most 0.046 in every cell of the exact margin table
-(benchmarks/bench_coverage_small.py)."""
+the margin one-sided; corrected, at most 0.046 on the exact margin grid of
+benchmarks/bench_coverage_small.py (its ``--part scan`` gives the supremum over the nuisance for
+n up to 2000: docs/statistics.md)."""
 TANGO_CONTINUITY = 0.5
 """Half a unit of ``b - c`` (on the design-effect-scaled counts over clusters)."""
 
