@@ -240,7 +240,12 @@ def main() -> None:
     parser.add_argument("--studies", type=int, default=2000)
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--part", choices=("all", "superiority", "margin"), default="all")
+    parser.add_argument("--issue-cells", action="store_true",
+                        help="only issue 38's pilots (the last five superiority cells)")
     args = parser.parse_args()
+    if args.issue_cells:
+        global CELLS
+        CELLS = CELLS[-5:]
     rng = np.random.default_rng(26)
     if args.part in ("all", "superiority"):
         superiority_part(rng, args.studies, args.markdown)

@@ -350,9 +350,11 @@ def informative_units(rows: np.ndarray, index: np.ndarray) -> int:
 F1_MARGIN_MIN_INFORMATIVE = 50
 """Below this many informative units (:func:`informative_units`) an ``argument_f1`` gate with
 a margin is not evaluable. Near the metric's floor its jackknife-t interval under-covers and
-passes a non-inferiority gate at its margin falsely 0.19 of the time at 10 pairs (issue 38;
-benchmarks/bench_f1_floor.py, where a MOVER interval, Zou & Donner 2008, did not hold either):
-until a method holds there, the gate says so instead of passing on that evidence."""
+passes a non-inferiority gate at its margin falsely 0.20 of the time at 10 pairs and 0.034-0.042
+at 100-250 pairs (16-40 informative units); with this rule at most 0.023 in every floor and
+bimodal cell, where 30 still let 0.027 through (issue 38; benchmarks/bench_f1_floor.py, where a
+MOVER interval, Zou & Donner 2008, did not hold either): until a method holds there, the gate
+says so instead of passing on that evidence."""
 
 
 def ratio_margin_unevaluable(metric: str, limits: Sequence[float], entry: Any) -> str | None:
