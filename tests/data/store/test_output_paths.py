@@ -14,13 +14,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from history_helpers import IMPROVED, V1, subprocess_session
+from history_helpers import IMPROVED, V1, save_run, subprocess_session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.data.store.artifacts import write_summary
-from pytest_sommelier.data.store.history import save_run, stored_runs
+from pytest_sommelier.data.store.history import stored_runs
 from pytest_sommelier.data.store.outputs import check_output
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from history_helpers import IMPROVED, V1, subprocess_session
+from history_helpers import IMPROVED, V1, save_run, subprocess_session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
-from pytest_sommelier.data.store.history import save_run, stored_runs
+from pytest_sommelier.data.store.history import stored_runs
 from pytest_sommelier.data.store.validate import problem
 
 EXAMPLES = 15  # max_examples of the generated property below (reported in docs/hardening.md)
