@@ -425,6 +425,8 @@ class PairedInterval(TypedDict):
     design_effect: float | None
     p_value: float | None
     pairs: NotRequired[int]  # a rate metric's counted pairs (a margin gate's Tango interval)
+    df: NotRequired[float]  # over clusters: <= informative_clusters - 1 (core.clusters)
+    informative_clusters: NotRequired[int]  # over clusters: those holding a discordant pair
 
 
 class PairedIntervals(TypedDict):
