@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -200,7 +201,7 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
             "each line must be one JSON object",
             where=where,
         ) from None
-    if b"\\u" in raw and _has_lone_surrogate(record):
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(record):
         raise InputError(
             "SOM-SPLIT-ENCODING",
             "line escapes a lone UTF-16 surrogate (e.g. \\ud800), which is not valid Unicode",
@@ -226,6 +227,11 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
     if found is not None:
         raise _schema_error(found, where)
     return record
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""What a line holding a lone surrogate must contain: UTF-8 cannot encode one, so only a
+``\\uD800``-``\\uDFFF`` escape decodes to one (a line without such an escape skips the walk)."""
 
 
 def _has_lone_surrogate(value: Any) -> bool:
