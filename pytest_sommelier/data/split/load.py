@@ -230,6 +230,7 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
 """What a line holding a lone surrogate must contain: UTF-8 cannot encode one, so only a
 ``\\uD800``-``\\uDFFF`` escape decodes to one (a line without such an escape skips the walk)."""
 
@@ -409,7 +410,9 @@ def _gold_call(target_text: str, example_id: str, where: str) -> Call:
         problem = f"is not valid JSON ({_one_line(str(exc))})"
     else:
         found = _gold_problem(value)
-        if found is None and _has_lone_surrogate(value):
+        if found is None and _SURROGATE_ESCAPE_TEXT.search(target_text) and _has_lone_surrogate(
+            value
+        ):
             found = "escapes a lone UTF-16 surrogate, which is not valid Unicode"
         if found is None:
             return cast(Call, value[0])
