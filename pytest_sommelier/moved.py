@@ -3,7 +3,9 @@ to its new home, and :func:`install` puts a finder first on ``sys.meta_path`` th
 name with the new module itself (one module object under both names, never a second copy).
 
 The package ``__init__`` installs it, so ``from pytest_sommelier.data.formatting import
-format_file`` still works; the CHANGELOG's "Moved" list is this table.
+format_file`` still works; the CHANGELOG's "Moved" list is this table. Each old name, the first
+time it is imported in a process, warns with a ``DeprecationWarning`` naming its new path and the
+release that removes it (:data:`REMOVED_IN`), as docs/api.md's deprecation rule asks.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+import warnings
 from types import ModuleType
 
 PACKAGE = "pytest_sommelier"
+REMOVED_IN = "0.6"
+"""The release in which the old paths stop importing."""
 
 MOVED: dict[str, str] = {
     f"{PACKAGE}.{old}": f"{PACKAGE}.{new}"
@@ -71,10 +76,17 @@ class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        warnings.warn(deprecation(spec.name), DeprecationWarning, stacklevel=2)
         return importlib.import_module(MOVED[spec.name])
 
     def exec_module(self, module: ModuleType) -> None:
         """The module ran under its new name already."""
+
+
+def deprecation(old: str) -> str:
+    """The warning an old path gives: ``pytest_sommelier.data.formatting is deprecated: import
+    pytest_sommelier.data.prepare.formatting (the old path is removed in 0.6)``."""
+    return f"{old} is deprecated: import {MOVED[old]} (the old path is removed in {REMOVED_IN})"
 
 
 def install() -> None:

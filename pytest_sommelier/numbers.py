@@ -1,6 +1,8 @@
 """The one parser of numbers, run numbers and true/false words written as text: on the command
 line (``sommelier ...`` arguments, ``--sommelier-*`` options and their ini twins) and in suite
-files (``stored = "3"``).
+files (``stored = "3"``); and the one home of the words that name a stored run beside a number
+(:data:`LAST`, :data:`LAST_ANY`, :data:`LABEL_PREFIX`: ``--sommelier-compare``, ``stored =``,
+``sommelier compare``, the run store's lookup all import them).
 
 Invariants kept: a number is ASCII digits only (``str.isdigit`` and ``int()`` also take ``²``,
 ``٢``, ``１`` and ``1_0``: none of them is a number here), finite, and inside the bounds the
@@ -23,6 +25,15 @@ _RUN_NUMBER = re.compile(r"[0-9]{1,8}", re.ASCII)
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
+
+LAST = "last"
+"""The newest complete stored run of the suite whose verdict was pass."""
+LAST_ANY = "last-any"
+"""The newest complete stored run of the suite, whatever its verdict."""
+LABEL_PREFIX = "label:"
+"""``label:v5``: the newest stored run carrying that ``--sommelier-label``."""
+BASELINE_WORDS = (LAST, LAST_ANY)
+"""The words a stored-run spec may be instead of a number or a label."""
 
 
 def whole_number(text: object, *, low: int | None = None, high: int | None = None) -> int | None:
@@ -104,7 +115,11 @@ def decimal_argument(low: float, high: float) -> Callable[[str], float]:
 
 
 __all__ = [
+    "BASELINE_WORDS",
     "FALSE_WORDS",
+    "LABEL_PREFIX",
+    "LAST",
+    "LAST_ANY",
     "TRUE_WORDS",
     "bool_word",
     "decimal_argument",

@@ -38,12 +38,21 @@ GROUPS: dict[str, str] = {kind: f"sommelier.{kind}" for kind in KINDS}
 BUILTIN_SOURCE = "built-in"
 """The source every built-in entry names."""
 
+TRANSFORMERS = "transformers"
+VLLM = "vllm"
+OPENAI = "openai"
+"""The built-in engines' names: the one place each is spelled (``core.types.ENGINE_NAMES``,
+``EngineConfig``'s default, each engine module's ``ENGINE`` and the live engines import them)."""
+
+DEFAULT_ENGINE = TRANSFORMERS
+"""The engine of a suite without ``[engine] name`` (and of a stored run that recorded none)."""
+
 BUILTIN: dict[str, dict[str, str]] = {
     "scorers": {},
     "engines": {
-        "transformers": "pytest_sommelier.inference.transformers_engine:load_engine",
-        "vllm": "pytest_sommelier.inference.vllm_engine:load_generators",
-        "openai": "pytest_sommelier.inference.openai_engine:load_generators",
+        TRANSFORMERS: "pytest_sommelier.inference.transformers_engine:load_engine",
+        VLLM: "pytest_sommelier.inference.vllm_engine:load_generators",
+        OPENAI: "pytest_sommelier.inference.openai_engine:load_generators",
     },
     "importers": {
         "openai-chat": "pytest_sommelier.data.prepare.importers.openai_chat:IMPORTER",
@@ -174,8 +183,12 @@ def registry(kind: str, added: Iterable[Source] = ()) -> Registry:
 __all__ = [
     "BUILTIN",
     "BUILTIN_SOURCE",
+    "DEFAULT_ENGINE",
     "GROUPS",
     "KINDS",
+    "OPENAI",
+    "TRANSFORMERS",
+    "VLLM",
     "Entry",
     "Registry",
     "entry_point_sources",

@@ -100,3 +100,53 @@ def subprocess_session(
     run_dir = folder / out
     assert (run_dir / "suite.resolved.json").is_file(), result.stdout + result.stderr
     return run_dir
+
+
+def value_intervals(run_dir: Path) -> dict[str, Any]:
+    """The value intervals of a run folder's own records, as a session computes them for the
+    store's record (``core.stored_comparison.value_intervals_of``), read back through the
+    store's readers."""
+    from pytest_sommelier.core import runlayout
+    from pytest_sommelier.core.pipeline import rescored
+    from pytest_sommelier.core.stored_comparison import value_intervals_of
+    from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
+
+    _, suite, split = load_run_inputs(run_dir)
+    scoring = {}
+    for name in suite.arms:
+        arm_dir = runlayout.arm_dir(run_dir, name)
+        if runlayout.arm_report(arm_dir).is_file():
+            arm = stored_arm(suite, split, arm_dir)
+            scoring[name] = {
+                lang: rescored(rows, split, suite.arguments_key)[1]
+                for lang, rows in arm.records.items()
+            }
+    return value_intervals_of(scoring, suite.statistics)
+
+
+def save_run(run_dir: Path, store: Path, **kwargs: Any) -> Any:
+    """``data.store.history.save_run`` of a run folder with its value intervals (what the
+    session's finish hands the store; the store computes none)."""
+    from pytest_sommelier.data.store import history
+    from pytest_sommelier.errors import SommelierError
+
+    if "intervals" not in kwargs:
+        try:
+            kwargs["intervals"] = value_intervals(Path(run_dir))
+        except SommelierError:  # not a run: the store's own refusal is what the test meets
+            pass
+    return history.save_run(run_dir, store, **kwargs)
+
+
+def compare_stored(candidate: Any, reference: Any, **kwargs: Any) -> dict[str, Any]:
+    """``core.stored_comparison.compare_runs`` of two runs as ``sommelier compare`` makes it:
+    the run checks first, then each side read by the store and re-derived by the pipeline."""
+    from pytest_sommelier.core.pipeline import derive_side
+    from pytest_sommelier.core.stored_comparison import compare_runs, refuse_runs
+    from pytest_sommelier.data.store.history_verdict import read_inputs
+
+    refuse_runs(candidate, reference)
+    return compare_runs(
+        candidate, reference, scored=derive_side(candidate, read_inputs(candidate)),
+        reference_scored=derive_side(reference, read_inputs(reference)), **kwargs,
+    )  # fmt: skip

@@ -419,7 +419,6 @@ def test_training_may_import_only_the_runner_of_plugin(tmp_path: Path) -> None:
 # the docs give, through the store's one reader ``runread.read_run``.)
 VIEW_STORE_NAMES = {
     "pytest_sommelier.data.store.runread": {"SummaryInputs", "RunFiles"},
-    "pytest_sommelier.data.store.history_verdict": {"AgainstStored"},
     "pytest_sommelier.data.store.history": {"PAGE"},
     "pytest_sommelier.data.store.artifacts": {"StoredArm"},
     "pytest_sommelier.data.store.history_record": {"adapter_text"},  # a value's text, no file
@@ -454,3 +453,136 @@ def view_store_imports(root: Path) -> list[str]:
 
 def test_views_render_values_and_read_nothing_from_the_store() -> None:
     assert view_store_imports(ROOT) == []
+
+
+# What ``data`` may take from the core's statistics and gates: types and constants (a record's
+# shape, a schema name, a threshold key), never a function that computes an interval, a test,
+# a report block or a verdict (issue 34: the store only stores; every gate is judged in core).
+STATISTICS_AND_GATES = frozenset({
+    "pytest_sommelier.core.stats", "pytest_sommelier.core.intervals",
+    "pytest_sommelier.core.proportions", "pytest_sommelier.core.ratio_intervals",
+    "pytest_sommelier.core.power", "pytest_sommelier.core.multiplicity",
+    "pytest_sommelier.core.distributions", "pytest_sommelier.core.clusters",
+    "pytest_sommelier.core.noise", "pytest_sommelier.core.gates",
+    "pytest_sommelier.core.selection", "pytest_sommelier.core.report_blocks",
+    "pytest_sommelier.core.report_comparison", "pytest_sommelier.core.stored_comparison",
+    "pytest_sommelier.core.compare_fail", "pytest_sommelier.core.verdict",
+})  # fmt: skip
+PIPELINE_FUNCTIONS = frozenset({
+    "evaluate_run", "build_arm_reports", "build_comparisons", "gate_intervals", "rescored",
+    "derive_side", "compare_arm_sides", "telemetry_for", "selection_block",
+})  # fmt: skip
+"""The functions of ``core.pipeline`` that evaluate (its record checks, ``order_records``, and
+its types stay importable: the store checks what it reads with them)."""
+
+
+def data_statistics_imports(root: Path) -> list[str]:
+    """One line per name a module under ``data/`` imports from the core's statistics and gate
+    modules, or from the pipeline's evaluation, that is a function (a lower-case name), and per
+    such module imported whole."""
+    found = []
+    for path in sorted((root / "data").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                found += [f"{where}: {alias.name}" for alias in node.names
+                          if alias.name in STATISTICS_AND_GATES]  # fmt: skip
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            for alias in node.names:
+                dotted = f"{node.module}.{alias.name}"
+                if dotted in STATISTICS_AND_GATES:
+                    found.append(f"{where}: {dotted}")
+                elif node.module in STATISTICS_AND_GATES and alias.name[:1].islower():
+                    found.append(f"{where}: {dotted}")
+                elif node.module == f"{PACKAGE}.core.pipeline" and alias.name in (
+                    PIPELINE_FUNCTIONS
+                ):
+                    found.append(f"{where}: {dotted}")
+    return found
+
+
+def test_the_store_computes_no_interval_test_or_gate() -> None:
+    assert data_statistics_imports(ROOT) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from pytest_sommelier.core.gates import evaluate_gates\n",
+        "def f():\n    from pytest_sommelier.core.stats import paired_bootstrap\n",
+        "from pytest_sommelier.core import stats\n",
+        "import pytest_sommelier.core.verdict\n",
+        "from pytest_sommelier.core.pipeline import evaluate_run\n",
+        "from pytest_sommelier.core.stored_comparison import compare_runs\n",
+    ],
+    ids=["gate", "lazy-statistic", "module", "import", "pipeline", "comparison"],
+)
+def test_a_data_module_importing_a_statistic_or_a_gate_is_reported(
+    tmp_path: Path, source: str
+) -> None:
+    root = _tree(tmp_path, {"data/store/__init__.py": "", "data/store/x.py": source,
+                            "data/store/ok.py": "from pytest_sommelier.core.gates import "
+                            "SELECTION_KIND\nfrom pytest_sommelier.core.pipeline import "
+                            "ArmRun, order_records\n"})  # fmt: skip
+    found = data_statistics_imports(root)
+    assert len(found) == 1 and found[0].startswith("pytest_sommelier/data/store/x.py:"), found
+
+
+def test_training_reads_statistics_from_core_only() -> None:
+    """The callback and its stop rule take their intervals from ``core`` (the store's modules
+    hold none to take); the stop rule imports nothing but ``core`` and the errors."""
+    imported = {
+        path.name: [
+            node.module
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ImportFrom) and node.module
+            and node.module.startswith(f"{PACKAGE}.")
+        ]
+        for path in sorted((ROOT / "training").glob("*.py"))
+    }  # fmt: skip
+    assert [module for module in imported["stop_rule.py"]
+            if not module.startswith((f"{PACKAGE}.core.", f"{PACKAGE}.errors"))] == []  # fmt: skip
+    assert "pytest_sommelier.core.stored_comparison" in imported["stop_rule.py"]
+    assert [
+        (name, module) for name, modules in imported.items() for module in modules
+        if module.startswith(f"{PACKAGE}.data.") and module.split(".")[-1] in (
+            "history_compare", "history_gate"
+        )
+    ] == []  # fmt: skip
+
+
+# The records docs/architecture.md sketches are the real types, written from them.
+SKETCHED = ("ModelConfig", "ArmConfig", "EngineConfig", "ComparisonConfig", "StatisticsConfig",
+            "GateConfig", "SelectionConfig", "Suite", "Example", "FormattedSplit")  # fmt: skip
+
+
+def record_sketch() -> str:
+    """The fenced block of docs/architecture.md, "Suite and split objects": every field of each
+    record of ``SKETCHED`` (``core.types``) with its annotation and default, in order."""
+    import dataclasses
+
+    from pytest_sommelier.core import types
+
+    lines = ["```python"]
+    for name in SKETCHED:
+        record = getattr(types, name)
+        lines.append(f"class {name}:  # frozen dataclass, core.types")
+        for item in dataclasses.fields(record):
+            if item.default is not dataclasses.MISSING:
+                default = f" = {item.default!r}"
+            elif item.default_factory is not dataclasses.MISSING:
+                default = f" = {item.default_factory.__name__}()"
+            else:
+                default = ""
+            lines.append(f"    {item.name}: {item.type}{default}")
+    return "\n".join([*lines, "```"])
+
+
+def test_the_record_sketch_is_the_real_types() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    expected = record_sketch()
+    assert expected in text, (
+        "docs/architecture.md's record sketch is not core.types; replace its block with:\n"
+        + expected
+    )

@@ -6,15 +6,24 @@ ids, dates, timings and the scratch folder's path.
 
 ``--before`` is a git revision of this repository (default ``main``), unpacked with
 ``git archive`` into a scratch folder (nothing in the repository changes); ``--after`` is a
-source tree (default: this one). Each tree runs, with ``PYTHONPATH`` pointing at it, in a fresh
-scratch project holding one scripted-fake suite (the tests' ``suite_factory``, ``plugin_helpers``
-and the one fake, ``fakes``: two arms, English and Hebrew, an arm gate and a stored gate):
+source tree (default: this one). Each tree runs, with ``PYTHONPATH`` pointing at it, in fresh
+scratch projects of scripted-fake suites (the tests' ``suite_factory``, ``plugin_helpers``,
+``sweep_helpers`` and the one fake, ``fakes``). ``history`` (two arms, English and Hebrew, an
+arm gate and a stored gate):
 
 1. a session autosaving the run into the store (``one``), with ``--junitxml``;
 2. a regressed session compared with the stored run (``--sommelier-compare last`` and a
    compare-fail gate: ``two``), with ``--junitxml``;
 3. ``sommelier rescore two --out three``, ``sommelier report two --out page.html``,
    ``sommelier history``, ``sommelier compare 1 two``.
+
+``family`` (the same suite under ``familywise = "holm"`` with a comparison gate): a stored run,
+then a session whose two compare-fail gates join the family, then ``sommelier rescore --suite
+--compare --compare-fail``. ``sweep`` (three checkpoints behind an adapter glob, a
+``[selection]``, selection gates against the reference and against stored runs, by label and
+by ``last-any``): a run stored as ``shipped``, a second session judged against it, its rescore
+and its page. Every step runs with ``GITHUB_STEP_SUMMARY`` naming a file of the project, so
+the CI summary is compared too (``ci-summary/<step>.md``).
 
 It prints one line per file (``same``, ``differs``, ``only before``, ``only after``) and a
 unified diff of each difference; the exit status is 0 when everything is the same, 1 otherwise.
@@ -46,6 +55,7 @@ from fakes import FAKE_CONFTEST  # noqa: E402
 from history_helpers import REGRESSED, V1, script  # noqa: E402
 from plugin_helpers import rows  # noqa: E402
 from suite_factory import write_suite  # noqa: E402
+from sweep_helpers import BEATS_BASE, STORED, sweep  # noqa: E402
 
 GATES = [
     {"name": "adapter-solid", "arm": "adapter", "metric": "full_call_exact_match", "min": 0.5},
@@ -63,7 +73,11 @@ STAGING = re.compile(r"/tmp/sommelier-rescore-[\w-]+")
 # exponent) and the Markdown efficiency rows (| arm | seconds/example | device-seconds/success |)
 PAGE_TIMING = re.compile(r'(<td class="num">)\d+\.\d{4,}(?:e-?\d+)?(</td>)|'
                          r'(<td class="num">)\d+(?:\.\d+)?e-?\d+(</td>)')
-MD_EFFICIENCY = re.compile(r"^(\| [\w-]+ \| )\d+\.\d{3} \| (?:\d+\.\d{3}|n/a) \|$", re.M)
+# the page's telemetry rows: an arm, its device, six counts, then its timings (seconds, seconds
+# per example, device-seconds per success), whatever their precision
+TELEMETRY_ROW = re.compile(r'(<tr data-arm="[^"]+"><td><bdi>[^<]+</bdi></td><td>[^<]*</td>'
+                           r'(?:<td class="num">\d+</td>){6})(.*?)(</tr>)')
+MD_EFFICIENCY = re.compile(r"^(\| [\w@-]+ \| )\d+\.\d{3} \| (?:\d+\.\d{3}|n/a) \|$", re.M)
 TIMED_KEYS = re.compile(r"seconds|_s$|^time$|duration|saved_at|rescored_at|timestamp")
 
 
@@ -77,29 +91,48 @@ def unpack(rev: str, into: Path) -> Path:
     return into
 
 
-def project(folder: Path) -> Path:
-    """The scratch project: the scripted suite, its fake model and script."""
+FAMILY_GATES = [
+    {"name": "uplift", "candidate": "adapter", "reference": "base",
+     "metric": "full_call_exact_match", "ci_lower_above": 0.0},
+    {"name": "adapter-solid", "arm": "adapter", "metric": "full_call_exact_match", "min": 0.2},
+]  # fmt: skip
+FAMILY_STATISTICS = {"familywise": "holm", "cluster": "example"}
+
+
+def project(folder: Path, **overrides: Any) -> Path:
+    """A scratch project: the scripted suite, its fake model and script."""
     suite = write_suite(
-        folder / "suite", rows=rows(), model={"base": "fake-org/fake-model"}, gates=GATES
-    )
+        folder / "suite", rows=rows(), model={"base": "fake-org/fake-model"},
+        **{"gates": GATES, **overrides},
+    )  # fmt: skip
     (suite.parent / "conftest.py").write_text(FAKE_CONFTEST, encoding="utf-8")
     (suite.parent / "script.json").write_text(json.dumps(script(V1)), encoding="utf-8")
     return suite
+
+
+class _Folder:
+    """What ``sweep_helpers.sweep`` reads of a pytester: its ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
 
 
 def run_tree(tree: Path, folder: Path) -> dict[str, str]:
     """Run the sessions and commands on ``tree`` in ``folder``; the terminal output of each."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
     env.pop("GITHUB_STEP_SUMMARY", None)
-    project(folder)
     python = [sys.executable]
     pytest = [*python, "-m", "pytest", "suite", "-p", "no:cacheprovider", "--sommelier-no-cache"]
     cli = [*python, "-c", "import sys; from pytest_sommelier.cli import main; sys.exit(main())"]
     outputs: dict[str, str] = {}
 
-    def step(name: str, argv: list[str]) -> None:
-        done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True)
-        outputs[name] = f"exit {done.returncode}\n{done.stdout}{done.stderr}"
+    def step(where: Path, name: str, argv: list[str]) -> None:
+        summary = where / "ci-summary" / f"{name}.md"
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        summary.write_text("", encoding="utf-8")
+        done = subprocess.run(argv, cwd=where, env={**env, "GITHUB_STEP_SUMMARY": str(summary)},
+                              capture_output=True, text=True)  # fmt: skip
+        outputs[f"{where.name}/{name}"] = f"exit {done.returncode}\n{done.stdout}{done.stderr}"
 
     where = subprocess.run(
         [*python, "-c", "import pytest_sommelier; print(pytest_sommelier.__file__)"],
@@ -107,16 +140,44 @@ def run_tree(tree: Path, folder: Path) -> dict[str, str]:
     ).stdout.strip()  # fmt: skip
     if not Path(where).resolve().is_relative_to(tree.resolve()):
         raise SystemExit(f"PYTHONPATH={tree} imports pytest_sommelier from {where}")
-    step("1-session-one", [*pytest, "--sommelier-out", "one", "--sommelier-autosave",
-                           "--junitxml", "one.xml"])  # fmt: skip
-    (folder / "suite" / "script.json").write_text(json.dumps(script(REGRESSED)), encoding="utf-8")
-    step("2-session-two", [*pytest, "--sommelier-out", "two", "--sommelier-compare", "last",
-                           "--sommelier-compare-fail=full_call_exact_match:0.02",
-                           "--junitxml", "two.xml"])  # fmt: skip
-    step("3-rescore", [*cli, "rescore", "two", "--out", "three"])
-    step("4-report", [*cli, "report", "two", "--out", "page.html"])
-    step("5-history", [*cli, "history", ".sommelier", "--out", "history.html"])
-    step("6-compare", [*cli, "compare", "1", "two"])
+
+    history = folder / "history"
+    project(history)
+    step(history, "1-session-one", [*pytest, "--sommelier-out", "one", "--sommelier-autosave",
+                                    "--junitxml", "one.xml"])  # fmt: skip
+    (history / "suite" / "script.json").write_text(json.dumps(script(REGRESSED)), "utf-8")
+    step(history, "2-session-two", [*pytest, "--sommelier-out", "two", "--sommelier-compare",
+                                    "last", "--sommelier-compare-fail=full_call_exact_match:0.02",
+                                    "--junitxml", "two.xml"])  # fmt: skip
+    step(history, "3-rescore", [*cli, "rescore", "two", "--out", "three"])
+    step(history, "4-report", [*cli, "report", "two", "--out", "page.html"])
+    step(history, "5-history", [*cli, "history", ".sommelier", "--out", "history.html"])
+    step(history, "6-compare", [*cli, "compare", "1", "two"])
+
+    family = folder / "family"
+    suite = project(family, gates=FAMILY_GATES, statistics=FAMILY_STATISTICS)
+    fails = ["--sommelier-compare-fail=full_call_exact_match:0.02",
+             "--sommelier-compare-fail=full_call_exact_match:0.9"]  # fmt: skip
+    step(family, "1-session-one", [*pytest, "--sommelier-out", "one", "--sommelier-autosave"])
+    step(family, "2-session-two", [*pytest, "--sommelier-out", "two",
+                                   "--sommelier-compare=last-any", *fails,
+                                   "--junitxml", "two.xml"])  # fmt: skip
+    step(family, "3-rescore", [*cli, "rescore", "two", "--out", "three", "--suite",
+                               str(suite.relative_to(family)), "--compare", "last-any",
+                               "--compare-fail", "full_call_exact_match:0.02",
+                               "--compare-fail", "full_call_exact_match:0.9"])  # fmt: skip
+
+    checkpoints = folder / "sweep"
+    last = {**STORED, "name": "beats-last", "stored": "last-any"}
+    sweep(_Folder(checkpoints), (3, 6, 4), [BEATS_BASE, last])  # type: ignore[arg-type]
+    step(checkpoints, "1-session-one", [*pytest, "--sommelier-out", "one",
+                                        "--sommelier-autosave", "--sommelier-label",
+                                        "shipped"])  # fmt: skip
+    sweep(_Folder(checkpoints), (10, 12, 24), [BEATS_BASE, STORED, last])  # type: ignore[arg-type]
+    step(checkpoints, "2-session-two", [*pytest, "--sommelier-out", "two",
+                                        "--junitxml", "two.xml"])  # fmt: skip
+    step(checkpoints, "3-rescore", [*cli, "rescore", "two", "--out", "three"])
+    step(checkpoints, "4-report", [*cli, "report", "two", "--out", "page.html"])
     return outputs
 
 
@@ -144,6 +205,9 @@ def normalise(text: str, folder: Path) -> str:
     text = PAGE_DATE.sub("<DATE>", text)
     text = STAGING.sub("<STAGING>", text)
     text = PAGE_TIMING.sub(r'<td class="num"><timing></td>', text)
+    text = TELEMETRY_ROW.sub(
+        lambda m: m[1] + re.sub(r"\d+\.\d+(?:e-?\d+)?", "<timing>", m[2]) + m[3], text
+    )
     text = MD_EFFICIENCY.sub(r"\1<timing> | <timing> |", text)
     return re.sub(r'hostname="[^"]*"', 'hostname="<HOST>"', text)
 

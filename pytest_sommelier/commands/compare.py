@@ -47,14 +47,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _compare_arm_folders(args: argparse.Namespace, specs: list[Any]) -> int:
     """Two stored arms through the identity gate (``data.store.stored.compare_arms``)."""
+    from pytest_sommelier.core.compare_fail import evaluate_fail_specs
+    from pytest_sommelier.core.pipeline import compare_arm_sides
     from pytest_sommelier.data.store import artifacts
     from pytest_sommelier.data.store.history_compare import refuse_same_arm_folder
-    from pytest_sommelier.data.store.history_gate import evaluate_fail_specs
-    from pytest_sommelier.data.store.stored import compare_arms
+    from pytest_sommelier.data.store.stored import read_arm_side
     from pytest_sommelier.view.markdown import comparison_markdown
 
     refuse_same_arm_folder(Path(args.candidate), Path(args.reference))
-    report = compare_arms(Path(args.candidate), Path(args.reference))
+    candidate = read_arm_side(Path(args.candidate))
+    report = compare_arm_sides(candidate, read_arm_side(Path(args.reference)))
     markdown = comparison_markdown(report)
     if args.out:
         json_path, _ = artifacts.write_comparison(Path(args.out), report["name"], report, markdown)
@@ -74,16 +76,25 @@ def _compare_arm_folders(args: argparse.Namespace, specs: list[Any]) -> int:
 
 
 def _compare_runs(args: argparse.Namespace, specs: list[Any]) -> int:
-    """Two runs, arm by arm (``data.store.history_compare.compare_runs``)."""
+    """Two runs, arm by arm (``core.stored_comparison.compare_runs``, over what the store read of
+    each: ``data.store.history_verdict.read_inputs``)."""
+    from pytest_sommelier.core.compare_fail import evaluate_fail_specs
+    from pytest_sommelier.core.pipeline import derive_side
+    from pytest_sommelier.core.stored_comparison import compare_runs, refuse_runs
     from pytest_sommelier.data.store.history import resolve_stored
-    from pytest_sommelier.data.store.history_compare import compare_runs, write_compare
-    from pytest_sommelier.data.store.history_gate import evaluate_fail_specs
+    from pytest_sommelier.data.store.history_compare import write_compare
+    from pytest_sommelier.data.store.history_verdict import read_inputs
     from pytest_sommelier.view.compare import compare_lines, compare_markdown
 
     store = Path(args.store)
     candidate = resolve_stored(store, args.candidate)
     reference = resolve_stored(store, args.reference, suite=candidate.suite)
-    report = compare_runs(candidate, reference, flips=args.misses)
+    refuse_runs(candidate, reference)  # before either is read
+    report = compare_runs(
+        candidate, reference, flips=args.misses,
+        scored=derive_side(candidate, read_inputs(candidate)),
+        reference_scored=derive_side(reference, read_inputs(reference)),
+    )  # fmt: skip
     for line in compare_lines(report):
         print(line)
     if args.out:

@@ -38,7 +38,7 @@ from pytest_sommelier.core.gates import (
     stored_subject,
 )
 from pytest_sommelier.core.intervals import RATIO_OF_SUMS
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import ARGUMENT_F1, FULL_CALL_EXACT_MATCH, METRIC_NAMES
 from pytest_sommelier.core.pipeline import evaluate_run
 from pytest_sommelier.core.power import SMALL_PILOT_DISCORDANT, Limits, assumed_difference, plan
 from pytest_sommelier.core.types import ComparisonReport, GateConfig
@@ -46,7 +46,7 @@ from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm, stor
 from pytest_sommelier.errors import InputError
 
 DEFAULT_EFFECT = 0.03
-PLAN_METRIC = "full_call_exact_match"
+PLAN_METRIC = FULL_CALL_EXACT_MATCH
 
 
 def pilot_comparisons(run_dir: Path) -> tuple[dict[str, ComparisonReport], Any]:
@@ -129,8 +129,8 @@ def pilot_outcome(run_dir: Path) -> tuple[Any, Any]:
 
 
 def _check_metric(metric: str) -> None:
-    if metric not in METRIC_NAMES or metric == "argument_f1":
-        rates = [name for name in METRIC_NAMES if name != "argument_f1"]
+    if metric not in METRIC_NAMES or metric == ARGUMENT_F1:
+        rates = [name for name in METRIC_NAMES if name != ARGUMENT_F1]
         raise InputError(
             "SOM-PLAN-METRIC",
             f"--metric {metric!r} is not a rate metric",
@@ -147,7 +147,7 @@ def _stored_comparisons(
     run_dir: Path, suite: Any, comparison: str | None, store: Path | str | None
 ) -> dict[str, Mapping[str, Any]]:
     """``{ARM-vs-ARM@SPEC: the arm's block}`` for a ``--comparison`` that names a stored run
-    (compared through ``history_compare.compare_runs``, as a ``stored`` gate is)."""
+    (compared through ``core.stored_comparison.compare_runs``, as a ``stored`` gate is)."""
     found = STORED_COMPARISON.match(comparison or "")
     if found is None:
         return {}
@@ -164,13 +164,20 @@ def _stored_block(
     run_dir: Path, suite: Any, arm: str, spec: str, store: Path | str | None
 ) -> Mapping[str, Any] | str:
     """The pilot's arm against the same arm of the stored run ``spec``, or why there is none."""
+    from pytest_sommelier.core.pipeline import derive_side
+    from pytest_sommelier.core.stored_comparison import compare_runs, refuse_runs
     from pytest_sommelier.data.store.history import resolve_stored, run_at
-    from pytest_sommelier.data.store.history_compare import compare_runs
+    from pytest_sommelier.data.store.history_verdict import read_inputs
     from pytest_sommelier.errors import SommelierError
 
     try:
         reference = resolve_stored(Path(store or ".sommelier"), spec, suite=suite.name)
-        report = compare_runs(run_at(run_dir), reference)
+        pilot = run_at(run_dir)
+        refuse_runs(pilot, reference)
+        report = compare_runs(
+            pilot, reference, scored=derive_side(pilot, read_inputs(pilot)),
+            reference_scored=derive_side(reference, read_inputs(reference)),
+        )  # fmt: skip
     except SommelierError as error:
         return str(error)
     block = report["arms"].get(arm)

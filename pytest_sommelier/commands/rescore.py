@@ -7,8 +7,9 @@ Invariants kept:
   and arm identities come from its own files; a suite given with ``--suite`` contributes only
   its ``[[comparisons]]`` and ``[[gates]]``, and only when its split and slices are the run's
   (else one ``InputError`` line, nothing written). What else differs is named in a note.
-- Every record is re-parsed from ``raw_text``; ``stored`` gates are evaluated against the run
-  store as in a session (``data.store.history_verdict``).
+- Every record is re-parsed from ``raw_text``; what the ``stored`` gates need of the run store
+  is looked up first, as in a session (``data.store.history_verdict.look_up_stored``), and
+  every gate is judged once (``core.pipeline.evaluate_run``).
 - The result records that it was rescored: ``rescored.json`` (when, by which version, from
   which folder and run, with which suite file, and the SHA-256 of the generation files it was
   scored from, taken before anything is written).
@@ -31,18 +32,13 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import ArmRun, RunOutcome, evaluate_run
 from pytest_sommelier.core.scorers import Scorer, resolve_scorers, scorer_identity
 from pytest_sommelier.core.types import Suite
+from pytest_sommelier.core.verdict import AgainstStored, stored_specs
 from pytest_sommelier.data.digests import sha256_files, sha256_path
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import FOLDER, RECORD
 from pytest_sommelier.data.store.history_gate import FailSpec
 from pytest_sommelier.data.store.history_record import config_difference
-from pytest_sommelier.data.store.history_verdict import (
-    AgainstStored,
-    compare_with_stored,
-    stored_specs,
-    verdict_against_stored,
-    write_compared,
-)
+from pytest_sommelier.data.store.history_verdict import look_up_stored, write_compared
 from pytest_sommelier.data.store.runread import summary_inputs
 from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
 from pytest_sommelier.data.suite.load import suite_identity
@@ -191,16 +187,6 @@ def rescore(
         else {"file": suite.path.name, "sha256": sha256_path(suite.path)},
     }
     scorers = run_scorers(run_suite, run_dir)
-    outcome = evaluate_run(
-        scored,
-        split,
-        arms,
-        run_id=resolved.get("run_id", run_dir.name),
-        model=resolved["model"],
-        gates=True,
-        scorers=scorers,
-        compare_stored=same_scorer_versions(scorers, run_dir, arms),
-    )
     target = out_dir or run_dir
     in_place = target.resolve() == run_dir.resolve()
     # everything is checked before anything is written: the run is written whole (page and
@@ -208,6 +194,29 @@ def rescore(
     # of the target's name; only then is the target claimed and the staged files installed
     with tempfile.TemporaryDirectory(prefix="sommelier-rescore-") as folder:
         stage = Path(folder) / target.name
+        store_dir = Path(store or ".sommelier")
+        evidence = look_up_stored(
+            stage,
+            store_dir,
+            stored_specs(scored, compare),
+            suite=scored.name,
+            resolved=artifacts.as_stored(artifacts.stored_resolved(resolved, split)),
+            flips=flips,
+        )
+        outcome = evaluate_run(
+            scored,
+            split,
+            arms,
+            run_id=resolved.get("run_id", run_dir.name),
+            model=resolved["model"],
+            gates=True,
+            scorers=scorers,
+            compare_stored=same_scorer_versions(scorers, run_dir, arms),
+            stored=evidence,
+            compare=compare,
+            fail_specs=fail_specs,
+        )
+        against = outcome.against or AgainstStored(suite=scored.name, store=store_dir, flips=flips)
         artifacts.write_outcome(
             stage,
             replace(outcome, verdict=None),
@@ -216,15 +225,8 @@ def rescore(
             comparison_markdown=outcome_markdown(outcome),
         )
         artifacts.atomic_write_json(runlayout.rescored(stage), record)
-        specs = stored_specs(scored, compare)
-        against = compare_with_stored(
-            stage, Path(store or ".sommelier"), specs, suite=scored.name, flips=flips
-        )
         write_compared(stage, against, compare_markdown)
-        verdict = verdict_against_stored(
-            scored, outcome, against, compare=compare, fail_specs=fail_specs
-        )
-        outcome = replace(outcome, verdict=verdict)
+        verdict = outcome.verdict
         if verdict is not None:  # once, after the comparisons; the page and summary read it
             artifacts.write_verdict(stage, verdict)
         write_report(stage)

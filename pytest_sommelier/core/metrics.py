@@ -31,15 +31,22 @@ from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
 from pytest_sommelier.core.types import Call, Metrics, ScoringRecord
 from pytest_sommelier.errors import InvariantError
 
+VALID_JSON_RATE = "valid_json_rate"
+FUNCTION_NAME_ACCURACY = "function_name_accuracy"
+ARGUMENT_EXACT_MATCH = "argument_exact_match"
+ARGUMENT_F1 = "argument_f1"
+FULL_CALL_EXACT_MATCH = "full_call_exact_match"
+"""The five built-in metrics' names: the one place each is spelled (every layer imports them)."""
+
 METRIC_NAMES: tuple[str, ...] = (
-    "valid_json_rate",
-    "function_name_accuracy",
-    "argument_exact_match",
-    "argument_f1",
-    "full_call_exact_match",
+    VALID_JSON_RATE,
+    FUNCTION_NAME_ACCURACY,
+    ARGUMENT_EXACT_MATCH,
+    ARGUMENT_F1,
+    FULL_CALL_EXACT_MATCH,
 )
 
-FULL_CALL = METRIC_NAMES.index("full_call_exact_match")
+FULL_CALL = METRIC_NAMES.index(FULL_CALL_EXACT_MATCH)
 """The column of ``full_call_exact_match`` in components and arrays."""
 
 ROOT_PATH = "<root>"

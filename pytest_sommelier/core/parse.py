@@ -114,8 +114,9 @@ def _bounded_int(literal: str) -> int:
     return int(literal)
 
 
-def _decode_first_span(text: str, start: int) -> tuple[Any, bool] | None:
-    """Decode the JSON value opened at ``text[start]``: ``(value, had_repeated_key)``, or None.
+def _decode_first_span(text: str, start: int) -> tuple[Any, bool, int] | None:
+    """Decode the JSON value opened at ``text[start]``: ``(value, had_repeated_key, end)`` (the
+    index just past the span, which parser v2 reads on from), or None.
 
     None means ``invalid_json``: the first span does not balance, is not strict JSON, or nests
     deeper than MAX_DEPTH. Invariant: never raises. A repeated key is reported, not decided, so
@@ -144,7 +145,7 @@ def _decode_first_span(text: str, start: int) -> tuple[Any, bool] | None:
     openers = text.count("{", start, end) + text.count("[", start, end)
     if openers > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
         return None
-    return value, repeated
+    return value, repeated, end
 
 
 def parser_identity(arguments_key: str = DEFAULT_ARGUMENTS_KEY) -> dict[str, str]:
@@ -224,7 +225,7 @@ def parse_tool_call(
     decoded = _decode_first_span(text, start)
     if decoded is None:
         return None, STATUS_INVALID_JSON
-    value, repeated = decoded
+    value, repeated, _ = decoded
     if repeated:
         return None, STATUS_INVALID_SHAPE
     call = _as_call(value, arguments_key)

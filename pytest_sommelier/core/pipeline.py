@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from pathlib import Path
+from typing import Any, NamedTuple, cast
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.canonical import sha256_json, sha256_text
 from pytest_sommelier.core.clusters import example_clusters
-from pytest_sommelier.core.gates import SELECTION_KIND, IntervalAt, evaluate_gates
+from pytest_sommelier.core.compare_fail import FailSpec
+from pytest_sommelier.core.gates import SELECTION_KIND, IntervalAt
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, finish_counts, miss_fields
 from pytest_sommelier.core.noise import noise_arms, noise_floor_block, noise_sample
@@ -39,6 +41,12 @@ from pytest_sommelier.core.report_blocks import (
 from pytest_sommelier.core.report_comparison import build_comparison_report
 from pytest_sommelier.core.scorers import Scorer, record_scores, scorer_identity
 from pytest_sommelier.core.selection import selection_block
+from pytest_sommelier.core.stored_comparison import (
+    RunRef,
+    Scored,
+    candidate_run,
+    scored_outcome,
+)
 from pytest_sommelier.core.types import (
     FINISH_UNKNOWN,
     ComparisonConfig,
@@ -57,7 +65,8 @@ from pytest_sommelier.core.types import (
     Timing,
     Verdict,
 )
-from pytest_sommelier.errors import EvaluationError, InvariantError
+from pytest_sommelier.core.verdict import AgainstStored, Found, Recorded, against_stored, judge
+from pytest_sommelier.errors import EvaluationError, InvariantError, SommelierError
 
 Generations = dict[str, list[GenerationRecord]]
 """One arm's generation records per slice, in split order."""
@@ -110,6 +119,41 @@ class RunOutcome:
     rebatched: dict[str, dict[str, RebatchedOutput]] = field(default_factory=dict)  # core.noise
     interval_at: IntervalAt | None = None  # the gates' familywise recomputation (stored gates)
     selection: dict[str, Any] | None = None  # [selection]: core.selection.selection_block
+    against: AgainstStored | None = None  # the comparisons with stored runs (core.verdict)
+
+
+@dataclass(frozen=True)
+class StoredInputs:
+    """What the run store read of one stored run for a comparison with it, nothing judged:
+    its resolved suite, suite and split, its arms as stored (``data.store.stored.stored_arm``;
+    ``problems``: why an arm could not be read, one line each), the scorers it recorded and
+    what it recorded of its ``[selection]``."""
+
+    resolved: dict[str, Any]
+    suite: Suite
+    split: FormattedSplit
+    arms: dict[str, ArmRun]
+    problems: dict[str, str]
+    scorers: tuple[Scorer, ...]
+    recorded: Recorded
+
+
+@dataclass(frozen=True)
+class StoredEvidence:
+    """Everything the gates of a run need of the run store, looked up before the run is
+    evaluated (``data.store.history_verdict.look_up_stored``): per looked-up spec, in order,
+    its stored run and what was read of it (or why it could not be read, one line; None:
+    ``last`` with nothing stored yet); ``lookup`` maps each spec the suite and the options
+    wrote to the spec looked up (the callback's pinned ``last``). ``candidate`` is this run's
+    folder and ``resolved`` its resolved suite as written (``artifacts.stored_resolved``)."""
+
+    store: Path
+    suite: str
+    flips: int
+    candidate: Path
+    resolved: dict[str, Any]
+    looked_up: tuple[tuple[str, tuple[RunRef, StoredInputs | str] | str | None], ...]
+    lookup: dict[str, str]
 
 
 STATISTICS_ADDED = ("interval", "cluster", "familywise", "power")
@@ -556,6 +600,75 @@ def gate_intervals(
     return interval_at
 
 
+class ArmSide(NamedTuple):
+    """One stored arm folder as a side of ``sommelier compare A B``: its run's resolved suite,
+    suite, split, the arm as stored, the scorers its run recorded and its run id."""
+
+    resolved: dict[str, Any]
+    suite: Suite
+    split: FormattedSplit
+    arm: ArmRun
+    scorers: tuple[Scorer, ...]
+    run_id: str
+
+
+def compare_arm_sides(candidate: ArmSide, reference: ArmSide) -> ComparisonReport:
+    """A comparison report between two stored arms (possibly of different runs): both arms'
+    reports rebuilt from their records against their own run's split, then the identity gate
+    decides whether they may be compared at all (``build_comparison_report``)."""
+    outcomes = []
+    for side in (candidate, reference):
+        outcome = evaluate_run(
+            side.suite, side.split, {side.arm.name: side.arm}, run_id=side.run_id,
+            model=side.resolved["model"], gates=False, scorers=side.scorers,
+        )  # fmt: skip
+        outcomes.append(outcome)
+    cand, ref = outcomes
+    cand_name, ref_name = candidate.arm.name, reference.arm.name
+    cand_report, ref_report = cand.arm_reports[cand_name], ref.arm_reports[ref_name]
+    cand_tele, ref_tele = cand.telemetry[cand_name], ref.telemetry[ref_name]
+    if cand_name == ref_name:  # the same arm from two runs: label each by its run
+        cand_label, ref_label = f"{cand_name}@{candidate.run_id}", f"{ref_name}@{reference.run_id}"
+        cand_report = cast(EvaluationReport, {**cand_report, "arm": cand_label})
+        ref_report = cast(EvaluationReport, {**ref_report, "arm": ref_label})
+        cand_tele = cast(Telemetry, {**cand_tele, "arm": cand_report["arm"]})
+        ref_tele = cast(Telemetry, {**ref_tele, "arm": ref_report["arm"]})
+    return build_comparison_report(
+        cand_report,
+        ref_report,
+        cand.records[cand_name],
+        ref.records[ref_name],
+        candidate.suite.statistics,
+        telemetry={cand_report["arm"]: cand_tele, ref_report["arm"]: ref_tele},
+    )
+
+
+def derive_side(run: RunRef, inputs: StoredInputs) -> Scored:
+    """A stored run as a comparison side: its arm reports re-derived from the records the store
+    read (:func:`build_arm_reports` under its own conditions and recorded scorers)."""
+    digest = config_sha256(inputs.suite, inputs.split, inputs.resolved["model"])
+    built = build_arm_reports(
+        inputs.suite, inputs.split, inputs.arms,
+        run_id=inputs.resolved.get("run_id", run.path.name), digest=digest,
+        scorers=inputs.scorers,
+    )  # fmt: skip
+    return Scored(
+        inputs.resolved, inputs.suite, inputs.split, dict(built.reports), dict(built.scoring),
+        dict(inputs.problems),
+    )  # fmt: skip
+
+
+def _found(found: tuple[RunRef, StoredInputs | str]) -> Found:
+    """A looked-up stored run with its side re-derived (or why not, one line)."""
+    run, inputs = found
+    if isinstance(inputs, str):
+        return Found(run, inputs, Recorded(None, None, frozenset()))
+    try:
+        return Found(run, derive_side(run, inputs), inputs.recorded)
+    except SommelierError as error:
+        return Found(run, str(error), inputs.recorded)
+
+
 def evaluate_run(
     suite: Suite,
     split: FormattedSplit,
@@ -567,13 +680,20 @@ def evaluate_run(
     gates: bool = True,
     scorers: Sequence[Scorer] = (),
     compare_stored: bool = False,
+    stored: StoredEvidence | None = None,
+    compare: str | None = None,
+    fail_specs: Sequence[FailSpec] = (),
 ) -> RunOutcome:
-    """Arm reports, then comparisons, then the verdict of one run.
+    """Arm reports, then comparisons (with the stored runs too), then the verdict of one run:
+    every gate judged once (``core.verdict.judge``).
 
     ``errored`` names items that errored (model errors, lost workers): their presence makes the
     run incomplete. ``model`` is the suite's base-model identity (content digest or revision).
     ``scorers`` are the suite's enabled scorers (core.scorers), ``compare_stored`` as in
-    :func:`rescored`.
+    :func:`rescored`. ``stored`` is what the run store looked up for the gates (the stored runs
+    ``compare`` and the ``stored`` gates name); with it the run is compared with each
+    (``RunOutcome.against``) and its ``stored`` gates, stored selection gates and the
+    compare-fail gates of ``fail_specs`` (against ``compare``'s run) join the verdict.
     """
     built = build_arm_reports(
         suite, split, arms, run_id=run_id, digest=config_sha256(suite, split, model),
@@ -597,17 +717,37 @@ def evaluate_run(
             example_clusters(split.examples, suite.statistics.cluster),
         )
     )
+    against = None
+    if stored is not None:
+        scored = scored_outcome(stored.resolved, suite, split, built.reports, built.scoring)
+        reports_complete = bool(built.reports) and set(suite.arms) <= set(built.reports) and all(
+            bool(report.get("complete")) for report in built.reports.values()
+        )
+        against = against_stored(
+            candidate_run(stored.candidate, scored, reports_complete and complete),
+            scored,
+            suite=stored.suite,
+            store=stored.store,
+            flips=stored.flips,
+            looked_up=[
+                (spec, _found(state) if isinstance(state, tuple) else state)
+                for spec, state in stored.looked_up
+            ],
+            lookup=stored.lookup,
+        )
     verdict = (
-        evaluate_gates(
-            suite.gates,
-            built.reports,
-            comparison_reports,
+        judge(
+            suite,
+            arm_reports=built.reports,
+            comparison_reports=comparison_reports,
+            comparison_errors=comparison_errors,
             complete=complete,
             run_id=run_id,
-            errors=comparison_errors,
-            statistics=suite.statistics,
             interval_at=interval_at,
             selection=selection,
+            against=against,
+            compare=compare,
+            fail_specs=fail_specs,
         )
         if gates
         else None
@@ -626,6 +766,7 @@ def evaluate_run(
         rebatched=built.rebatched,
         interval_at=interval_at,
         selection=selection,
+        against=against,
     )
 
 
@@ -633,11 +774,16 @@ __all__ = [
     "METRIC_NAMES",
     "ArmReports",
     "ArmRun",
+    "ArmSide",
     "RunOutcome",
+    "StoredEvidence",
+    "StoredInputs",
     "build_arm_reports",
     "build_comparisons",
+    "compare_arm_sides",
     "comparisons_to_run",
     "config_sha256",
+    "derive_side",
     "evaluate_run",
     "gate_intervals",
     "generation_record",

@@ -9,12 +9,13 @@ records are checked against its report and paired by example first.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 from pytest_sommelier.core import canonical
 from pytest_sommelier.core.acceptable import (
     METRIC_NAME as ACCEPTABLE,
 )
+from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH
 from pytest_sommelier.core.proportions import mcnemar_mid_p
 from pytest_sommelier.core.report_blocks import (
     MARGINAL_COHORT,
@@ -51,7 +52,7 @@ from pytest_sommelier.core.types import (
 from pytest_sommelier.errors import InvariantError
 
 COMPARISON_SCHEMA = "sommelier.comparison_report.v1"
-SUCCESS_METRIC = "full_call_exact_match"
+SUCCESS_METRIC = FULL_CALL_EXACT_MATCH
 TELEMETRY_MATCH_FIELDS = ("batch_size", "concurrency", "device", "device_count", "boundary")
 
 IDENTICAL_WARN_FRACTION = 0.9
@@ -163,22 +164,52 @@ def efficiency_block(
     return block
 
 
-def _comparison_part(
+class PairedPart(NamedTuple):
+    """One block of a comparison (overall, or one slice): what candidate minus reference shows
+    over paired records."""
+
+    ci95: IntervalBlock  # the seed's percentile bootstrap over examples
+    intervals: PairedIntervals  # what ``[statistics] interval`` selects, over clusters
+    power: PowerBlock | None  # what the pairs can detect (None: not asked for)
+    mcnemar: McNemar
+    identical_outputs: int
+    compared_examples: int
+
+
+def paired_part(
     ref_records: Records,
     cand_records: Records,
     statistics: StatisticsConfig,
     label: str,
     clusters: Clusters,
+    *,
     acceptable: bool,
-) -> tuple[IntervalBlock, PairedIntervals, PowerBlock]:
-    """``(ci95, intervals, power)`` of one comparison block, from one bootstrap draw."""
+    power: bool = True,
+    mid_p: bool = True,
+) -> PairedPart:
+    """The one builder of a comparison block over paired records, for a comparison of two arms
+    of a run (:func:`build_comparison_report`) and of a run with a stored run
+    (``core.stored_comparison``) alike: the records checked to pair by example, the intervals
+    and the bootstrap ``ci95`` from one draw (seed ``derive_seed(seed, label)``), the power
+    block (``power``), McNemar's exact test (with its mid-p value: ``mid_p``) and the count of
+    byte-identical outputs. ``acceptable`` adds ``acceptable_call_match`` over the pairs it
+    counts."""
     check_paired_records(ref_records, cand_records)
     matrices, names = comparison_arrays(ref_records, cand_records, acceptable)
     keys = record_clusters(ref_records, clusters)
     block = interval_block(matrices, statistics, label=label, clusters=keys, metric_names=names)
     ci95 = cast(IntervalBlock, block.pop("bootstrap"))
     counted = counted_pairs(matrices, names) if acceptable else None
-    return ci95, cast(PairedIntervals, block), power_block(block, keys, statistics, counted)
+    return PairedPart(
+        ci95=ci95,
+        intervals=cast(PairedIntervals, block),
+        power=power_block(block, keys, statistics, counted) if power else None,
+        mcnemar=mcnemar_block(ref_records, cand_records) if mid_p else mcnemar_exact(
+            ref_records, cand_records
+        ),
+        identical_outputs=identical_outputs(ref_records, cand_records),
+        compared_examples=len(cand_records),
+    )
 
 
 def mcnemar_block(ref_records: Records, cand_records: Records) -> McNemar:
@@ -239,10 +270,10 @@ def build_comparison_report(
     ref_all = [r for lang in langs for r in ref[lang]]
 
     acceptable = ACCEPTABLE in candidate_report["metrics"]
-    overall = _comparison_part(ref_all, cand_all, statistics, name, clusters, acceptable)
+    overall = paired_part(ref_all, cand_all, statistics, name, clusters, acceptable=acceptable)
     per_slice = {
-        lang: _comparison_part(ref[lang], cand[lang], statistics, f"{name}:{lang}", clusters,
-                               acceptable)
+        lang: paired_part(ref[lang], cand[lang], statistics, f"{name}:{lang}", clusters,
+                          acceptable=acceptable)
         for lang in langs
     }  # fmt: skip
     return {
@@ -251,24 +282,24 @@ def build_comparison_report(
         "candidate": cand_arm,
         "reference": ref_arm,
         "shared": shared,
-        "identical_outputs": identical_outputs(ref_all, cand_all),
-        "compared_examples": len(cand_all),
+        "identical_outputs": overall.identical_outputs,
+        "compared_examples": overall.compared_examples,
         "deltas": metric_gaps(candidate_report["metrics"], reference_report["metrics"]),
-        "ci95": overall[0],
-        "intervals": overall[1],
-        "power": overall[2],
-        "mcnemar": mcnemar_block(ref_all, cand_all),
+        "ci95": overall.ci95,
+        "intervals": overall.intervals,
+        "power": cast(PowerBlock, overall.power),
+        "mcnemar": overall.mcnemar,
         "slices": {
             lang: {
                 "deltas": metric_gaps(
                     candidate_report["slices"][lang]["metrics"],
                     reference_report["slices"][lang]["metrics"],
                 ),
-                "ci95": per_slice[lang][0],
-                "intervals": per_slice[lang][1],
-                "power": per_slice[lang][2],
-                "identical_outputs": identical_outputs(ref[lang], cand[lang]),
-                "compared_examples": len(cand[lang]),
+                "ci95": per_slice[lang].ci95,
+                "intervals": per_slice[lang].intervals,
+                "power": cast(PowerBlock, per_slice[lang].power),
+                "identical_outputs": per_slice[lang].identical_outputs,
+                "compared_examples": per_slice[lang].compared_examples,
             }
             for lang in langs
         },

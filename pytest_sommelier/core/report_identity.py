@@ -7,9 +7,11 @@ arms (``core.report_comparison`` calls it first).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import (
     metric_order,
 )
@@ -61,7 +63,11 @@ def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
         )
         for lang in langs[1:]
     ]
-    fields.append(("parser_version", _field(report, "parser_version")))
+    # the parser block's version (0.5: {version, ...}), else the 0.4 field parser_version
+    version = _field(report, "parser", "version")
+    fields.append(
+        ("parser.version", _field(report, "parser_version") if version is MISSING else version)
+    )
     key = recorded_arguments_key(report) or _field(report, "arguments_key")  # unknown: as is
     fields.append(("arguments_key", key))
     fields.append(("decoding", _field(report, "decoding")))
@@ -161,7 +167,8 @@ def check_identity(
     ``EvaluationError("SOM-COMPARE-IDENTITY")`` naming the field path and both values:
     model_identity, config_sha256, split, test_split_sha256, slices (the slice set, in
     configured order), slices.<lang>.prompt_set_sha256, paired_slices.<lang>.pair_set_sha256,
-    parser_version, arguments_key, decoding (batch_size included), metric_names.
+    parser.version (``sommelier.parser.v1`` or ``v2``: the ``parser`` block's ``version``, else
+    ``parser_version``), arguments_key, decoding (batch_size included), metric_names.
 
     A report without ``arguments_key`` (written before the key was recorded, when parser v1
     read only ``arguments``) counts as ``arguments``, so stored runs stay comparable.
@@ -179,7 +186,7 @@ def check_identity(
         "config_sha256": values["config_sha256"],
         "split": values["split"],
         "test_split_sha256": values["test_split_sha256"],
-        "parser_version": values["parser_version"],
+        "parser_version": values["parser.version"],
         "arguments_key": values["arguments_key"],
         "decoding": values["decoding"],
         "slices": list(langs),
@@ -189,3 +196,32 @@ def check_identity(
         },
         "metric_names": values["metric_names"],
     }
+
+
+CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split", "arguments_key")
+"""The parts of ``suite.resolved.json`` that ``config_sha256`` covers (besides the parser
+version), in the order a change is named (``arguments_key`` absent = ``arguments``)."""
+
+
+def _config_part(resolved: Mapping[str, Any], part: str) -> Any:
+    """One part of a resolved suite as ``config_sha256`` sees it (an absent key: arguments)."""
+    if part == "arguments_key":
+        return recorded_arguments_key(resolved) or resolved.get(part)
+    return resolved.get(part)
+
+
+def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """``decoding.max_new_tokens: 64 -> 9``: the first part of two resolved suites (an older
+    and a newer run) covered by ``config_sha256`` that differs, or None. It explains the
+    identity gate's ``config_sha256`` refusal; it is never a gate itself."""
+    for part in CONFIG_PARTS:
+        before, after = _config_part(old, part), _config_part(new, part)
+        if sha256_json(before) == sha256_json(after):
+            continue
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            for key in sorted(set(before) | set(after)):
+                if sha256_json(before.get(key)) != sha256_json(after.get(key)):
+                    was, now = json.dumps(before.get(key)), json.dumps(after.get(key))
+                    return f"{part}.{key}: {was} -> {now}"
+        return f"{part}: {json.dumps(before)} -> {json.dumps(after)}"
+    return None

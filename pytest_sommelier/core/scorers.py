@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_sommelier.core.metrics import ARGUMENT_F1
 from pytest_sommelier.core.types import Call, Example, MetricValue, ScoringRecord
 from pytest_sommelier.errors import EvaluationError, InputError, InvariantError, exception_text
 from pytest_sommelier.registry import Registry
@@ -42,7 +43,7 @@ from pytest_sommelier.registry import Registry
 KINDS: tuple[str, ...] = ("rate", "ratio")
 """A scorer's kinds: ``rate`` (0/1 of 1 per example) or ``ratio`` (a ratio of sums)."""
 
-BUILTIN_RATIOS = frozenset({"argument_f1"})
+BUILTIN_RATIOS = frozenset({ARGUMENT_F1})
 """The built-in metrics that are ratios of sums (every other built-in is a rate)."""
 
 NAME = re.compile(r"[a-z][a-z0-9_]*(?!\n)")

@@ -23,12 +23,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH
 from pytest_sommelier.core.types import BOOTSTRAP_METHOD as BOOTSTRAP_METHOD
 from pytest_sommelier.core.types import IntervalBlock, McNemar, ScoringRecord
 from pytest_sommelier.errors import InputError, InvariantError
 
 MCNEMAR_METHOD = "exact_binomial_two_sided"
-MCNEMAR_METRIC = "full_call_exact_match"
+MCNEMAR_METRIC = FULL_CALL_EXACT_MATCH
 
 # Number of cells (resample rows x pairs) drawn and counted at once: small enough for the count
 # block to stay in cache (about 2x faster than one big block at 1,000 pairs) and for memory to

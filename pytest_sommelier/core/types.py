@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
+from pytest_sommelier.registry import BUILTIN, DEFAULT_ENGINE
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -37,7 +39,9 @@ class ArmConfig:
     served_name: str | None = None
 
 
-ENGINE_NAMES: tuple[str, ...] = ("transformers", "vllm", "openai")
+ENGINE_NAMES: tuple[str, ...] = tuple(BUILTIN["engines"])
+"""The built-in engines' names (``registry.BUILTIN``, their one home); an extension's engine
+(an entry point or a ``pytest_sommelier_add_engines`` hook) is chosen by name as well."""
 PROMPT_FORMATS: tuple[str, ...] = ("token_ids", "text")
 
 
@@ -52,7 +56,7 @@ class EngineConfig:
     ``text`` for servers that refuse token-id prompts.
     """
 
-    name: str = "transformers"
+    name: str = DEFAULT_ENGINE
     options: Mapping[str, Any] = field(default_factory=dict)
     base_url: str | None = None
     api_key_env: str | None = None
@@ -170,6 +174,8 @@ class Suite:
     split_tokenizer: str = "base"  # SPLIT_TOKENIZER_POLICIES: "any" accepts another tokenizer's
     selection: SelectionConfig | None = None  # [selection]: the best candidate, core.selection
     scorers: tuple[str, ...] = ()  # [suite] scorers: the extension scorers it enables (by name)
+    parser_version: str = "v1"  # [parser] version: core.parse_v2.PARSER_VERSIONS ("v2" refused)
+    parser_order: str = "any"  # [parser] order: core.parse_v2.ORDERS (read under v2 only)
 
     @property
     def reference_slice(self) -> str:

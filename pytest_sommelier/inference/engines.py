@@ -49,8 +49,8 @@ from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.data.suite.load import validate_decoding
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierEnvironmentError
 from pytest_sommelier.inference import modelcache, modelref
+from pytest_sommelier.registry import DEFAULT_ENGINE as DEFAULT_ENGINE
 
-DEFAULT_ENGINE = "transformers"
 DTYPES = ("float32", "float16", "bfloat16")
 DEFAULT_DTYPE = "float32"
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")

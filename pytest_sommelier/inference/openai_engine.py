@@ -57,8 +57,9 @@ from pytest_sommelier.errors import (
     SommelierEnvironmentError,
 )
 from pytest_sommelier.inference import engines
+from pytest_sommelier.registry import OPENAI
 
-ENGINE = "openai"
+ENGINE = OPENAI
 GREEDY_SEED = 0
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 8.0

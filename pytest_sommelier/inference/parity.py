@@ -36,6 +36,7 @@ from pytest_sommelier.errors import EvaluationError, InputError, InvariantError
 from pytest_sommelier.inference import preflight, select_engine
 from pytest_sommelier.inference.model_call import ModelCall
 from pytest_sommelier.inference.protocol import PREFLIGHT_KEY, Generator
+from pytest_sommelier.registry import DEFAULT_ENGINE
 
 PARITY_SCHEMA = "sommelier.parity.v1"
 SNIPPET = 160
@@ -65,7 +66,7 @@ def without(identity: Mapping[str, Any] | None, *keys: str) -> dict[str, Any] | 
 def recorded_engine(identity: Mapping[str, Any] | None) -> str:
     """The engine an identity records; runs of 0.1 (no ``engine`` entry) ran on transformers."""
     engine = (identity or {}).get("engine")
-    return str(engine.get("name")) if isinstance(engine, Mapping) else "transformers"
+    return str(engine.get("name")) if isinstance(engine, Mapping) else DEFAULT_ENGINE
 
 
 def _check_conditions(resolved: Mapping[str, Any], suite: Suite, run_dir: Path) -> None:
@@ -119,7 +120,7 @@ def stored_engine(run_dir: Path, resolved: Mapping[str, Any]) -> str:
         path = runlayout.arm_report(runlayout.arm_dir(run_dir, arm))
         if path.is_file():
             return recorded_engine(artifacts.read_json(path).get("model_identity"))
-    return "transformers"
+    return DEFAULT_ENGINE
 
 
 def run_parity(

@@ -63,6 +63,7 @@ from pytest_sommelier.inference.tensor_header import TensorHeader as TensorHeade
 from pytest_sommelier.inference.tensor_header import (
     read_safetensors_header as read_safetensors_header,
 )
+from pytest_sommelier.registry import TRANSFORMERS, VLLM
 
 PEFT_PREFIX = "base_model.model."
 LORA_PARTS = ("lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B")
@@ -72,7 +73,7 @@ PART_KINDS: dict[str, str] = {
     "token_adapter": "token_delta",
 }
 """A path segment that ends a module's path in an adapter tensor name, and what it marks."""
-ENGINE_PEFT_TYPES: dict[str, tuple[str, ...]] = {"vllm": ("LORA",)}
+ENGINE_PEFT_TYPES: dict[str, tuple[str, ...]] = {VLLM: ("LORA",)}
 """The PEFT types an engine applies; an engine not listed applies what the installed peft
 knows (transformers), or is not checked (openai: the server decides)."""
 SAVED_EMBEDDING_SUFFIXES = ("embed_tokens", "lm_head", "wte", "word_embeddings", "embed_out")
@@ -370,7 +371,7 @@ def check_adapter(
         modules = {tensor.module for tensor in tensors if tensor.module is not None}
     _check_whole_weights(others, base, where)
     _check_targets(config, base, where)
-    if engine == "vllm":
+    if engine == VLLM:
         _check_vllm_limits(config, others, rank, max_lora_rank, where)
     warnings = [
         *_base_warning(config, suite_base),
@@ -493,7 +494,7 @@ def _check_peft_type(config: Mapping[str, Any], engine: str, where: str) -> str:
             "use the transformers engine for this adapter, or train a LoRA adapter",
             where=where,
         )
-    if engine == "transformers" and peft_type != "LORA" and peft_type not in _peft_types():
+    if engine == TRANSFORMERS and peft_type != "LORA" and peft_type not in _peft_types():
         raise InputError(
             "SOM-ADAPTER-PEFT-TYPE",
             f"adapter peft_type {peft_type or '(missing)'!r} is not a type the installed peft "

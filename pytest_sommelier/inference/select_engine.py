@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from pytest_sommelier.errors import EvaluationError, InputError, SommelierError, exception_text
-from pytest_sommelier.registry import BUILTIN, BUILTIN_SOURCE, Registry, Source, merge, registry
+from pytest_sommelier.registry import (
+    BUILTIN,
+    BUILTIN_SOURCE,
+    TRANSFORMERS,
+    Registry,
+    Source,
+    merge,
+    registry,
+)
 
 if TYPE_CHECKING:
     from pytest_sommelier.core.types import ArmConfig, EngineConfig, ModelConfig
@@ -33,7 +41,7 @@ extension adds its own through the ``sommelier.engines`` entry points or the
 ``pytest_sommelier_add_engines`` hook)."""
 
 LIVE_ENGINES: dict[str, str] = {
-    "transformers": "pytest_sommelier.inference.transformers_engine:live_generators",
+    TRANSFORMERS: "pytest_sommelier.inference.transformers_engine:live_generators",
 }
 """Engine name -> ``"module:function"`` of its generators over a model already in memory (the
 model being trained: ``training.SommelierCallback``); only transformers + peft trains here."""
@@ -132,7 +140,7 @@ def live_generators(
 ) -> dict[str, Generator]:
     """One generator per arm over ``live_model``, the model being trained (``LIVE_ENGINES``:
     the transformers engine's generation, batching and identities, nothing loaded)."""
-    module, _, function = LIVE_ENGINES["transformers"].partition(":")
+    module, _, function = LIVE_ENGINES[TRANSFORMERS].partition(":")
     build = getattr(importlib.import_module(module), function)
     return dict(
         build(

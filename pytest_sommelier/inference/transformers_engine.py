@@ -52,8 +52,9 @@ from pytest_sommelier.errors import (
 )
 from pytest_sommelier.inference import engines, gencache, modelcache, modelref, preflight
 from pytest_sommelier.inference.engines import BaseSource
+from pytest_sommelier.registry import TRANSFORMERS
 
-ENGINE = "transformers"
+ENGINE = TRANSFORMERS
 
 
 # --------------------------------------------------------------------------- runtime facts

@@ -55,8 +55,9 @@ from pytest_sommelier.errors import (
     exception_text,
 )
 from pytest_sommelier.inference import engines, preflight
+from pytest_sommelier.registry import VLLM
 
-ENGINE = "vllm"
+ENGINE = VLLM
 GREEDY_SEED = 0
 """The ranks ``max_lora_rank`` may take in vLLM 0.32 (``vllm.config.lora.MaxLoRARanks``)."""
 

@@ -142,20 +142,25 @@ def refuse_unwritable_out(config: pytest.Config) -> None:
 def refuse_unknown_engine(
     config: pytest.Config, suite: Suite, session: pytest.Session | None
 ) -> None:
-    """The engine the suite's items would load (``--sommelier-engine``, else ``[engine]
-    name``) must be registered (a built-in, an installed extension or a ``conftest.py`` hook
-    of the suite): an unknown name is one ``SOM-ENGINE-NAME`` line at collection, never an
-    error on every item. A built-in name reads no entry point."""
+    """The engine the suite's items would load (``--sommelier-engine`` / ini
+    ``sommelier_engine``, else ``[engine] name``) must be registered (a built-in, an installed
+    extension or a ``conftest.py`` hook of the suite): an unknown name is one
+    ``SOM-ENGINE-NAME`` line at collection naming where the name was given, never an error on
+    every item. A built-in name reads no entry point."""
     from pytest_sommelier.inference.select_engine import ENGINES
 
-    name = settings_of(config).engine or suite.engine.name
+    chosen = settings_of(config).engine
+    name = chosen or suite.engine.name
     if name in ENGINES:
         return
     from pytest_sommelier.plugin.extensions import suite_engines
 
-    suite_engines(config, suite, name, session).entry(
-        name, where=f"{suite.path}: [engine] name", code="SOM-ENGINE-NAME"
+    where = (
+        f"{suite.path}: --sommelier-engine / ini sommelier_engine"
+        if chosen
+        else f"{suite.path}: [engine] name"
     )
+    suite_engines(config, suite, name, session).entry(name, where=where, code="SOM-ENGINE-NAME")
 
 
 def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:

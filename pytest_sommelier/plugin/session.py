@@ -9,9 +9,10 @@ worker; a suite whose items errored or were not all run gets ``complete: false``
 ``incomplete``; any SommelierError at finish is shown as one line and makes the exit status
 non-zero, and leaves no report that looks complete. The run is written by the one sequence the
 training callback uses too (``data.store.scored_run.write_scored_run``, with this session's
-options from ``plugin.history.store_options``); runs over time may add gates to its verdict
-(compared with stored runs, before this run is stored); the page, JUnit cases and exit status
-all follow that final verdict.
+options from ``plugin.history.store_options``); what its gates need of the run store is looked
+up before it is evaluated (``data.store.history_verdict.look_up_stored``) and every gate is
+judged once (``core.pipeline.evaluate_run``); the page, JUnit cases and exit status all follow
+that one verdict.
 """
 
 from __future__ import annotations
@@ -147,19 +148,42 @@ class SommelierSession:
         return result
 
     def _evaluate_and_write(self, result: SuiteResult, suite: Suite, split: FormattedSplit) -> None:
-        """Evaluate one suite's run and write it into its (claimed, cleared) folder: the
-        reports, the comparisons with stored runs (before this run is stored, so it is never
-        compared with itself), the page and the summary, all from the one verdict held in
-        memory; then that verdict, last, only when everything before it was written; then the
-        autosave. Nothing written here is read back."""
+        """Evaluate one suite's run and write it into its (claimed, cleared) folder: what the
+        gates need of the run store looked up first (the stored runs ``--sommelier-compare``
+        and the ``stored`` gates name, before this run is stored, so it is never compared with
+        itself), then the run evaluated with every gate judged once (``core.pipeline.
+        evaluate_run``), then the reports, the comparisons with stored runs, the page and the
+        summary, all from the one verdict held in memory; then that verdict, last, only when
+        everything before it was written; then the autosave. Nothing written here is read
+        back."""
         assert result.run_dir is not None
         run_dir = result.run_dir
         arms = self._arm_runs(suite, split, self.payloads.get(result.nodeid, []))
         arms.update(self._baselines(suite, split))
         result.origins = self._origins(suite, arms)
         identity = suite_identity(suite)
+        resolved = {**identity, "run_id": self.run_id}
+        # imported here, not at plugin load: Jinja2, the template module and the run store cost
+        # every pytest run start-up time, and only a session finish with a suite needs them
+        from pytest_sommelier.core.stored_comparison import value_intervals_of
+        from pytest_sommelier.core.verdict import stored_specs
+        from pytest_sommelier.data.store.history_gate import parse_fail_specs
+        from pytest_sommelier.data.store.history_verdict import look_up_stored
+        from pytest_sommelier.data.store.scored_run import write_scored_run
         from pytest_sommelier.plugin.extensions import controller_scorers
+        from pytest_sommelier.plugin.history import store_options
+        from pytest_sommelier.view.run_views import RUN_VIEWS
 
+        options = store_options(self.config)
+        evidence = look_up_stored(
+            run_dir,
+            options.store,
+            stored_specs(suite, options.compare),
+            suite=suite.name,
+            resolved=artifacts.as_stored(artifacts.stored_resolved(resolved, split)),
+            flips=options.flips,
+            gated=bool(options.compare_fail),
+        )
         outcome = evaluate_run(
             suite,
             split,
@@ -171,14 +195,10 @@ class SommelierSession:
             scorers=controller_scorers(
                 self.config, suite, self.pytest_session, self.payloads.get(result.nodeid, [])
             ),
+            stored=evidence,
+            compare=options.compare,
+            fail_specs=parse_fail_specs(options.compare_fail),
         )
-        resolved = {**identity, "run_id": self.run_id}
-        # imported here, not at plugin load: Jinja2, the template module and the run store cost
-        # every pytest run start-up time, and only a session finish with a suite needs them
-        from pytest_sommelier.data.store.scored_run import write_scored_run
-        from pytest_sommelier.plugin.history import store_options
-        from pytest_sommelier.view.run_views import RUN_VIEWS
-
         hook = self.config.hook
         done = write_scored_run(
             run_dir,
@@ -186,7 +206,7 @@ class SommelierSession:
             split,
             outcome,
             resolved=resolved,
-            options=store_options(self.config),
+            options=options,
             views=RUN_VIEWS,
             on_written=lambda folder: hook.pytest_sommelier_run_written(
                 config=self.config, run_dir=folder
@@ -194,6 +214,9 @@ class SommelierSession:
             on_verdict=lambda verdict, folder: hook.pytest_sommelier_verdict(
                 config=self.config, verdict=verdict, run_dir=folder
             ),
+            intervals=value_intervals_of(outcome.records, suite.statistics)
+            if options.autosave
+            else None,
         )
         result.outcome, result.over_time = done.outcome, done.over
         result.page, result.page_written = done.page, done.page_written

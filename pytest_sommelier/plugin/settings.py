@@ -19,6 +19,9 @@ import pytest
 
 from pytest_sommelier.numbers import (
     FALSE_WORDS,
+    LABEL_PREFIX,
+    LAST,
+    LAST_ANY,
     TRUE_WORDS,
     bool_word,
     decimal_number,
@@ -27,9 +30,6 @@ from pytest_sommelier.numbers import (
 )
 
 DEFAULT_MISSES = 10
-LAST = "last"  # the newest passing complete stored run of the suite
-LAST_ANY = "last-any"  # the newest complete stored run, whatever its verdict
-LABEL_PREFIX = "label:"  # label:v5, the newest stored run given that --sommelier-label
 _TRUE = TRUE_WORDS
 _FALSE = FALSE_WORDS
 _VALUE_HINT = (
@@ -392,6 +392,26 @@ def _sample(config: pytest.Config) -> tuple[int, int] | None:
         raise pytest.UsageError(str(error)) from None
 
 
+def _engine(config: pytest.Config) -> str | None:
+    """``--sommelier-engine NAME`` / ini ``sommelier_engine``: a name, checked for its shape
+    only. Whether an engine of that name is registered (a built-in, an installed entry point,
+    or a ``pytest_sommelier_add_engines`` hook of a ``conftest.py`` beside a suite, which is
+    not loaded yet at configure time) is judged per suite at collection
+    (``plugin.collect.refuse_unknown_engine``: ``SOM-ENGINE-NAME``), with that suite's hooks."""
+    value = _raw(config, "sommelier_engine")
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text or any(c.isspace() or not c.isprintable() for c in text):
+        from pytest_sommelier.registry import BUILTIN  # only for the line (the idle cost)
+
+        raise pytest.UsageError(
+            f"SOM-OPTION-VALUE: {_flag('sommelier_engine')}: {value!r} is not an engine name "
+            f"(a built-in: {', '.join(BUILTIN['engines'])}, or the name an extension registers)"
+        )
+    return text
+
+
 def build_settings(config: pytest.Config) -> Settings:
     """Read and validate every option once (a usage error naming the option, never a crash
     halfway through a session); the result is what :func:`settings_of` returns."""
@@ -400,20 +420,7 @@ def build_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"SOM-OPTION-VALUE: {_flag('sommelier_gates')}: {gates!r} is not on or off"
         )
-    engine = _raw(config, "sommelier_engine")
-    if engine is not None:  # core is imported only when the option is used (idle cost)
-        from pytest_sommelier.core.types import ENGINE_NAMES
-
-        known: tuple[str, ...] = ENGINE_NAMES
-        if str(engine) not in known:  # an installed extension's engine (its entry points)
-            from pytest_sommelier.registry import registry
-
-            known = registry("engines").names()
-        if str(engine) not in known:
-            raise pytest.UsageError(
-                f"SOM-OPTION-VALUE: {_flag('sommelier_engine')}: {engine!r} is not one of "
-                f"{', '.join(known)}"
-            )
+    engine = _engine(config)
     strict, strict_arms = _strict(config)
     misses = _number(config, "sommelier_misses", int, positive=False)
     selfcheck = _number(config, "sommelier_selfcheck", int, positive=False)
@@ -435,7 +442,7 @@ def build_settings(config: pytest.Config) -> Settings:
         selfcheck=selfcheck or 0,
         cache_dir=None if cache_dir is None else str(cache_dir),
         no_cache=_bool(config, "sommelier_no_cache"),
-        engine=None if engine is None else str(engine),
+        engine=engine,
         storage=None if storage is None else str(storage),
         autosave=autosave,
         autosave_all=autosave_all,

@@ -34,8 +34,9 @@ from transformers import TrainerCallback
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.gates import SELECTION_KIND, stored_subject
-from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
+from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH, METRIC_NAMES, metric_order
 from pytest_sommelier.core.selection import flat
+from pytest_sommelier.core.stored_comparison import paired_interval
 from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
 from pytest_sommelier.core.types import (
     ArmConfig,
@@ -46,7 +47,6 @@ from pytest_sommelier.core.types import (
 )
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import DEFAULT_STORE
-from pytest_sommelier.data.store.history_compare import paired_interval
 from pytest_sommelier.data.store.scored_run import pinned_specs
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.inference.base_check import check_live_base
@@ -476,7 +476,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
 
     def _line(self, result: CheckpointResult, live: LiveRun, evidence: str) -> str:
         """The console line of one checkpoint."""
-        metric = self.rule.metric if self.rule is not None else "full_call_exact_match"
+        metric = self.rule.metric if self.rule is not None else FULL_CALL_EXACT_MATCH
         value = result.numbers.get(f"{PREFIX}/{self.trained}/{metric}")
         parts = [
             f"sommelier step {result.step} ({result.folder.name}): {self.trained} "

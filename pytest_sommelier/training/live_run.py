@@ -26,9 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.pipeline import RunOutcome, evaluate_run, noise_plan
+from pytest_sommelier.core.stored_comparison import value_intervals_of
 from pytest_sommelier.core.types import BatchKey, FormattedSplit, Suite
+from pytest_sommelier.core.verdict import stored_specs
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import StoredRun
+from pytest_sommelier.data.store.history_verdict import look_up_stored
 from pytest_sommelier.data.store.scored_run import StoreOptions, write_scored_run
 from pytest_sommelier.data.suite.identity import suite_identity
 from pytest_sommelier.errors import SommelierError
@@ -137,14 +140,7 @@ def evaluate_live(
     )
     arms = arm_runs(suite, split, payloads)
     identity = suite_identity(suite)
-    outcome = evaluate_run(
-        suite, split, arms, run_id=run_id, model=identity["model"], errored=errored
-    )
     resolved = {**identity, "run_id": run_id}
-    live = LiveRun(outcome=outcome, run_dir=run_dir, stored=None, resolved=resolved, errors=errors)
-    for name, arm in arms.items():
-        live.cached[name] = sum(bool(t["cached"]) for t in arm.timings)
-        live.generated[name] = len(arm.timings) - live.cached[name]
     options = StoreOptions(
         store=store,
         autosave=True,  # an evaluated checkpoint is always a stored run
@@ -154,10 +150,28 @@ def evaluate_live(
         environ={},  # a training script is no CI step: GITHUB_STEP_SUMMARY is not appended to
         pinned=dict(pinned or {}),
     )
+    evidence = look_up_stored(
+        run_dir,
+        store,
+        stored_specs(suite, None),
+        suite=suite.name,
+        resolved=artifacts.as_stored(artifacts.stored_resolved(resolved, split)),
+        flips=options.flips,
+        pinned=options.pinned,
+    )
+    outcome = evaluate_run(
+        suite, split, arms, run_id=run_id, model=identity["model"], errored=errored,
+        stored=evidence,
+    )  # fmt: skip
+    live = LiveRun(outcome=outcome, run_dir=run_dir, stored=None, resolved=resolved, errors=errors)
+    for name, arm in arms.items():
+        live.cached[name] = sum(bool(t["cached"]) for t in arm.timings)
+        live.generated[name] = len(arm.timings) - live.cached[name]
     with artifacts.claim_run(run_dir):
         done = write_scored_run(
-            run_dir, suite, split, outcome, resolved=resolved, options=options, views=RUN_VIEWS
-        )
+            run_dir, suite, split, outcome, resolved=resolved, options=options, views=RUN_VIEWS,
+            intervals=value_intervals_of(outcome.records, suite.statistics),
+        )  # fmt: skip
     live.outcome, live.stored, live.no_verdict = done.outcome, done.over.stored_run, done.no_verdict
     live.compares, live.by_spec = done.over.compares, done.over.by_spec
     live.errors += [error for error in done.over.errors if error not in live.errors]

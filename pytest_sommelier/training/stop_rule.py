@@ -2,7 +2,7 @@
 no gain over the best checkpoint for PATIENCE evaluations in a row.
 
 The first evaluated checkpoint is the best so far. Each later one is compared with the best
-over the same examples (``history_compare.paired_interval``: the suite's ``[statistics]``
+over the same examples (``core.stored_comparison.paired_interval``: the suite's ``[statistics]``
 interval over its clusters, seed ``derive_seed(seed, label)``): when the selected interval's
 lower bound of ``METRIC`` (this checkpoint minus the best) is above zero, it is the new best
 and the count restarts; otherwise the count grows, and at PATIENCE the rule says stop. A
@@ -17,9 +17,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.stored_comparison import paired_interval
 from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
 from pytest_sommelier.core.types import ScoringRecord, StatisticsConfig
-from pytest_sommelier.data.store.history_compare import paired_interval
 from pytest_sommelier.errors import InputError
 
 RULE = "no_improvement"

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_sommelier.core.gates import gate_text
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import METRIC_NAMES, VALID_JSON_RATE
 from pytest_sommelier.data.store.history_record import adapter_text
 from pytest_sommelier.data.store.runread import SummaryInputs
 from pytest_sommelier.view.compare import compare_markdown, md_cell
@@ -74,7 +74,7 @@ def _metric_rows(
         blocks.append(("overall", {"metrics": report.get("metrics") or {}}))
         for label, block in blocks:
             metrics = block.get("metrics") or {}
-            n = (metrics.get("valid_json_rate") or {}).get("denominator", "")
+            n = (metrics.get(VALID_JSON_RATE) or {}).get("denominator", "")
             cells = [fmt((metrics.get(m) or {}).get("value")) for m in METRIC_NAMES]
             cells += [fmt(metrics[m].get("value")) if m in metrics else "" for m in scorers]
             rows.append([md_cell(arm), md_cell(label), *cells, str(n)])

@@ -1,4 +1,4 @@
-"""The comparison of a run with a stored run (``data.store.history_compare.compare_runs``'s
+"""The comparison of a run with a stored run (``core.stored_comparison.compare_runs``'s
 report) as text: the terminal lines (``compare_lines``) and the Markdown twin
 (``compare_markdown``, ``report/compare-NNNN.md``). Pure: a report in, text out.
 """
@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.data.store.history_verdict import AgainstStored
+from pytest_sommelier.core.verdict import AgainstStored
 from pytest_sommelier.view.text import (
     SHORT,
     fmt,

@@ -24,7 +24,7 @@ from typing import Any
 
 import jinja2
 
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH, METRIC_NAMES
 from pytest_sommelier.data.store.history import PAGE
 from pytest_sommelier.view.text import (
     SHORT,
@@ -181,7 +181,7 @@ def chart(runs: Sequence[Mapping[str, Any]], arms: Sequence[str], metric: str, s
 
 
 CURVE_WIDTH = 520.0
-SELECTED_BY = "full_call_exact_match"
+SELECTED_BY = FULL_CALL_EXACT_MATCH
 
 
 def checkpoint_curve(runs: Sequence[Mapping[str, Any]]) -> dict | None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH, METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import ComparisonReport
@@ -87,7 +87,7 @@ def _power_markdown(report: ComparisonReport) -> list[str]:
         rows.append([lang or "overall", str(selected.get("pairs", "n/a")),
                      str(selected.get("clusters", "n/a")), methods_text(block),
                      power_text(block) or "n/a"])  # fmt: skip
-    table = md_table(["slice", "pairs", "clusters", "methods", "full_call_exact_match"], rows)
+    table = md_table(["slice", "pairs", "clusters", "methods", FULL_CALL_EXACT_MATCH], rows)
     return ["", "## Intervals, clusters and power", "", *table]
 
 

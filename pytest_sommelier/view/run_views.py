@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_sommelier.core.pipeline import RunOutcome
-from pytest_sommelier.data.store.history_verdict import AgainstStored
+from pytest_sommelier.core.verdict import AgainstStored
 from pytest_sommelier.data.store.runread import RunFiles, SummaryInputs
 from pytest_sommelier.view.ci_summary import summary_text
 from pytest_sommelier.view.compare import against_lines, compare_markdown

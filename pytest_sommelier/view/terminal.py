@@ -13,7 +13,9 @@ from typing import Any
 
 from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import (
+    FULL_CALL_EXACT_MATCH,
     METRIC_NAMES,
+    VALID_JSON_RATE,
     argument_diff_paths,
     canonical_json,
     full_call_hit,
@@ -54,7 +56,7 @@ def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
         blocks = [(lang, block["metrics"]) for lang, block in report["slices"].items()]
         blocks.append(("overall", report["metrics"]))
         for name, metrics in blocks:
-            n = metrics["valid_json_rate"]["denominator"]
+            n = metrics[VALID_JSON_RATE]["denominator"]
             rows.append([arm, name, *[fmt(metrics[m]["value"]) for m in METRIC_NAMES], str(n)])
     return table(header, rows)
 
@@ -230,7 +232,7 @@ def _delta_cell(report: ComparisonReport, lang: str | None, metric: str) -> str:
 
 
 def gap_lines(
-    arm_reports: Mapping[str, EvaluationReport], metric: str = "full_call_exact_match"
+    arm_reports: Mapping[str, EvaluationReport], metric: str = FULL_CALL_EXACT_MATCH
 ) -> list[str]:
     """Matched-pair language gaps (target - reference) with the selected intervals, one row per
     arm/slice: the discordant pairs (target-only/root-only), the method and what the pairs can

@@ -12,7 +12,15 @@ from typing import Any
 
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
-from pytest_sommelier.core.metrics import METRIC_NAMES, metric_order
+from pytest_sommelier.core.metrics import (
+    ARGUMENT_EXACT_MATCH,
+    ARGUMENT_F1,
+    FULL_CALL_EXACT_MATCH,
+    FUNCTION_NAME_ACCURACY,
+    METRIC_NAMES,
+    VALID_JSON_RATE,
+    metric_order,
+)
 from pytest_sommelier.core.scorers import NAME as SCORER_NAME
 from pytest_sommelier.core.text import fmt as fmt
 from pytest_sommelier.core.text import fmt_interval as fmt_interval
@@ -52,11 +60,11 @@ def union_scorer_metrics(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 SHORT = {
-    "valid_json_rate": "valid_json",
-    "function_name_accuracy": "name_acc",
-    "argument_exact_match": "args_exact",
-    "argument_f1": "args_f1",
-    "full_call_exact_match": "full_call",
+    VALID_JSON_RATE: "valid_json",
+    FUNCTION_NAME_ACCURACY: "name_acc",
+    ARGUMENT_EXACT_MATCH: "args_exact",
+    ARGUMENT_F1: "args_f1",
+    FULL_CALL_EXACT_MATCH: "full_call",
 }
 
 
@@ -78,7 +86,7 @@ def md_table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
     return out
 
 
-POWER_METRIC = "full_call_exact_match"
+POWER_METRIC = FULL_CALL_EXACT_MATCH
 """The metric whose design effect and minimum detectable effect the views show per block."""
 
 

@@ -292,7 +292,8 @@ IDENTITY_CASES = [
         "paired_slices.he.pair_set_sha256",
         _set(["paired_slices", "he", "pair_set_sha256"], "0" * 64),
     ),
-    ("parser_version", _set(["parser_version"], "sommelier.parser.v2")),
+    ("parser.version", _set(["parser_version"], "sommelier.parser.v2")),
+    ("parser.version", _set(["parser"], {"version": "sommelier.parser.v2"})),
     ("arguments_key", _set(["arguments_key"], "parameters")),
     ("decoding.batch_size", _set(["decoding", "batch_size"], 8)),
     ("decoding.max_new_tokens", _set(["decoding", "max_new_tokens"], 512)),
@@ -313,6 +314,20 @@ def test_identity_gate_refuses_each_field(two_reports, field, mutate) -> None:
     assert info.value.where == field
     assert f"disagree on {field}:" in str(info.value)
     assert "'adapter'" in str(info.value) and "'base'" in str(info.value)
+
+
+def test_identity_gate_reads_parser_version_as_the_parser_blocks_version(two_reports) -> None:
+    """parser.version is the ``parser`` block's version, else the 0.4 field ``parser_version``:
+    a report with the block compares with a stored one without it, and v1 never with v2."""
+    candidate, reference = copy.deepcopy(two_reports)
+    del reference["parser_version"]
+    reference["parser"] = {"version": "sommelier.parser.v1"}
+    assert check_identity(candidate, reference)["parser_version"] == "sommelier.parser.v1"
+    candidate["parser"] = {"version": "sommelier.parser.v2"}
+    with pytest.raises(EvaluationError) as info:
+        check_identity(candidate, reference)
+    assert info.value.where == "parser.version"
+    assert "sommelier.parser.v2" in str(info.value) and "sommelier.parser.v1" in str(info.value)
 
 
 def test_identity_gate_reads_a_report_without_arguments_key_as_arguments(two_reports) -> None:
@@ -404,7 +419,7 @@ def test_comparison_report(split, two_reports) -> None:
 def test_comparison_refuses_before_reading_records(split, two_reports) -> None:
     candidate, reference = copy.deepcopy(two_reports)
     reference["parser_version"] = "x"
-    with pytest.raises(EvaluationError, match="parser_version"):
+    with pytest.raises(EvaluationError, match=r"parser\.version"):
         build_comparison_report(candidate, reference, {}, {}, STATS)
 
 

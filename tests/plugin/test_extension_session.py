@@ -250,6 +250,55 @@ def test_a_conftest_engine_is_chosen_by_name_like_a_built_in(pytester: pytest.Py
     result.stdout.fnmatch_lines([f"sommelier extensions: engine echo (from hook {hook}*"])
 
 
+@pytest.mark.parametrize(
+    ("args", "ini"),
+    [(("--sommelier-engine", "echo"), None), ((), "[pytest]\nsommelier_engine = echo\n")],
+    ids=["flag", "ini"],
+)
+def test_a_conftest_engine_is_chosen_by_flag_and_ini_like_by_the_suite_key(
+    pytester: pytest.Pytester, args: tuple[str, ...], ini: str | None
+) -> None:
+    """The engine a ``conftest.py`` beside the suite registers is not known when the options
+    are read (that conftest is loaded at collection): ``--sommelier-engine echo`` and the ini
+    key ``sommelier_engine = echo`` choose it like ``[engine] name = "echo"`` does, over a
+    suite whose own ``[engine]`` names a built-in."""
+    from suite_factory import write_suite
+
+    suite = write_suite(
+        pytester.path / "suite",
+        arms={"base": {}},
+        comparisons=None,
+        engine={"name": "vllm"},
+        model={"base": "fake-org/fake-model"},
+    )
+    (suite.parent / "conftest.py").write_text(ENGINE_HOOK)
+    if ini is not None:
+        (pytester.path / "pytest.ini").write_text(ini)
+    result = run(pytester, *args)
+    assert result.ret == 0, result.stdout.str()
+    assert read_json(suite.parent / "loaded.json") == {"engine": "echo", "arms": ["base"]}
+    report = read_json(pytester.path / "out" / "eval" / "base" / "evaluation_report.json")
+    assert report["model_identity"]["engine"] == {"name": "echo", "version": "1"}
+    result.stdout.fnmatch_lines(["sommelier extensions: engine echo (from hook *"])
+
+
+def test_a_flag_engine_nobody_registers_is_one_line_naming_the_flag(
+    pytester: pytest.Pytester,
+) -> None:
+    from suite_factory import write_suite
+
+    write_suite(
+        pytester.path / "suite", arms={"base": {}}, comparisons=None,
+        model={"base": "fake-org/fake-model"},
+    )  # fmt: skip
+    result = run(pytester, "--sommelier-engine", "tgi")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # refused at collection, before any item
+    result.stdout.fnmatch_lines([
+        "*SOM-ENGINE-NAME*--sommelier-engine / ini sommelier_engine: engine 'tgi' is not known*"
+    ])  # fmt: skip
+    assert not (pytester.path / "out" / "gate_verdict.json").exists()
+
+
 def test_an_engine_name_nobody_registers_is_one_line(pytester: pytest.Pytester) -> None:
     from suite_factory import write_suite
 

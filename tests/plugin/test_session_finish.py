@@ -17,7 +17,7 @@ import pytest
 from history_helpers import REGRESSED, V1, script
 from plugin_helpers import write_scripted_suite
 
-from pytest_sommelier.data.store import artifacts, history, history_compare, runread, stored
+from pytest_sommelier.data.store import artifacts, history, history_verdict, runread, stored
 from pytest_sommelier.data.store.history import stored_runs
 
 STORED_GATE = [
@@ -87,8 +87,8 @@ def no_read_back(monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester) -> 
             (artifacts, "read_json"), (artifacts, "read_jsonl"), (artifacts, "read_arm"),
             (artifacts, "read_resolved"), (runread, "read_run"), (runread, "summary_inputs"),
             (history, "run_at"), (history, "describe_run"), (stored, "load_run_inputs"),
-            (stored, "stored_arm"), (history_compare, "load_run_inputs"),
-            (history_compare, "stored_arm"),
+            (stored, "stored_arm"), (history_verdict, "load_run_inputs"),
+            (history_verdict, "stored_arm"),
         ]:  # fmt: skip
             real = getattr(module, name)
 

@@ -204,8 +204,11 @@ def test_the_flag_wins_over_the_ini_file(pytester: pytest.Pytester) -> None:
         ([], "sommelier_misses = many", "--sommelier-misses / ini sommelier_misses: 'many'"),
         ([], "sommelier_timeout = -1", "--sommelier-timeout / ini sommelier_timeout: '-1' must be"),
         ([], "sommelier_gates = maybe", "--sommelier-gates / ini sommelier_gates: 'maybe'"),
-        ([], "sommelier_engine = tgi", "--sommelier-engine / ini sommelier_engine: 'tgi'"),
-        (["--sommelier-engine", "tgi"], None, "SOM-OPTION-VALUE: --sommelier-engine"),
+        # a name of no shape; whether a name is registered is judged at collection (a
+        # conftest's hook engine is not known yet: test_extension_session.py)
+        ([], "sommelier_engine = my engine", "--sommelier-engine / ini sommelier_engine: "
+         "'my engine' is not an engine name"),
+        (["--sommelier-engine", "tgi\x00"], None, "SOM-OPTION-VALUE: --sommelier-engine"),
         (["--sommelier-timeout", "nan"], None, "--sommelier-timeout / ini sommelier_timeout"),
         (["--sommelier-selfcheck", "-2"], None, "ini sommelier_selfcheck: '-2' must be 0 or more"),
         ([], "sommelier_autosave = sometimes", "ini sommelier_autosave: 'sometimes' is not true"),
@@ -308,3 +311,49 @@ def test_a_strict_word_that_is_no_arm_says_values_are_names(pytester) -> None:
     assert result.ret != 0
     out = result.stdout.str()
     assert "SOM-OPTION-VALUE" in out and "always arm names" in out, out
+
+
+class _Options:
+    """What ``build_settings`` reads of a config, for one engine value (flag or ini)."""
+
+    def __init__(self, engine: str, *, ini: bool) -> None:
+        self.values = {"sommelier_engine": engine}
+        self.ini = ini
+
+    def getoption(self, name: str) -> Any:
+        return None if self.ini else self.values.get(name)
+
+    def getini(self, name: str) -> Any:
+        return self.values.get(name, "") if self.ini else ""
+
+
+@pytest.mark.parametrize("ini", [False, True], ids=["flag", "ini"])
+def test_any_engine_text_is_a_name_or_one_usage_line(ini: bool) -> None:
+    """``--sommelier-engine`` / ini ``sommelier_engine`` under hostile text: a name (printable,
+    no whitespace) is kept as it is, whether or not an engine of that name is registered yet (a
+    conftest's hook engine is known only at collection); anything else is one
+    ``SOM-OPTION-VALUE`` line naming the flag and its twin, never a crash."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from pytest_sommelier.plugin.settings import _engine
+
+    @given(text=st.one_of(st.text(max_size=24), st.sampled_from(["echo", "tgi", " vllm ", ""])))
+    def check(text: str) -> None:
+        config = _Options(text, ini=ini)
+        stripped = text.strip()
+        try:
+            found = _engine(config)  # type: ignore[arg-type]
+        except pytest.UsageError as error:
+            line = str(error)
+            assert line.startswith("SOM-OPTION-VALUE: --sommelier-engine / ini sommelier_engine")
+            assert "\n" not in line and "not an engine name" in line
+            assert any(c.isspace() or not c.isprintable() for c in stripped) or not stripped
+        else:
+            if not stripped:
+                assert found is None or found == stripped
+            else:
+                assert found == stripped
+                assert not any(c.isspace() or not c.isprintable() for c in found)
+
+    check()

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from history_helpers import REGRESSED, V1, subprocess_session
+from history_helpers import REGRESSED, V1, save_run, subprocess_session
 
 from pytest_sommelier.commands.history import write_page as write_history
-from pytest_sommelier.data.store.history import save_run
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install playwright)"

@@ -43,16 +43,12 @@ from pytest_sommelier.data.store.history_record import (
     describe_run,
     git_state,
     run_entry,
-    value_intervals,
 )
 from pytest_sommelier.data.store.validate import check_stored
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
-from pytest_sommelier.numbers import run_number
+from pytest_sommelier.numbers import LABEL_PREFIX, LAST, LAST_ANY, run_number
 
 DEFAULT_STORE = ".sommelier"
-LAST = "last"  # the newest comparable stored run of the suite whose verdict was pass
-LAST_ANY = "last-any"  # the newest comparable stored run of the suite, whatever its verdict
-LABEL_PREFIX = "label:"  # label:v5: the newest stored run carrying that label
 INDEX = "index.json"
 LOCK = ".lock"
 RECORD = "stored_run.json"
@@ -339,8 +335,9 @@ def save_run(
     that stored run is returned and nothing is copied. ``rootdir`` is where git is asked for
     the commit, branch and dirty flag (default: the store's parent folder); outside a git work
     tree none are recorded. An incomplete run kept is marked ``comparable: false``.
-    ``intervals`` is ``history_record.value_intervals_of`` the run's scoring records when the
-    caller has them (the session); otherwise the run is re-scored from its files for them.
+    ``intervals`` is ``core.stored_comparison.value_intervals_of`` the run's scoring records,
+    computed by the caller (the store computes no interval); without them the record says it
+    has none.
     ``verdict`` and ``record`` (``history_record.run_entry``) are the run's verdict and record
     when the caller holds them (the session finish, before its own ``gate_verdict.json`` is
     written): the verdict is written into the stored copy, and nothing of the run is read back
@@ -368,7 +365,11 @@ def save_run(
     if already is not None:
         return already
     git = git_state(Path(rootdir) if rootdir is not None else store.resolve().parent, exclude=store)
-    intervals = dict(intervals) if intervals is not None else value_intervals(run_dir)
+    intervals = (
+        dict(intervals)
+        if intervals is not None
+        else {"intervals": {}, "note": "no intervals: none were given when it was stored"}
+    )
     read_index(store)  # refuse a damaged store before copying anything into it
     temporary = store / f".tmp-{secrets.token_hex(6)}"
     try:

@@ -9,34 +9,25 @@ says so; identity digests are ``core.canonical.sha256_json`` of the reports' own
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.canonical import sha256_json
-from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
-from pytest_sommelier.core.parse import recorded_arguments_key
-from pytest_sommelier.core.pipeline import rescored
 from pytest_sommelier.core.report_blocks import EVALUATION_SCHEMA
-from pytest_sommelier.core.stats import derive_seed, paired_bootstrap_arrays
-from pytest_sommelier.core.types import ScoringRecord
+from pytest_sommelier.core.report_identity import CONFIG_PARTS as CONFIG_PARTS
+from pytest_sommelier.core.report_identity import config_difference
+from pytest_sommelier.core.verdict import NO_BASELINE as NO_BASELINE
 from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
-    SommelierError,
 )
 
 GIT_TIMEOUT_S = 30
-NO_BASELINE = "no comparable stored run"
-"""What a ``stored`` gate's reason says when no stored run could be its baseline yet."""
 
 
 # --- git -----------------------------------------------------------------------------------
@@ -247,99 +238,6 @@ def baseline_worthy(verdict: Mapping[str, Any] | None) -> bool:
     )
 
 
-def value_intervals_of(
-    scoring: Mapping[str, Mapping[str, Sequence[ScoringRecord]]], statistics: Any
-) -> dict[str, Any]:
-    """Per arm, slice (and ``overall``) and metric of scoring records (arm -> slice -> records,
-    as ``RunOutcome.records``): the value with its percentile-bootstrap interval (the arm's
-    value minus zero, through ``core.stats.paired_bootstrap_arrays``, seed
-    ``derive_seed(seed, "history:<arm>:<slice>")``); ``statistics`` is the suite's."""
-    out: dict[str, Any] = {}
-    for name, by_slice in scoring.items():
-        blocks = [*by_slice.items(), ("overall", [r for rows in by_slice.values() for r in rows])]
-        out[name] = {}
-        for label, records in blocks:
-            num, den = component_arrays(list(records))
-            block = paired_bootstrap_arrays(
-                np.zeros_like(num),
-                np.ones_like(den),
-                num,
-                den,
-                seed=derive_seed(statistics.seed, f"history:{name}:{label}"),
-                resamples=statistics.resamples,
-                confidence_level=statistics.confidence_level,
-            )
-            totals_num, totals_den = num.sum(axis=0), den.sum(axis=0)
-            out[name][label] = {
-                metric: {
-                    "value": float(totals_num[j] / totals_den[j]) if totals_den[j] else None,
-                    **block["intervals"][metric],
-                }
-                for j, metric in enumerate(METRIC_NAMES)
-            }
-    return {
-        "intervals": out,
-        "method": {
-            "method": "paired_bootstrap_percentile (value minus 0)",
-            "resamples": statistics.resamples,
-            "confidence_level": statistics.confidence_level,
-        },
-    }
-
-
-def value_intervals(run_dir: Path) -> dict[str, Any]:
-    """:func:`value_intervals_of` the run's own records, re-scored against its own split (the
-    session, which has them scored already, passes them to ``save_run`` instead).
-    ``{"intervals": {}, "note": why}`` when the run cannot be re-scored."""
-    try:
-        _, suite, split = load_run_inputs(run_dir)
-    except SommelierError as error:
-        return {"intervals": {}, "note": f"no intervals: {error.message}"}
-    scoring: dict[str, dict[str, list[ScoringRecord]]] = {}
-    for name in suite.arms:
-        arm_dir = runlayout.arm_dir(run_dir, name)
-        if not runlayout.arm_report(arm_dir).is_file():
-            continue
-        try:
-            arm = stored_arm(suite, split, arm_dir)
-        except SommelierError:
-            continue
-        scoring[name] = {
-            lang: rescored(rows, split, suite.arguments_key)[1]
-            for lang, rows in arm.records.items()
-        }
-    return value_intervals_of(scoring, suite.statistics)
-
-
-CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split", "arguments_key")
-"""The parts of ``suite.resolved.json`` that ``config_sha256`` covers (besides the parser
-version), in the order a change is named (``arguments_key`` absent = ``arguments``)."""
-
-
-def _config_part(resolved: Mapping[str, Any], part: str) -> Any:
-    """One part of a resolved suite as ``config_sha256`` sees it (an absent key: arguments)."""
-    if part == "arguments_key":
-        return recorded_arguments_key(resolved) or resolved.get(part)
-    return resolved.get(part)
-
-
-def config_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
-    """``decoding.max_new_tokens: 64 -> 9``: the first part of two resolved suites (an older
-    and a newer run) covered by ``config_sha256`` that differs, or None. It explains the
-    identity gate's ``config_sha256`` refusal; it is never a gate itself."""
-    for part in CONFIG_PARTS:
-        before, after = _config_part(old, part), _config_part(new, part)
-        if sha256_json(before) == sha256_json(after):
-            continue
-        if isinstance(before, Mapping) and isinstance(after, Mapping):
-            for key in sorted(set(before) | set(after)):
-                if sha256_json(before.get(key)) != sha256_json(after.get(key)):
-                    was, now = json.dumps(before.get(key)), json.dumps(after.get(key))
-                    return f"{part}.{key}: {was} -> {now}"
-        return f"{part}: {json.dumps(before)} -> {json.dumps(after)}"
-    return None
-
-
 def identity_field(error: EvaluationError, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     """The field the identity gate refused on; for ``config_sha256``, with the part of the
     resolved suite that changed (``config_sha256 (decoding.max_new_tokens: 64 -> 9)``)."""
@@ -361,6 +259,4 @@ __all__ = [
     "run_entry",
     "run_identity",
     "suite_run_dirs",
-    "value_intervals",
-    "value_intervals_of",
 ]

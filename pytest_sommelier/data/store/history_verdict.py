@@ -1,147 +1,115 @@
-"""A run against its stored runs: the comparisons that ``--sommelier-compare`` and the suite's
-``stored`` gates ask for, and the verdict with their gates (the session finish and
-``sommelier rescore`` both use it).
+"""What a run's gates need of the run store, looked up before the run is evaluated: the stored
+runs ``--sommelier-compare`` and the suite's ``stored`` gates name, what was stored of each
+(its resolved suite, split, arms, scorers and recorded ``[selection]``), handed to
+``core.pipeline.evaluate_run`` as a typed value (``core.pipeline.StoredEvidence``), where the
+comparisons are made and every gate is judged once (``core.verdict``); and writing the
+comparisons it made (``report/compare-NNNN.json`` and ``.md``). The session finish, the training
+callback and ``sommelier rescore`` all look up through :func:`look_up_stored`.
 
 Invariants kept:
 
-- Each stored run is looked up (``history.resolve_stored``) and compared
-  (``history_compare.compare_runs``) once, whatever number of specs name it, and before this
-  run is stored; each comparison is written as ``report/compare-<NNNN>.json`` and ``.md``.
-- A lookup or comparison that fails is one line, kept as the refusal of every gate that needed
-  it: the gate fails with it as its reason, never passes.
-- ``last`` with no comparable stored run of the suite is *missing*, not an error: compare-fail
-  gates are then not added (the first CI run), while a ``stored`` gate fails (a claim without
-  its evidence never passes).
-- A selection gate with ``stored`` reads this run's selected candidate against the stored
-  run's arm (:func:`stored_selection_arm`: the stored run's own selected candidate when it
-  recorded a ``[selection]``, else its arm of the candidate's family), compared once
-  (``history_compare.compare_arm_pair``); that arm missing, or nothing selected here, fails
-  the gate with the reason.
-- The verdict is re-derived from every gate (``core.gates.evaluate_gates``, then
-  ``history_gate.with_fail_results``), never edited by hand; under a familywise method the
-  compare-fail gates are evaluated with the suite's gates as members of the one family
-  (``history_gate.fail_members``).
+- Each stored run is looked up (``history.resolve_stored``) and read once, whatever number of
+  specs name it, and before this run is stored (so a run is never compared with itself).
+- A lookup or a read that fails is one line, kept as the refusal of the spec: every gate that
+  needed it fails with it as its reason, never passes.
+- ``last`` with no comparable stored run of the suite is *missing*, not an error (the first
+  CI run), except when ``gated`` (compare-fail gates given) and the store holds a comparable
+  run of another suite name over the same split: the suite was renamed, and its regression
+  gates must not vanish with the name, so that is a refusal (``SOM-HISTORY-RENAMED``).
+- Nothing here computes an interval, a test or a gate (``tests/test_layering.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core import runlayout
-from pytest_sommelier.core.gates import (
-    SELECTION_KIND,
-    evaluate_gates,
-    family_of,
-    resolve_selection_gates,
-    selection_subject,
-    stored_subject,
-)
-from pytest_sommelier.core.pipeline import RunOutcome
-from pytest_sommelier.core.types import Suite, Verdict
+from pytest_sommelier.core.pipeline import StoredEvidence, StoredInputs
+from pytest_sommelier.core.stored_comparison import RunRef
+from pytest_sommelier.core.verdict import AgainstStored, Recorded
 from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.history import (
-    LAST,
-    LAST_ANY,
-    StoredRun,
-    resolve_stored,
-    run_at,
-    stored_runs,
-)
-from pytest_sommelier.data.store.history_compare import (
-    Scored,
-    compare_arm_pair,
-    compare_runs,
-    scored_run,
-    write_compare,
-)
-from pytest_sommelier.data.store.history_gate import (
-    FailSpec,
-    evaluate_fail_specs,
-    fail_members,
-    with_fail_results,
-    with_member_evidence,
-)
-from pytest_sommelier.data.store.history_record import NO_BASELINE
+from pytest_sommelier.data.store.history import StoredRun, resolve_stored, stored_runs
+from pytest_sommelier.data.store.history_compare import write_compare
+from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm, stored_scorers
 from pytest_sommelier.errors import InputError, SommelierError
+from pytest_sommelier.numbers import BASELINE_WORDS, LAST_ANY
 
 
-@dataclass
-class AgainstStored:
-    """What comparing a run with its stored runs gave, by spec (``last``, ``3``, a path)."""
-
-    suite: str
-    store: Path
-    reports: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> comparison
-    refusals: dict[str, str] = field(default_factory=dict)  # spec -> why not (one line)
-    missing: list[str] = field(default_factory=list)  # ``last`` with nothing stored yet
-    runs: dict[str, StoredRun] = field(default_factory=dict)  # spec -> the stored run found
-    sides: dict[Path, Scored] = field(default_factory=dict)  # stored run -> re-derived side
-    candidate: tuple[StoredRun, Scored | None] | None = None  # this run (selection gates)
-    flips: int = 10  # the flipped examples a comparison lists
-
-    def compared(self) -> list[dict[str, Any]]:
-        """Each comparison once (two specs naming one stored run share it), in spec order."""
-        return list({report["name"]: report for report in self.reports.values()}.values())
-
-    def missing_lines(self) -> list[str]:
-        """One line per ``last`` spec with nothing stored yet."""
-        return [
-            f"no stored run of suite {self.suite!r} to compare with ({spec}: {self.store})"
-            for spec in self.missing
-        ]
-
-    def errors(self) -> list[str]:
-        """One line per spec whose stored run could not be found or compared."""
-        return [
-            f"not compared with stored run {spec!r}: {why}" for spec, why in self.refusals.items()
-        ]
+def recorded_selection(run: RunRef) -> Recorded:
+    """What a stored run recorded that a stored selection gate reads: its ``report/
+    selection.json``'s selected candidate (read through the store's one validating reader;
+    None without the file) and the arms it holds a report of. An edited ``selection.json`` is
+    an ``InputError`` (``SOM-STORED-FIELD``)."""
+    path = runlayout.selection(run.path)
+    selected = None
+    if path.is_file():
+        selected = str(artifacts.read_json(path, expect="sommelier.selection.v1")["selected"])
+    eval_dir = runlayout.eval_dir(run.path)
+    reported = frozenset(
+        folder.name
+        for folder in (sorted(eval_dir.iterdir()) if eval_dir.is_dir() else ())
+        if runlayout.arm_report(folder).is_file()
+    )
+    return Recorded(selected, None, reported)
 
 
-def stored_specs(suite: Suite, compare: str | None) -> list[str]:
-    """The stored runs a run is compared with: ``--sommelier-compare``'s, then each ``stored``
-    gate's, once each in that order."""
-    specs = [compare] if compare is not None else []
-    specs += [str(gate.stored) for gate in suite.gates
-              if gate.kind in ("stored", SELECTION_KIND) and gate.stored is not None]  # fmt: skip
-    return list(dict.fromkeys(specs))
+def read_inputs(run: RunRef) -> StoredInputs:
+    """What a comparison with the stored run ``run`` needs of its files (``core.pipeline.
+    StoredInputs``): its resolved suite and split copy (digest checked), each arm it stored
+    (an arm that cannot be read is one line in ``problems``), the scorers it recorded, and
+    its recorded selection (a ``selection.json`` that cannot be read is one line there).
+    Raises the ``SommelierError`` of a run that cannot be read at all."""
+    resolved, suite, split = load_run_inputs(run.path)
+    arms = {}
+    problems: dict[str, str] = {}
+    for name in suite.arms:
+        arm_dir = runlayout.arm_dir(run.path, name)
+        if not runlayout.arm_report(arm_dir).is_file():
+            continue
+        try:
+            arms[name] = stored_arm(suite, split, arm_dir)
+        except SommelierError as error:
+            problems[name] = str(error)
+    scorers = stored_scorers(suite, run.path)
+    try:
+        recorded = recorded_selection(run)
+    except SommelierError as error:
+        recorded = Recorded(None, str(error), frozenset())
+    return StoredInputs(resolved, suite, split, arms, problems, scorers, recorded)
 
 
-def compare_with_stored(
+def look_up_stored(
     run_dir: Path,
     store: Path,
     specs: Sequence[str],
     *,
     suite: str,
+    resolved: Mapping[str, Any],
     flips: int,
-    candidate: tuple[StoredRun, Scored] | None = None,
     gated: bool = False,
-) -> AgainstStored:
-    """Compare the run in ``run_dir`` with the stored run each spec names (see the module
-    docstring); ``candidate`` is the run and its scored side when the caller holds them (the
-    session finish, from memory), else the run folder is read.
-
-    ``last`` / ``last-any`` with no such run of this suite stored yet is ``missing`` (a first
-    run), except when ``gated`` (compare-fail gates given) and the store holds a comparable
-    run of another suite name over the same split: the suite was renamed, and its regression
-    gates must not vanish with the name, so that is a refusal (the gates fail)."""
-    run_dir, store = Path(run_dir), Path(store)
-    against = AgainstStored(suite=suite, store=store, flips=flips)
+    pinned: Mapping[str, str] | None = None,
+) -> StoredEvidence | None:
+    """Look up the stored run each spec names (see the module docstring) for the run that will
+    be written into ``run_dir`` (``resolved``: its resolved suite as written); ``pinned`` maps a
+    spec to the spec looked up in its place (``scored_run.pinned_specs``). None when there is
+    nothing to look up."""
     if not specs:
-        return against
-    run, scored = candidate if candidate is not None else (run_at(run_dir), None)
-    against.candidate = (run, scored)
-    done: dict[Path, dict[str, Any]] = {}
-    for spec in specs:
+        return None
+    lookup = {spec: (pinned or {}).get(spec, spec) for spec in specs}
+    store = Path(store)
+    read: dict[Path, StoredInputs | str] = {}
+    looked_up: list[tuple[str, tuple[RunRef, StoredInputs | str] | str | None]] = []
+    split_sha = (resolved.get("test_split") or {}).get("sha256")
+    for spec in dict.fromkeys(lookup.values()):
         try:
-            if spec in (LAST, LAST_ANY):
+            if spec in BASELINE_WORDS:
                 found = [r for r in stored_runs(store, suite=suite) if r.comparable]
                 if not [r for r in found if r.passed or spec == LAST_ANY]:
-                    renamed = _renamed_from(store, suite, run) if gated else None
+                    renamed = _renamed_from(store, suite, split_sha) if gated else None
                     if renamed is None:
-                        against.missing.append(spec)
+                        looked_up.append((spec, None))
                         continue
                     raise InputError(
                         "SOM-HISTORY-RENAMED",
@@ -152,23 +120,28 @@ def compare_with_stored(
                     )
             reference = resolve_stored(store, spec, suite=suite)
             key = reference.path.resolve()
-            if key not in done:
-                against.sides[key] = scored_run(reference)
-                done[key] = compare_runs(
-                    run, reference, flips=flips, scored=scored,
-                    reference_scored=against.sides[key],
-                )  # fmt: skip
-            against.reports[spec] = done[key]
-            against.runs[spec] = reference
+            if key not in read:
+                try:
+                    read[key] = read_inputs(reference)
+                except SommelierError as error:
+                    read[key] = str(error)
+            looked_up.append((spec, (reference, read[key])))
         except SommelierError as error:
-            against.refusals[spec] = str(error)
-    return against
+            looked_up.append((spec, str(error)))
+    return StoredEvidence(
+        store=store,
+        suite=suite,
+        flips=flips,
+        candidate=Path(run_dir),
+        resolved=dict(resolved),
+        looked_up=tuple(looked_up),
+        lookup=lookup,
+    )
 
 
-def _renamed_from(store: Path, suite: str, run: StoredRun) -> StoredRun | None:
+def _renamed_from(store: Path, suite: str, split: str | None) -> StoredRun | None:
     """The newest comparable stored run of another suite name over this run's split (its
     ``identity.test_split_sha256``), or None."""
-    split = (run.entry.get("identity") or {}).get("test_split_sha256")
     if not split:
         return None
     others = [
@@ -188,161 +161,9 @@ def write_compared(run_dir: Path, against: AgainstStored, markdown: Callable[[An
         write_compare(runlayout.report_dir(run_dir), report, markdown(report))
 
 
-def _stored_gate_inputs(
-    suite: Suite, against: AgainstStored
-) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
-    """Per ``stored`` gate subject: the comparison block of its arm, or why there is none."""
-    blocks: dict[str, Mapping[str, Any]] = {}
-    errors: dict[str, str] = {}
-    for gate in suite.gates:
-        if gate.kind != "stored":
-            continue
-        spec, arm = str(gate.stored), str(gate.arm)
-        subject = stored_subject(arm, spec)
-        report = against.reports.get(spec)
-        if report is None:
-            errors[subject] = against.refusals.get(spec) or (
-                f"{NO_BASELINE} of suite {against.suite!r} in {against.store}"
-            )
-            continue
-        block = report["arms"].get(arm)
-        if block is None:
-            errors[subject] = f"arm {arm!r} is not in this run"
-        elif block.get("status") != "compared":
-            errors[subject] = str(block.get("reason", "refused"))
-        else:
-            blocks[subject] = block
-    return blocks, errors
-
-
-def stored_selection_arm(reference: StoredRun, selected: str) -> tuple[str | None, str]:
-    """The stored run's arm a stored selection gate compares this run's ``selected`` candidate
-    with, and how it was chosen: the stored run's own selected candidate when it recorded a
-    ``[selection]`` (its ``report/selection.json``, read through the store's one validating
-    reader), else its arm named like the candidate's family (``adapter`` for ``adapter@200``);
-    ``(None, why)`` when the stored run has no such arm."""
-    path = runlayout.selection(reference.path)
-    if path.is_file():
-        recorded = artifacts.read_json(path, expect="sommelier.selection.v1")
-        return str(recorded["selected"]), f"{reference.describe()}'s selected candidate"
-    family = family_of(selected)
-    if runlayout.arm_report(runlayout.arm_dir(reference.path, family)).is_file():
-        return family, f"{reference.describe()}'s arm {family!r}"
-    return None, (
-        f"{reference.describe()} recorded no [selection] and has no arm {family!r} (the "
-        f"family of {selected!r}) to compare the selected candidate with"
-    )
-
-
-def _selection_gate_inputs(
-    suite: Suite, outcome: RunOutcome, against: AgainstStored
-) -> tuple[dict[str, str | None], dict[str, Mapping[str, Any]], dict[str, str]]:
-    """Per stored selection gate: the stored arm it reads (``stored_arms``; None: none), and
-    under the gate's subject its comparison block or why there is none (one line, the gate's
-    reason). Nothing selected in this run: the gate is left to fail as unresolved."""
-    stored_arms: dict[str, str | None] = {}
-    blocks: dict[str, Mapping[str, Any]] = {}
-    errors: dict[str, str] = {}
-    chosen = (outcome.selection or {}).get("selected")
-    for gate in suite.gates:
-        if gate.kind != SELECTION_KIND or gate.stored is None or not isinstance(chosen, str):
-            continue
-        arm, found = _stored_selection_block(against, str(gate.stored), chosen)
-        stored_arms[gate.name] = arm
-        (resolved,) = resolve_selection_gates((gate,), outcome.selection, stored_arms)
-        if isinstance(found, str):
-            errors[selection_subject(resolved)] = found
-        else:
-            blocks[selection_subject(resolved)] = found
-    return stored_arms, blocks, errors
-
-
-def _stored_selection_block(
-    against: AgainstStored, spec: str, chosen: str
-) -> tuple[str | None, Mapping[str, Any] | str]:
-    """``(stored arm, its comparison block)`` for this run's ``chosen`` candidate against the
-    stored run ``spec`` names, or ``(arm or None, why not)``."""
-    reference = against.runs.get(spec)
-    if reference is None or against.candidate is None:
-        missing = f"{NO_BASELINE} of suite {against.suite!r} in {against.store}"
-        return None, against.refusals.get(spec) or missing
-    try:
-        arm, how = stored_selection_arm(reference, chosen)
-        if arm is None:
-            return None, how
-        run, scored = against.candidate
-        block = compare_arm_pair(
-            run, reference, (chosen, arm), flips=against.flips, scored=scored,
-            reference_scored=against.sides.get(reference.path.resolve()),
-        )  # fmt: skip
-    except SommelierError as error:
-        return None, str(error)
-    if block.get("status") != "compared":
-        return arm, str(block.get("reason", "refused"))
-    return arm, block
-
-
-def verdict_against_stored(
-    suite: Suite,
-    outcome: RunOutcome,
-    against: AgainstStored,
-    *,
-    compare: str | None,
-    fail_specs: Sequence[FailSpec],
-) -> Verdict | None:
-    """The run's verdict with its ``stored`` gates evaluated on their comparisons and one
-    compare-fail gate per spec and arm against ``compare``'s stored run appended (none when
-    ``compare`` is ``last`` and nothing is stored yet); None when gates are off."""
-    verdict = outcome.verdict
-    if verdict is None:
-        return None
-    interval_at = outcome.interval_at
-    failing = compare is not None and bool(fail_specs) and compare not in against.missing
-    report = against.reports.get(compare) if compare is not None else None
-    refused = against.refusals.get(compare) if compare is not None else None
-    members = (
-        fail_members(fail_specs, report, refused=refused)
-        if failing and suite.statistics.familywise != "none"
-        else None
-    )
-    stored_gated = any(
-        gate.kind == "stored" or (gate.kind == SELECTION_KIND and gate.stored is not None)
-        for gate in suite.gates
-    )
-    if stored_gated or members is not None:
-        blocks, errors = _stored_gate_inputs(suite, against)
-        stored_arms, chosen, refused_arms = _selection_gate_inputs(suite, outcome, against)
-        blocks, errors = {**blocks, **chosen}, {**errors, **refused_arms}
-        gates = tuple(suite.gates)
-        if members is not None:  # the compare-fail gates join the family
-            gates += members.gates
-            blocks, errors = {**blocks, **members.blocks}, {**errors, **members.errors}
-        verdict = evaluate_gates(
-            gates,
-            outcome.arm_reports,
-            {**outcome.comparison_reports, **blocks},  # type: ignore[dict-item]
-            complete=outcome.complete,
-            run_id=outcome.run_id,
-            errors={**outcome.comparison_errors, **errors},
-            statistics=suite.statistics,
-            interval_at=interval_at,
-            selection=outcome.selection,
-            stored_arms=stored_arms,
-        )
-        if members is not None:
-            gate_results = with_member_evidence(verdict["gates"], members)
-            return {**verdict, "gates": gate_results}  # type: ignore[return-value]
-    if not failing:
-        return verdict
-    results = evaluate_fail_specs(fail_specs, report, refused=refused)
-    return with_fail_results(verdict, results)  # type: ignore[return-value]
-
-
 __all__ = [
-    "AgainstStored",
-    "compare_with_stored",
-    "stored_selection_arm",
-    "stored_specs",
-    "verdict_against_stored",
+    "look_up_stored",
+    "read_inputs",
+    "recorded_selection",
     "write_compared",
 ]

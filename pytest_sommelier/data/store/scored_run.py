@@ -10,8 +10,10 @@ The order, and the invariants it keeps:
 1. ``artifacts.write_outcome`` without the verdict (the reports, records, comparisons and their
    Markdown); an error here is raised to the caller (nothing of the run is valid yet).
 2. The comparisons with stored runs (``--sommelier-compare`` and the suite's ``stored``
-   gates), looked up before this run is stored, so a run is never compared with itself;
-   their gates join the one verdict (``history_verdict.verdict_against_stored``).
+   gates; looked up by ``history_verdict.look_up_stored`` before the run was evaluated and
+   this run is stored, so a run is never compared with itself; made, and their gates judged
+   with every other gate in the one verdict, by ``core.pipeline.evaluate_run``): each
+   written once into ``report/``.
 3. The page (``report.html``), rendered from the values in memory with that verdict.
 4. The Markdown summary (``report/summary.md``, and ``GITHUB_STEP_SUMMARY`` where the
    environment names it).
@@ -35,25 +37,12 @@ from typing import Any, Protocol
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import FormattedSplit, Suite, Verdict
+from pytest_sommelier.core.verdict import AgainstStored
 from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.history import (
-    LAST,
-    LAST_ANY,
-    StoredRun,
-    resolve_stored,
-    run_of,
-    save_run,
-)
-from pytest_sommelier.data.store.history_compare import DEFAULT_FLIPS, scored_outcome
-from pytest_sommelier.data.store.history_gate import parse_fail_specs
-from pytest_sommelier.data.store.history_record import run_entry, value_intervals_of
-from pytest_sommelier.data.store.history_verdict import (
-    AgainstStored,
-    compare_with_stored,
-    stored_specs,
-    verdict_against_stored,
-    write_compared,
-)
+from pytest_sommelier.data.store.history import StoredRun, resolve_stored, save_run
+from pytest_sommelier.data.store.history_compare import DEFAULT_FLIPS
+from pytest_sommelier.data.store.history_record import run_entry
+from pytest_sommelier.data.store.history_verdict import write_compared
 from pytest_sommelier.data.store.runread import (
     RunFiles,
     SummaryInputs,
@@ -61,6 +50,7 @@ from pytest_sommelier.data.store.runread import (
     summary_inputs_of,
 )
 from pytest_sommelier.errors import InputError, SommelierError
+from pytest_sommelier.numbers import BASELINE_WORDS
 
 
 class RunViews(Protocol):
@@ -154,10 +144,14 @@ def write_scored_run(
     views: RunViews,
     on_written: Callable[[Path], None] = _nothing,
     on_verdict: Callable[[Verdict, Path], None] = _nothing,
+    intervals: Mapping[str, Any] | None = None,
 ) -> ScoredRun:
     """Write the evaluated run into ``run_dir`` (claimed and cleared by the caller) in the
-    module docstring's order; ``outcome.verdict`` is the verdict before the stored gates,
-    ``resolved`` the resolved suite with its ``run_id``. Raises only when step 1 fails."""
+    module docstring's order; ``outcome`` is the evaluated run with its one verdict and its
+    comparisons with stored runs (``outcome.against``), ``resolved`` the resolved suite with
+    its ``run_id``, ``intervals`` the store record's value intervals
+    (``core.stored_comparison.value_intervals_of``, given with ``options.autosave``). Raises
+    only when step 1 fails."""
     artifacts.write_outcome(
         run_dir,
         replace(outcome, verdict=None),  # the verdict is written last, below
@@ -167,13 +161,11 @@ def write_scored_run(
     )
     done = ScoredRun(outcome=outcome, over=OverTime())
     over = done.over
-    try:
-        done.outcome = against_stored(
-            suite, run_dir, outcome, over, resolved=resolved, split=split, options=options,
-            views=views,
-        )  # fmt: skip
-    except SommelierError as error:
-        over.errors.append(str(error))
+    if outcome.against is not None:
+        try:
+            write_against(run_dir, outcome.against, over, views)
+        except SommelierError as error:
+            over.errors.append(str(error))
     verdict = done.outcome.verdict
     try:  # the page: a view of the run's values, with the one verdict
         files = run_files_of(run_dir, resolved, done.outcome, split, verdict, over.compares)
@@ -195,7 +187,7 @@ def write_scored_run(
     # the store copies the run with the verdict from memory, so that the run's own verdict is
     # still the last file written, and only when storing worked too
     if not store_run(suite, run_dir, done.outcome, over, resolved=resolved, split=split,
-                     options=options):  # fmt: skip
+                     options=options, intervals=intervals):  # fmt: skip
         done.no_verdict = over.errors[-1]
         return done
     on_written(run_dir)
@@ -210,63 +202,16 @@ def write_scored_run(
     return done
 
 
-def against_stored(
-    suite: Suite,
-    run_dir: Path,
-    outcome: RunOutcome,
-    over: OverTime,
-    *,
-    resolved: Mapping[str, Any],
-    split: FormattedSplit,
-    options: StoreOptions,
-    views: RunViews,
-) -> RunOutcome:
-    """Compare the run (its values: ``resolved`` as written, ``outcome``) with its stored
-    runs and write each comparison into ``report/``; return the outcome with the one verdict
-    that holds their gates (nothing is written of it here)."""
-    specs = stored_specs(suite, options.compare)
-    if not specs:
-        return outcome
-    scored = scored_outcome(resolved, suite, split, outcome)
-    run = run_of(run_dir, scored.resolved, scored.reports, outcome.verdict)
-    lookup = {spec: options.pinned.get(spec, spec) for spec in specs}
-    looked_up = compare_with_stored(
-        run_dir,
-        options.store,
-        list(dict.fromkeys(lookup.values())),
-        suite=suite.name,
-        flips=options.flips,
-        candidate=(run, scored),
-        gated=bool(options.compare_fail),
-    )
-    against = _as_specs(looked_up, lookup)
+def write_against(
+    run_dir: Path, against: AgainstStored, over: OverTime, views: RunViews
+) -> None:
+    """Write each comparison with a stored run once into ``report/`` and keep, for the
+    terminal summary, the comparisons, their lines and the lookups that failed."""
     write_compared(run_dir, against, views.compare_markdown)
     over.compares = against.compared()
     over.by_spec = dict(against.reports)
     over.lines += views.against_lines(against)
     over.errors += against.errors()
-    verdict = verdict_against_stored(
-        suite,
-        outcome,
-        against,
-        compare=options.compare,
-        fail_specs=parse_fail_specs(options.compare_fail),
-    )
-    return replace(outcome, verdict=verdict)
-
-
-def _as_specs(looked_up: AgainstStored, lookup: Mapping[str, str]) -> AgainstStored:
-    """``looked_up`` (by the specs looked up) keyed by the specs the suite and options wrote
-    (``lookup``: written spec -> looked-up spec), so that every gate finds its comparison."""
-    if all(spec == target for spec, target in lookup.items()):
-        return looked_up
-    return AgainstStored(
-        suite=looked_up.suite,
-        store=looked_up.store,
-        reports={s: looked_up.reports[t] for s, t in lookup.items() if t in looked_up.reports},
-        refusals={s: looked_up.refusals[t] for s, t in lookup.items() if t in looked_up.refusals},
-        missing=[s for s, t in lookup.items() if t in looked_up.missing],
-    )
 
 
 def pinned_specs(store: Path, suite: Suite, *, where: str) -> dict[str, str]:
@@ -304,7 +249,7 @@ def pinned_specs(store: Path, suite: Suite, *, where: str) -> dict[str, str]:
                 "store",
                 where=where,
             )
-        if spec in (LAST, LAST_ANY) and found.number is not None:
+        if spec in BASELINE_WORDS and found.number is not None:
             pinned[spec] = str(found.number)
     return pinned
 
@@ -318,11 +263,12 @@ def store_run(
     resolved: Mapping[str, Any],
     split: FormattedSplit,
     options: StoreOptions,
+    intervals: Mapping[str, Any] | None = None,
 ) -> bool:
     """With ``options.autosave``, copy the run into the store with its verdict
     (``outcome.verdict``, written into the stored copy: the run's own ``gate_verdict.json`` is
-    written after this) and the record built from its values (with ``options.record``); False
-    when storing failed (the one line is in ``over.errors``)."""
+    written after this), the record built from its values (with ``options.record``) and its
+    value ``intervals``; False when storing failed (the one line is in ``over.errors``)."""
     if not options.autosave:
         return True
     values = summary_inputs_of(run_dir, resolved, outcome, split, outcome.verdict)
@@ -335,7 +281,7 @@ def store_run(
             only_passing=options.only_passing,
             label=options.label,
             rootdir=options.rootdir,
-            intervals=value_intervals_of(outcome.records, suite.statistics),
+            intervals=intervals,
             verdict=outcome.verdict,
             record={**entry, **(options.record or {})},
         )
@@ -363,8 +309,8 @@ __all__ = [
     "RunViews",
     "ScoredRun",
     "StoreOptions",
-    "against_stored",
     "pinned_specs",
     "store_run",
+    "write_against",
     "write_scored_run",
 ]

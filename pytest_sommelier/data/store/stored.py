@@ -1,5 +1,6 @@
 """Stored runs: reading a run directory's inputs and arms back (for ``sommelier rescore``,
-``commands.rescore``), and comparing two stored arms (``sommelier compare``), with no model.
+``commands.rescore``, and one side of ``sommelier compare A B`` over two stored arms), with no
+model.
 
 Invariants kept: a run is re-derived only from its own files (``suite.resolved.json``, the
 split copy in ``inputs/`` and each arm's ``generations.<slice>.jsonl``) after the same
@@ -14,13 +15,11 @@ from typing import Any, cast
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
-from pytest_sommelier.core.pipeline import ArmRun, evaluate_run, order_records
-from pytest_sommelier.core.report_comparison import build_comparison_report
+from pytest_sommelier.core.pipeline import ArmRun, ArmSide, order_records
 from pytest_sommelier.core.scorers import Scorer, recorded_scorer
 from pytest_sommelier.core.types import (
     ArmConfig,
     ComparisonConfig,
-    ComparisonReport,
     Decoding,
     FormattedSplit,
     GateConfig,
@@ -215,43 +214,17 @@ def stored_scorers(suite: Suite, run_dir: Path) -> tuple[Scorer, ...]:
     return ()
 
 
-def compare_arms(candidate_dir: Path, reference_dir: Path) -> ComparisonReport:
-    """A comparison report between two stored arms (possibly of different runs).
-
-    Both arms are rebuilt from their records against their own run's split, then the identity
-    gate decides whether they may be compared at all.
-    """
-    arms = []
-    for arm_dir in (candidate_dir, reference_dir):
-        run_dir = arm_dir.resolve().parent.parent
-        resolved, suite, split = load_run_inputs(run_dir)
-        arm = stored_arm(suite, split, arm_dir)
-        outcome = evaluate_run(
-            suite,
-            split,
-            {arm.name: arm},
-            run_id=resolved.get("run_id", run_dir.name),
-            model=resolved["model"],
-            gates=False,
-            scorers=stored_scorers(suite, run_dir),
-        )
-        arms.append((arm.name, outcome, suite, resolved.get("run_id", run_dir.name)))
-    (cand_name, cand, suite, cand_run), (ref_name, ref, _, ref_run) = arms
-    cand_report, ref_report = cand.arm_reports[cand_name], ref.arm_reports[ref_name]
-    cand_tele, ref_tele = cand.telemetry[cand_name], ref.telemetry[ref_name]
-    if cand_name == ref_name:  # the same arm from two runs: label each by its run
-        cand_report = {**cand_report, "arm": f"{cand_name}@{cand_run}"}
-        ref_report = {**ref_report, "arm": f"{ref_name}@{ref_run}"}
-        cand_tele = {**cand_tele, "arm": cand_report["arm"]}
-        ref_tele = {**ref_tele, "arm": ref_report["arm"]}
-    return build_comparison_report(
-        cand_report,
-        ref_report,
-        cand.records[cand_name],
-        ref.records[ref_name],
-        suite.statistics,
-        telemetry={cand_report["arm"]: cand_tele, ref_report["arm"]: ref_tele},
-    )
+def read_arm_side(arm_dir: Path) -> ArmSide:
+    """A stored arm folder (possibly of another run) as one side of ``sommelier compare A B``
+    (``core.pipeline.compare_arm_sides``): its run's resolved suite, suite and split, the arm
+    read back (:func:`stored_arm`) and the scorers its run recorded."""
+    run_dir = Path(arm_dir).resolve().parent.parent
+    resolved, suite, split = load_run_inputs(run_dir)
+    arm = stored_arm(suite, split, Path(arm_dir))
+    return ArmSide(
+        resolved=resolved, suite=suite, split=split, arm=arm,
+        scorers=stored_scorers(suite, run_dir), run_id=resolved.get("run_id", run_dir.name),
+    )  # fmt: skip
 
 
-__all__ = ["compare_arms", "load_run_inputs", "stored_arm", "suite_from_resolved"]
+__all__ = ["load_run_inputs", "read_arm_side", "stored_arm", "suite_from_resolved"]

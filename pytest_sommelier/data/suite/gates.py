@@ -24,7 +24,7 @@ from pytest_sommelier.core.gates import (
     SELECTION_KIND,
     UPPER_THRESHOLDS,
 )
-from pytest_sommelier.core.metrics import METRIC_NAMES
+from pytest_sommelier.core.metrics import ARGUMENT_F1, METRIC_NAMES
 from pytest_sommelier.core.types import (
     ArmConfig,
     ComparisonConfig,
@@ -36,7 +36,7 @@ from pytest_sommelier.data.suite.arms import require_arm
 from pytest_sommelier.data.suite.names import OVERALL, valid_name
 from pytest_sommelier.data.suite.statistics_bounds import effect_problem
 from pytest_sommelier.errors import InputError
-from pytest_sommelier.numbers import run_number
+from pytest_sommelier.numbers import BASELINE_WORDS, LABEL_PREFIX, run_number
 
 GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
 """Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES`` and
@@ -236,7 +236,7 @@ def _gate_effect(entry: Mapping[str, Any], kind: str, where: str) -> float | Non
     if (
         not gated
         or not interval
-        or entry["metric"] in ("argument_f1", IDENTICAL_METRIC, NOISE_METRIC)
+        or entry["metric"] in (ARGUMENT_F1, IDENTICAL_METRIC, NOISE_METRIC)
     ):
         raise InputError(
             "SOM-SUITE-INVALID-VALUE",
@@ -259,9 +259,9 @@ def _stored_spec(value: Any, where: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 99_999_999:
         return str(value)
     if isinstance(value, str) and (
-        value in ("last", "last-any")
+        value in BASELINE_WORDS
         or run_number(value) is not None
-        or (value.startswith("label:") and valid_name(value.removeprefix("label:")))
+        or (value.startswith(LABEL_PREFIX) and valid_name(value.removeprefix(LABEL_PREFIX)))
     ):
         return value
     raise InputError(

@@ -6,9 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from history_helpers import IMPROVED, V1, subprocess_session
-
-from pytest_sommelier.data.store.history import save_run
+from history_helpers import IMPROVED, V1, save_run, subprocess_session
 
 
 @pytest.fixture(scope="session")

@@ -12,12 +12,24 @@ import sys
 from pathlib import Path
 
 import pytest
-from history_helpers import HE_DROP, IMPROVED, REGRESSED, V1, files, session, with_run_id
+from history_helpers import (
+    HE_DROP,
+    IMPROVED,
+    REGRESSED,
+    V1,
+    compare_stored,
+    files,
+    save_run,
+    session,
+    with_run_id,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.commands.rescore import summary_markdown, write_summary
+from pytest_sommelier.core.borrowed import arm_origin, refuse_borrowed
+from pytest_sommelier.core.compare_fail import evaluate_fail_specs, with_fail_results
 from pytest_sommelier.core.gates import evaluate_gates
 from pytest_sommelier.data.store.history import (
     FOLDER,
@@ -25,22 +37,10 @@ from pytest_sommelier.data.store.history import (
     read_index,
     resolve_stored,
     run_at,
-    save_run,
     stored_runs,
 )
-from pytest_sommelier.data.store.history_compare import (
-    arm_origin,
-    compare_runs,
-    refuse_borrowed,
-    refuse_borrowed_stand_in,
-    write_compare,
-)
-from pytest_sommelier.data.store.history_gate import (
-    evaluate_fail_specs,
-    parse_fail_spec,
-    parse_fail_specs,
-    with_fail_results,
-)
+from pytest_sommelier.data.store.history_compare import refuse_borrowed_stand_in, write_compare
+from pytest_sommelier.data.store.history_gate import parse_fail_spec, parse_fail_specs
 from pytest_sommelier.data.store.history_record import git_state, suite_run_dirs
 from pytest_sommelier.data.store.history_runs import history_runs
 from pytest_sommelier.data.suite.load import GATE_METRICS, load_suite, suite_identity, valid_name
@@ -87,7 +87,7 @@ def test_three_runs_stored_byte_for_byte_and_compared(pytester: pytest.Pytester,
     # compare the newest with `last` before it: resolve by number and by last
     assert resolve_stored(store, "last").number == 3
     assert resolve_stored(store, str(stored[0].path)).number == 1
-    report = compare_runs(stored[2], resolve_stored(store, "2"))
+    report = compare_stored(stored[2], resolve_stored(store, "2"))
     adapter, base = report["arms"]["adapter"], report["arms"]["base"]
     assert adapter["deltas"]["full_call_exact_match"] == pytest.approx(-2 / 7)
     assert adapter["mcnemar"]["reference_only"] == adapter["flips"]["broken_count"] == 2
@@ -138,7 +138,7 @@ def test_improvement_passes_and_a_slice_regression_fails(pytester: pytest.Pytest
     store = store_of(pytester)
     save_run(session(pytester, "one", V1), store)
     improved = run_at(session(pytester, "two", IMPROVED))
-    report = compare_runs(improved, resolve_stored(store, "last", suite="factory"))
+    report = compare_stored(improved, resolve_stored(store, "last", suite="factory"))
     flips = report["arms"]["adapter"]["flips"]
     assert (flips["fixed_count"], flips["broken_count"]) == (1, 0)
     assert flips["fixed"] == [{"example_id": "he-1", "slice": "he"}]
@@ -146,7 +146,7 @@ def test_improvement_passes_and_a_slice_regression_fails(pytester: pytest.Pytest
     assert all(r["passed"] for r in evaluate_fail_specs(specs, report))
 
     dropped = run_at(session(pytester, "three", HE_DROP))
-    report = compare_runs(dropped, resolve_stored(store, "1"))
+    report = compare_stored(dropped, resolve_stored(store, "1"))
     results = evaluate_fail_specs(parse_fail_specs(["full_call_exact_match:he:0.03"]), report)
     adapter = next(r for r in results if r["subject"].startswith("adapter-"))
     assert adapter["passed"] is False and adapter["observed"] == pytest.approx(-1 / 3)
@@ -176,7 +176,7 @@ def test_changed_decoding_is_refused_with_one_line(pytester: pytest.Pytester, ca
     store = store_of(pytester)
     save_run(session(pytester, "one", V1), store)
     save_run(session(pytester, "two", V1, decoding={"max_new_tokens": 9}), store)
-    report = compare_runs(resolve_stored(store, "2"), resolve_stored(store, "1"))
+    report = compare_stored(resolve_stored(store, "2"), resolve_stored(store, "1"))
     for arm in ("adapter", "base"):
         block = report["arms"][arm]
         assert block["status"] == "refused"
@@ -221,7 +221,7 @@ def test_an_incomplete_run_is_never_comparable(pytester: pytest.Pytester) -> Non
         resolve_stored(store, "last")
     complete = run_at(session(pytester, "full", V1))
     with pytest.raises(EvaluationError, match=r"SOM-HISTORY-INCOMPLETE.*stored run 0001"):
-        compare_runs(complete, resolve_stored(store, "1"))
+        compare_stored(complete, resolve_stored(store, "1"))
     assert save_run(complete.path, store).number == 2
     assert resolve_stored(store, "last").number == 2
     runs = history_runs(store)
@@ -367,14 +367,14 @@ def test_borrowed_evidence_is_refused(pytester: pytest.Pytester) -> None:
     save_run(session(pytester, "one", V1), store)
     # this suite's "adapter" arm is a base arm: the stored adapter is not evidence about it
     base_named_adapter = run_at(session(pytester, "two", V1, arms={"base": {}, "adapter": {}}))
-    report = compare_runs(base_named_adapter, resolve_stored(store, "last"))
+    report = compare_stored(base_named_adapter, resolve_stored(store, "last"))
     reason = report["arms"]["adapter"]["reason"]
     assert reason.startswith("SOM-HISTORY-BORROWED") and "model_kind adapter" in reason
     assert report["arms"]["base"]["status"] == "compared"
     # another suite's run is not evidence about this suite
     other = run_at(session(pytester, "three", V1, suite={"name": "other"}))
     with pytest.raises(EvaluationError, match=r"SOM-HISTORY-BORROWED.*suite 'factory'"):
-        compare_runs(other, resolve_stored(store, "1"))
+        compare_stored(other, resolve_stored(store, "1"))
     with pytest.raises(InputError, match="no comparable stored run of suite 'other'"):
         resolve_stored(store, "last", suite="other")
     save_run(other.path, store)
@@ -543,7 +543,7 @@ def test_ci_summary_and_github_step_summary(pytester: pytest.Pytester, monkeypat
     gates = [{"name": "valid", "arm": "adapter", "metric": "valid_json_rate", "min": 0.5}]
     save_run(session(pytester, "one", V1, gates=gates), store)
     run = session(pytester, "two", REGRESSED, gates=gates)
-    report = compare_runs(run_at(run), resolve_stored(store, "last"))
+    report = compare_stored(run_at(run), resolve_stored(store, "last"))
     write_compare(run / "report", report, compare_markdown(report))
     results = evaluate_fail_specs(parse_fail_specs(["full_call_exact_match:0.02"]), report)
     verdict = json.loads((run / "gate_verdict.json").read_text())

@@ -20,9 +20,12 @@ from synthetic_run import synthetic_inputs
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.pipeline import evaluate_run
+from pytest_sommelier.core.stored_comparison import value_intervals_of
 from pytest_sommelier.core.types import GateConfig
+from pytest_sommelier.core.verdict import stored_specs
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import read_index
+from pytest_sommelier.data.store.history_verdict import look_up_stored
 from pytest_sommelier.data.store.scored_run import (
     ScoredRun,
     StoreOptions,
@@ -62,8 +65,18 @@ def write(
 ) -> tuple[ScoredRun, Path]:
     suite, split, arms, identity = inputs
     suite = replace(suite, gates=gates)
-    outcome = evaluate_run(suite, split, arms, run_id=run_id, model=identity["model"])
     run_dir = root / run_id
+    store_options = StoreOptions(store=root / "store", environ={}, **options)
+    resolved = {**identity, "run_id": run_id}
+    # what the gates need of the store, looked up first, as the session and the callback do
+    evidence = look_up_stored(
+        run_dir, store_options.store, stored_specs(suite, store_options.compare),
+        suite=suite.name, resolved=artifacts.as_stored(artifacts.stored_resolved(resolved, split)),
+        flips=store_options.flips, pinned=store_options.pinned,
+    )  # fmt: skip
+    outcome = evaluate_run(
+        suite, split, arms, run_id=run_id, model=identity["model"], stored=evidence
+    )
     log = events if events is not None else []
 
     def written(folder: Path) -> None:
@@ -74,9 +87,9 @@ def write(
 
     with artifacts.claim_run(run_dir):
         done = write_scored_run(
-            run_dir, suite, split, outcome, resolved={**identity, "run_id": run_id},
-            options=StoreOptions(store=root / "store", environ={}, **options), views=views,
-            on_written=written, on_verdict=verdict,
+            run_dir, suite, split, outcome, resolved=resolved, options=store_options,
+            views=views, on_written=written, on_verdict=verdict,
+            intervals=value_intervals_of(outcome.records, suite.statistics),
         )  # fmt: skip
     return done, run_dir
 

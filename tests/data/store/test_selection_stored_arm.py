@@ -1,5 +1,6 @@
 """Which arm of a stored run a stored selection gate compares the selected candidate with
-(``history_verdict.stored_selection_arm``): the stored run's own selected candidate (its
+(``core.verdict.stored_selection_arm``, over what the store read:
+``history_verdict.recorded_selection``): the stored run's own selected candidate (its
 ``report/selection.json``, read through the one validating reader), else its arm of the
 candidate's family, else none with the reason; an edited ``selection.json`` is one line."""
 
@@ -13,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.verdict import stored_selection_arm as choose
 from pytest_sommelier.data.store.history import StoredRun
-from pytest_sommelier.data.store.history_verdict import stored_selection_arm
+from pytest_sommelier.data.store.history_verdict import recorded_selection
 from pytest_sommelier.errors import InputError
 
 SELECTION = {
@@ -88,3 +90,8 @@ def test_a_first_run_failing_only_a_stored_selection_gate_may_be_the_baseline() 
     assert baseline_worthy({"verdict": "fail", "gates": [waiting]})
     lost = {"kind": "selection", "passed": False, "reason": "failed: -0.1 <= 0 (ci_lower_above)"}
     assert not baseline_worthy({"verdict": "fail", "gates": [waiting, lost]})
+
+
+def stored_selection_arm(run: StoredRun, selected: str) -> tuple[str | None, str]:
+    """What the store reads of ``run`` (``recorded_selection``), then the core's choice."""
+    return choose(run, recorded_selection(run), selected)
