@@ -11,7 +11,11 @@ tell which model answered which prompt. Faults are queued per completion request
 - ``"wrong-model"``: a 200 that names another model;
 - ``"two-choices"``: a 200 with two choices;
 - ``"echo-auth"``: a 500 whose body repeats the request's Authorization header;
-- ``"length"``: a 200 whose choice ended at ``max_tokens`` (``finish_reason: "length"``).
+- ``"length"``: a 200 whose choice ended at ``max_tokens`` (``finish_reason: "length"``);
+- ``"reasoning:<text>"``: a 200 whose choice also carries ``reasoning_content`` ``<text>`` (a
+  reasoning parser split it off the answer, as vLLM's does);
+- ``"reasoning-only:<text>"``: a 200 with ``reasoning_content`` ``<text>``, ``text: null`` and
+  ``finish_reason: "length"`` (the reasoning never ended).
 
 Every answer carries ``usage.completion_tokens`` (one token per character of its text, at
 most the request's ``max_tokens``: the scripted text is not cut, the count is what a server
@@ -174,7 +178,12 @@ class FaultServer:
                     return
                 text = completion_text(model, body["prompt"])
                 finish = "length" if fault == "length" else "stop"
-                choice = {"index": 0, "text": text, "finish_reason": finish}
+                choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": finish}
+                if fault and fault.startswith(("reasoning:", "reasoning-only:")):
+                    choice["reasoning_content"] = fault.split(":", 1)[1]
+                    if fault.startswith("reasoning-only:"):
+                        choice.update(text=None, finish_reason="length")
+                        text, finish = "", "length"
                 if server.return_token_ids and body.get("return_token_ids"):
                     choice["token_ids"] = completion_ids(body["prompt"])
                 choices = [choice, {**choice, "index": 1}] if fault == "two-choices" else [choice]

@@ -10,6 +10,9 @@ of a family's rendering, which is what ``sommelier.native-tools.v1`` and parser 
   ``[TOOL_CALLS][{"name", "arguments"}]</s>``;
 - ``LLAMA3``: Llama 3.x style headers, the tools as indented JSON in the first user turn, the
   call as a bare ``{"name", "parameters"}<|eot_id|>``;
+- ``THINKING``: a reasoning model's shape: every assistant turn opens with a (here empty)
+  ``<think>...</think>`` block, and the option ``enable_thinking=false`` closes an empty block
+  in the generation prompt (so the model answers without reasoning);
 - ``IGNORES_TOOLS``: a chat template that never looks at ``tools``;
 - ``NO_TOOL_CALLS``: renders ``tools`` but renders an assistant turn by its content only, so the
   call is dropped; ``RAISES_ON_TOOL_CALLS`` raises on an assistant ``tool_calls`` message.
@@ -86,6 +89,17 @@ LLAMA3 = (
     "{% endfor %}"
     "{% if add_generation_prompt %}"
     "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
+)
+
+THINKING = (
+    "{% for m in messages %}"
+    "{% if m.role == 'assistant' %}"
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n{{ m.content }}<|im_end|>\n"
+    "{% else %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
+    "{% endif %}{% endif %}"
 )
 
 IGNORES_TOOLS = (

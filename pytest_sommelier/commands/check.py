@@ -10,11 +10,13 @@ from pytest_sommelier.errors import SommelierError
 
 
 def run(args: argparse.Namespace) -> int:
-    """``sommelier check SUITE``: the split's tokenizer against the base's, then the adapter
-    preflight of every adapter arm; nothing loaded."""
+    """``sommelier check SUITE``: the split's tokenizer against the base's, the reasoning
+    channel against what the chat template rendered (``split_check.reasoning_warnings``), then
+    the adapter preflight of every adapter arm; nothing loaded."""
+    from pytest_sommelier.data.split.load import load_split
     from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.inference import preflight
-    from pytest_sommelier.inference.split_check import check_split_tokenizer
+    from pytest_sommelier.inference.split_check import check_split_tokenizer, reasoning_warnings
 
     suite = load_suite(args.suite)
     result = preflight.preflight_suite(suite)
@@ -30,6 +32,13 @@ def run(args: argparse.Namespace) -> int:
         except SommelierError as error:
             print(f"sommelier check: {error}", file=sys.stderr)
             split_error = error
+    try:
+        split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+        for warning in reasoning_warnings(suite, split):
+            print(f"reasoning: warning: {warning}")
+    except SommelierError as error:
+        print(f"sommelier check: {error}", file=sys.stderr)
+        split_error = split_error or error
     if not result.arms:
         print("no adapter arm: nothing to check")
     for arm, outcome in result.arms.items():

@@ -4,6 +4,7 @@ template; ``format_split`` joins tokenizer loading (inference) to formatting (da
 from __future__ import annotations
 
 import argparse
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ def format_split(
     base_dir: Path | str | None = None,
     tokenizer: Any = None,
     arguments_key: str = "arguments",
+    template_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Load the tokenizer a reference names (unless given), derive its portable identity, and
     format ``prepared`` into ``out`` (``data.prepare.formatting.format_file``); returns the rows.
@@ -56,7 +58,51 @@ def format_split(
         split=split,
         policy=policy or DEFAULT_POLICY,
         arguments_key=arguments_key,
+        template_kwargs=template_kwargs,
     )
+
+
+def template_kwargs_of(given: list[str] | None) -> dict[str, Any]:
+    """``--template-kwarg KEY=VALUE`` (repeatable; VALUE is JSON: ``false``, ``3``, ``"x"``,
+    ``{"a": 1}``) as a dict; one InputError line for a malformed one or a repeated key (the
+    names and values are then checked as every template option is,
+    ``formatting.check_template_kwargs``)."""
+    from pytest_sommelier.data.prepare.formatting import check_template_kwargs
+    from pytest_sommelier.errors import InputError
+
+    options: dict[str, Any] = {}
+    for item in given or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise InputError(
+                "SOM-FORMAT-TEMPLATE-KWARG",
+                f"{item[:60]!r} is not KEY=VALUE",
+                "write --template-kwarg enable_thinking=false (VALUE is JSON)",
+                where="--template-kwarg",
+            )
+        try:
+            parsed = json.loads(value, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            raise InputError(
+                "SOM-FORMAT-TEMPLATE-KWARG",
+                f"the value of {name[:40]!r} is not JSON: {value[:60]!r}",
+                'quote a string as JSON (KEY=\'"text"\'); true, false, numbers, null, arrays '
+                "and objects as they are",
+                where="--template-kwarg",
+            ) from None
+        if name in options:
+            raise InputError(
+                "SOM-FORMAT-TEMPLATE-KWARG",
+                f"option {name[:40]!r} is given twice",
+                "give each template option once",
+                where="--template-kwarg",
+            )
+        options[name] = parsed
+    return check_template_kwargs(options)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from pytest_sommelier.data.store.outputs import check_output
 
     check_output(args.out, inputs=[args.prepared], where="--out")
+    template_kwargs = template_kwargs_of(args.template_kwarg)
     rows = format_split(
         args.prepared,
         args.out,
@@ -72,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         split=args.split,
         policy=args.policy,
         arguments_key=args.arguments_key,
+        template_kwargs=template_kwargs or None,
     )
     languages = Counter(row["language"] for row in rows)
     summary = ", ".join(f"{language}: {count}" for language, count in languages.items())
@@ -108,6 +156,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         choices=ARGUMENTS_KEYS,
         help="the key the template writes a call's arguments under, for the target check of "
         "sommelier.native-tools.v1 (Llama 3.x: parameters; default arguments)",
+    )
+    parser.add_argument(
+        "--template-kwarg",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a chat-template option (repeatable; VALUE is JSON), e.g. enable_thinking=false; "
+        "recorded in every row (formatted_example.v3) and digested into prompt_sha256",
     )
     parser.set_defaults(handler=run)
 

@@ -30,6 +30,17 @@ def sha256_text(text: str) -> str:
     return sha256_bytes(text.encode("utf-8"))
 
 
+def prompt_digest(prompt_text: str, template_kwargs: Mapping[str, Any] | None = None) -> str:
+    """An example's ``prompt_sha256``: the SHA-256 of ``prompt_text`` (UTF-8) when it was
+    rendered without template options (every split before they existed keeps its digests);
+    with ``template_kwargs`` (``[format] template_kwargs``) the digest of the canonical JSON
+    ``{"prompt_text": ..., "template_kwargs": ...}``, so changing an option changes the digest
+    even where the template renders the same text."""
+    if not template_kwargs:
+        return sha256_text(prompt_text)
+    return sha256_json({"prompt_text": prompt_text, "template_kwargs": dict(template_kwargs)})
+
+
 def canonical_json_text(value: Any) -> str:
     """The canonical JSON text of ``value``: sorted keys, compact separators, ASCII escapes.
 

@@ -4,6 +4,9 @@ Pure functions over the same records the metrics read (``parse_status``, ``parse
 ``gold_call``). A *miss* is an example whose ``full_call_exact_match`` component is 0; each miss
 gets exactly one category, the first that applies in this order:
 
+0. ``reasoning_unterminated``: a declared reasoning span never closed, so there was no answer
+   (``content_text`` null, ``core.reasoning``); where it also hit ``max_new_tokens`` the
+   arm's reasoning figures count it as truncated inside the reasoning;
 1. ``truncated``: no call parsed and the output hit ``max_new_tokens`` (its record's
    ``finish_reason`` is ``length``): a cut-off answer, not malformed JSON;
 2. ``parse_no_json`` / ``parse_invalid_json`` / ``parse_invalid_shape``: the parse status;
@@ -32,6 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, NotRequired, TypedDict
 
 from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.reasoning import REASONING_UNTERMINATED
 from pytest_sommelier.core.types import (
     FINISH_LENGTH,
     FINISH_REASONS,
@@ -41,6 +45,7 @@ from pytest_sommelier.core.types import (
 )
 
 MISS_CATEGORIES: tuple[str, ...] = (
+    REASONING_UNTERMINATED,
     "truncated",
     "parse_no_json",
     "parse_invalid_json",
@@ -105,6 +110,8 @@ def miss_category(record: ScoringRecord) -> str | None:
         return None
     parsed = record.get("parsed_call")
     if parsed is None:
+        if "content_text" in record and record["content_text"] is None:
+            return REASONING_UNTERMINATED
         if record.get("finish_reason") == FINISH_LENGTH:
             return "truncated"
         return f"parse_{record['parse_status']}"

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_sommelier.core.metrics import full_call_hit
-from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, parse_tool_call
+from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
+from pytest_sommelier.core.reasoning import ReasoningRule, parse_split, recorded_split
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import (
     ComparisonConfig,
@@ -68,13 +69,14 @@ def noise_floor_block(
     seed: int,
     comparison: ComparisonReport,
     arguments_key: str = DEFAULT_ARGUMENTS_KEY,
+    reasoning: ReasoningRule = None,
 ) -> NoiseFloor:
     """The noise floor of ``arm`` (a comparison's reference) from its scoring records by slice
     and its re-batched outputs by example id; ``comparison`` gives the candidate's discordance
     to state beside it (outputs not byte-identical, and full-call outcomes that differ: the
-    McNemar discordant pairs). A re-batched output is parsed as the run's are (parser v1 with
-    the suite's ``arguments_key``). An example re-batched but not scored (an errored item) is
-    not counted."""
+    McNemar discordant pairs). A re-batched output is split and parsed as the run's are (the
+    suite's ``reasoning`` rule, then parser v1 with the suite's ``arguments_key``). An example
+    re-batched but not scored (an errored item) is not counted."""
     differing: list[NoiseDiff] = []
     examples = flips = differ = 0
     for language, records in reference.items():
@@ -83,7 +85,8 @@ def noise_floor_block(
             if again is None:
                 continue
             examples += 1
-            parsed, status = parse_tool_call(again["raw_text"], arguments_key=arguments_key)
+            split = recorded_split(dict(again), reasoning)  # the suite's rule, as every output
+            parsed, status = parse_split(split, arguments_key)
             new: dict[str, Any] = {"parsed_call": parsed, "parse_status": status}
             gold = record["gold_call"]
             flipped = full_call_hit(record, gold) != full_call_hit(new, gold)

@@ -11,14 +11,14 @@ scored and nothing errored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
-from pytest_sommelier.core.canonical import sha256_json, sha256_text
+from pytest_sommelier.core.canonical import prompt_digest, sha256_json
 from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.compare_fail import FailSpec
 from pytest_sommelier.core.gates import SELECTION_KIND, IntervalAt
@@ -28,8 +28,15 @@ from pytest_sommelier.core.noise import noise_arms, noise_floor_block, noise_sam
 from pytest_sommelier.core.parse import (
     DEFAULT_ARGUMENTS_KEY,
     PARSER_VERSION,
-    parse_tool_call,
     recorded_arguments_key,
+)
+from pytest_sommelier.core.reasoning import (
+    ReasoningRule,
+    parse_split,
+    parser_block,
+    recorded_reasoning,
+    recorded_split,
+    split_output,
 )
 from pytest_sommelier.core.report_blocks import (
     build_evaluation_report,
@@ -82,7 +89,8 @@ STORED_CONDITIONS = (
     "adapter_identity",
 )
 """The conditions a baseline arm keeps from its stored report (a report written before the
-arguments key was recorded read ``arguments``, the only key there was)."""
+arguments key was recorded read ``arguments``, the only key there was; its parser block is
+rebuilt from what it records, ``core.reasoning.recorded_reasoning``: absent = no rule)."""
 
 
 @dataclass
@@ -189,6 +197,8 @@ def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any])
             conditions["statistics"][key] = statistics[key]
     if suite.arguments_key != DEFAULT_ARGUMENTS_KEY:
         conditions["arguments_key"] = suite.arguments_key
+    if suite.reasoning is not None:  # [parser] reasoning: digested only when declared
+        conditions["reasoning"] = parser_block(PARSER_VERSION, suite.reasoning)["reasoning"]
     return sha256_json(conditions)
 
 
@@ -241,19 +251,35 @@ def generation_record(
     finish_reason: str = FINISH_UNKNOWN,
     generated_tokens: int | None = None,
     arguments_key: str = DEFAULT_ARGUMENTS_KEY,
+    reasoning: ReasoningRule = None,
+    engine_reasoning: str | None = None,
+    engine_content: bool = True,
+    count_tokens: Callable[[str], int | None] | None = None,
 ) -> GenerationRecord:
-    """The generation record of one output: parsed by ``sommelier.parser.v1`` with the suite's
-    ``arguments_key``, carrying the prompt digest recomputed from the prompt that was sent (so
-    a record never claims a prompt it was not generated from) and the engine's finish reason
-    and new-token count."""
-    parsed_call, status = parse_tool_call(raw_text, arguments_key=arguments_key)
+    """The generation record of one output: split by the suite's reasoning rule
+    (``core.reasoning``; ``engine_reasoning`` / ``engine_content`` are the engine's own channel,
+    read under ``"engine"`` only), its content parsed by ``sommelier.parser.v1`` with the
+    suite's ``arguments_key``, carrying the prompt digest recomputed from the prompt that was
+    sent (so a record never claims a prompt it was not generated from), the engine's finish
+    reason and new-token count, and (``count_tokens``, the engine's tokenizer) the reasoning's
+    token count."""
+    split = split_output(
+        raw_text, reasoning, engine_reasoning=engine_reasoning, engine_content=engine_content
+    )
+    parsed_call, status = parse_split(split, arguments_key)
+    tokens = None
+    if split.reasoning_text is not None and count_tokens is not None:
+        tokens = count_tokens(split.reasoning_text)
     return {
         "example_id": example.example_id,
         "arm": arm,
         "model_kind": model_kind,
         "language": example.language,
-        "prompt_sha256": sha256_text(example.prompt_text),
+        "prompt_sha256": prompt_digest(example.prompt_text, example.template_kwargs),
         "raw_text": raw_text,
+        "reasoning_text": split.reasoning_text,
+        "content_text": split.content_text,
+        "reasoning_tokens": tokens,
         "parsed_call": parsed_call,
         "parse_status": status,
         "decoding": dict(decoding),
@@ -272,11 +298,13 @@ def rescored(
     model_kind: str | None = None,
     scorers: Sequence[Scorer] = (),
     compare_stored: bool = False,
+    reasoning: ReasoningRule = None,
 ) -> tuple[list[GenerationRecord], list[ScoringRecord]]:
     """``(generation records, scoring records)`` of ``records``, new dicts; the records given
     are left as they are.
 
-    A scoring record is the record with its parse re-derived from ``raw_text`` (parser v1 with
+    A scoring record is the record with its split and parse re-derived from ``raw_text`` (the
+    suite's ``reasoning`` rule, ``core.reasoning.recorded_split``, then parser v1 with
     ``arguments_key``, the suite's), the example's
     gold call (and its ``acceptable_arguments`` when it has them). Both get the record's
     ``miss_category`` (and, in a non-reference slice, ``value_language_mismatch``; a stale flag
@@ -302,8 +330,17 @@ def rescored(
     scoring_records: list[ScoringRecord] = []
     for record in records:
         example = by_id[record["example_id"]]
-        parsed_call, status = parse_tool_call(record["raw_text"], arguments_key=arguments_key)
-        reparsed = {"parsed_call": parsed_call, "parse_status": status, **owner}
+        parts = recorded_split(record, reasoning)
+        parsed_call, status = parse_split(parts, arguments_key)
+        reparsed = {
+            "reasoning_text": parts.reasoning_text,
+            "content_text": parts.content_text,
+            "parsed_call": parsed_call,
+            "parse_status": status,
+            **owner,
+        }
+        if parts.reasoning_text is None or parts.reasoning_text != record.get("reasoning_text"):
+            reparsed["reasoning_tokens"] = None  # a count is kept only for the span it counted
         kept = cast(GenerationRecord, {**record, **reparsed})
         kept.pop(LANGUAGE_FLAG, None)
         stored_scores = kept.pop("scores", None)
@@ -462,6 +499,7 @@ def build_arm_reports(
                 model_kind=arm.model_kind,
                 scorers=scorers,
                 compare_stored=compare_stored,
+                reasoning=suite.reasoning,
             )
             for language, records in arm.records.items()
         }
@@ -494,6 +532,8 @@ def build_arm_reports(
             complete=built.missing[name] == 0,
             ordered=True,
             scorers=scorer_identity(scorers),
+            reasoning=suite.reasoning,
+            template_kwargs=suite.template_kwargs,
         )
         report["finish_reasons"] = finish_counts(
             record for records in built.generations[name].values() for record in records
@@ -501,6 +541,13 @@ def build_arm_reports(
         if stored is not None:
             conditions = {key: value for key, value in stored.items() if key in STORED_CONDITIONS}
             conditions["arguments_key"] = recorded_arguments_key(stored) or stored["arguments_key"]
+            conditions["parser"] = {
+                "version": stored.get("parser_version"),
+                "reasoning": recorded_reasoning(stored),
+            }
+            report.pop("template_kwargs", None)  # the stored arm's own (absent: none)
+            if stored.get("template_kwargs"):
+                conditions["template_kwargs"] = stored["template_kwargs"]
             report = cast(EvaluationReport, {**report, **conditions})
         built.reports[name] = report
         built.telemetry[name] = telemetry_for(arm, suite)
@@ -551,6 +598,7 @@ def build_comparisons(
                 seed=suite.statistics.seed,
                 comparison=reports[name],
                 arguments_key=suite.arguments_key,
+                reasoning=suite.reasoning,
             )
     return reports, errors
 

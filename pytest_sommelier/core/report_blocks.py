@@ -42,6 +42,7 @@ from pytest_sommelier.core.metrics import (
 from pytest_sommelier.core.misses import LANGUAGE_FLAG, MISS_CATEGORIES, miss_counts
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.power import power_summary
+from pytest_sommelier.core.reasoning import ReasoningRule, parser_block, reasoning_summary
 from pytest_sommelier.core.scorers import is_ratio, score_arrays, score_metrics, score_names
 from pytest_sommelier.core.stats import (
     check_paired_records,
@@ -501,6 +502,8 @@ def build_evaluation_report(
     ordered: bool = False,
     arguments_key: str = DEFAULT_ARGUMENTS_KEY,
     scorers: Sequence[Mapping[str, str]] = (),
+    reasoning: ReasoningRule = None,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> EvaluationReport:
     """Build one arm's ``evaluation_report.json`` dict from its scoring records.
 
@@ -575,6 +578,14 @@ def build_evaluation_report(
     }
     if scorers:
         report["scorers"] = [dict(entry) for entry in scorers]
+    report["parser"] = parser_block(parser_version, reasoning)
+    if reasoning is not None:
+        report["reasoning"] = {
+            **reasoning_summary(r for lang in slices for r in scored[lang]),
+            "slices": {lang: reasoning_summary(scored[lang]) for lang in slices},
+        }
+    if template_kwargs:
+        report["template_kwargs"] = dict(template_kwargs)
     return report
 
 

@@ -276,7 +276,7 @@ def build_comparison_report(
                           acceptable=acceptable)
         for lang in langs
     }  # fmt: skip
-    return {
+    result: ComparisonReport = {
         "schema_version": COMPARISON_SCHEMA,
         "name": name,
         "candidate": cand_arm,
@@ -324,3 +324,11 @@ def build_comparison_report(
             if report.get("misses") is not None
         },
     }
+    reasoning = {  # [parser] reasoning: each arm's reasoning figures (core.reasoning)
+        arm: report["reasoning"]
+        for arm, report in ((cand_arm, candidate_report), (ref_arm, reference_report))
+        if isinstance(report.get("reasoning"), Mapping)
+    }
+    if reasoning:
+        result["reasoning"] = reasoning
+    return result

@@ -16,6 +16,7 @@ from pytest_sommelier.core.metrics import (
     metric_order,
 )
 from pytest_sommelier.core.parse import recorded_arguments_key
+from pytest_sommelier.core.reasoning import recorded_reasoning
 from pytest_sommelier.core.report_blocks import (
     MISSING,
     same_json,
@@ -36,6 +37,18 @@ def _field(report: Mapping[str, Any], *path: str) -> Any:
             return MISSING
         value = value[key]
     return value
+
+
+def _parser_version(report: Mapping[str, Any]) -> Any:
+    """The report's parser version for the identity gate: the ``parser`` block's ``version``
+    (0.5), else the 0.4 field ``parser_version``; a report that carries both with different
+    values gets a value naming both, which equals no consistent report's (so it is refused)."""
+    block, flat = _field(report, "parser", "version"), _field(report, "parser_version")
+    if block is MISSING or block == flat:
+        return flat
+    if flat is MISSING:
+        return block
+    return f"{block} (parser.version) / {flat} (parser_version)"
 
 
 def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
@@ -63,13 +76,12 @@ def _identity_fields(report: EvaluationReport) -> list[tuple[str, Any]]:
         )
         for lang in langs[1:]
     ]
-    # the parser block's version (0.5: {version, ...}), else the 0.4 field parser_version
-    version = _field(report, "parser", "version")
-    fields.append(
-        ("parser.version", _field(report, "parser_version") if version is MISSING else version)
-    )
+    fields.append(("parser.version", _parser_version(report)))
     key = recorded_arguments_key(report) or _field(report, "arguments_key")  # unknown: as is
     fields.append(("arguments_key", key))
+    # [parser] reasoning and [format] template_kwargs: absent (written before them) = none
+    fields.append(("parser.reasoning", recorded_reasoning(report)))
+    fields.append(("template_kwargs", report.get("template_kwargs") or {}))
     fields.append(("decoding", _field(report, "decoding")))
     scorers = {  # core.scorers: by name, so a refusal names the scorer and its version
         str(entry.get("name")): {k: v for k, v in entry.items() if k != "name"}
@@ -168,10 +180,13 @@ def check_identity(
     model_identity, config_sha256, split, test_split_sha256, slices (the slice set, in
     configured order), slices.<lang>.prompt_set_sha256, paired_slices.<lang>.pair_set_sha256,
     parser.version (``sommelier.parser.v1`` or ``v2``: the ``parser`` block's ``version``, else
-    ``parser_version``), arguments_key, decoding (batch_size included), metric_names.
+    ``parser_version``), arguments_key, parser.reasoning (the declared reasoning rule),
+    template_kwargs, decoding (batch_size included), metric_names.
 
     A report without ``arguments_key`` (written before the key was recorded, when parser v1
-    read only ``arguments``) counts as ``arguments``, so stored runs stay comparable.
+    read only ``arguments``) counts as ``arguments``, and one without a parser block or
+    template options as having no reasoning rule and no options, so stored runs stay
+    comparable.
     """
     cand_fields = _identity_fields(candidate_report)
     ref_fields = _identity_fields(reference_report)
@@ -188,6 +203,8 @@ def check_identity(
         "test_split_sha256": values["test_split_sha256"],
         "parser_version": values["parser.version"],
         "arguments_key": values["arguments_key"],
+        "parser": {"version": values["parser.version"], "reasoning": values["parser.reasoning"]},
+        "template_kwargs": values["template_kwargs"],
         "decoding": values["decoding"],
         "slices": list(langs),
         "prompt_set_sha256": {lang: values[f"slices.{lang}.prompt_set_sha256"] for lang in langs},
@@ -198,7 +215,9 @@ def check_identity(
     }
 
 
-CONFIG_PARTS = ("decoding", "statistics", "slices", "model", "test_split", "arguments_key")
+CONFIG_PARTS = (
+    "decoding", "statistics", "slices", "model", "test_split", "arguments_key", "reasoning",
+)  # fmt: skip
 """The parts of ``suite.resolved.json`` that ``config_sha256`` covers (besides the parser
 version), in the order a change is named (``arguments_key`` absent = ``arguments``)."""
 

@@ -176,6 +176,10 @@ class Suite:
     scorers: tuple[str, ...] = ()  # [suite] scorers: the extension scorers it enables (by name)
     parser_version: str = "v1"  # [parser] version: core.parse_v2.PARSER_VERSIONS ("v2" refused)
     parser_order: str = "any"  # [parser] order: core.parse_v2.ORDERS (read under v2 only)
+    # [parser] reasoning: core.reasoning.ReasoningRule (None, a Delimiters pair or "engine")
+    reasoning: Any = None
+    # [format] template_kwargs: the chat-template options the split must be formatted with
+    template_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def reference_slice(self) -> str:
@@ -197,6 +201,9 @@ class Example:
     acceptable_arguments: dict[str, Any] | None = None  # BFCL's acceptable values (core.acceptable)
     cluster_id: str | None = None  # the row's declared cluster (core.clusters.example_clusters)
     tools: Any = field(default=None, compare=False)  # the row's tools (what a scorer may read)
+    # the chat-template options the row was rendered with (formatted_example.v3; None: none)
+    template_kwargs: dict[str, Any] | None = field(default=None, compare=False)
+    full_text: str = field(default="", compare=False)  # the rendered conversation (checks only)
 
 
 @dataclass(frozen=True)
@@ -275,6 +282,8 @@ class Completion(NamedTuple):
     text: str
     finish_reason: str = FINISH_UNKNOWN
     generated_tokens: int | None = None
+    reasoning: str | None = None  # the engine's own reasoning channel (``reasoning_content``)
+    has_content: bool = True  # False: the engine sent reasoning and no content at all
 
 
 class GenerationRecord(TypedDict):
@@ -289,6 +298,9 @@ class GenerationRecord(TypedDict):
     language: str
     prompt_sha256: str
     raw_text: str
+    reasoning_text: NotRequired[str | None]  # core.reasoning: the separated span, or null
+    content_text: NotRequired[str | None]  # what parser v1 read; null: the span never closed
+    reasoning_tokens: NotRequired[int | None]  # the engine's count of the reasoning's tokens
     parsed_call: Call | None
     parse_status: str
     decoding: dict[str, Any]
@@ -519,6 +531,9 @@ class EvaluationReport(Conditions):
     complete: bool
     finish_reasons: NotRequired[dict[str, int]]  # core.misses.finish_counts: stop/length/unknown
     scorers: NotRequired[list[dict[str, str]]]  # core.scorers.scorer_identity (with scorers)
+    parser: NotRequired[dict[str, Any]]  # {version, reasoning}: core.reasoning.parser_block
+    reasoning: NotRequired[dict[str, Any]]  # core.reasoning.reasoning_summary (a declared rule)
+    template_kwargs: NotRequired[dict[str, Any]]  # [format] template_kwargs (when declared)
 
 
 class TelemetrySlice(TypedDict):
@@ -555,6 +570,8 @@ class SharedBlock(Conditions):
     prompt_set_sha256: dict[str, str]
     pair_set_sha256: dict[str, str]
     metric_names: list[str]
+    parser: NotRequired[dict[str, Any]]  # {version, reasoning} both arms agree on
+    template_kwargs: NotRequired[dict[str, Any]]  # the chat-template options both used
 
 
 class McNemar(TypedDict):
@@ -648,6 +665,7 @@ class ComparisonReport(TypedDict):
     efficiency: Efficiency
     misses: dict[str, ArmMisses]
     noise_floor: NotRequired[NoiseFloor]  # core.noise, with [statistics] noise_floor > 0
+    reasoning: NotRequired[dict[str, dict[str, Any]]]  # per arm: core.reasoning figures
 
 
 class GateResult(TypedDict):

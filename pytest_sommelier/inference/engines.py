@@ -441,6 +441,12 @@ def decode_new_tokens(tokenizer: Any, token_ids: Sequence[int]) -> str:
     return decode_token_rows(tokenizer, [list(token_ids)])[0]
 
 
+def count_text_tokens(tokenizer: Any, text: str) -> int:
+    """How many tokens ``text`` is for ``tokenizer`` (no special tokens added): every engine's
+    ``count_tokens``, which the runner reads for a separated reasoning span's length."""
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
 # --------------------------------------------------------------------------- finish reasons
 
 

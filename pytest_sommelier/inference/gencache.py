@@ -262,9 +262,12 @@ class GenerationCache:
         batch_prompts: Sequence[str] | None = None,
         finish_reason: str = FINISH_UNKNOWN,
         generated_tokens: int | None = None,
+        reasoning: str | None = None,
+        has_content: bool = True,
     ) -> None:
         """Store ``output`` atomically under its key, with its finish reason and token count
-        (a failing write is a warning, no entry)."""
+        and, from an engine with its own reasoning channel, that reasoning and whether a
+        content came with it (a failing write is a warning, no entry)."""
         if not isinstance(output, str):
             raise InvariantError(
                 "SOM-CACHE-NONSTR",
@@ -283,6 +286,9 @@ class GenerationCache:
             "finish_reason": finish_reason,
             "generated_tokens": generated_tokens,
         }
+        if reasoning is not None:  # core.reasoning: the engine's channel ("engine")
+            entry["reasoning"] = reasoning
+            entry["has_content"] = has_content
         text = json.dumps(entry, sort_keys=True, ensure_ascii=False, allow_nan=False)
         try:
             write_atomic(path, text)
@@ -311,19 +317,23 @@ class GenerationCache:
             output = entry["output"]
             finish = entry.get("finish_reason", FINISH_UNKNOWN)
             tokens = entry.get("generated_tokens")
+            reasoning = entry.get("reasoning")
+            has_content = entry.get("has_content", True)
             valid = (
                 entry.get("schema_version") == CACHE_SCHEMA
                 and stored == canonical
                 and isinstance(output, str)
                 and finish in FINISH_REASONS
                 and (tokens is None or (type(tokens) is int and tokens >= 0))
+                and (reasoning is None or isinstance(reasoning, str))
+                and isinstance(has_content, bool)
             )
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             valid = False
         if not valid:
             self._remove(path)
             return None
-        return Completion(output, finish, tokens)
+        return Completion(output, finish, tokens, reasoning, has_content)
 
     def _remove(self, path: Path) -> None:
         """Remove a bad entry (best effort: a read-only cache just keeps missing)."""

@@ -207,7 +207,15 @@ def completion_of(output: Any, arm: str, *, max_new_tokens: int | None = None) -
             "a generator must return completions as strings (or Completion objects from "
             "generate_completions)",
         )
-    text, reason, tokens = completion
+    text, reason, tokens = completion.text, completion.finish_reason, completion.generated_tokens
+    reasoning, has_content = completion.reasoning, completion.has_content
+    if not (reasoning is None or isinstance(reasoning, str)) or not isinstance(has_content, bool):
+        raise InvariantError(
+            "SOM-GEN-TYPE",
+            f"arm '{arm}': a Completion has reasoning {type(reasoning).__name__} and "
+            f"has_content {has_content!r}",
+            "reasoning is the engine's reasoning text or None; has_content a bool",
+        )
     if not isinstance(text, str):
         raise InvariantError(
             "SOM-GEN-TYPE",
@@ -236,6 +244,7 @@ def completion_of(output: Any, arm: str, *, max_new_tokens: int | None = None) -
         )
     try:
         text.encode("utf-8")
+        (reasoning or "").encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvariantError(
             "SOM-GEN-TYPE",
@@ -243,7 +252,7 @@ def completion_of(output: Any, arm: str, *, max_new_tokens: int | None = None) -
             f"({exc.reason} at index {exc.start})",
             "decode model outputs to text (e.g. tokenizer.decode) before returning them",
         ) from None
-    return Completion(str(text), reason, tokens)
+    return Completion(str(text), reason, tokens, reasoning, has_content)
 
 
 __all__ = [

@@ -285,6 +285,18 @@ class OpenAIServer:
             body["return_token_ids"] = True  # vLLM: decode locally, by the transformers rule
         answer = self.request("POST", "completions", body)
         choices = answer.get("choices") if isinstance(answer, dict) else None
+        reasoning = _reasoning_content(choices)
+        if (
+            isinstance(choices, list)
+            and len(choices) == 1
+            and isinstance(choices[0], dict)
+            and choices[0].get("text") is None
+            and reasoning is not None
+        ):
+            choices = [{**choices[0], "text": ""}]  # reasoning only: no content came
+            has_content = False
+        else:
+            has_content = True
         if (
             not isinstance(choices, list)
             or len(choices) != 1
@@ -317,6 +329,8 @@ class OpenAIServer:
             ids if valid else None,
             engines.server_finish(choices[0].get("finish_reason")),
             tokens,
+            reasoning,
+            has_content,
         )
 
     def complete_all(
@@ -352,6 +366,21 @@ class Answer(NamedTuple):
     token_ids: list[int] | None
     finish_reason: str
     generated_tokens: int | None
+    reasoning: str | None = None  # the choice's reasoning_content (a reasoning parser's)
+    has_content: bool = True  # False: reasoning came with a null text (it never ended)
+
+
+def _reasoning_content(choices: Any) -> str | None:
+    """The one choice's ``reasoning_content`` (``reasoning``, vLLM's newer name) when the
+    server split it off the text (a reasoning parser), else None; a value that is not a string
+    is read as none. Recorded only under ``[parser] reasoning = "engine"`` (core.reasoning)."""
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
+        return None
+    for key in ("reasoning_content", "reasoning"):
+        value = choices[0].get(key)
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def _is_count(value: object) -> bool:
@@ -406,6 +435,10 @@ class OpenAIGenerator:
         """The device is the server's, unknown from here: recorded as ``server``."""
         return {"device": "server", "device_count": 1}
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` under the base's tokenizer (a reasoning span's length)."""
+        return engines.count_text_tokens(self.tokenizer(), text)
+
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Greedy completions, one per prompt, in input order (the whole list is one batch)."""
         return [completion.text for completion in self.generate_completions(prompts, decoding)]
@@ -423,10 +456,12 @@ class OpenAIGenerator:
         outputs = [
             Completion(
                 answer.text
-                if answer.token_ids is None
+                if answer.token_ids is None or answer.reasoning is not None  # content only
                 else engines.decode_new_tokens(self.tokenizer(), answer.token_ids),
                 answer.finish_reason,
                 answer.generated_tokens,
+                answer.reasoning,
+                answer.has_content,
             )
             for answer in answers
         ]

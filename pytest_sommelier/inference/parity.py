@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core import runlayout
-from pytest_sommelier.core.canonical import sha256_text
+from pytest_sommelier.core.canonical import prompt_digest
 from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.noise import rebatch_order
-from pytest_sommelier.core.parse import parse_tool_call
+from pytest_sommelier.core.reasoning import ReasoningRule, parse_split, split_output
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data.store import artifacts, stored
@@ -185,6 +185,7 @@ def run_parity(
             size,
             recorded.arguments_key,
             reverse=rebatch,
+            reasoning=recorded.reasoning,
         )
         arms[arm]["stored_engine"] = recorded_engine(report.get("model_identity"))
     return {
@@ -208,10 +209,11 @@ def _arm_parity(
     arguments_key: str,
     *,
     reverse: bool = False,
+    reasoning: ReasoningRule = None,
 ) -> dict[str, Any]:
     """Generate the arm's sampled examples slice by slice (in reverse order with ``reverse``,
     ``core.noise.rebatch_order``) and compare them with the stored (outputs parsed with the
-    run's ``arguments_key``)."""
+    run's reasoning rule and ``arguments_key``)."""
     counts = {"examples": 0, "identical_outputs": 0, "equal_parse_status": 0, "equal_full_call": 0}
     model_call = ModelCall()  # the fixture path's checks (SOM-GEN-COUNT, SOM-GEN-TYPE, ...)
     differing: list[dict[str, Any]] = []
@@ -224,7 +226,8 @@ def _arm_parity(
             batch = picked[start : start + size]
             for example in batch:
                 old = by_id.get(example.example_id)
-                if old is None or old.get("prompt_sha256") != sha256_text(example.prompt_text):
+                digest = prompt_digest(example.prompt_text, example.template_kwargs)
+                if old is None or old.get("prompt_sha256") != digest:
                     raise InvariantError(
                         "SOM-PARITY-RECORD",
                         f"arm {arm!r}: example {example.example_id!r} has no stored record with "
@@ -234,9 +237,16 @@ def _arm_parity(
                     )
             prompts = [e.prompt_text for e in batch]
             completions = model_call(generator, arm, prompts, dict(decoding))
-            for example, text in zip(batch, (c.text for c in completions), strict=True):
+            for example, completion in zip(batch, completions, strict=True):
+                text = completion.text
                 old = by_id[example.example_id]
-                call, status = parse_tool_call(text, arguments_key=arguments_key)
+                parts = split_output(
+                    text,
+                    reasoning,
+                    engine_reasoning=completion.reasoning,
+                    engine_content=completion.has_content,
+                )
+                call, status = parse_split(parts, arguments_key)
                 new = {"parse_status": status, "parsed_call": call}
                 same_status = status == old.get("parse_status")
                 same_hit = full_call_hit(new, example.gold_call) == full_call_hit(

@@ -143,6 +143,17 @@ def completions_of(generator: Any, prompts: list[str], decoding: dict[str, Any])
     return generator.generate(prompts, decoding)
 
 
+def token_count_of(generator: object, text: str) -> int | None:
+    """How many tokens ``text`` is for the generator's tokenizer (its optional
+    ``count_tokens(text)``, every shipped engine has one), or None when it has none or the
+    answer is not a count (the one lookup of it; used for reasoning lengths)."""
+    count = getattr(generator, "count_tokens", None)
+    if not callable(count):
+        return None
+    value = count(text)
+    return value if type(value) is int and value >= 0 else None
+
+
 def close_generator(generator: object) -> None:
     """Call the generator's ``close()`` when it has one (the one lookup of it)."""
     close = getattr(generator, "close", None)

@@ -19,7 +19,9 @@ records it). Invariant kept: nothing here loads a tokenizer or weights, or reach
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data.json_input import strict_json
@@ -125,4 +127,99 @@ def load_checked_suite(path: Path, *, live: bool = False) -> tuple[Suite, Format
     split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
     check_gates_against_split(suite, split)
     check_split_tokenizer(suite)
+    check_split_template_kwargs(suite, split)
     return suite, split
+
+
+def check_split_template_kwargs(suite: Suite, split: FormattedSplit) -> None:
+    """Every row of the split was rendered with exactly the template options the suite
+    declares (``[format] template_kwargs``; none declared: none recorded); the first row that
+    was not is one InputError line naming both."""
+    declared = dict(suite.template_kwargs)
+    for example in split.examples:
+        recorded = dict(example.template_kwargs or {})
+        if recorded != declared:
+            raise InputError(
+                "SOM-SPLIT-TEMPLATE-KWARGS",
+                f"example {example.example_id!r} was formatted with template_kwargs "
+                f"{_kwargs_text(recorded)}, the suite declares {_kwargs_text(declared)}",
+                "re-run sommelier format with the suite's --template-kwarg options, or set "
+                "[format] template_kwargs to the ones the split was formatted with",
+                where=f"{suite.path.name}: [format] template_kwargs",
+            )
+
+
+def _kwargs_text(kwargs: dict[str, Any]) -> str:
+    text = json.dumps(kwargs, sort_keys=True, ensure_ascii=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+REASONING_OPENERS = ("<think>", "<thinking>", "<reasoning>", "<|begin_of_thought|>")
+"""Reasoning-block openers chat templates of reasoning models write (what the check looks for
+when the suite declares no ``[parser] reasoning``)."""
+ENGINES_WITH_REASONING = ("openai",)
+"""Engines that return reasoning apart from content (``[parser] reasoning = "engine"``)."""
+
+
+def reasoning_warnings(
+    suite: Suite, split: FormattedSplit, engine: str | None = None
+) -> list[str]:
+    """What ``sommelier check`` and the session's preflight warn about the reasoning channel,
+    read from what the chat template rendered (each row's ``full_text`` and ``prompt_text``):
+
+    - the template emits a reasoning block (an opener of :data:`REASONING_OPENERS` in the
+      rendered target, or one left open at the end of the generation prompt) and the suite
+      declares no ``[parser] reasoning``: the reasoning would reach parser v1. Both fixes are
+      named: declare the rule, or format with ``template_kwargs`` that turn thinking off
+      (such a split renders no block, so it is not warned about);
+    - a declared delimiter never appears in anything the template rendered;
+    - ``"engine"`` with an engine that returns no reasoning channel (transformers, vllm).
+    """
+    from pytest_sommelier.core.reasoning import ENGINE, Delimiters
+
+    rows = [(e.prompt_text, e.full_text) for e in split.examples]
+    lines: list[str] = []
+    rule = suite.reasoning
+    if rule is None:
+        found = _reasoning_block(rows)
+        if found is not None:
+            opener, where = found
+            lines.append(
+                f"the chat template emits a reasoning block ({opener}) in {where} and the suite "
+                "declares no [parser] reasoning, so parser v1 would read the reasoning: declare "
+                '[parser] reasoning = "think" (or {start, end}), or format with template options '
+                "that turn thinking off ([format] template_kwargs = {enable_thinking = false} "
+                "and sommelier format --template-kwarg enable_thinking=false)"
+            )
+    elif isinstance(rule, Delimiters):
+        for name, delimiter in (("start", rule.start), ("end", rule.end)):
+            if not any(delimiter in full for _, full in rows):
+                lines.append(
+                    f"[parser] reasoning {name} delimiter {delimiter!r} never appears in what the "
+                    "chat template renders: check that the rule is the model's own delimiters"
+                )
+    elif rule == ENGINE:
+        name = engine or suite.engine.name
+        if name not in ENGINES_WITH_REASONING:
+            lines.append(
+                f'[parser] reasoning = "engine" but the {name} engine returns the raw text, no '
+                'reasoning channel: declare the delimiters ([parser] reasoning = "think" or '
+                "{start, end}), or serve the model behind an OpenAI-compatible server with a "
+                "reasoning parser"
+            )
+    return lines
+
+
+def _reasoning_block(rows: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """The first reasoning opener the template rendered, and where: in the target (the text
+    after the prompt in ``full_text``) or left open at the end of the generation prompt."""
+    for prompt, full in rows:
+        target = full[len(prompt) :] if full.startswith(prompt) else full
+        for opener in REASONING_OPENERS:
+            if opener in target:
+                return opener, "its rendered target"
+            closer = opener[0] + "/" + opener[1:] if not opener.startswith("<|") else None
+            at = prompt.rfind(opener)
+            if at >= 0 and (closer is None or prompt.find(closer, at) < 0):
+                return opener, "its generation prompt (left open)"
+    return None

@@ -367,6 +367,10 @@ class TransformersGenerator:
             self.base.model.set_adapter(self.adapter_name)
         return contextlib.nullcontext()
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` under the base's tokenizer (a reasoning span's length)."""
+        return engines.count_text_tokens(self.base.tokenizer, text)
+
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Greedy completions, one per prompt in order, in batches of ``decoding["batch_size"]``."""
         return [completion.text for completion in self.generate_completions(prompts, decoding)]

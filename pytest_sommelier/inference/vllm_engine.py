@@ -411,6 +411,11 @@ class VllmGenerator:
         """Stop this process's engine for the base (every arm shares it)."""
         self.engine.close()
 
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` under the base's tokenizer (None before the engine started)."""
+        tokenizer = self.engine.tokenizer
+        return None if tokenizer is None else engines.count_text_tokens(tokenizer, text)
+
     def generate(self, prompts: list[str], decoding: dict[str, Any]) -> list[str]:
         """Greedy completions, one per prompt, in order; the list is one vLLM batch."""
         return [completion.text for completion in self.generate_completions(prompts, decoding)]

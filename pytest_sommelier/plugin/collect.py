@@ -38,6 +38,8 @@ SUITES_KEY = pytest.StashKey[dict[str, "tuple[Suite, FormattedSplit]"]]()
 RUNNER_KEY = pytest.StashKey["Runner"]()
 BATCH_KEY = pytest.StashKey[tuple[Any, "BatchOutcome"]]()
 """An item's generator and its batch's outcome, set in ``setup``."""
+REASONING_WARNED_KEY = pytest.StashKey[set[str]]()
+"""The suites whose reasoning preflight was written (once per session)."""
 FIXTUREINFO_KEY = pytest.StashKey[Any]()
 """A suite file's fixture closure, shared by its items (set by the first)."""
 
@@ -163,6 +165,23 @@ def refuse_unknown_engine(
     suite_engines(config, suite, name, session).entry(name, where=where, code="SOM-ENGINE-NAME")
 
 
+def warn_reasoning(config: pytest.Config, suite: Suite, split: FormattedSplit) -> None:
+    """The session's reasoning preflight (``split_check.reasoning_warnings``), written once per
+    suite at collection, before any model loads (controller or serial process only)."""
+    if role_of(config).is_worker:
+        return
+    from pytest_sommelier.inference.split_check import reasoning_warnings
+
+    warned = config.stash.setdefault(REASONING_WARNED_KEY, set())
+    if str(suite.path) in warned:
+        return
+    warned.add(str(suite.path))
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for line in reasoning_warnings(suite, split, settings_of(config).engine):
+        if reporter is not None:
+            reporter.write_line(f"sommelier: {suite.name}: warning: {line}", yellow=True)
+
+
 def refuse_unknown_strict_arms(config: pytest.Config, suite: Suite) -> None:
     """``--sommelier-strict=ARM[,ARM]`` must name arms of the suite (a typo would silently
     make nothing must-pass)."""
@@ -242,6 +261,7 @@ class SuiteFile(pytest.Module):
             refuse_unmeetable_compare_fail(self.config, suite, split)
         except SommelierError as error:
             raise self.CollectError(str(error)) from None
+        warn_reasoning(self.config, suite, split)
         self.suite: Suite = suite
         self.split: FormattedSplit = split
         from pytest_sommelier.core.pipeline import noise_plan
@@ -374,6 +394,7 @@ class EvalItem(pytest.Function):
             generator,
             outcome,
             arguments_key=self.suite.arguments_key,
+            reasoning=self.suite.reasoning,
         )
         if self.suite.scorers and role_of(self.config).is_worker:
             from pytest_sommelier.plugin.extensions import worker_scores

@@ -27,11 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sommelier.core.canonical import sha256_text
+from pytest_sommelier.core.canonical import prompt_digest
 from pytest_sommelier.core.metrics import full_call_hit
 from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.pipeline import ArmRun, generation_record, order_records
+from pytest_sommelier.core.reasoning import ReasoningRule
 from pytest_sommelier.core.types import (
     BatchKey,
     Completion,
@@ -54,7 +55,7 @@ from pytest_sommelier.inference.model_call import ModelCall as ModelCall
 from pytest_sommelier.inference.model_call import check_arm_kind as check_arm_kind
 from pytest_sommelier.inference.model_call import check_generator as check_generator
 from pytest_sommelier.inference.model_call import json_value_problem as json_value_problem
-from pytest_sommelier.inference.protocol import Generator
+from pytest_sommelier.inference.protocol import Generator, token_count_of
 
 WARMUP_NEW_TOKENS = 1
 """``max_new_tokens`` of the untimed warm-up call (its output is discarded)."""
@@ -180,7 +181,7 @@ class Runner:
         warmup_prompt: str,
     ) -> BatchOutcome:
         for example in examples:
-            if sha256_text(example.prompt_text) != example.prompt_sha256:
+            if prompt_digest(example.prompt_text, example.template_kwargs) != example.prompt_sha256:
                 return BatchOutcome(
                     error=InvariantError(
                         "SOM-PROMPT-DIGEST",
@@ -234,6 +235,8 @@ class Runner:
                         batch_prompts=batch_prompts,
                         finish_reason=output.finish_reason,
                         generated_tokens=output.generated_tokens,
+                        reasoning=output.reasoning,
+                        has_content=output.has_content,
                     )
         return outcome
 
@@ -300,9 +303,12 @@ class Runner:
         outcome: BatchOutcome,
         *,
         arguments_key: str = DEFAULT_ARGUMENTS_KEY,
+        reasoning: ReasoningRule = None,
     ) -> WorkerPayload:
-        """Parse (parser v1 with the suite's ``arguments_key``) and score one output of a
-        generated batch into the item's payload."""
+        """Split (the suite's ``reasoning`` rule, ``core.reasoning``), parse (parser v1 with the
+        suite's ``arguments_key``) and score one output of a generated batch into the item's
+        payload; a separated reasoning span is counted in tokens by the generator's tokenizer
+        where it has one (``inference.protocol.token_count_of``)."""
         output = outcome.outputs[example.example_id]
         record = generation_record(
             example,
@@ -314,6 +320,10 @@ class Runner:
             finish_reason=output.finish_reason,
             generated_tokens=output.generated_tokens,
             arguments_key=arguments_key,
+            reasoning=reasoning,
+            engine_reasoning=output.reasoning,
+            engine_content=output.has_content,
+            count_tokens=lambda text: token_count_of(generator, text),
         )
         again = outcome.rebatched.get(example.example_id)
         rebatched: RebatchedOutput | None = (

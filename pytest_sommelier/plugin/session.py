@@ -128,6 +128,12 @@ class SommelierSession:
             result.notices += [left_out] if left_out else []
             sampled = sample_text({"test_split": {"sample": split.sample}})
             result.notices += [sampled] if sampled else []
+            from pytest_sommelier.inference.split_check import reasoning_warnings
+
+            result.notices += [
+                f"warning: {line}"
+                for line in reasoning_warnings(suite, split, settings_of(self.config).engine)
+            ]
             result.run_dir = self.out_dir(suite, several)
             # the folder is claimed (one writer) and the earlier run's files removed, verdict
             # first, before anything is evaluated: whatever fails below, no stale verdict stays

@@ -110,6 +110,7 @@ def generate_payloads(
                         generator,
                         outcome,
                         arguments_key=suite.arguments_key,
+                        reasoning=suite.reasoning,
                     )
                     payloads.append(dict(payload))
     return payloads, errored

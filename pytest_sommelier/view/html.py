@@ -69,11 +69,14 @@ from pytest_sommelier.view.terminal import (
     truncation_lines,
 )
 from pytest_sommelier.view.text import (
+    REASONING_HEADER,
     discordant_text,
     fmt,
     fmt_interval,
     methods_text,
     power_text,
+    reasoning_hint,
+    reasoning_rows,
     sample_text,
     selected_block,
     selected_interval,
@@ -283,6 +286,12 @@ def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
     match = call_match(parsed, gold.call)
     hit = int(match.full_call)
     raw = record["raw_text"]
+    reasoning = record.get("reasoning_text")
+    if isinstance(reasoning, str):  # a separated span: the content is shown below it
+        content = record.get("content_text")
+        raw = content if isinstance(content, str) else ""
+    else:
+        reasoning = None
     return [
         hit,
         STATUSES.index(status),
@@ -293,6 +302,8 @@ def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
         record.get("miss_category"),
         bool(record.get("cached")),
         len(raw),
+        None if reasoning is None else reasoning[:RAW_LIMIT],
+        reasoning is not None and record.get("content_text", "") is None,
     ]
 
 
@@ -325,7 +336,9 @@ def examples_blob(
     ``ex[i] = [id, slice, tool, root index or -1, system index or -1, user text, gold call,
     outcomes]``, ``outcomes[a] = [hit (1, 0, or -1: not scored), status index, raw text,
     parsed call (null when it equals the gold call or did not parse), diff rows, name ok,
-    miss_category or null, cached, raw length]`` in ``arms`` order.
+    miss_category or null, cached, raw length, reasoning text or null, reasoning never
+    closed]`` in ``arms`` order; where a reasoning span was separated (``core.reasoning``) the
+    raw-text slot holds the content after it (empty when the span never closed).
     """
     arm_names = list(arms)
     by_arm = {
@@ -344,7 +357,7 @@ def examples_blob(
         for arm in arm_names:
             record = by_arm[arm].get(row["example_id"])
             if record is None:
-                outcomes.append([-1, -1, "", None, [], False, None, False, 0])
+                outcomes.append([-1, -1, "", None, [], False, None, False, 0, None, False])
             else:
                 outcomes.append(_outcome(record, gold, arm))
         source = row.get("source_example_id")
@@ -519,6 +532,19 @@ def miss_table(arms: Mapping[str, StoredArm]) -> dict[str, Any] | None:
     return {"rows": rows, "columns": columns, "extra": extra}
 
 
+def reasoning_table(arms: Mapping[str, StoredArm]) -> dict[str, Any] | None:
+    """Each arm's reasoning figures (reports under a declared ``[parser] reasoning``), or None."""
+    blocks = {arm: data[0].get("reasoning") for arm, data in arms.items()}
+    blocks = {arm: block for arm, block in blocks.items() if isinstance(block, Mapping)}
+    if not blocks:
+        return None
+    return {
+        "header": REASONING_HEADER,
+        "rows": reasoning_rows(blocks),
+        "hint": reasoning_hint(blocks),
+    }
+
+
 def build_context(run_dir: Path) -> dict[str, Any]:
     """Everything the template shows of the stored run in ``run_dir`` (read by
     ``data.store.runread.read_run``; see the module docstring)."""
@@ -564,6 +590,7 @@ def page_context(files: RunFiles, run_name: str) -> dict[str, Any]:
         "notes": notes,
         "telemetry": _telemetry_rows(arms, comparisons),
         "misses": miss_table(arms),
+        "reasoning": reasoning_table(arms),
         "blob": blob_json(blob) if blob is not None else None,
         "examples_note": "; ".join(split_notes),
     }

@@ -16,6 +16,7 @@ from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.pipeline import RunOutcome
 from pytest_sommelier.core.types import ComparisonReport
 from pytest_sommelier.view.text import (
+    REASONING_HEADER,
     discordant_text,
     extra_metrics,
     fmt,
@@ -23,6 +24,8 @@ from pytest_sommelier.view.text import (
     md_table,
     methods_text,
     power_text,
+    reasoning_hint,
+    reasoning_rows,
     selected_block,
     selected_interval,
 )
@@ -74,6 +77,17 @@ def _misses_markdown(report: ComparisonReport) -> list[str]:
             rows.append([arm, name, str(counts["misses"]), ", ".join(cells) or "-"])
     table = md_table(["arm", "slice", "misses", "categories"], rows)
     return ["", "## Misses by category", "", *table]
+
+
+def _reasoning_markdown(report: ComparisonReport) -> list[str]:
+    """Each arm's reasoning figures (a declared ``[parser] reasoning`` rule), with the hint."""
+    blocks = report.get("reasoning")
+    if not blocks:
+        return []
+    lines = ["", "## Reasoning (separated before parser v1)", ""]
+    lines += md_table(REASONING_HEADER, reasoning_rows(blocks))
+    hint = reasoning_hint(blocks)
+    return lines + (["", hint] if hint else [])
 
 
 def _power_markdown(report: ComparisonReport) -> list[str]:
@@ -128,6 +142,7 @@ def comparison_markdown(report: ComparisonReport) -> str:
     lines.extend(md_table(header, rows))
     lines += _power_markdown(report)
     lines += _acceptable_markdown(report) + _misses_markdown(report)
+    lines += _reasoning_markdown(report)
     mcnemar = report.get("mcnemar")
     if mcnemar:
         mid = mcnemar.get("mid_p_value")

@@ -42,6 +42,8 @@ from pytest_sommelier.view.text import (
     methods_text,
     power_cell,
     power_text,
+    reasoning_hint,
+    reasoning_rows,
     selected_block,
     selected_interval,
     table,
@@ -116,6 +118,30 @@ def truncation_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
             cell += f" ({counts['unknown']} finish reason unknown)"
         cells.append(cell)
     return [f"outputs that hit max_new_tokens: {', '.join(cells)}"] if cells else []
+
+
+def reasoning_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[Line]:
+    """The reasoning figures of each arm under a declared ``[parser] reasoning`` rule (none
+    without one), with the hint to raise ``max_new_tokens`` (in yellow) where an output hit
+    it inside the reasoning."""
+    blocks = {arm: r["reasoning"] for arm, r in arm_reports.items() if r.get("reasoning")}
+    if not blocks:
+        return []
+    rule = (next(iter(arm_reports.values())).get("parser") or {}).get("reasoning")
+    shown = (
+        f"{rule.get('start')}...{rule.get('end')}" if isinstance(rule, Mapping) else str(rule)
+    )
+    lines: list[Line] = [(f"reasoning ({shown}, separated before parser v1):", {})]
+    cells = [
+        f"{row[0]} {row[1]} reasoned, median {row[2]} / p95 {row[3]} tokens, {row[4]} never "
+        f"closed ({row[5]} at max_new_tokens)"
+        for row in reasoning_rows(blocks)
+    ]
+    lines += [("  " + cell, {}) for cell in cells]
+    hint = reasoning_hint(blocks)
+    if hint:
+        lines.append(("  " + hint, {"yellow": True}))
+    return lines
 
 
 def preflight_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[Line]:
@@ -468,6 +494,7 @@ def run_summary_lines(
     lines += [(line, {}) for line in metrics_lines(outcome.arm_reports)]
     lines += [(line, {}) for line in acceptable_lines(outcome.arm_reports)]
     lines += [(line, {}) for line in truncation_lines(outcome.arm_reports)]
+    lines += reasoning_lines(outcome.arm_reports)
     comparisons = comparison_lines(outcome.comparison_reports, outcome.comparison_errors)
     if comparisons:
         lines.append(("", {}))

@@ -209,3 +209,51 @@ def sample_text(resolved: Mapping[str, Any]) -> str | None:
         f"translations (seed {sample.get('seed')}); the verdict is the sample's, and this run "
         "never compares as the full suite"
     )
+
+
+def reasoning_rows(blocks: Mapping[str, Any]) -> list[list[str]]:
+    """Per arm (``blocks``: arm -> its ``reasoning`` figures, ``core.reasoning``): outputs that
+    reasoned, the median and 95th-percentile reasoning length in tokens, and how many hit
+    ``max_new_tokens`` inside the reasoning (rows of a table with :data:`REASONING_HEADER`)."""
+    rows = []
+    for arm, block in blocks.items():
+        if not isinstance(block, Mapping):
+            continue
+        rows.append(
+            [
+                arm,
+                f"{block.get('reasoned', 0)} of {block.get('outputs', 0)}",
+                fmt_tokens(block.get("median_tokens")),
+                fmt_tokens(block.get("p95_tokens")),
+                str(block.get("unterminated", 0)),
+                str(block.get("truncated_in_reasoning", 0)),
+            ]
+        )
+    return rows
+
+
+REASONING_HEADER = [
+    "arm", "reasoned", "median tokens", "p95 tokens", "never closed", "hit max_new_tokens",
+]  # fmt: skip
+REASONING_HINT = (
+    "{count} output(s) hit max_new_tokens inside the reasoning and left no answer: raise "
+    "[decoding] max_new_tokens (reasoning outputs are longer), or turn thinking off with "
+    "[format] template_kwargs"
+)
+
+
+def reasoning_hint(blocks: Mapping[str, Any]) -> str | None:
+    """The hint to raise ``max_new_tokens`` when some output hit it inside the reasoning."""
+    count = sum(
+        int(block.get("truncated_in_reasoning", 0))
+        for block in blocks.values()
+        if isinstance(block, Mapping)
+    )
+    return REASONING_HINT.format(count=count) if count else None
+
+
+def fmt_tokens(value: Any) -> str:
+    """A token count or median (one decimal when it is not whole), ``n/a`` for none."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return "n/a"
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"

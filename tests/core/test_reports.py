@@ -160,7 +160,9 @@ def test_evaluation_report_fields_and_metrics(split) -> None:
         "metrics",
         "misses",
         "complete",
+        "parser",
     }
+    assert result["parser"] == {"version": "sommelier.parser.v1", "reasoning": None}
     assert result["schema_version"] == "sommelier.evaluation_report.v1"
     assert (result["split"], result["test_split_sha256"]) == ("test", "f" * 64)
     assert result["complete"] is True

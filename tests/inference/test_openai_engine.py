@@ -365,3 +365,30 @@ def test_a_gguf_base_is_tokenized_through_the_load_cache(
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     ids = tokenizer("hello", add_special_tokens=False)["input_ids"]
     assert outputs == [completion_text("smol", ids)]
+
+
+@pytest.mark.slow
+def test_the_servers_reasoning_channel_is_kept_apart(suite_dir: Path) -> None:
+    """A server with a reasoning parser answers ``reasoning_content`` beside the text: the
+    engine keeps it apart (the text is the content only, never the locally decoded token ids
+    that would hold the reasoning too); reasoning with a null text is no content at all.
+    Read under ``[parser] reasoning = "engine"`` by the core split (core.reasoning)."""
+    from pytest_sommelier.core.reasoning import ENGINE, split_output
+
+    faults = ["reasoning:think [1, 2] first", "reasoning-only:cut off [", "length"]
+    with FaultServer(faults=faults, return_token_ids=True) as server:
+        outputs = load(server, suite_dir, concurrency=1)["base"].generate_completions(
+            ["a", "b", "c"], {**DECODING, "batch_size": 1, "max_new_tokens": 7}
+        )
+    ids = [token_ids(suite_dir, p) for p in "abc"]
+    first, second, third = outputs
+    assert (first.text, first.reasoning, first.has_content) == (
+        completion_text("smol", ids[0]), "think [1, 2] first", True)
+    assert (second.text, second.reasoning, second.has_content) == ("", "cut off [", False)
+    assert second.finish_reason == "length"
+    assert third.reasoning is None and third.has_content is True
+    split = split_output(second.text, ENGINE, engine_reasoning=second.reasoning,
+                         engine_content=second.has_content)
+    assert split == ("cut off [", None)
+    assert split_output(first.text, ENGINE, engine_reasoning=first.reasoning) == (
+        "think [1, 2] first", first.text)

@@ -37,7 +37,7 @@ from typing import Any, cast
 
 from pytest_sommelier.core.acceptable import acceptable_shape_error, call_acceptable
 from pytest_sommelier.core.canonical import canonical_json_text as canonical_json
-from pytest_sommelier.core.canonical import sha256_text
+from pytest_sommelier.core.canonical import prompt_digest
 from pytest_sommelier.core.parse import call_shape_error
 from pytest_sommelier.core.types import Call
 from pytest_sommelier.data.atomic import write_atomic
@@ -50,8 +50,13 @@ from pytest_sommelier.data.split.native_policy import (
     native_messages,
     render_native,
 )
-from pytest_sommelier.data.split.schema import SCHEMA_VERSION, arguments_error, parameters_error
-from pytest_sommelier.data.split.template_render import render_chat
+from pytest_sommelier.data.split.schema import (
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_V3,
+    arguments_error,
+    parameters_error,
+)
+from pytest_sommelier.data.split.template_render import render_chat, template_kwargs_problem
 from pytest_sommelier.errors import InputError, exception_text
 
 POLICY_TOOLS_IN_SYSTEM_V1 = "sommelier.tools-in-system.v1"
@@ -114,6 +119,8 @@ argument (written by ``sommelier import bfcl``; see docs/metrics.md)."""
 SYSTEM_KEY = "system"
 """Optional prepared key: the row's own system turn (used by the native policy only)."""
 TOOLS_KEY = "tools"
+KWARGS_KEY = "template_kwargs"
+"""Optional formatted key (v3): the chat-template options the row was rendered with."""
 """Optional formatted key: the function specs a native-policy row was rendered with."""
 CLUSTER_KEY = "cluster_id"
 """Optional prepared and formatted key: the cluster a row belongs to (rows whose outcomes are
@@ -432,14 +439,23 @@ def target_text(gold_call: Call) -> str:
 
 
 def _render(
-    tokenizer: Any, example: PreparedExample, messages: list[dict[str, str]], *, prompt: bool
+    tokenizer: Any,
+    example: PreparedExample,
+    messages: list[dict[str, str]],
+    *,
+    prompt: bool,
+    template_kwargs: dict[str, Any] | None = None,
 ) -> str:
     """Apply the tokenizer's chat template as text, bounded (``template_render.render_chat``);
     an exception inside the template (a sandbox ``SecurityError``, its ``raise_exception``) is
     one ``SOM-FORMAT-TEMPLATE-RENDER`` line naming the example."""
     try:
         return render_chat(
-            tokenizer, list(messages), add_generation_prompt=prompt, example_id=example.example_id
+            tokenizer,
+            list(messages),
+            add_generation_prompt=prompt,
+            example_id=example.example_id,
+            template_kwargs=template_kwargs,
         )
     except InputError:
         raise
@@ -462,8 +478,11 @@ def format_example(
     tokenizer_id: str,
     tokenizer_revision: str,
     arguments_key: str = "arguments",
+    template_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Render one prepared example into a ``sommelier.formatted_example.v2`` row.
+    """Render one prepared example into a ``sommelier.formatted_example.v2`` row (v3 with
+    ``template_kwargs``: the chat-template options every rendering of it gets, recorded in the
+    row and digested into its ``prompt_sha256``).
 
     Refuses (InputError naming the example) when the prompt is not a prefix of the full text or
     the assistant part does not contain the target text (the native policy's checks:
@@ -477,12 +496,17 @@ def format_example(
             tokenizer_id=tokenizer_id,
             tokenizer_revision=tokenizer_revision,
             arguments_key=arguments_key,
+            template_kwargs=template_kwargs,
         )
     messages = build_messages(example, policy)
     target = target_text(example.gold_call)
-    prompt = _render(tokenizer, example, messages, prompt=True)
+    prompt = _render(tokenizer, example, messages, prompt=True, template_kwargs=template_kwargs)
     full = _render(
-        tokenizer, example, [*messages, {"role": "assistant", "content": target}], prompt=False
+        tokenizer,
+        example,
+        [*messages, {"role": "assistant", "content": target}],
+        prompt=False,
+        template_kwargs=template_kwargs,
     )
     if not full.startswith(prompt):
         raise InputError(
@@ -507,6 +531,7 @@ def format_example(
         texts=(prompt, target, full),
         tokenizer=(tokenizer_id, tokenizer_revision),
         policy=policy,
+        template_kwargs=template_kwargs,
     )
 
 
@@ -519,14 +544,16 @@ def _formatted_row(
     tokenizer: tuple[str, str],
     policy: str,
     extra: dict[str, Any] | None = None,
+    template_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The one ``sommelier.formatted_example.v2`` row shape, for every template policy:
     ``texts`` is (prompt, target, full), ``tokenizer`` (id, revision); ``extra`` holds the
     policy's own keys (the native policy's tools); the optional acceptable arguments and
-    cluster id last."""
+    cluster id last. With ``template_kwargs`` the row is v3: it records them and its
+    ``prompt_sha256`` digests them with the prompt (``core.canonical.prompt_digest``)."""
     prompt, target, full = texts
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION_V3 if template_kwargs else SCHEMA_VERSION,
         "example_id": example.example_id,
         "split": split,
         "language": example.language,
@@ -535,11 +562,12 @@ def _formatted_row(
         "prompt_text": prompt,
         "target_text": target,
         "full_text": full,
-        "prompt_sha256": sha256_text(prompt),
+        "prompt_sha256": prompt_digest(prompt, template_kwargs),
         "tokenizer_id": tokenizer[0],
         "tokenizer_revision": tokenizer[1],
         "template_policy": policy,
         **(extra or {}),
+        **({KWARGS_KEY: dict(template_kwargs)} if template_kwargs else {}),
         **(
             {OPTIONAL_KEY: example.acceptable_arguments}
             if example.acceptable_arguments is not None
@@ -557,9 +585,12 @@ def _native_row(
     tokenizer_id: str,
     tokenizer_revision: str,
     arguments_key: str,
+    template_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One row under ``sommelier.native-tools.v1`` (rendered and checked by ``render_native``)."""
-    rendered = render_native(example, tokenizer, arguments_key=arguments_key)
+    rendered = render_native(
+        example, tokenizer, arguments_key=arguments_key, template_kwargs=template_kwargs
+    )
     return _formatted_row(
         example,
         split=split,
@@ -568,7 +599,22 @@ def _native_row(
         tokenizer=(tokenizer_id, tokenizer_revision),
         policy=POLICY_NATIVE_TOOLS_V1,
         extra={TOOLS_KEY: rendered.tools},
+        template_kwargs=template_kwargs,
     )
+
+
+def check_template_kwargs(template_kwargs: Any) -> dict[str, Any]:
+    """The template options (``template_render.template_kwargs_problem``); InputError naming
+    --template-kwarg otherwise. None is no options."""
+    problem = None if template_kwargs is None else template_kwargs_problem(template_kwargs)
+    if problem is not None:
+        raise InputError(
+            "SOM-FORMAT-TEMPLATE-KWARG",
+            f"template options {problem}",
+            "give --template-kwarg NAME=VALUE with a JSON value, e.g. enable_thinking=false",
+            where="--template-kwarg",
+        )
+    return dict(template_kwargs or {})
 
 
 def check_split_name(split: str) -> str:
@@ -592,8 +638,11 @@ def format_examples(
     tokenizer_id: str,
     tokenizer_revision: str,
     arguments_key: str = "arguments",
+    template_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Format every example (input order kept); InputError when the tokenizer has no template."""
+    """Format every example (input order kept); InputError when the tokenizer has no template
+    or the ``template_kwargs`` are not options (``check_template_kwargs``)."""
+    check_template_kwargs(template_kwargs)
     check_split_name(split)
     check_policy(policy)
     check_policy_key(policy, arguments_key)
@@ -613,6 +662,7 @@ def format_examples(
             tokenizer_id=tokenizer_id,
             tokenizer_revision=tokenizer_revision,
             arguments_key=arguments_key,
+            template_kwargs=template_kwargs,
         )
         for example in examples
     ]
@@ -624,7 +674,7 @@ def format_examples(
 def formatted_line(row: dict[str, Any]) -> str:
     """One JSONL line for a formatted row: UTF-8 text, field order of the v2 schema (the
     optional ``tools``, ``acceptable_arguments`` then ``cluster_id`` last, when present)."""
-    optional = (TOOLS_KEY, OPTIONAL_KEY, CLUSTER_KEY)
+    optional = (TOOLS_KEY, KWARGS_KEY, OPTIONAL_KEY, CLUSTER_KEY)
     keys = (*FORMATTED_KEYS, *(key for key in optional if key in row))
     return json.dumps({key: row[key] for key in keys}, ensure_ascii=False, allow_nan=False)
 
@@ -645,6 +695,7 @@ def format_file(
     split: str,
     policy: str = DEFAULT_POLICY,
     arguments_key: str = "arguments",
+    template_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Read, validate, format and atomically write a split; returns the formatted rows.
 
@@ -655,6 +706,7 @@ def format_file(
     check_split_name(split)
     check_policy(policy)
     check_policy_key(policy, arguments_key)
+    check_template_kwargs(template_kwargs)
     examples = read_prepared(prepared)
     rows = format_examples(
         examples,
@@ -664,6 +716,7 @@ def format_file(
         tokenizer_id=tokenizer_id,
         tokenizer_revision=tokenizer_revision,
         arguments_key=arguments_key,
+        template_kwargs=template_kwargs,
     )
     write_jsonl_atomic(out, rows)
     return rows

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_sommelier.core.acceptable import acceptable_shape_error
-from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_text
+from pytest_sommelier.core.canonical import pair_set_sha256, prompt_digest, prompt_set_sha256
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, call_shape_error
 from pytest_sommelier.core.types import Call, Example, FormattedSplit
 from pytest_sommelier.data.json_input import strict_json as strict_json
@@ -42,13 +42,14 @@ from pytest_sommelier.data.split.example_ids import EXAMPLE_ID_TEXT, example_id_
 from pytest_sommelier.data.split.native_policy import POLICY_NATIVE_TOOLS_V1, read_gold_call
 from pytest_sommelier.data.split.schema import (
     EXAMPLE_SCHEMA_FILE,
+    EXAMPLE_SCHEMAS,
     MISSING_KEY,
-    SCHEMA_VERSION,
     UNKNOWN_KEYS,
     Violation,
     json_path_text,
     violation,
 )
+from pytest_sommelier.data.split.template_render import template_kwargs_problem
 from pytest_sommelier.errors import InputError, InvariantError
 
 
@@ -216,14 +217,16 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
             where=where,
         )
     version = record.get("schema_version")
-    if "schema_version" in record and version != SCHEMA_VERSION:
+    known = isinstance(version, str) and version in EXAMPLE_SCHEMAS
+    if "schema_version" in record and not known:
         raise InputError(
             "SOM-SPLIT-SCHEMA-VERSION",
-            f"unknown schema_version {version!r}",
-            f"expected {SCHEMA_VERSION!r}; re-run sommelier format",
+            f"unknown schema_version {_one_line(repr(version), 80)}",
+            f"expected {' or '.join(repr(v) for v in EXAMPLE_SCHEMAS)}; re-run sommelier format",
             where=where,
         )
-    found = violation(EXAMPLE_SCHEMA_FILE, record)
+    schema_file = EXAMPLE_SCHEMAS[str(version)] if known else EXAMPLE_SCHEMA_FILE
+    found = violation(schema_file, record)
     if found is not None:
         raise _schema_error(found, where)
     return record
@@ -330,11 +333,23 @@ def _example(
                 f"an example id is {EXAMPLE_ID_TEXT}: re-run sommelier format",
                 where=where,
             )
-    if sha256_text(record["prompt_text"]) != record["prompt_sha256"]:
+    kwargs = record.get("template_kwargs")
+    problem = None if kwargs is None else template_kwargs_problem(kwargs)
+    if problem is not None:
+        raise InputError(
+            "SOM-SPLIT-FIELD",
+            f"field 'template_kwargs' {problem}",
+            "re-run sommelier format with valid --template-kwarg options",
+            where=where,
+        )
+    if prompt_digest(record["prompt_text"], kwargs) != record["prompt_sha256"]:
+        covered = "sha256(prompt_text)" if not kwargs else "the digest of prompt_text and "
         raise InvariantError(
             "SOM-SPLIT-PROMPT-SHA",
-            f"example {record['example_id']!r}: prompt_sha256 does not match sha256(prompt_text)",
-            "the prompt was edited after formatting: re-run sommelier format",
+            f"example {record['example_id']!r}: prompt_sha256 does not match "
+            f"{covered}{'' if not kwargs else 'template_kwargs'}",
+            "the prompt or its template options were edited after formatting: re-run "
+            "sommelier format",
             where=where,
         )
     return Example(
@@ -348,6 +363,8 @@ def _example(
         acceptable_arguments=_acceptable(record, where),
         cluster_id=record.get("cluster_id"),
         tools=record.get("tools"),
+        template_kwargs=kwargs or None,
+        full_text=record["full_text"],
     )
 
 

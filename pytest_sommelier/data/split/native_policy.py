@@ -29,7 +29,7 @@ This module never imports ``formatting`` or ``split`` (both import it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -141,7 +141,12 @@ def _refuse(example: NativeExample, code: str, seen: str, hint: str) -> InputErr
 
 
 def _render(
-    tokenizer: Any, example: NativeExample, messages: list[dict[str, Any]], tools: Any, prompt: bool
+    tokenizer: Any,
+    example: NativeExample,
+    messages: list[dict[str, Any]],
+    tools: Any,
+    prompt: bool,
+    kwargs: Mapping[str, Any] | None = None,
 ) -> str:
     return render_chat(
         tokenizer,
@@ -149,16 +154,22 @@ def _render(
         tools=tools,
         add_generation_prompt=prompt,
         example_id=example.example_id,
+        template_kwargs=kwargs,
     )
 
 
 def _render_or_none(
-    tokenizer: Any, example: NativeExample, messages: list[dict[str, Any]], tools: Any, prompt: bool
+    tokenizer: Any,
+    example: NativeExample,
+    messages: list[dict[str, Any]],
+    tools: Any,
+    prompt: bool,
+    kwargs: Mapping[str, Any] | None = None,
 ) -> str | None:
     """A comparison rendering; None when the template raises (then it compares unequal). A
     template past its bounds (``TemplateBoundError``) is no comparison: it is raised."""
     try:
-        return _render(tokenizer, example, messages, tools, prompt)
+        return _render(tokenizer, example, messages, tools, prompt, kwargs)
     except TemplateBoundError:
         raise
     except Exception:
@@ -173,13 +184,19 @@ _TOOLS_IN_SYSTEM_HINT = "or format with --policy sommelier.tools-in-system.v1"
 
 
 def render_native(
-    example: NativeExample, tokenizer: Any, *, arguments_key: str = DEFAULT_ARGUMENTS_KEY
+    example: NativeExample,
+    tokenizer: Any,
+    *,
+    arguments_key: str = DEFAULT_ARGUMENTS_KEY,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> NativeRendering:
-    """Render ``example`` under ``sommelier.native-tools.v1`` and check every invariant."""
+    """Render ``example`` under ``sommelier.native-tools.v1`` (every rendering with the
+    ``template_kwargs``) and check every invariant."""
+    kw = template_kwargs
     messages = native_messages(example)
     specs = tool_specs(example.tools)
     try:
-        prompt = _render(tokenizer, example, messages, specs, True)
+        prompt = _render(tokenizer, example, messages, specs, True, kw)
     except TemplateBoundError:
         raise
     except Exception as exc:  # a template's raise_exception, or a type error inside it
@@ -190,7 +207,7 @@ def render_native(
             f"use a chat template that renders [system?, user] with tools, "
             f"{_TOOLS_IN_SYSTEM_HINT}",
         ) from exc
-    if prompt == _render_or_none(tokenizer, example, messages, None, True):
+    if prompt == _render_or_none(tokenizer, example, messages, None, True, kw):
         raise _refuse(
             example,
             "SOM-FORMAT-TEMPLATE-IGNORES-TOOLS",
@@ -200,7 +217,7 @@ def render_native(
         )
     try:
         full = _render(
-            tokenizer, example, [*messages, gold_message(example.gold_call)], specs, False
+            tokenizer, example, [*messages, gold_message(example.gold_call)], specs, False, kw
         )
     except TemplateBoundError:
         raise
@@ -214,7 +231,7 @@ def render_native(
             f"{_TOOLS_IN_SYSTEM_HINT}",
         ) from exc
     empty = _render_or_none(
-        tokenizer, example, [*messages, {"role": "assistant", "content": ""}], specs, False
+        tokenizer, example, [*messages, {"role": "assistant", "content": ""}], specs, False, kw
     )
     if full == empty:
         raise _refuse(

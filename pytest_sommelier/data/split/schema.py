@@ -32,8 +32,14 @@ SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 SUITE_SCHEMA_FILE = SCHEMAS / "suite.schema.json"
 EXAMPLE_SCHEMA_FILE = SCHEMAS / "formatted_example.v2.schema.json"
 SCHEMA_VERSION = "sommelier.formatted_example.v2"
-"""The ``schema_version`` of a formatted example: what ``sommelier format`` writes and the split
+"""The ``schema_version`` of a formatted example rendered without template options: what
+``sommelier format`` writes then (every split before 0.5 is byte-identical) and the split
 loader accepts."""
+SCHEMA_VERSION_V3 = "sommelier.formatted_example.v3"
+"""The ``schema_version`` of a row with v3's fields (``template_kwargs``): v2 plus them."""
+EXAMPLE_SCHEMA_FILE_V3 = SCHEMAS / "formatted_example.v3.schema.json"
+EXAMPLE_SCHEMAS = {SCHEMA_VERSION: EXAMPLE_SCHEMA_FILE, SCHEMA_VERSION_V3: EXAMPLE_SCHEMA_FILE_V3}
+"""Every ``schema_version`` the split loader reads, with its schema file."""
 
 UNKNOWN_KEYS = "unknown_keys"
 MISSING_KEY = "missing_key"

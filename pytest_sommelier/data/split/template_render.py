@@ -32,7 +32,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from types import FrameType
 from typing import Any
@@ -86,14 +86,17 @@ def render_chat(
     tools: Any = None,
     seconds: float | None = None,
     chars: int | None = None,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> str:
-    """``tokenizer.apply_chat_template(messages, tools=..., tokenize=False)`` under the bounds
-    of the module docstring (``seconds`` and ``chars``, default ``RENDER_SECONDS`` and
-    ``RENDER_CHARS`` as they are at the call); TemplateBoundError naming ``example_id`` past
-    them."""
+    """``tokenizer.apply_chat_template(messages, tools=..., tokenize=False,
+    **template_kwargs)`` under the bounds of the module docstring (``seconds`` and ``chars``,
+    default ``RENDER_SECONDS`` and ``RENDER_CHARS`` as they are at the call);
+    TemplateBoundError naming ``example_id`` past them. ``template_kwargs`` (``[format]
+    template_kwargs``, checked by :func:`template_kwargs_problem`) reach the template as
+    variables, e.g. ``enable_thinking``."""
     seconds = RENDER_SECONDS if seconds is None else seconds
     chars = RENDER_CHARS if chars is None else chars
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = dict(template_kwargs or {})
     if tools is not None:
         kwargs["tools"] = tools
     template = getattr(tokenizer, "chat_template", None)
@@ -121,6 +124,46 @@ def render_chat(
     if isinstance(text, str) and len(text) > chars:
         raise _bound(example_id, f"wrote {len(text)} characters, more than {chars}")
     return str(text)
+
+
+RESERVED_KWARGS = frozenset(
+    {
+        "messages", "conversation", "tools", "documents", "chat_template", "tokenize",
+        "add_generation_prompt", "continue_final_message", "return_tensors", "return_dict",
+        "return_assistant_tokens_mask", "padding", "truncation", "max_length",
+        "tokenizer_kwargs", "bos_token", "eos_token",
+    }
+)  # fmt: skip
+"""Names ``apply_chat_template`` (or the template's own context) already uses: never a template
+option (``add_generation_prompt`` is the format's own, prompt or conversation)."""
+KWARGS_CHARS = 4096
+"""Longest canonical JSON of the template options taken (real ones are a few flags)."""
+_KWARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+
+
+def template_kwargs_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be the template options (a phrase), or None: a table of at most
+    a few names (Python identifiers, none of :data:`RESERVED_KWARGS`) to JSON values (no date
+    or time, no NaN or infinity), at most :data:`KWARGS_CHARS` characters as canonical JSON."""
+    if not isinstance(value, Mapping):
+        return f"must be a table of option names to values, got {type(value).__name__}"
+    for name in value:
+        if not isinstance(name, str) or not _KWARG_NAME.match(name):
+            return f"option name {str(name)[:40]!r} is not a Python identifier"
+        if name in RESERVED_KWARGS:
+            return f"option name {name!r} is one sommelier or transformers passes itself"
+    try:
+        text = json.dumps(dict(value), allow_nan=False, sort_keys=True, separators=(",", ":"))
+        json.dumps(dict(value), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a string with a lone surrogate (not UTF-8)"
+    except (TypeError, ValueError) as exc:
+        return f"holds a value that is not JSON ({str(exc)[:60]})"
+    except RecursionError:
+        return "is nested too deeply"
+    if len(text) > KWARGS_CHARS:
+        return f"is longer than {KWARGS_CHARS} characters as JSON"
+    return None
 
 
 def _bound(example_id: str, what: str) -> TemplateBoundError:
@@ -158,11 +201,14 @@ def _deadline(seconds: float) -> Iterator[None]:
 
 
 __all__ = [
+    "KWARGS_CHARS",
     "RENDER_CHARS",
     "RENDER_SECONDS",
+    "RESERVED_KWARGS",
     "TEMPLATE_CHARS",
     "TEMPLATE_DATE",
     "TemplateBoundError",
     "pinned_template",
     "render_chat",
+    "template_kwargs_problem",
 ]

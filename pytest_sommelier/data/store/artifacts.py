@@ -52,6 +52,19 @@ RECORD_FIELDS = frozenset(GenerationRecord.__required_keys__ | GenerationRecord.
 rescore never copies a field nothing derived."""
 
 
+def _reasoning_fields_problem(record: dict[str, Any]) -> str | None:
+    """What is wrong with a record's reasoning fields (``core.reasoning``), or None:
+    ``reasoning_text`` and ``content_text`` are strings or null, ``reasoning_tokens`` a count
+    or null (each may be absent: records written before 0.5)."""
+    for key in ("reasoning_text", "content_text"):
+        if record.get(key) is not None and not isinstance(record[key], str):
+            return f"{key!r} is not a string or null"
+    tokens = record.get("reasoning_tokens")
+    if tokens is not None and (type(tokens) is not int or tokens < 0):
+        return "'reasoning_tokens' is not a count or null"
+    return None
+
+
 def new_run_id() -> str:
     """``YYYYmmddTHHMMSSZ-<6 hex>``: sortable by time, unique across parallel runs."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -456,6 +469,13 @@ def read_jsonl(path: Path) -> list[GenerationRecord]:
                 "SOM-STORED-FIELD",
                 f"{path}:{number}: 'raw_text' is not a string",
                 "regenerate this arm",
+            )
+        problem = _reasoning_fields_problem(record)
+        if problem is not None:
+            raise InputError(
+                "SOM-STORED-FIELD",
+                f"{path}:{number}: {problem}",
+                "the generations file was edited; run sommelier rescore on an unedited copy",
             )
         try:
             # the text decoded as UTF-8, so a lone surrogate can only come from a \ud8xx-\udfxx

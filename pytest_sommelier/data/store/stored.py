@@ -16,6 +16,7 @@ from typing import Any, cast
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
 from pytest_sommelier.core.pipeline import ArmRun, ArmSide, order_records
+from pytest_sommelier.core.reasoning import checked_rule
 from pytest_sommelier.core.scorers import Scorer, recorded_scorer
 from pytest_sommelier.core.types import (
     ArmConfig,
@@ -90,6 +91,14 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             "the resolved suite was edited",
         )
     try:
+        reasoning = checked_rule(resolved.get("reasoning"))
+    except ValueError as exc:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: reasoning {exc}",
+            "the resolved suite was edited; a run is re-scored with the rule it ran with",
+        ) from None
+    try:
         statistics = StatisticsConfig(**resolved["statistics"])
         return Suite(
             path=runlayout.resolved(run_dir),
@@ -111,9 +120,21 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             arguments_key=arguments_key,
             scorers=tuple(str(name) for name in resolved.get("scorers", ())),
             selection=_stored_selection(resolved.get("selection")),
+            reasoning=reasoning,
+            template_kwargs=_stored_kwargs(resolved.get("template_kwargs")),
         )
     except (KeyError, TypeError) as exc:
         raise _not_resolved(where, exc) from None
+
+
+def _stored_kwargs(recorded: Any) -> dict[str, Any]:
+    """The ``[format] template_kwargs`` a resolved suite records (absent: none); anything but
+    an object is a ``TypeError``, refused with the resolved suite."""
+    if recorded is None:
+        return {}
+    if not isinstance(recorded, dict):
+        raise TypeError("template_kwargs is not an object")
+    return dict(recorded)
 
 
 def _stored_selection(recorded: Any) -> SelectionConfig | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from pytest_sommelier.core.reasoning import rule_identity
 from pytest_sommelier.core.types import Suite, model_kind_of
 from pytest_sommelier.data.digests import sha256_path
 from pytest_sommelier.data.references import reference_kind, resolve_pkg_path
@@ -68,6 +69,10 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
         }
     if suite.scorers:  # [suite] scorers (their versions are in each arm's report)
         identity["scorers"] = list(suite.scorers)
+    if suite.reasoning is not None:  # [parser] reasoning, so rescore splits by the same rule
+        identity["reasoning"] = rule_identity(suite.reasoning)
+    if suite.template_kwargs:  # [format] template_kwargs
+        identity["template_kwargs"] = dict(suite.template_kwargs)
     return identity
 
 

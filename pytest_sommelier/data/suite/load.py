@@ -30,9 +30,11 @@ from pytest_sommelier.core.decoding import validate_decoding as validate_decodin
 from pytest_sommelier.core.gates import NOISE_METRIC
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.parse_v2 import DEFAULT_ORDER
+from pytest_sommelier.core.reasoning import ReasoningRule, checked_rule
 from pytest_sommelier.core.types import GateConfig as GateConfig
 from pytest_sommelier.core.types import StatisticsConfig, Suite
 from pytest_sommelier.data.references import inside_folder, probe_path
+from pytest_sommelier.data.split.template_render import template_kwargs_problem
 from pytest_sommelier.data.suite.arms import (
     arm_configs,
     comparison_configs,
@@ -115,6 +117,8 @@ def load_suite(path: str | os.PathLike[str], *, live: bool = False) -> Suite:
     test_split = _split_path(section["test_split"], folder, label)
     engine = engine_config(data.get("engine", {}), label)
     parser_version, parser_order = _parser_keys(data.get("parser", {}), label)
+    reasoning = _reasoning(data.get("parser", {}), label)
+    template_kwargs = _template_kwargs(data.get("format", {}), label)
     return Suite(
         path=suite_path.resolve(),
         name=section["name"],
@@ -143,6 +147,8 @@ def load_suite(path: str | os.PathLike[str], *, live: bool = False) -> Suite:
         scorers=scorers,
         parser_version=parser_version,
         parser_order=parser_order,
+        reasoning=reasoning,
+        template_kwargs=template_kwargs,
     )
 
 
@@ -161,6 +167,35 @@ def _parser_keys(section: dict[str, Any], label: str) -> tuple[str, str]:
             where=f"{label}: [parser]",
         )
     return version, section.get("order", DEFAULT_ORDER)
+
+
+def _reasoning(section: dict[str, Any], label: str) -> ReasoningRule:
+    """``[parser] reasoning`` (``core.reasoning.checked_rule``; absent: no rule)."""
+    try:
+        return checked_rule(section.get("reasoning"))
+    except ValueError as exc:
+        raise InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            f"key 'reasoning' {exc}",
+            'write reasoning = "think", "engine" or {start = "<think>", end = "</think>"} '
+            "(docs/parser.md, Reasoning models)",
+            where=f"{label}: [parser]",
+        ) from None
+
+
+def _template_kwargs(section: dict[str, Any], label: str) -> dict[str, Any]:
+    """``[format] template_kwargs`` (``template_render.template_kwargs_problem``; absent: none)."""
+    value = section.get("template_kwargs", {})
+    problem = template_kwargs_problem(value)
+    if problem is not None:
+        raise InputError(
+            "SOM-SUITE-INVALID-VALUE",
+            f"key 'template_kwargs' {problem}",
+            "write template_kwargs = {enable_thinking = false} (names to JSON values; "
+            "docs/suite.md, [format])",
+            where=f"{label}: [format]",
+        )
+    return dict(value)
 
 
 def _noise_floor(statistics: dict[str, Any], gates: tuple[GateConfig, ...], label: str) -> int:

@@ -9,7 +9,7 @@
   // positions in D.ex[i] and in an outcome (see htmlreport.examples_blob)
   var ID = 0, SLICE = 1, TOOL = 2, ROOT = 3, SYS = 4, USER = 5, GOLD = 6, OUT = 7;
   var HIT = 0, STATUS = 1, RAW = 2, PARSED = 3, DIFF = 4, NAME_OK = 5, MISS = 6, CACHED = 7,
-      RAWLEN = 8;
+      RAWLEN = 8, REASONING = 9, UNCLOSED = 10;
   var byId = {};
   var translations = {};
   D.ex.forEach(function (e, i) {
@@ -222,8 +222,16 @@
     title.appendChild(document.createTextNode(" · parse " + D.statuses[o[STATUS]] +
       (o[CACHED] ? " · cached" : "") + (shownMiss(o) ? " · " + o[MISS] : "")));
     box.appendChild(title);
+    var reasoned = o[REASONING] !== null && o[REASONING] !== undefined;
+    if (reasoned) {
+      var fold = el("details", { className: "reasoning" });
+      fold.appendChild(el("summary", null, "reasoning (" + o[REASONING].length + " characters" +
+        (o[UNCLOSED] ? ", never closed: no answer" : "") + ")"));
+      fold.appendChild(el("pre", { className: "raw", dir: "auto" }, o[REASONING]));
+      box.appendChild(fold);
+    }
     var raw = el("pre", { className: "raw", dir: "auto" }, o[RAW]);
-    labelled(box, "raw output" + (o[RAWLEN] > o[RAW].length ? " (first " + o[RAW].length + " of " + o[RAWLEN] + " characters; the generations file has it whole)" : ""), raw);
+    labelled(box, (reasoned ? "content after the reasoning" : "raw output") + (o[RAWLEN] > o[RAW].length ? " (first " + o[RAW].length + " of " + o[RAWLEN] + " characters; the generations file has it whole)" : ""), raw);
     if (D.statuses[o[STATUS]] !== "ok") { return box; }
     if (o[HIT]) {
       box.appendChild(el("p", { className: "same" }, "parsed call: equals the gold call"));
