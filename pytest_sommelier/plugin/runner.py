@@ -12,7 +12,8 @@ generator must return exactly one ``str`` (from ``generate``) or
 :class:`~pytest_sommelier.core.types.Completion` (from the optional ``generate_completions``)
 per prompt, in order, or every item of that batch is an error; a plain string is a completion
 whose finish reason is ``unknown``; each batch is generated at most once per process; time is
-measured only around ``generate`` calls (after one untimed warm-up call per generator), never
+measured only around ``generate`` calls (after one untimed warm-up call per generator, of one
+new token), never
 around loading, parsing, I/O or the noise floor's re-batched generations (``core.noise``:
 the batch's sampled examples of a reference arm, one at a time in reverse order, never read
 from or written to the generation cache).
@@ -56,6 +57,9 @@ from pytest_sommelier.inference.model_call import check_arm_kind as check_arm_ki
 from pytest_sommelier.inference.model_call import check_generator as check_generator
 from pytest_sommelier.inference.model_call import json_value_problem as json_value_problem
 from pytest_sommelier.inference.protocol import Generator, token_count_of
+
+WARMUP_NEW_TOKENS = 1
+"""``max_new_tokens`` of the untimed warm-up call (its output is discarded)."""
 
 
 @dataclass
@@ -162,7 +166,12 @@ class Runner:
         if id(generator) in self._warmed:
             return
         self._warmed.add(id(generator))
-        self._call(generator, arm, [prompt], dict(decoding))
+        # one new token is enough to pay the first call's one-time costs (lazy initialisation,
+        # allocations, the first kernels); the whole max_new_tokens of prose cost a session as
+        # much as a batch of real examples, per generator and process (issue 40)
+        # (a generator that ignores the limit is not refused for it here: the output is dropped)
+        warm = {**decoding, "max_new_tokens": WARMUP_NEW_TOKENS}
+        self._model_call(generator, arm, [prompt], warm, check_limit=False)
 
     def _generate_batch(
         self,

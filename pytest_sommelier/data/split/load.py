@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -204,7 +205,7 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
             "each line must be one JSON object",
             where=where,
         ) from None
-    if b"\\u" in raw and _has_lone_surrogate(record):
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(record):
         raise InputError(
             "SOM-SPLIT-ENCODING",
             "line escapes a lone UTF-16 surrogate (e.g. \\ud800), which is not valid Unicode",
@@ -232,6 +233,12 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
     if found is not None:
         raise _schema_error(found, where)
     return record
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
+"""What a line holding a lone surrogate must contain: UTF-8 cannot encode one, so only a
+``\\uD800``-``\\uDFFF`` escape decodes to one (a line without such an escape skips the walk)."""
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -459,7 +466,9 @@ def _gold_call(target_text: str, example_id: str, where: str) -> Call:
         problem = f"is not valid JSON ({_one_line(str(exc))})"
     else:
         found = _gold_problem(value)
-        if found is None and _has_lone_surrogate(value):
+        if found is None and _SURROGATE_ESCAPE_TEXT.search(target_text) and _has_lone_surrogate(
+            value
+        ):
             found = "escapes a lone UTF-16 surrogate, which is not valid Unicode"
         if found is None:
             return cast(Call, value[0])
