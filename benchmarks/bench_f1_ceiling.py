@@ -6,7 +6,9 @@ probability ``p`` (``2g / 2g``), else a parse failure (30%: ``0 / g``) or a part
 2g``, ``m`` uniform below ``g``). The candidate repeats the reference's outcome with
 probability ``rho`` and otherwise draws its own from its own ``p`` (so the arms are correlated
 as a fine-tune and its base are). Clustered cells: ``K`` clusters of 2-4 pairs; each pair
-repeats its cluster's outcome pair with probability ICC 0.9. The truth is the micro-F1
+repeats its cluster's outcome pair with probability "ICC" 0.9: that number is the repeat
+probability ``r``, not an intraclass correlation (the outcome's within-cluster correlation is
+``r^2``; issue 38). The truth is the micro-F1
 difference of a 2,000,000-pair draw. Every run of a cell is one row of an array (the
 jackknife is O(n) per run, vectorised).
 

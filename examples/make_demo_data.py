@@ -8,10 +8,14 @@ Writes ``eval_suites/demo/data/train.prepared.jsonl`` and ``test.prepared.jsonl`
 - every tool has three English query templates, each with a hand-written Hebrew translation;
   templates 0 and 1 make the train split, template 2 the test split, so the splits are disjoint
   by template as well as by normalized query (both checked here);
-- every row has exactly one gold call; the prompt offers the gold tool plus 2 or 3 distractors
-  (shuffled); a Hebrew row is a translation of an English root row (``source_example_id``) with
-  byte-identical tools and gold call; argument values appear in the Hebrew query exactly as the
-  gold has them (names, e-mail addresses, quoted texts, dates and numbers stay as they are).
+- every call row has exactly one gold call; the prompt offers the gold tool plus 2 or 3
+  distractors (shuffled); a Hebrew row is a translation of an English root row
+  (``source_example_id``) with byte-identical tools and gold call; argument values appear in
+  the Hebrew query exactly as the gold has them (names, e-mail addresses, quoted texts, dates
+  and numbers stay as they are);
+- the test split also holds 12 abstention examples (``expect = "no_call"``: a request none of
+  the 3 offered tools can serve, hand-written in English with a matched Hebrew translation),
+  appended after the call rows with their own seeded draw, so the call rows stay as they were.
 
 Deterministic: the same ``--seed`` gives byte-identical files. Run from the repository root:
 
@@ -33,7 +37,6 @@ from typing import Any
 
 from pytest_sommelier.data.prepare.formatting import (
     PREPARED_KEYS,
-    PreparedExample,
     check_pairs,
     read_prepared,
     validate_prepared_row,
@@ -45,6 +48,7 @@ TRAIN_PER_TEMPLATE = 3  # English roots per train template (every one gets a Heb
 TEST_PER_TEMPLATE = 2  # English candidates per test template, then trimmed to TEST_ROOTS
 TEST_ROOTS = 48
 TEST_HEBREW = 36
+ABSTENTION_SEED = SEED + 1  # the abstention rows' own draw (the call rows' draws are untouched)
 TRAIN_TEMPLATES = (0, 1)
 TEST_TEMPLATES = (2,)
 
@@ -751,6 +755,39 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 
+# Requests no demo tool can serve (and none of the offered ones pretends to): English, and the
+# matched Hebrew translation. The right answer is not to call.
+NO_CALL_QUERIES: tuple[tuple[str, str], ...] = (
+    ("Write a short poem about the sea.", "כתוב שיר קצר על הים."),
+    ("What is the capital of Australia?", "מה עיר הבירה של אוסטרליה?"),
+    ("Explain in two sentences how photosynthesis works.",
+     "הסבר בשני משפטים איך עובדת פוטוסינתזה."),
+    ("Tell me a joke about programmers.", "ספר לי בדיחה על מתכנתים."),
+    ("How many legs does a spider have?", "כמה רגליים יש לעכביש?"),
+    ("Suggest a name for my new puppy.", "תציע שם לגור הכלבים החדש שלי."),
+    ("What is the square root of 144?", "מה השורש הריבועי של 144?"),
+    ("Summarize the plot of Romeo and Juliet.", "סכם את העלילה של רומיאו ויוליה."),
+    ("Who painted the Mona Lisa?", "מי צייר את המונה ליזה?"),
+    ("How do I tie a tie?", "איך קושרים עניבה?"),
+    ("Why is the sky blue?", "למה השמיים כחולים?"),
+    ("What year did the Berlin Wall fall?", "באיזו שנה נפלה חומת ברלין?"),
+)
+
+
+def abstention_rows(rng: random.Random) -> list[dict[str, Any]]:
+    """The test split's abstention rows: each English request offered 3 tools (drawn with
+    ``rng``), then its Hebrew translation with the same tools."""
+    roots, translations = [], []
+    for index, (en, he) in enumerate(NO_CALL_QUERIES, 1):
+        tools = [tool.schema() for tool in rng.sample(TOOLS, 3)]
+        common = {"tools": tools, "expect": "no_call"}
+        roots.append({"example_id": f"en-n{index:02d}", "language": "en",
+                      "source_example_id": None, "query": en, **common})
+        translations.append({"example_id": f"he-n{index:02d}", "language": "he",
+                             "source_example_id": f"en-n{index:02d}", "query": he, **common})
+    return roots + translations
+
+
 # ---------------------------------------------------------------- building the splits
 
 
@@ -830,6 +867,7 @@ def build(seed: int = SEED) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     test = [row(f"en-{i:04d}", "en", None, d.en, d) for i, d in enumerate(test_drafts, 1)]
     test += [row(f"he-{i:04d}", "he", f"en-{i:04d}", d.he, d)
              for i, d in enumerate(test_drafts, 1) if i - 1 in translated]
+    test += abstention_rows(random.Random(ABSTENTION_SEED))
     return train, test
 
 
@@ -840,8 +878,8 @@ def check(train: list[dict[str, Any]], test: list[dict[str, Any]]) -> list[str]:
         problems.append("need >= 25 distinct tools")
     if len(train) < 300:
         problems.append(f"train has {len(train)} rows (< 300)")
-    test_en = [r for r in test if r["language"] == "en"]
-    test_he = [r for r in test if r["language"] == "he"]
+    test_en = [r for r in test if r["language"] == "en" and "gold_call" in r]
+    test_he = [r for r in test if r["language"] == "he" and "gold_call" in r]
     if len(test_en) < 40 or len(test_he) < 30:
         problems.append(f"test has {len(test_en)} en / {len(test_he)} he (need 40 / 30)")
     train_keys = {normalize_query(r["query"]) for r in train}
@@ -860,8 +898,7 @@ def check(train: list[dict[str, Any]], test: list[dict[str, Any]]) -> list[str]:
                 problems.append(f"{r['example_id']}: Hebrew row without Hebrew letters")
         for index, r in enumerate(rows, 1):
             validate_prepared_row(r, f"{name}:{index}", index)
-        check_pairs([PreparedExample(r["example_id"], r["language"], r["source_example_id"],
-                                     r["query"], tuple(r["tools"]), r["gold_call"], i)
+        check_pairs([validate_prepared_row(r, f"{name}:{i}", i)
                      for i, r in enumerate(rows, 1)], name)
     used = {r["gold_call"]["name"] for r in test_en}
     if used != {tool.name for tool in TOOLS}:

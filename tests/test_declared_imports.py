@@ -11,6 +11,7 @@ undeclared import fails the fast tier, not a user.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import sys
@@ -77,9 +78,16 @@ def third_party(files: list[Path]) -> dict[str, str]:
     return result
 
 
+@functools.cache
+def module_distributions() -> dict[str, list[str]]:
+    """``importlib.metadata.packages_distributions()``, read once: it reads every installed
+    distribution's file list, which each module's lookup paid again before (issue 40)."""
+    return importlib.metadata.packages_distributions()
+
+
 def distributions_of(module: str) -> set[str]:
     """The installed distributions that provide top-level module ``module``."""
-    return {normalized(d) for d in importlib.metadata.packages_distributions().get(module, [])}
+    return {normalized(d) for d in module_distributions().get(module, [])}
 
 
 def undeclared(imports: dict[str, str], allowed: set[str]) -> list[str]:

@@ -77,6 +77,7 @@ def _import_file(args: argparse.Namespace, fmt: str, importers: Any) -> int:
         seed=args.seed,
         drop_system=args.drop_system,
         strict=args.strict,
+        abstention=args.abstention,
     )
     result = import_file(fmt, args.input, args.out, options, importers)
     converted = result.read - len(result.skipped)
@@ -178,6 +179,13 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
         help="drop each row's own system turn: the default format policy "
         "(sommelier.tools-in-system.v1) writes its own and refuses rows that keep one; "
         "sommelier.native-tools.v1 takes them",
+    )
+    parser.add_argument(
+        "--abstention",
+        choices=("keep", "skip"),
+        default="skip",
+        help="rows whose assistant answers without a call while tools are offered: keep them "
+        'as abstention examples (expect = "no_call") or skip them (the default)',
     )
     parser.add_argument(
         "--sample", type=whole_argument(1), default=None, help="a seeded sample of N rows"

@@ -205,6 +205,7 @@ def _counts(block: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
         "pairs": int(pairs), "clusters": summary.get("clusters") or intervals.get("clusters"),
         "design_effect": max(1.0, entry.get("design_effect") or 1.0),
         "confidence_level": intervals["confidence_level"],
+        "df": entry.get("df") if isinstance(entry.get("df"), (int, float)) else None,
     }  # fmt: skip
 
 
@@ -223,7 +224,7 @@ def _plan_row(
     row.update(plan(
         effect, counts["b"], counts["c"], counts["pairs"], clusters=counts["clusters"],
         design_effect=counts["design_effect"], confidence_level=level,
-        power=power, limits=limits, difference=difference,
+        power=power, limits=limits, difference=difference, df=counts["df"],
     ))  # fmt: skip
     return row
 
@@ -340,11 +341,12 @@ def plan_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     lines.append(
         "pairs needed: at the upper 80% confidence limit of the pilot's discordant proportion "
         "(Wilson, on the pilot's effective pairs; the estimate itself under-delivers the "
-        "power), times its design effect; a gate at 0 by Connor (1987) at the effect, a gate "
-        "with a margin by Nam's (1997) score-test formula (the test Tango's interval inverts, "
-        "which the gate reads) at the true difference shown; clusters needed: pairs needed / "
-        "the pilot's pairs per cluster; 'not detectable': the claim cannot be shown at that "
-        "discordance."
+        "power), never below the effect, times the upper 80% limit of its design effect "
+        "over clusters, with the main run's t quantile; a gate at 0 by Connor (1987) at the "
+        "effect, a gate with a margin by Nam's (1997) score-test formula (the test Tango's "
+        "interval inverts, which the gate reads) at the true difference shown; clusters "
+        "needed: pairs needed / the pilot's pairs per cluster; 'not detectable': the claim "
+        "cannot be shown at that discordance."
     )
     return lines
 

@@ -255,9 +255,12 @@ def acceptable_component(record: ScoringRecord) -> tuple[int, int]:
     where = f"example {record.get('example_id', '<unknown>')}"
     check_acceptable(acceptable, where)
     parsed = record.get("parsed_call")
+    gold = record.get("gold_call")
+    if gold is None:  # an abstention example (core.abstention) carries no acceptable values
+        return 0, 0
     if parsed is None:
         return 0, 1
-    return int(call_acceptable(parsed, record["gold_call"]["name"], acceptable)), 1
+    return int(call_acceptable(parsed, gold["name"], acceptable)), 1
 
 
 def carries_acceptable(records: Iterable[ScoringRecord]) -> bool:

@@ -15,7 +15,13 @@ Invariants kept:
 - Without clusters (``None``) every example is its own cluster and the design effect is
   exactly 1.0.
 - A design effect is never below 1: clustering is never allowed to *narrow* an interval; when
-  the data carry no information on the within-cluster correlation it is the mean cluster size.
+  the data carry no information on the within-cluster correlation it is the worst case for
+  the cluster sizes, Kish's ``sum(m^2) / n`` (:func:`kish_design_effect`), in
+  :func:`design_effect` and :func:`cr2_design_effect_from_sums`
+  (:func:`design_effect_from_moments`, which sees only sums, uses the mean size ``n / K``).
+- The degrees of freedom of a clustered interval never exceed the *informative* clusters
+  minus one (:func:`informative_clusters`, :func:`informative_df`): a cluster without a
+  discordant pair adds nothing to the spread the variance is estimated from.
 """
 
 from __future__ import annotations
@@ -175,6 +181,36 @@ def bell_mccaffrey_df(sizes: Any) -> float:
     trace = float(np.trace(gram))
     square = float(np.sum(gram * gram))
     return trace * trace / square if square > 0 else 0.0
+
+
+def informative_clusters(discordant: Any, index: np.ndarray) -> int:
+    """The clusters that hold at least one discordant pair (``discordant``: one bool per pair,
+    True where the two arms' outcomes differ; ``index``: a :func:`cluster_index` result).
+
+    Only these clusters carry information on the spread of a paired difference: in a cluster
+    where both arms agree on every pair the difference is 0 whatever the truth, so its
+    contribution to a cluster-robust variance is a fixed function of the mean, not an
+    observation of the spread. This is the few-treated-clusters problem of cluster-robust
+    inference (Carter, Schnepel & Steigerwald 2017, "Asymptotic behavior of a t-test robust to
+    cluster heterogeneity", Rev Econ Stat 99:698-709, whose effective number of clusters falls
+    towards the number of clusters that vary; MacKinnon & Webb 2017, "Wild bootstrap inference
+    for wildly different cluster sizes", J Appl Econometrics 32:233-254, on t tests that
+    over-reject when few clusters are "treated"). 0 without a discordant pair."""
+    flags = np.asarray(discordant, dtype=bool)
+    if not flags.any():
+        return 0
+    return int(np.unique(np.asarray(index)[flags]).size)
+
+
+def informative_df(size_df: float, informative: int) -> float:
+    """A clustered interval's degrees of freedom: Bell & McCaffrey's ``size_df`` (from the
+    cluster sizes, :func:`bell_mccaffrey_df`), never more than the informative clusters minus
+    one (:func:`informative_clusters`). With no discordant pair at all the variance is not
+    estimated (the design effect is Kish's worst case) and ``size_df`` stands; with one
+    informative cluster it is 0 (no interval narrower than [-1, 1] can be formed)."""
+    if informative <= 0:
+        return float(size_df)
+    return float(min(size_df, informative - 1.0))
 
 
 CLUSTER_MODES: tuple[str, ...] = ("root", "example")

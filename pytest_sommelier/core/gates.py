@@ -37,6 +37,7 @@ from pytest_sommelier.core.intervals import (
     RATIO_OF_SUMS,
     entry_at,
     is_margin,
+    ratio_margin_unevaluable,
 )
 from pytest_sommelier.core.power import design_power, minimum_detectable_effect
 from pytest_sommelier.core.scorers import is_ratio
@@ -273,7 +274,8 @@ def _interval_observation(
             if margin_entry is not None:  # else a block of a report written before 0.4,
                 entry, null = margin_entry, margin_null  # read as it was recorded
         observed.null = null
-        observed.not_evaluable = zero_width(entry, gate.metric)
+        observed.not_evaluable = zero_width(entry, gate.metric) or ratio_margin_unevaluable(
+            gate.metric, [limit for _, limit in interval_limits(gate)], entry)
         for key in INTERVAL_THRESHOLDS:
             bound = THRESHOLDS[key].bound
             if key in thresholds:

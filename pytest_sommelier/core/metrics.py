@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
+from pytest_sommelier.core.abstention import EXPECT_CALL, decision_right, expect_of
 from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
 from pytest_sommelier.core.types import Call, Metrics, ScoringRecord
@@ -184,6 +185,17 @@ def full_call_hit(record: Mapping[str, Any], gold_call: Mapping[str, Any] | None
     return example_components({**record, "gold_call": gold_call})[FULL_CALL][0] == 1
 
 
+def record_hit(record: Mapping[str, Any]) -> bool:
+    """The one hit test of a scoring record (gold call, ``expect`` and the abstention fields of
+    ``core.abstention.scoring_fields`` included): for a ``call`` example the full-call exact
+    match (:func:`full_call_hit`), for a ``no_call`` or ``any_call`` example the right decision
+    (``core.abstention.decision_right``). The record is checked as the metrics check it."""
+    if expect_of(record) == EXPECT_CALL:
+        return full_call_hit(record, record.get("gold_call"))
+    example_components(record)
+    return decision_right(record)
+
+
 def _example_id(record: Mapping[str, Any]) -> str:
     """The record's example id for error messages (``<unknown>`` if it has none)."""
     return str(record.get("example_id", "<unknown>"))
@@ -211,6 +223,16 @@ def _checked_calls(record: Mapping[str, Any]) -> tuple[Call | None, Call]:
     Invariant: a known status; a parsed call exactly when the status is ``ok``; both calls
     well formed. Any violation is an InvariantError naming the example id.
     """
+    has_call = _checked_status(record)
+    gold = _check_call(record, "gold_call")
+    parsed = _check_call(record, "parsed_call") if has_call else None
+    return parsed, gold
+
+
+def _checked_status(record: Mapping[str, Any]) -> bool:
+    """Whether the record has a parsed call, after checking its status is known and agrees
+    with it (a parsed call exactly when ``ok``; the call's shape is the caller's check);
+    InvariantError naming the example."""
     status = record.get("parse_status")
     where = f"example {_example_id(record)}"
     if status not in STATUSES:
@@ -228,9 +250,7 @@ def _checked_calls(record: Mapping[str, Any]) -> tuple[Call | None, Call]:
             "a parsed call is present exactly when the status is ok; re-run the parser",
             where=where,
         )
-    gold = _check_call(record, "gold_call")
-    parsed = _check_call(record, "parsed_call") if has_call else None
-    return parsed, gold
+    return has_call
 
 
 _COMPONENTS: dict[str, tuple[Component, ...]] = {}
@@ -250,7 +270,14 @@ def example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
     values: ``"2"``, ``2``, ``2.0`` and ``True`` all differ). Only records that passed the
     checks are remembered; a record that fails them raises every time.
     """
-    key = repr((record.get("parse_status"), record.get("parsed_call"), record.get("gold_call")))
+    key = repr(
+        (
+            record.get("parse_status"),
+            record.get("parsed_call"),
+            record.get("gold_call"),
+            record.get("expect"),
+        )
+    )
     found = _COMPONENTS.get(key)
     if found is None:
         found = _example_components(record)
@@ -260,8 +287,27 @@ def example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
     return found
 
 
+NOT_COUNTED: tuple[Component, ...] = ((0, 0),) * len(METRIC_NAMES)
+"""The components of an example the five do not count: one that expects no single gold call
+(``expect`` ``no_call`` or ``any_call``, core.abstention), scored by the abstention metrics."""
+
+
 def _example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
-    """:func:`example_components` without the memo."""
+    """:func:`example_components` without the memo. A record whose ``expect`` is not ``call``
+    is checked the same way (status and parsed call agree; no gold call) and counts in none of
+    the five: 0/0 each."""
+    expect = record.get("expect")
+    if expect is not None and expect != "call":
+        if _checked_status(record):
+            _check_call(record, "parsed_call")
+        if record.get("gold_call") is not None:
+            raise InvariantError(
+                "SOM-METRIC-BAD-CALL",
+                f"gold_call is set on an example that expects {expect!r}",
+                "an abstention example has no gold call; re-derive the record",
+                where=f"example {_example_id(record)}",
+            )
+        return NOT_COUNTED
     parsed, gold = _checked_calls(record)
     gold_pairs = flatten_arguments(gold["arguments"])
     if parsed is None:

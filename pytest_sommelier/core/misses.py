@@ -18,6 +18,12 @@ gets exactly one category, the first that applies in this order:
    objects (shared keys) and arrays (shared indexes);
 7. ``wrong_value``: everything else (same names, same types, different values).
 
+An example that expects no single gold call (``core.abstention``) is a miss when its decision is
+wrong: a ``no_call`` example is ``over_call`` (a valid call parsed) or ``attempted_call`` (a
+bracket span that is not a call, or a template call marker); an ``any_call`` example is
+``truncated`` or ``parse_<status>`` as above, or ``wrong_function`` (a valid call of a tool that
+was not offered).
+
 Besides, ``value_language_mismatch`` flags a miss of a *translated* example where some string
 value is written in another script than the gold value at the same path (e.g. a Hebrew city
 name where the gold is in Latin letters): the value kept the user's language. Scripts are read
@@ -34,7 +40,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, NotRequired, TypedDict
 
-from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.abstention import (
+    ATTEMPTED_CALL,
+    EXPECT_CALL,
+    EXPECT_NO_CALL,
+    OVER_CALL,
+    expect_of,
+    no_answer,
+    record_outcome,
+)
+from pytest_sommelier.core.metrics import full_call_hit, record_hit
 from pytest_sommelier.core.reasoning import REASONING_UNTERMINATED
 from pytest_sommelier.core.types import (
     FINISH_LENGTH,
@@ -55,6 +70,8 @@ MISS_CATEGORIES: tuple[str, ...] = (
     "unexpected_argument",
     "wrong_type",
     "wrong_value",
+    OVER_CALL,
+    ATTEMPTED_CALL,
 )
 LANGUAGE_FLAG: Final = "value_language_mismatch"
 
@@ -106,6 +123,8 @@ def miss_category(record: ScoringRecord) -> str | None:
 
     The record is checked as the metrics check it (InvariantError for a self-contradicting one).
     """
+    if expect_of(record) != EXPECT_CALL:
+        return _decision_miss(record)
     if full_call_hit(record, record.get("gold_call")):
         return None
     parsed = record.get("parsed_call")
@@ -116,6 +135,8 @@ def miss_category(record: ScoringRecord) -> str | None:
             return "truncated"
         return f"parse_{record['parse_status']}"
     gold = record["gold_call"]
+    if gold is None:  # checked by full_call_hit above: a call example has a gold call
+        raise AssertionError("a call example without a gold call")
     if parsed["name"] != gold["name"]:
         return "wrong_function"
     gold_args, given = gold["arguments"], parsed["arguments"]
@@ -126,6 +147,21 @@ def miss_category(record: ScoringRecord) -> str | None:
     if _type_differs(gold_args, given):
         return "wrong_type"
     return "wrong_value"
+
+
+def _decision_miss(record: ScoringRecord) -> str | None:
+    """The miss category of a ``no_call`` or ``any_call`` record (module docstring)."""
+    if record_hit(record):
+        return None
+    if no_answer(record):
+        return REASONING_UNTERMINATED
+    if expect_of(record) == EXPECT_NO_CALL:
+        return record_outcome(record)
+    if record.get("parsed_call") is None:
+        if record.get("finish_reason") == FINISH_LENGTH:
+            return "truncated"
+        return f"parse_{record['parse_status']}"
+    return "wrong_function"
 
 
 def script_of(text: str) -> str | None:
@@ -146,10 +182,10 @@ def script_of(text: str) -> str | None:
 def value_language_mismatch(record: ScoringRecord) -> bool:
     """True when some string value of the parsed call is in another script than the gold
     string at the same path (both having letters). False for parse failures and hits."""
-    parsed = record.get("parsed_call")
-    if parsed is None:
+    parsed, gold_call = record.get("parsed_call"), record.get("gold_call")
+    if parsed is None or gold_call is None:
         return False
-    for gold, given in _aligned(record["gold_call"]["arguments"], parsed["arguments"]):
+    for gold, given in _aligned(gold_call["arguments"], parsed["arguments"]):
         if isinstance(gold, str) and isinstance(given, str) and gold != given:
             gold_script, given_script = script_of(gold), script_of(given)
             if gold_script and given_script and gold_script != given_script:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.metrics import record_hit
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.reasoning import ReasoningRule, parse_split, recorded_split
 from pytest_sommelier.core.sampling import sample_positions
@@ -88,8 +88,9 @@ def noise_floor_block(
             split = recorded_split(dict(again), reasoning)  # the suite's rule, as every output
             parsed, status = parse_split(split, arguments_key)
             new: dict[str, Any] = {"parsed_call": parsed, "parse_status": status}
-            gold = record["gold_call"]
-            flipped = full_call_hit(record, gold) != full_call_hit(new, gold)
+            flipped = record_hit(record) != record_hit(
+                {**record, **new, "raw_text": again["raw_text"]}
+            )
             flips += int(flipped)
             if again["raw_text"] == record["raw_text"]:
                 continue

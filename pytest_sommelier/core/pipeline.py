@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.abstention import scoring_fields
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.canonical import prompt_digest, sha256_json
 from pytest_sommelier.core.clusters import example_clusters
@@ -306,7 +307,8 @@ def rescored(
     A scoring record is the record with its split and parse re-derived from ``raw_text`` (the
     suite's ``reasoning`` rule, ``core.reasoning.recorded_split``, then parser v1 with
     ``arguments_key``, the suite's), the example's
-    gold call (and its ``acceptable_arguments`` when it has them). Both get the record's
+    gold call (and its ``acceptable_arguments`` when it has them; for an example that expects
+    no single gold call, ``core.abstention.scoring_fields``). Both get the record's
     ``miss_category`` (and, in a non-reference slice, ``value_language_mismatch``; a stale flag
     is dropped): the one place a record learns its category, so the written
     ``generations.<slice>.jsonl`` (the generation records returned here) and the drilldown
@@ -352,7 +354,10 @@ def rescored(
                 stored_scores if isinstance(stored_scores, dict) else None,
                 compare=compare_stored,
             )
-        scoring = cast(ScoringRecord, {**kept, **reparsed, "gold_call": example.gold_call})
+        scoring = cast(
+            ScoringRecord,
+            {**kept, **reparsed, "gold_call": example.gold_call, **scoring_fields(example)},
+        )
         if example.acceptable_arguments is not None:
             scoring["acceptable_arguments"] = example.acceptable_arguments
         fields = miss_fields(scoring, translated=example.language != reference)

@@ -21,6 +21,7 @@ import math
 from statistics import NormalDist
 from typing import Any
 
+from pytest_sommelier.core.distributions import t_quantile
 from pytest_sommelier.errors import InputError
 
 DEFAULT_POWER = 0.8
@@ -285,6 +286,45 @@ def discordance_upper_limit(
     return min(1.0, (centre + half) / (1.0 + z * z / n))
 
 
+def design_effect_upper_limit(
+    design_effect: float, df: float, level: float = PLAN_UPPER_LEVEL
+) -> float:
+    """The one-sided ``level`` upper confidence limit of a design effect estimated from
+    clusters: ``deff * df / chi2_{1 - level}(df)``, the limit of a variance whose estimate is
+    ``chi2_df / df`` distributed (Satterthwaite 1946, "An approximate distribution of estimates
+    of variance components", Biometrics Bull 2:110-114; the upper limit of a pilot's variance
+    that Browne 1995 sizes on), with Wilson & Hilferty's (1931, PNAS 17:684-688) chi-square
+    quantile. ``df`` below 1 counts as 1. Never below ``design_effect``."""
+    k = max(float(df), 1.0)
+    z = NormalDist().inv_cdf(1.0 - level)
+    term = 2.0 / (9.0 * k)
+    chi2 = k * max(1.0 - term + z * math.sqrt(term), 1e-3) ** 3
+    return max(float(design_effect), float(design_effect) * k / chi2)
+
+
+def _t_sized(
+    size: Any, needed: int, confidence_level: float, power: float, per_cluster: float
+) -> tuple[int, float]:
+    """Re-size with the main run's t quantiles: the critical values of the size at ``df =
+    units - 1`` (its clusters, ``pairs / per_cluster``, or its pairs), by the normal-equivalent
+    levels ``1 - 2 Phi(-t_{cl, df})`` and ``Phi(t_{power, df})``, until the size is stable (a
+    few rounds; never below the z size). Returns ``(pairs, df)``."""
+    normal = NormalDist()
+    current = needed
+    df = max(math.ceil(current / per_cluster - 1e-9) - 1.0, 1.0)
+    for _ in range(8):
+        df = max(math.ceil(current / per_cluster - 1e-9) - 1.0, 1.0)
+        level = 1.0 - 2.0 * normal.cdf(-t_quantile(confidence_level, df))
+        wanted = normal.cdf(t_quantile(2.0 * power - 1.0, df))
+        if not (level < 1.0 - 1e-12 and wanted < 1.0 - 1e-12):
+            break
+        again = size(level, wanted)
+        if again is None or again <= current:
+            break
+        current = again
+    return max(current, needed), df
+
+
 PLAN_FORMULAS = {"superiority": "connor_1987", "non-inferiority": "nam_1997_score",
                  "equivalence": "nam_1997_score_tost"}  # fmt: skip
 """The formula a plan row sizes with, by the design of the claim (recorded as ``formula``)."""
@@ -368,7 +408,7 @@ def plan(
     effect: float, candidate_only: int, reference_only: int, pairs: int, *,
     clusters: int | None = None, design_effect: float = 1.0, confidence_level: float = 0.95,
     power: float = DEFAULT_POWER, discordance: str = "upper",
-    limits: Limits = (), difference: float | None = None,
+    limits: Limits = (), difference: float | None = None, df: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Pairs (and clusters) a run needs for a claim, from a pilot's discordance table.
 
@@ -388,6 +428,15 @@ def plan(
     ``clusters_needed`` divides by the pilot's mean cluster size; ``pairs_needed`` is None
     when the claim cannot be shown at the planning discordance; ``pilot_too_small`` when
     fewer than :data:`SMALL_PILOT_DISCORDANT` effective discordant pairs were seen.
+
+    Since 0.5 (issue 38) the upper rule also: plans on at least ``|effect|`` (or the margin
+    claim's ``|difference|``): a true difference that large implies a discordance at least as
+    large, so a pilot whose upper limit falls below it says nothing against it (0.4 said "not
+    detectable"); sizes on the :func:`design_effect_upper_limit` of a clustered pilot's design
+    effect at its degrees of freedom ``df`` (the interval's, informative clusters included; the
+    estimate is as uncertain as the discordance); and reads the main run's bound at the t
+    quantile of its own degrees of freedom (:func:`_t_sized`: its clusters, or pairs, less
+    one) instead of z. The row records ``planning_design_effect`` and ``main_df``.
     """
     _check(confidence_level, power, design_effect)
     if pairs <= 0:
@@ -398,29 +447,43 @@ def plan(
                          f"use one of {', '.join(PLAN_DISCORDANCE)}")  # fmt: skip
     psi, floored = observed_discordance(candidate_only, reference_only, pairs)
     planning = psi
-    if discordance == "upper":
-        planning = max(psi, discordance_upper_limit(candidate_only, reference_only, pairs,
-                                                    design_effect=design_effect))  # fmt: skip
     limits = tuple((side, float(limit)) for side, limit in limits)
     if len(limits) == 1 and limits[0][1] == 0.0:
         limits = ()
     design = design_of(limits)
     assumed: float | None = None
-    if design == "superiority":
-        needed = required_pairs(effect, planning, confidence_level=confidence_level,
-                                power=power, design_effect=design_effect)  # fmt: skip
-    else:
+    if design != "superiority":
         assumed = difference if difference is not None else assumed_difference(limits, None)
-        needed = None if assumed is None else _margin_needed(
-            limits, planning, assumed, confidence_level, power, design_effect)  # fmt: skip
+    planning_deff = float(design_effect)
+    if discordance == "upper":
+        planning = max(psi, discordance_upper_limit(candidate_only, reference_only, pairs,
+                                                    design_effect=design_effect))  # fmt: skip
+        floor = abs(effect) if design == "superiority" else abs(assumed or 0.0)
+        planning = min(1.0, max(planning, floor))
+        if df is not None:
+            planning_deff = design_effect_upper_limit(design_effect, df)
     cluster_count = pairs if clusters is None else clusters
     per_cluster = pairs / cluster_count
+
+    def size(level: float, wanted: float) -> int | None:
+        if design == "superiority":
+            return required_pairs(effect, planning, confidence_level=level, power=wanted,
+                                  design_effect=planning_deff)  # fmt: skip
+        if assumed is None:
+            return None
+        return _margin_needed(limits, planning, assumed, level, wanted, planning_deff)
+
+    needed, main_df = size(confidence_level, power), None
+    if discordance == "upper" and needed is not None:
+        needed, main_df = _t_sized(size, needed, confidence_level, power,
+                                   per_cluster if clusters is not None else 1.0)  # fmt: skip
     discordant = candidate_only + reference_only
     return {
         "effect": abs(float(effect)), "power": float(power),
         "confidence_level": float(confidence_level), "discordant_proportion": psi,
         "discordance_floored": floored, "design_effect": float(design_effect),
-        "planning_discordance": planning,
+        "planning_discordance": planning, "planning_design_effect": planning_deff,
+        "main_df": main_df,
         "sized_on": (f"upper {PLAN_UPPER_LEVEL:.0%} limit of the discordance"
                      if discordance == "upper" else "observed discordance"),
         "design": design, "formula": PLAN_FORMULAS[design],

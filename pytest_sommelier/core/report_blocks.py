@@ -24,6 +24,12 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from pytest_sommelier.core import canonical
+from pytest_sommelier.core.abstention import (
+    abstention_arrays,
+    abstention_metrics,
+    abstention_names,
+    expect_counts,
+)
 from pytest_sommelier.core.acceptable import (
     METRIC_NAME as ACCEPTABLE,
 )
@@ -106,13 +112,21 @@ def metric_gaps(target: Metrics, reference: Metrics) -> Deltas:
     return {name: metric_difference(target[name], reference[name]) for name in names}
 
 
-def _metrics(records: Records, acceptable: bool, scorers: Sequence[str] = ()) -> Metrics:
+def _metrics(
+    records: Records,
+    acceptable: bool,
+    scorers: Sequence[str] = (),
+    abstention: Sequence[str] = (),
+) -> Metrics:
     """The five metrics, plus ``acceptable_call_match`` (apart, after them) when the arm's
-    examples carry acceptable values (core.acceptable), then the named scorer metrics
-    (core.scorers, from the records' ``scores``)."""
+    examples carry acceptable values (core.acceptable), then the named abstention metrics
+    (core.abstention: present when the arm has abstention examples) and the named scorer
+    metrics (core.scorers, from the records' ``scores``)."""
     metrics = compute_metrics(records)
     if acceptable:
         metrics[ACCEPTABLE] = acceptable_metric(records)
+    if abstention:
+        metrics.update(abstention_metrics(records, abstention))
     if scorers:
         metrics.update(score_metrics(records, scorers))
     return metrics
@@ -258,21 +272,26 @@ def comparison_arrays(
     ref_records: Records, cand_records: Records, acceptable: bool
 ) -> tuple[Matrices, tuple[str, ...]]:
     """Both sides' component arrays and their metric names: the five, then
-    ``acceptable_call_match`` as a sixth column when the arms carry it, then the scorer
-    metrics the records carry (core.scorers)."""
+    ``acceptable_call_match`` as a sixth column when the arms carry it, then the abstention
+    metrics the records hold examples for (core.abstention), then the scorer metrics the
+    records carry (core.scorers)."""
     scorers = score_names([*ref_records, *cand_records])
+    abstention = abstention_names([*ref_records, *cand_records])
     sides: list[Any] = []
     for records in (ref_records, cand_records):
         num, den = component_arrays(list(records))
         if acceptable:
             extra_num, extra_den = acceptable_arrays(list(records))
             num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
+        if abstention:
+            extra_num, extra_den = abstention_arrays(list(records), abstention)
+            num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
         if scorers:
             extra_num, extra_den = score_arrays(list(records), scorers)
             num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
         sides += [num, den]
     names = (*METRIC_NAMES, ACCEPTABLE) if acceptable else tuple(METRIC_NAMES)
-    return (sides[0], sides[1], sides[2], sides[3]), (*names, *scorers)
+    return (sides[0], sides[1], sides[2], sides[3]), (*names, *abstention, *scorers)
 
 
 def interval_block(
@@ -407,9 +426,13 @@ def gap_interval_block(
     roots = [root for root, _ in cohort]
     targets = [target for _, target in cohort]
     scorers = score_names([*roots, *targets])
+    abstention = abstention_names([*roots, *targets])
     sides: list[Any] = []
     for records in (roots, targets):
         num, den = component_arrays(records)
+        if abstention:
+            extra_num, extra_den = abstention_arrays(records, abstention)
+            num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
         if scorers:
             extra_num, extra_den = score_arrays(records, scorers)
             num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
@@ -419,7 +442,7 @@ def gap_interval_block(
         statistics,
         label=gap_label(arm, lang),
         clusters=record_clusters(roots, clusters),
-        metric_names=(*METRIC_NAMES, *scorers),
+        metric_names=(*METRIC_NAMES, *abstention, *scorers),
         confidence_level=confidence_level,
         null=null,
         include_bootstrap=include_bootstrap,
@@ -447,8 +470,9 @@ def _paired_slice(
     targets = [target for _, target in cohort]
     reference_size = len(_slice_examples(split, reference_slice))
     scorers = score_names([*roots, *targets])
-    reference_metrics = _metrics(roots, False, scorers)
-    target_metrics = _metrics(targets, False, scorers)
+    abstention = abstention_names([*roots, *targets])
+    reference_metrics = _metrics(roots, False, scorers, abstention)
+    target_metrics = _metrics(targets, False, scorers, abstention)
     block = gap_interval_block(cohort, arm, lang, statistics, clusters)
     ci95 = block.pop("bootstrap")
     return {
@@ -464,7 +488,12 @@ def _paired_slice(
         "gaps": metric_gaps(target_metrics, reference_metrics),
         "ci95": ci95,
         "intervals": cast(PairedIntervals, block),
-        "power": power_block(block, record_clusters(roots, clusters), statistics),
+        "power": power_block(
+            block,
+            record_clusters(roots, clusters),
+            statistics,
+            counted_pairs(*comparison_arrays(roots, targets, False)) if abstention else None,
+        ),
     }
 
 
@@ -533,10 +562,11 @@ def build_evaluation_report(
     }
     acceptable = carries_acceptable(r for lang in slices for r in scored[lang])
     score_columns = score_names(r for lang in slices for r in scored[lang])
+    abstention = abstention_names(r for lang in slices for r in scored[lang])
     slice_misses, overall_misses = _miss_block(scored, slices)
     slice_blocks: dict[str, SliceBlock] = {
         lang: {
-            "metrics": _metrics(scored[lang], acceptable, score_columns),
+            "metrics": _metrics(scored[lang], acceptable, score_columns, abstention),
             "misses": slice_misses[lang],
             "examples": len(scored[lang]),
             "prompt_set_sha256": canonical.prompt_set_sha256(scored[lang]),
@@ -544,6 +574,9 @@ def build_evaluation_report(
         }
         for lang in slices
     }
+    if abstention:
+        for lang in slices:
+            slice_blocks[lang]["expects"] = expect_counts(scored[lang])
     reference_slice, targets = slices[0], slices[1:]
     clusters = example_clusters(split.examples, statistics.cluster)
     all_scored = all(len(scored[lang]) == len(_slice_examples(split, lang)) for lang in slices)
@@ -571,7 +604,7 @@ def build_evaluation_report(
             lang: _marginal_gap(reference_slice, lang, slice_blocks) for lang in targets
         },
         "metrics": _metrics(
-            [r for lang in slices for r in scored[lang]], acceptable, score_columns
+            [r for lang in slices for r in scored[lang]], acceptable, score_columns, abstention
         ),
         "misses": overall_misses,
         "complete": bool(complete) and all_scored,

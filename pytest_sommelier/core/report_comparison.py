@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple, cast
 
 from pytest_sommelier.core import canonical
+from pytest_sommelier.core.abstention import EXPECT_CALL, expect_of
 from pytest_sommelier.core.acceptable import (
     METRIC_NAME as ACCEPTABLE,
 )
@@ -199,7 +200,8 @@ def paired_part(
     keys = record_clusters(ref_records, clusters)
     block = interval_block(matrices, statistics, label=label, clusters=keys, metric_names=names)
     ci95 = cast(IntervalBlock, block.pop("bootstrap"))
-    counted = counted_pairs(matrices, names) if acceptable else None
+    partial = acceptable or any(expect_of(r) != EXPECT_CALL for r in ref_records)
+    counted = counted_pairs(matrices, names) if partial else None
     return PairedPart(
         ci95=ci95,
         intervals=cast(PairedIntervals, block),

@@ -12,7 +12,9 @@ example (:func:`example_view`: id, language, root, tools, gold call, acceptable 
 
 A suite that names a scorer (``[suite] scorers``) gets it as a metric after the built-in ones,
 everywhere a built-in metric goes: its components are computed once per record
-(:func:`record_scores`, into the record's ``scores``) and read from there by every block.
+(:func:`record_scores`, into the record's ``scores``) and read from there by every block. Like
+the five, a scorer counts ``call`` examples only: an example that expects no single gold call
+(``core.abstention``) is never passed to it and scores 0/0.
 
 Invariants kept:
 
@@ -247,6 +249,13 @@ def _failure(scorer: Scorer, example_id: str, code: str, problem: str) -> Evalua
 def score_one(scorer: Scorer, parsed_call: Call | None, example: Example) -> list[int]:
     """``[numerator, denominator]`` of one example, checked (module docstring); called twice on
     copies of its inputs, the two answers must agree (``SOM-SCORER-IMPURE``)."""
+    if example.gold_call is None:  # record_scores never passes a non-call example
+        raise InvariantError(
+            "SOM-SCORER-MISSING",
+            "a scorer was asked to score an example without a gold call",
+            "scorers count call examples only (core.abstention)",
+            where=f"example {example.example_id}",
+        )
     answers = []
     for _ in range(2):
         try:
@@ -284,6 +293,9 @@ def record_scores(
     from ``stored``, checked like an output (``SOM-SCORER-MISSING`` when there is none)."""
     scores: dict[str, list[int]] = {}
     for scorer in sorted(scorers, key=lambda s: s.name):
+        if example.expect != "call" or example.gold_call is None:
+            scores[scorer.name] = [0, 0]  # not a call example: no gold call to score against
+            continue
         if scorer.recorded:
             scores[scorer.name] = _recorded(scorer, stored, example)
             continue

@@ -33,10 +33,11 @@ from typing import Any, NamedTuple, Protocol, cast
 
 import numpy as np
 
+from pytest_sommelier.core.abstention import abstention_arrays, abstention_names
 from pytest_sommelier.core.borrowed import arm_origin, refuse_borrowed
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.clusters import example_clusters
-from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays, full_call_hit
+from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays, record_hit
 from pytest_sommelier.core.report_blocks import metric_gaps
 from pytest_sommelier.core.report_comparison import paired_part
 from pytest_sommelier.core.report_identity import check_identity, config_difference
@@ -242,8 +243,8 @@ def _flips(
     fixed: list[dict[str, str]] = []
     broken: list[dict[str, str]] = []
     for ref, cand in zip(reference, candidate, strict=True):
-        ref_hit = full_call_hit(ref, ref["gold_call"])
-        cand_hit = full_call_hit(cand, cand["gold_call"])
+        ref_hit = record_hit(ref)
+        cand_hit = record_hit(cand)
         if ref_hit != cand_hit:
             item = {"example_id": cand["example_id"], "slice": slices[cand["example_id"]]}
             (fixed if cand_hit else broken).append(item)
@@ -475,6 +476,10 @@ def value_intervals_of(
         out[name] = {}
         for label, records in blocks:
             num, den = component_arrays(list(records))
+            names = [*METRIC_NAMES, *abstention_names(records)]
+            if len(names) > len(METRIC_NAMES):  # abstention examples: their metrics too
+                extra_num, extra_den = abstention_arrays(list(records), names[len(METRIC_NAMES) :])
+                num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
             block = paired_bootstrap_arrays(
                 np.zeros_like(num),
                 np.ones_like(den),
@@ -483,6 +488,7 @@ def value_intervals_of(
                 seed=derive_seed(statistics.seed, f"history:{name}:{label}"),
                 resamples=statistics.resamples,
                 confidence_level=statistics.confidence_level,
+                metric_names=names,
             )
             totals_num, totals_den = num.sum(axis=0), den.sum(axis=0)
             out[name][label] = {
@@ -490,7 +496,7 @@ def value_intervals_of(
                     "value": float(totals_num[j] / totals_den[j]) if totals_den[j] else None,
                     **block["intervals"][metric],
                 }
-                for j, metric in enumerate(METRIC_NAMES)
+                for j, metric in enumerate(names)
             }
     return {
         "intervals": out,

@@ -196,7 +196,7 @@ class Example:
     source_example_id: str | None
     prompt_text: str
     prompt_sha256: str
-    gold_call: Call
+    gold_call: Call | None  # None exactly when ``expect`` is not "call" (core.abstention)
     line: int
     acceptable_arguments: dict[str, Any] | None = None  # BFCL's acceptable values (core.acceptable)
     cluster_id: str | None = None  # the row's declared cluster (core.clusters.example_clusters)
@@ -204,6 +204,8 @@ class Example:
     # the chat-template options the row was rendered with (formatted_example.v3; None: none)
     template_kwargs: dict[str, Any] | None = field(default=None, compare=False)
     full_text: str = field(default="", compare=False)  # the rendered conversation (checks only)
+    expect: str = "call"  # "call" | "no_call" | "any_call" (core.abstention.EXPECTS)
+    call_markers: tuple[str, ...] = ()  # the template's call markers (core.abstention)
 
 
 @dataclass(frozen=True)
@@ -313,10 +315,15 @@ class GenerationRecord(TypedDict):
 
 
 class ScoringRecord(GenerationRecord):
-    """A generation record plus the gold call of its example: what metrics and stats take."""
+    """A generation record plus the gold call of its example: what metrics and stats take.
+    A non-``call`` example (core.abstention) has no gold call and carries its ``expect``, the
+    template's ``call_markers`` and, for ``any_call``, the offered ``tool_names``."""
 
-    gold_call: Call
+    gold_call: Call | None
     acceptable_arguments: NotRequired[dict[str, Any] | None]
+    expect: NotRequired[str]  # absent for a "call" example
+    call_markers: NotRequired[list[str]]
+    tool_names: NotRequired[list[str]]
 
 
 class DeviceInfo(TypedDict):
@@ -418,6 +425,8 @@ class PairedInterval(TypedDict):
     design_effect: float | None
     p_value: float | None
     pairs: NotRequired[int]  # a rate metric's counted pairs (a margin gate's Tango interval)
+    df: NotRequired[float]  # over clusters: <= informative_clusters - 1 (core.clusters)
+    informative_clusters: NotRequired[int]  # over clusters: those holding a discordant pair
 
 
 class PairedIntervals(TypedDict):
@@ -473,6 +482,7 @@ class SliceBlock(TypedDict):
     examples: int
     prompt_set_sha256: str
     generation_artifact: str
+    expects: NotRequired[dict[str, int]]  # core.abstention.expect_counts, with abstention only
 
 
 class PairedSlice(TypedDict):

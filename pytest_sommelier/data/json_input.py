@@ -46,12 +46,17 @@ def strict_json(text: str, *, depth_limit: int = JSON_DEPTH_LIMIT) -> Any:
             f"JSON text of {len(text)} characters is longer than the limit of {JSON_TEXT_LIMIT}"
         )
     try:
-        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        if isinstance(text, str) and not text.startswith("\ufeff"):
+            value = _DECODER.decode(text)  # json.loads' own path for a str, without a new decoder
+        else:  # json.loads' BOM refusal and bytes decoding, as they are
+            value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError(
             f"nested too deeply (deeper than {depth_limit} levels: the decoder ran out of stack)"
         ) from None
-    if _text_depth(text) > depth_limit:  # the cheap bound first; the walk names the path
+    # the cheap bounds first (no value nests deeper than the text has opening brackets, then
+    # the bracket depth outside strings); the walk names the path
+    if text.count("[") + text.count("{") > depth_limit and _text_depth(text) > depth_limit:
         problem = depth_problem(value, depth_limit)
         if problem is not None:
             raise ValueError(problem)
@@ -114,17 +119,22 @@ def _first_too_deep(value: Any, limit: int, path: str) -> str:
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """Object hook: a key repeated in one object is an error, not a silent overwrite."""
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"repeated key {key!r}")
-        result[key] = value
+    result = dict(pairs)
+    if len(result) != len(pairs):  # the first key seen twice, in document order
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"repeated key {key!r}")
+            seen.add(key)
     return result
 
 
 def _no_constant(name: str) -> Any:
     """NaN and Infinity are not JSON."""
     raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
 
 
 __all__ = [

@@ -120,11 +120,19 @@ class ModelCall:
         self.timed_out: set[int] = set()  # ids of generators whose call did not return
 
     def __call__(
-        self, generator: Any, arm: str, prompts: list[str], decoding: dict
+        self,
+        generator: Any,
+        arm: str,
+        prompts: list[str],
+        decoding: dict,
+        *,
+        check_limit: bool = True,
     ) -> list[Completion]:
         """Call ``generate_completions`` or ``generate`` (under the per-batch timeout, if any)
         and enforce the contract (one ``str`` or ``Completion`` per prompt, in order); a plain
-        string becomes a completion of unknown finish."""
+        string becomes a completion of unknown finish. ``check_limit=False`` leaves out the
+        token counts' check against ``max_new_tokens`` (the runner's warm-up, whose output is
+        discarded, asks for one token, which a generator may not honour)."""
         if id(generator) in self.timed_out:
             raise EvaluationError(
                 "SOM-MODEL-TIMEOUT",
@@ -149,7 +157,7 @@ class ModelCall:
                 "a generator must return exactly one completion per prompt, in order",
             )
         limit = decoding.get("max_new_tokens")
-        limit = limit if type(limit) is int else None
+        limit = limit if type(limit) is int and check_limit else None
         return [completion_of(output, arm, max_new_tokens=limit) for output in outputs]
 
     def generate_with_timeout(

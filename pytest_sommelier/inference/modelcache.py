@@ -25,6 +25,7 @@ Invariants kept here:
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -79,10 +80,16 @@ def cache_enabled() -> bool:
 
 
 def _transformers_version() -> str:
-    """The installed transformers version (part of the marker: conversions may change)."""
-    import transformers
+    """The installed transformers version (part of the marker: conversions may change), read
+    from its distribution's metadata: the preflight checks the marker of a cached rerun that
+    loads no model, and importing transformers to read it cost that run ~2 s (issue 40); the
+    module's own ``__version__`` only where no distribution is installed (a source tree)."""
+    try:
+        return importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        import transformers
 
-    return str(transformers.__version__)
+        return str(transformers.__version__)
 
 
 def expected_marker(gguf_sha256: str) -> dict[str, Any]:

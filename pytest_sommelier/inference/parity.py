@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.abstention import scoring_fields
 from pytest_sommelier.core.canonical import prompt_digest
-from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.metrics import record_hit
 from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.reasoning import ReasoningRule, parse_split, split_output
 from pytest_sommelier.core.sampling import sample_positions
@@ -249,8 +250,9 @@ def _arm_parity(
                 call, status = parse_split(parts, arguments_key)
                 new = {"parse_status": status, "parsed_call": call}
                 same_status = status == old.get("parse_status")
-                same_hit = full_call_hit(new, example.gold_call) == full_call_hit(
-                    old, example.gold_call
+                fields = {"gold_call": example.gold_call, **scoring_fields(example)}
+                same_hit = record_hit({**new, "raw_text": text, **fields}) == record_hit(
+                    {**old, **fields}
                 )
                 counts["examples"] += 1
                 counts["identical_outputs"] += int(text == old.get("raw_text"))

@@ -425,7 +425,7 @@ class EvalItem(pytest.Function):
         self.user_properties.append((JUNIT_OUTCOME, "hit" if payload["hit"] else "miss"))
         text = None
         if not payload["hit"]:
-            text = describe_miss(payload["record"], self.example.gold_call)
+            text = describe_miss(payload["record"], self.example.gold_call, self.example.expect)
             self.user_properties.append((JUNIT_MISS, " ".join(text.split())))
         if self.suite.scorers:  # each enabled scorer after the built-ins, in name order
             from pytest_sommelier.plugin.extensions import junit_scores

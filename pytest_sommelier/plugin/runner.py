@@ -12,7 +12,8 @@ generator must return exactly one ``str`` (from ``generate``) or
 :class:`~pytest_sommelier.core.types.Completion` (from the optional ``generate_completions``)
 per prompt, in order, or every item of that batch is an error; a plain string is a completion
 whose finish reason is ``unknown``; each batch is generated at most once per process; time is
-measured only around ``generate`` calls (after one untimed warm-up call per generator), never
+measured only around ``generate`` calls (after one untimed warm-up call per generator, of one
+new token), never
 around loading, parsing, I/O or the noise floor's re-batched generations (``core.noise``:
 the batch's sampled examples of a reference arm, one at a time in reverse order, never read
 from or written to the generation cache).
@@ -26,8 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_sommelier.core.abstention import scoring_fields
 from pytest_sommelier.core.canonical import prompt_digest
-from pytest_sommelier.core.metrics import full_call_hit
+from pytest_sommelier.core.metrics import record_hit
 from pytest_sommelier.core.noise import rebatch_order
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.pipeline import ArmRun, generation_record, order_records
@@ -56,6 +58,9 @@ from pytest_sommelier.inference.model_call import check_arm_kind as check_arm_ki
 from pytest_sommelier.inference.model_call import check_generator as check_generator
 from pytest_sommelier.inference.model_call import json_value_problem as json_value_problem
 from pytest_sommelier.inference.protocol import Generator, token_count_of
+
+WARMUP_NEW_TOKENS = 1
+"""``max_new_tokens`` of the untimed warm-up call (its output is discarded)."""
 
 
 @dataclass
@@ -162,7 +167,12 @@ class Runner:
         if id(generator) in self._warmed:
             return
         self._warmed.add(id(generator))
-        self._call(generator, arm, [prompt], dict(decoding))
+        # one new token is enough to pay the first call's one-time costs (lazy initialisation,
+        # allocations, the first kernels); the whole max_new_tokens of prose cost a session as
+        # much as a batch of real examples, per generator and process (issue 40)
+        # (a generator that ignores the limit is not refused for it here: the output is dropped)
+        warm = {**decoding, "max_new_tokens": WARMUP_NEW_TOKENS}
+        self._model_call(generator, arm, [prompt], warm, check_limit=False)
 
     def _generate_batch(
         self,
@@ -336,7 +346,9 @@ class Runner:
             "worker": self.worker_id,
             "processes": self.processes,
             "device": device_of(generator),
-            "hit": full_call_hit(record, example.gold_call),
+            "hit": record_hit(
+                {**record, "gold_call": example.gold_call, **scoring_fields(example)}
+            ),
             "selfcheck_differs": outcome.selfcheck.get(example.example_id),
             "rebatched": rebatched,
         }

@@ -40,6 +40,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.abstention import ABSTENTION_METRICS
 from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.gates import SELECTION_KIND, stored_subject
 from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH, METRIC_NAMES, metric_order
@@ -685,7 +686,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         wrapped = {"intervals": block}  # a report block's shape: its selected intervals
         deltas = {
             metric: (selected_interval(wrapped, metric) or {}).get("estimate")
-            for metric in METRIC_NAMES
+            for metric in (*METRIC_NAMES, *ABSTENTION_METRICS)
+            if metric in METRIC_NAMES or metric in (block.get("intervals") or {})
         }
         return {name: (deltas, wrapped)}
 

@@ -40,6 +40,7 @@ from typing import Any
 import jinja2
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.abstention import EXPECT_CALL, expect_of
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_NAME
 from pytest_sommelier.core.gates import gate_text, threshold_text
@@ -264,13 +265,28 @@ class _Gold:
         return self._pairs
 
 
-def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
-    """One arm's outcome on one example (the positional list of :func:`examples_blob`).
+def _decision_outcome(record: GenerationRecord, arm: str) -> list[Any]:
+    """:func:`_outcome` of an example without a single gold call (``core.abstention``): a hit
+    is a record the run scored without a miss category (the decision rule, applied when the
+    run was scored), and the parsed call is shown whenever there is one."""
+    _checked_parse(record, arm)
+    raw, reasoning = _shown_text(record)
+    return [
+        int(record.get("miss_category") is None),
+        STATUSES.index(str(record.get("parse_status"))),
+        raw if len(raw) <= RAW_LIMIT else raw[:RAW_LIMIT],
+        record.get("parsed_call"),
+        [],
+        True,
+        record.get("miss_category"),
+        bool(record.get("cached")),
+        len(raw),
+        *_reasoning_slots(record, reasoning),
+    ]
 
-    A hit is ``full_call_exact_match``'s rule (``metrics.call_match``) applied to the stored
-    parse and the split's gold call. Argument paths are flattened only for misses, which
-    keeps a 30,000-record page well under a second.
-    """
+
+def _checked_parse(record: GenerationRecord, arm: str) -> None:
+    """Refuse a stored record whose parse status does not fit its parsed call."""
     status, parsed = record.get("parse_status"), record.get("parsed_call")
     if (
         status not in STATUSES
@@ -283,15 +299,20 @@ def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
             f"{record.get('example_id')!r}: parse_status {status!r} does not fit its parsed_call",
             "the generations file was edited; run sommelier rescore to re-derive it",
         )
+
+
+def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
+    """One arm's outcome on one example (the positional list of :func:`examples_blob`).
+
+    A hit is ``full_call_exact_match``'s rule (``metrics.call_match``) applied to the stored
+    parse and the split's gold call. Argument paths are flattened only for misses, which
+    keeps a 30,000-record page well under a second.
+    """
+    _checked_parse(record, arm)
+    status, parsed = record.get("parse_status"), record.get("parsed_call")
     match = call_match(parsed, gold.call)
     hit = int(match.full_call)
-    raw = record["raw_text"]
-    reasoning = record.get("reasoning_text")
-    if isinstance(reasoning, str):  # a separated span: the content is shown below it
-        content = record.get("content_text")
-        raw = content if isinstance(content, str) else ""
-    else:
-        reasoning = None
+    raw, reasoning = _shown_text(record)
     return [
         hit,
         STATUSES.index(status),
@@ -302,6 +323,26 @@ def _outcome(record: GenerationRecord, gold: _Gold, arm: str) -> list[Any]:
         record.get("miss_category"),
         bool(record.get("cached")),
         len(raw),
+        *_reasoning_slots(record, reasoning),
+    ]
+
+
+def _shown_text(record: GenerationRecord) -> tuple[str, str | None]:
+    """The text the drill-down shows as the output and the reasoning folded above it: where a
+    reasoning span was separated (``core.reasoning``), the content after it (empty when the span
+    never closed) and the span; else the raw text and None."""
+    raw = record["raw_text"]
+    reasoning = record.get("reasoning_text")
+    if not isinstance(reasoning, str):
+        return raw, None
+    content = record.get("content_text")
+    return (content if isinstance(content, str) else ""), reasoning
+
+
+def _reasoning_slots(record: GenerationRecord, reasoning: str | None) -> list[Any]:
+    """The outcome's last two slots: the reasoning text (cut at RAW_LIMIT) or null, and whether
+    the span never closed."""
+    return [
         None if reasoning is None else reasoning[:RAW_LIMIT],
         reasoning is not None and record.get("content_text", "") is None,
     ]
@@ -351,13 +392,20 @@ def examples_blob(
     examples = []
     slice_index = {lang: i for i, lang in enumerate(slices)}
     for row in kept:
-        gold = _Gold(row_gold_call(row, arguments_key=arguments_key))
+        expect = expect_of(row)
+        gold = (
+            _Gold(row_gold_call(row, arguments_key=arguments_key))
+            if expect == EXPECT_CALL
+            else None
+        )
         user, system = _user_and_system(row)
         outcomes = []
         for arm in arm_names:
             record = by_arm[arm].get(row["example_id"])
             if record is None:
                 outcomes.append([-1, -1, "", None, [], False, None, False, 0, None, False])
+            elif gold is None:
+                outcomes.append(_decision_outcome(record, arm))
             else:
                 outcomes.append(_outcome(record, gold, arm))
         source = row.get("source_example_id")
@@ -365,11 +413,11 @@ def examples_blob(
             [
                 row["example_id"],
                 slice_index[row["language"]],
-                tools(gold.call["name"]),
+                tools(gold.call["name"] if gold is not None else f"({expect})"),
                 position.get(source, -1) if source is not None else -1,
                 systems(system),
                 user,
-                gold.call,
+                gold.call if gold is not None else None,
                 outcomes,
             ]
         )

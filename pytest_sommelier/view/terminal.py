@@ -11,6 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
+from pytest_sommelier.core.abstention import (
+    EXPECT_ANY_CALL,
+    EXPECT_CALL,
+    EXPECT_NO_CALL,
+    EXPECTS,
+    expect_of,
+)
 from pytest_sommelier.core.gates import gate_text
 from pytest_sommelier.core.metrics import (
     FULL_CALL_EXACT_MATCH,
@@ -18,7 +25,7 @@ from pytest_sommelier.core.metrics import (
     VALID_JSON_RATE,
     argument_diff_paths,
     canonical_json,
-    full_call_hit,
+    record_hit,
 )
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.parse import STATUS_OK
@@ -51,15 +58,28 @@ from pytest_sommelier.view.text import (
 
 
 def metrics_lines(arm_reports: Mapping[str, EvaluationReport]) -> list[str]:
-    """One row per arm and slice (and overall): the five metrics and the example count."""
-    header = ["arm", "slice", *[SHORT[m] for m in METRIC_NAMES], "n"]
+    """One row per arm and slice (and overall): the five metrics and the example count; with
+    abstention examples (``core.abstention``) the count is of call examples, and two more
+    columns say how many no-call and any-call examples the row holds (the five count the call
+    examples only)."""
+    counted = any(
+        "expects" in block for report in arm_reports.values() for block in report["slices"].values()
+    )
+    tail = ["calls", "no_call", "any_call"] if counted else ["n"]
+    header = ["arm", "slice", *[SHORT[m] for m in METRIC_NAMES], *tail]
     rows = []
     for arm, report in arm_reports.items():
         blocks = [(lang, block["metrics"]) for lang, block in report["slices"].items()]
         blocks.append(("overall", report["metrics"]))
-        for name, metrics in blocks:
+        expects = [block.get("expects") or {} for block in report["slices"].values()]
+        totals = {key: sum(e.get(key, 0) for e in expects) for key in EXPECTS}
+        for index, (name, metrics) in enumerate(blocks):
             n = metrics[VALID_JSON_RATE]["denominator"]
-            rows.append([arm, name, *[fmt(metrics[m]["value"]) for m in METRIC_NAMES], str(n)])
+            counts = expects[index] if index < len(expects) else totals
+            cells = [str(n)]
+            if counted:
+                cells += [str(counts.get(EXPECT_NO_CALL, 0)), str(counts.get(EXPECT_ANY_CALL, 0))]
+            rows.append([arm, name, *[fmt(metrics[m]["value"]) for m in METRIC_NAMES], *cells])
     return table(header, rows)
 
 
@@ -397,16 +417,31 @@ def gate_result_lines(gates: Iterable[GateResult]) -> list[str]:
             for gate in gates]  # fmt: skip
 
 
-def describe_miss(record: GenerationRecord, gold_call: Call) -> str:
-    """A few lines explaining a miss: the gold call, the parsed call (or the raw text when it
-    did not parse), the argument paths that differ, and (with extension scorers) each
-    scorer's numerator/denominator of the example."""
+EXPECTED_TEXT = {
+    EXPECT_NO_CALL: "no call (an abstention example: no offered tool fits)",
+    EXPECT_ANY_CALL: "any valid call of an offered tool",
+}
+"""What a miss's ``gold:`` line says for an example without a single gold call."""
+
+
+def describe_miss(
+    record: GenerationRecord, gold_call: Call | None, expect: str = EXPECT_CALL
+) -> str:
+    """A few lines explaining a miss: the gold call (or what an abstention example expects),
+    the parsed call (or the raw text when it did not parse), the argument paths that differ,
+    and (with extension scorers) each scorer's numerator/denominator of the example."""
     lines = [f"{record['arm']}::{record['language']}::{record['example_id']}"]
     if record.get("miss_category"):
         flag = " (value_language_mismatch)" if record.get(LANGUAGE_FLAG) else ""
         lines.append(f"  category: {record['miss_category']}{flag}")
-    lines.append(f"  gold:   {canonical_json(gold_call)}")
     parsed = record["parsed_call"]
+    if gold_call is None or expect != EXPECT_CALL:
+        lines.append(f"  gold:   {EXPECTED_TEXT.get(expect, expect)}")
+        raw = record["raw_text"]
+        shown = raw if len(raw) <= 240 else raw[:240] + f"... ({len(raw)} chars)"
+        lines.append(f"  {record['parse_status']}: {shown!r}")
+        return "\n".join(lines)
+    lines.append(f"  gold:   {canonical_json(gold_call)}")
     if record["parse_status"] == STATUS_OK and parsed is not None:
         lines.append(f"  parsed: {canonical_json(parsed)}")
         if parsed["name"] != gold_call["name"]:
@@ -551,7 +586,7 @@ def miss_lines(outcome: RunOutcome, wanted: int) -> list[str]:
         for arm in arms
         for records in outcome.records[arm].values()
         for record in records
-        if not full_call_hit(record, record["gold_call"])
+        if not record_hit(record)
     ]
     if not misses or wanted <= 0:
         return []
@@ -560,5 +595,6 @@ def miss_lines(outcome: RunOutcome, wanted: int) -> list[str]:
         f"misses (showing {min(wanted, len(misses))} of {len(misses)}; --sommelier-misses=N):",
     ]
     for record in misses[:wanted]:
-        lines += ["  " + line for line in describe_miss(record, record["gold_call"]).splitlines()]
+        text = describe_miss(record, record["gold_call"], expect_of(record))
+        lines += ["  " + line for line in text.splitlines()]
     return lines

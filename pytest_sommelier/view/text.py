@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_sommelier.core.abstention import ABSTENTION_ACCURACY, DECISION_ACCURACY
+from pytest_sommelier.core.abstention import LABELS as ABSTENTION_LABELS
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.metrics import (
@@ -30,10 +32,16 @@ from pytest_sommelier.core.text import selected_interval as selected_interval
 
 def extra_metrics(names: Iterable[str]) -> list[tuple[str, str]]:
     """``(name, label)`` of every metric in ``names`` other than the five, in ``metric_order``:
-    ``acceptable_call_match`` (labelled as BFCL's rules) and extension scorers (``scorer
-    <name>``), which the views show apart from the five, after them."""
+    ``acceptable_call_match`` (labelled as BFCL's rules), the abstention metrics (labelled by
+    what they count, ``core.abstention.LABELS``) and extension scorers (``scorer <name>``),
+    which the views show apart from the five, after them."""
     return [
-        (name, ACCEPTABLE_LABEL if name == ACCEPTABLE else f"scorer {name}")
+        (
+            name,
+            ACCEPTABLE_LABEL
+            if name == ACCEPTABLE
+            else ABSTENTION_LABELS.get(name, f"scorer {name}"),
+        )
         for name in metric_order(names)
         if name not in METRIC_NAMES
     ]
@@ -65,6 +73,8 @@ SHORT = {
     ARGUMENT_EXACT_MATCH: "args_exact",
     ARGUMENT_F1: "args_f1",
     FULL_CALL_EXACT_MATCH: "full_call",
+    ABSTENTION_ACCURACY: "abstain",
+    DECISION_ACCURACY: "decision",
 }
 
 
@@ -150,7 +160,7 @@ def power_text(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str | No
         at = summary.get("power_at_effect")
         shown = "n/a (beyond the discordance)" if at is None else f"{at:.0%}"
         text += f"; the design's power for a difference of {summary['effect']:.3g}: {shown}"
-    warning = cluster_warning(block)
+    warning = cluster_warning(block, metric)
     return text if warning is None else f"{text}; {warning}"
 
 
@@ -158,24 +168,34 @@ FEW_CLUSTERS = 30
 LARGEST_CLUSTER_SHARE = 0.1
 
 
-def cluster_warning(block: Mapping[str, Any]) -> str | None:
-    """``few clusters: 12 (under 30); the largest holds 20 of 40 pairs (over 10%)``: a
-    clustered block's intervals rest on few independent units (their coverage was measured
-    down to 10 clusters and one cluster of half the pairs, docs/statistics.md); None when the
-    block is not clustered or has enough clusters of balanced size."""
+def cluster_warning(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str | None:
+    """``few informative clusters: 4 of 12 hold a discordant pair (under 30); the largest holds
+    20 of 40 pairs (over 10%)``: a clustered block's intervals rest on few independent units.
+    It counts the clusters that hold a discordant pair of ``metric`` (its entry's
+    ``informative_clusters``: a cluster where the arms agree on every pair carries no spread,
+    and the interval's degrees of freedom never exceed these minus one), or every cluster for
+    an entry written before 0.5 (``few clusters: 12``); None when the block is not clustered or
+    has enough of them and none dominant."""
     selected = selected_block(block)
     if not selected.get("clustered"):
         return None
     clusters, pairs = selected.get("clusters") or 0, selected.get("pairs") or 0
     largest = selected.get("largest_cluster")
-    parts = []
-    if clusters < FEW_CLUSTERS:
+    entry = (selected.get("intervals") or {}).get(metric) or {}
+    informative = entry.get("informative_clusters") if isinstance(entry, Mapping) else None
+    parts, head = [], "few clusters: "
+    if isinstance(informative, int) and not isinstance(informative, bool):
+        if informative < FEW_CLUSTERS:
+            head = "few informative clusters: "
+            parts.append(f"{informative} of {clusters} hold a discordant pair (under "
+                         f"{FEW_CLUSTERS})")  # fmt: skip
+    elif clusters < FEW_CLUSTERS:
         parts.append(f"{clusters} (under {FEW_CLUSTERS})")
     if isinstance(largest, int) and pairs and largest > LARGEST_CLUSTER_SHARE * pairs:
         parts.append(f"the largest holds {largest} of {pairs} pairs (over 10%)")
     if not parts:
         return None
-    return "few clusters: " + "; ".join(parts) + ": the intervals rest on few independent units"
+    return head + "; ".join(parts) + ": the intervals rest on few independent units"
 
 
 def power_cell(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str:

@@ -84,3 +84,23 @@ def test_weights_are_multiplicities() -> None:
 def test_no_denominator_at_all_is_degenerate() -> None:
     got = pseudo_jackknife_t_interval(np.zeros((5, 4)), 0.95)
     assert got["degenerate"] is True and got["lower"] == got["upper"] == 0.0
+
+
+def test_an_argument_f1_margin_gate_with_few_informative_units_is_not_evaluable() -> None:
+    # issue 38: near the floor the interval passes a margin gate falsely too often, so below
+    # F1_MARGIN_MIN_INFORMATIVE units whose arms differ such a gate says it is not evaluable
+    from pytest_sommelier.core.intervals import (
+        F1_MARGIN_MIN_INFORMATIVE,
+        ratio_margin_unevaluable,
+    )
+
+    few = {"informative_units": F1_MARGIN_MIN_INFORMATIVE - 1, "discordant": {}}
+    enough = {"informative_units": F1_MARGIN_MIN_INFORMATIVE}
+    reason = ratio_margin_unevaluable("argument_f1", [-0.05], few)
+    assert reason is not None and reason.startswith("not evaluable")
+    assert ratio_margin_unevaluable("argument_f1", [-0.05], enough) is None
+    assert ratio_margin_unevaluable("argument_f1", [0.0], few) is None  # a gate at 0 reads it
+    assert ratio_margin_unevaluable("full_call_exact_match", [-0.05], few) is None
+    # an entry of 0.4 without the count: its discordant pairs
+    old = {"discordant": {"candidate_only": 30, "reference_only": 30}}
+    assert ratio_margin_unevaluable("argument_f1", [-0.05, 0.05], old) is None

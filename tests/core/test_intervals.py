@@ -38,6 +38,7 @@ from pytest_sommelier.core.clusters import (
     design_effect,
     design_effect_from_moments,
 )
+from pytest_sommelier.core.distributions import t_quantile
 from pytest_sommelier.core.intervals import (
     AUTO_RATE_METHOD,
     JACKKNIFE_CLUSTERS,
@@ -470,10 +471,17 @@ def test_duplicated_examples_in_one_cluster_recover_the_unclustered_f1_interval(
     assert naive["upper"] - naive["lower"] < 0.8 * (f1["upper"] - f1["lower"])
     rate, rate_doubled = (r["intervals"]["full_call_exact_match"] for r in (single, doubled))
     assert rate_doubled["design_effect"] == pytest.approx(59 / 29)  # CR2 = the sandwich here
-    assert rate_doubled["df"] == pytest.approx(29)  # equal sizes: Bell-McCaffrey df = K - 1
+    # equal sizes: Bell-McCaffrey df = K - 1 = 29, but never more than the clusters holding a
+    # discordant pair minus one (issue 38: a concordant cluster carries no spread)
+    informative = sum(1 for r, c in zip(ref_out, cand_out, strict=True)
+                      if (r == "exact") != (c == "exact"))  # fmt: skip
+    assert rate_doubled["informative_clusters"] == informative < 29
+    assert rate_doubled["df"] == pytest.approx(informative - 1)
     width = rate["upper"] - rate["lower"]
-    # as wide as the single copy's, times the t(29) / z factor (1.043) the 30 clusters cost
-    assert 1.0 < (rate_doubled["upper"] - rate_doubled["lower"]) / width < 1.1
+    # as wide as the single copy's, times about the t(df) / z factor the informative clusters cost
+    factor = t_quantile(0.95, informative - 1.0) / 1.959963984540054
+    ratio = (rate_doubled["upper"] - rate_doubled["lower"]) / width
+    assert 0.9 * factor < ratio < 1.1 * factor
 
 
 # --- the API: records, determinism, order, bootstrap --------------------------------------------
@@ -494,7 +502,8 @@ def test_the_result_has_the_documented_keys() -> None:
     assert result["clusters"] == 9 and result["pairs"] == 25 and result["clustered"] is True
     for name in METRIC_NAMES:
         entry = result["intervals"][name]
-        extra = {"standard_error", "df", "centre"} if name == "argument_f1" else {"pairs", "df"}
+        extra = ({"standard_error", "df", "centre", "informative_units"} if name == "argument_f1"
+                 else {"pairs", "df", "informative_clusters"})  # fmt: skip
         assert {"lower", "upper", "method", "discordant", "degenerate", "design_effect",
                 "p_value", "estimate"} | extra == entry.keys()  # fmt: skip
         assert entry["discordant"].keys() == {"candidate_only", "reference_only"}

@@ -130,7 +130,9 @@ def records(draw):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(records(), max_size=25), st.booleans())
+# batches of up to 10 (was 25): the sums hold for any batch, and 300 batches still reach every
+# category many times; the draw of 25 records of nested calls was most of this test's time
+@given(st.lists(records(), max_size=10), st.booleans())
 def test_counts_sum_to_the_misses_exactly(batch, translated):
     counts = miss_counts(batch, translated=translated)
     misses = sum(1 for r in batch if example_components(r)[-1][0] == 0)

@@ -57,13 +57,40 @@ def test_a_plan_sizes_on_the_upper_limit_of_the_pilot_discordance() -> None:
     upper = wilson_upper(20, 100, 1.5)
     assert plan["planning_discordance"] == pytest.approx(upper)
     assert plan["discordant_proportion"] == 0.2 < upper
-    assert plan["pairs_needed"] == math.ceil(1.5 * power.connor_pairs(0.1, upper) - 1e-9)
+    z_sized = math.ceil(1.5 * power.connor_pairs(0.1, upper) - 1e-9)
+    # the main run's bound is read at t over its clusters (issue 38), so a few more than z's
+    assert z_sized < plan["pairs_needed"] <= 1.03 * z_sized
+    assert plan["main_df"] == math.ceil(plan["pairs_needed"] / 2 - 1e-9) - 1
+    assert plan["planning_design_effect"] == 1.5  # no df given: the design effect as recorded
     assert plan["sized_on"] == "upper 80% limit of the discordance"
     assert plan["pilot_too_small"] is False
     # none of 10 discordant: sized on at least the 1 / n floor, and it says the pilot is small
     small = power.plan(0.1, 0, 0, 10)
     assert small["planning_discordance"] == max(0.1, wilson_upper(0, 10, 1.0))  # the 1/n floor
     assert small["pilot_too_small"] is True
+
+
+def test_a_plan_never_calls_an_effect_beyond_the_upper_limit_undetectable() -> None:
+    # issue 38: a true difference of 0.29 implies a discordance of at least 0.29, so a pilot
+    # whose upper limit is lower (4 of 20 discordant) says nothing against it
+    assert power.discordance_upper_limit(4, 0, 20) < 0.29
+    row = power.plan(0.29, 4, 0, 20)
+    assert row["planning_discordance"] == 0.29 and row["pairs_needed"] is not None
+    assert power.plan(0.29, 4, 0, 20, discordance="observed")["pairs_needed"] is None
+
+
+def test_a_clustered_pilot_sizes_on_an_upper_limit_of_its_design_effect() -> None:
+    # Satterthwaite: the estimate is chi2_df / df; the limit is deff * df / chi2_{0.2}(df)
+    from scipy import stats
+
+    for df in (3.0, 10.0, 40.0):
+        exact = 1.6 * df / stats.chi2.ppf(0.2, df)
+        assert power.design_effect_upper_limit(1.6, df) == pytest.approx(exact, rel=0.02)
+    assert power.design_effect_upper_limit(1.6, 1e6) == pytest.approx(1.6, rel=0.01)
+    few = power.plan(0.1, 10, 4, 60, clusters=30, design_effect=1.6, df=5.0)
+    many = power.plan(0.1, 10, 4, 60, clusters=30, design_effect=1.6, df=200.0)
+    assert few["planning_design_effect"] > many["planning_design_effect"] > 1.6
+    assert few["pairs_needed"] > many["pairs_needed"]
 
 
 @settings(max_examples=80, deadline=None)

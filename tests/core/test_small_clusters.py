@@ -16,6 +16,8 @@ from pytest_sommelier.core.clusters import (
     cluster_index,
     cr2_design_effect_from_sums,
     design_effect,
+    informative_clusters,
+    informative_df,
     kish_design_effect,
 )
 from pytest_sommelier.core.intervals import rate_interval
@@ -124,6 +126,32 @@ def test_one_cluster_gives_the_whole_range() -> None:
     assert (entry["lower"], entry["upper"], entry["df"]) == (-1.0, 1.0, 0.0)
 
 
+def test_informative_clusters_bound_the_degrees_of_freedom() -> None:
+    # 12 clusters of 5; the discordant pairs all sit in two of them (issue 38: Carter,
+    # Schnepel & Steigerwald 2017; MacKinnon & Webb 2017)
+    index = np.repeat(np.arange(12), 5)
+    ref = [1] * 60
+    cand = [1] * 60
+    for position in (0, 1, 2, 5, 6):  # clusters 0 and 1
+        cand[position] = 0
+    assert informative_clusters(np.array(cand) != np.array(ref), index) == 2
+    entry = rate_interval(rows_of(ref, cand), index, 0.95)
+    assert bell_mccaffrey_df(np.full(12, 5)) == pytest.approx(11.0)
+    assert entry["informative_clusters"] == 2 and entry["df"] == pytest.approx(1.0)
+    # one informative cluster: no spread to measure, the whole range
+    cand = [1] * 60
+    cand[0] = cand[3] = 0
+    entry = rate_interval(rows_of(ref, cand), index, 0.95)
+    assert entry["informative_clusters"] == 1 and entry["df"] == 0.0
+    assert (entry["lower"], entry["upper"], entry["p_value"]) == (-1.0, 1.0, 1.0)
+    # no discordant pair: the variance is not estimated (Kish's worst case), the sizes' df
+    entry = rate_interval(rows_of(ref, ref), index, 0.95)
+    assert entry["informative_clusters"] == 0 and entry["df"] == pytest.approx(11.0)
+    assert entry["design_effect"] == pytest.approx(5.0) and entry["lower"] < 0 < entry["upper"]
+    assert informative_df(11.0, 0) == 11.0 and informative_df(11.0, 30) == 11.0
+    assert informative_df(11.0, 4) == 3.0 and informative_df(2.5, 4) == 2.5
+
+
 def block(clusters: int, pairs: int, largest: int, clustered: bool = True) -> dict:
     summary = {"power": 0.8, "confidence_level": 0.95, "pairs": pairs, "clusters": clusters,
                "design_effect": 1.5, "discordant_proportion": 0.3, "discordance_floored": False,
@@ -141,6 +169,14 @@ def test_the_views_warn_of_few_or_dominant_clusters() -> None:
         "independent units")  # fmt: skip
     assert cluster_warning(block(48, 84, 2)) is None
     assert cluster_warning(block(10, 10, 1, clustered=False)) is None
+    # an entry that records its informative clusters: those are counted, not all clusters
+    counted = block(48, 84, 2)
+    counted["intervals"]["intervals"] = {"full_call_exact_match": {"informative_clusters": 4}}
+    assert cluster_warning(counted) == (
+        "few informative clusters: 4 of 48 hold a discordant pair (under 30): the intervals "
+        "rest on few independent units")  # fmt: skip
+    counted["intervals"]["intervals"]["full_call_exact_match"]["informative_clusters"] = 40
+    assert cluster_warning(counted) is None
     text = power_text(block(12, 30, 3))
     assert text is not None and text.endswith("the intervals rest on few independent units")
     assert text.startswith("minimum detectable difference in full_call_exact_match at 80% power "

@@ -65,6 +65,16 @@ SINGLE_CALL_CATEGORIES: dict[str, str] = {
     "live_multiple": "python",
 }
 
+#: categories where no single call is the answer (core.abstention): BFCL's irrelevance
+#: categories (no offered function fits: the right answer is not to call) and live_relevance
+#: (some offered function fits: any valid call of an offered tool is right); read without a
+#: possible-answer file, which BFCL does not ship for them
+ABSTENTION_CATEGORIES: dict[str, str] = {
+    "irrelevance": "no_call",
+    "live_irrelevance": "no_call",
+    "live_relevance": "any_call",
+}
+
 #: BFCL type name -> JSON Schema type (None: no type constraint). The Python names are BFCL's
 #: own; the Java/JavaScript names follow bfcl_eval/constants/type_mappings.py GORILLA_TO_OPENAPI
 #: except ``any``/``Any``, which the issue maps to "no constraint" (BFCL maps it to string).
@@ -236,11 +246,14 @@ def check_category(category: str) -> str:
             f"use a single-call category: {', '.join(SINGLE_CALL_CATEGORIES)}",
             where="--category",
         )
+    if category in ABSTENTION_CATEGORIES:
+        return "python"
     if category not in SINGLE_CALL_CATEGORIES:
         raise InputError(
             "SOM-BFCL-CATEGORY",
             f"unknown or unsupported category {category!r}",
-            f"use a single-call category: {', '.join(SINGLE_CALL_CATEGORIES)}",
+            f"use a single-call category: {', '.join(SINGLE_CALL_CATEGORIES)}, or an "
+            f"abstention category: {', '.join(ABSTENTION_CATEGORIES)}",
             where="--category",
         )
     return SINGLE_CALL_CATEGORIES[category]
@@ -462,17 +475,7 @@ def convert_row(
     functions = question.get("function")
     if not isinstance(functions, list) or not functions:
         raise _field_error(q_where, "function", "must be a non-empty list of function docs")
-    tools = []
-    for index, function in enumerate(functions):
-        if not isinstance(function, dict) or not isinstance(function.get("parameters"), dict):
-            raise _field_error(q_where, f"function[{index}]", "must have a parameters object")
-        tool: dict[str, Any] = {"name": function.get("name")}
-        if "description" in function:
-            tool["description"] = function["description"]
-        tool["parameters"] = convert_schema(
-            function["parameters"], q_where, f"function[{index}].parameters"
-        )
-        tools.append(tool)
+    tools = _tools(functions, q_where)
     ground_truth = answer.get("ground_truth")
     if (
         not isinstance(ground_truth, list)
@@ -561,6 +564,8 @@ def import_category(
     ``keep_system`` as in :func:`convert_row`."""
     language = check_category(category)
     name = f"BFCL_v4_{category}.json"
+    if category in ABSTENTION_CATEGORIES:
+        return import_abstention_category(source, category, keep_system=keep_system)
     q_label, a_label = source.relative(name), source.relative(f"possible_answer/{name}")
     questions = list(_jsonl(source.read(name), q_label))
     answers = list(_jsonl(source.read(f"possible_answer/{name}"), a_label))
@@ -609,6 +614,108 @@ def import_category(
             where=f"{a_label}:{a_line}",
         )
     return result
+
+
+def import_abstention_category(
+    source: BfclSource, category: str, *, keep_system: bool = False
+) -> CategoryResult:
+    """Convert one abstention category (:data:`ABSTENTION_CATEGORIES`): every question becomes
+    a row with ``expect`` ``no_call`` or ``any_call`` and no gold call, or a named skip."""
+    name = f"BFCL_v4_{category}.json"
+    label = source.relative(name)
+    result = CategoryResult(category)
+    for line, question in _jsonl(source.read(name), label):
+        row, skipped = convert_abstention_row(
+            question, ABSTENTION_CATEGORIES[category], where=f"{label}:{line}",
+            keep_system=keep_system,
+        )  # fmt: skip
+        if row is not None:
+            result.rows.append(row)
+        else:
+            assert skipped is not None
+            result.skipped.append(skipped)
+    return result
+
+
+def convert_abstention_row(
+    question: dict[str, Any], expect: str, *, where: str, keep_system: bool = False
+) -> tuple[dict[str, Any] | None, Skipped | None]:
+    """One question of an abstention category -> ``(prepared row, None)`` or ``(None,
+    Skipped)``: its function docs converted as for the call categories, ``expect`` set, no
+    gold call. No function offered (``no_tools``), a conversation of several turns
+    (``multi_turn``), a system turn under the
+    tools-in-system policy (``system_message``), repeated function names
+    (``duplicate_tool``) or a converted schema that is not JSON Schema (``invalid_schema``)
+    is a named skip; malformed input an InputError naming the line and field."""
+    example_id = question["id"]
+    functions = question.get("function")
+
+    def skip(why: str, detail: str) -> tuple[None, Skipped]:
+        return None, Skipped(example_id, where, why, detail)
+
+    if functions == []:
+        return skip("no_tools", "no function is offered: there is no call to refrain from")
+    if not isinstance(functions, list):
+        raise _field_error(where, "function", "must be a list of function docs")
+    tools = _tools(functions, where)
+
+    turns = question.get("question")
+    if not isinstance(turns, list) or len(turns) != 1 or not isinstance(turns[0], list):
+        raise _field_error(where, "question", "must be one turn (a list holding one list)")
+    messages = turns[0]
+    if any(not isinstance(m, dict) or not isinstance(m.get("content"), str) for m in messages):
+        raise _field_error(where, "question[0]", "messages must be {role, content} objects")
+    roles = [m["role"] for m in messages]
+    system = None
+    if roles[:1] == ["system"] and roles[1:] == ["user"]:
+        if not keep_system:
+            return skip(
+                "system_message",
+                "the question has a system turn; the tools-in-system policy writes its own "
+                f"system turn (import with --policy {POLICY_NATIVE_TOOLS_V1} to keep it)",
+            )
+        system = messages[0]["content"]
+    elif roles != ["user"]:
+        return skip("multi_turn", f"turns {roles}: the method scores [system?, user] only")
+    names = [tool["name"] for tool in tools]
+    for index, tool_name in enumerate(names):
+        if tool_name in names[:index]:
+            return skip("duplicate_tool", f"function {tool_name!r} is declared twice")
+    for tool in tools:
+        problem = parameters_error(tool["parameters"])
+        if problem is not None:
+            return skip(
+                "invalid_schema",
+                f"{tool['name']!r}: converted parameters are not JSON Schema: {problem}",
+            )
+    if not messages[-1]["content"].strip():
+        return skip("empty_query", "the user turn is empty")
+    row = {
+        "example_id": example_id,
+        "language": LANGUAGE_TAG,
+        "source_example_id": None,
+        **({"system": system} if system is not None else {}),
+        "query": messages[-1]["content"],
+        "tools": tools,
+        "expect": expect,
+    }
+    return row, None
+
+
+def _tools(functions: list[Any], where: str) -> list[dict[str, Any]]:
+    """BFCL function docs -> prepared tools (parameters converted to JSON Schema)."""
+    tools = []
+    for index, function in enumerate(functions):
+        if not isinstance(function, dict) or not isinstance(function.get("parameters"), dict):
+            raise _field_error(where, f"function[{index}]", "must have a parameters object")
+        tool: dict[str, Any] = {"name": function.get("name")}
+        if "description" in function:
+            tool["description"] = function["description"]
+        tool["parameters"] = convert_schema(
+            function["parameters"], where, f"function[{index}].parameters"
+        )
+        tools.append(tool)
+    return tools
 
 
 def sample_rows(rows: list[dict[str, Any]], sample: int | None, seed: int) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_sommelier.core.abstention import EXPECT_ANY_CALL, EXPECT_CALL, EXPECTS
 from pytest_sommelier.core.acceptable import acceptable_shape_error, call_acceptable
 from pytest_sommelier.core.canonical import canonical_json_text as canonical_json
 from pytest_sommelier.core.canonical import prompt_digest
@@ -49,6 +50,7 @@ from pytest_sommelier.data.split.native_policy import (
     check_arguments_key,
     native_messages,
     render_native,
+    tool_specs,
 )
 from pytest_sommelier.data.split.schema import (
     SCHEMA_VERSION,
@@ -108,11 +110,13 @@ class PreparedExample:
     source_example_id: str | None
     query: str
     tools: tuple[dict[str, Any], ...]
-    gold_call: Call
+    gold_call: Call | None  # None exactly when ``expect`` is not "call"
     line: int
     acceptable_arguments: dict[str, Any] | None = None
     system: str | None = None
     cluster_id: str | None = None
+    expect: str = EXPECT_CALL
+    answer: str | None = None  # an abstention row's gold text answer
 
 
 OPTIONAL_KEY = "acceptable_arguments"
@@ -124,6 +128,16 @@ TOOLS_KEY = "tools"
 KWARGS_KEY = "template_kwargs"
 """Optional formatted key (v3): the chat-template options the row was rendered with."""
 """Optional formatted key: the function specs a native-policy row was rendered with."""
+EXPECT_KEY = "expect"
+"""Optional prepared and formatted key (core.abstention): ``call`` (the default, not written),
+``no_call`` (no offered tool fits: the right answer is not to call; no ``gold_call``) or
+``any_call`` (any valid call of an offered tool is right; no ``gold_call``)."""
+ANSWER_KEY = "answer"
+"""Optional prepared key of a ``no_call`` or ``any_call`` row: the assistant's gold text answer
+(its ``target_text``; empty when absent)."""
+MARKERS_KEY = "call_markers"
+"""Formatted key of a ``no_call`` or ``any_call`` row: the template's call markers
+(``data.split.native_policy.wrapper_markers``; none under tools-in-system)."""
 CLUSTER_KEY = "cluster_id"
 """Optional prepared and formatted key: the cluster a row belongs to (rows whose outcomes are
 not independent evidence, e.g. BFCL rows sharing one function document); passed through to
@@ -258,10 +272,13 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     shape = neighbour_shape(row, _LANGUAGE_RE)
     if shape is not None:
         raise _bad(where, *shape)
-    unknown = sorted(set(row) - set(PREPARED_KEYS) - {OPTIONAL_KEY, SYSTEM_KEY, CLUSTER_KEY})
+    optional = {OPTIONAL_KEY, SYSTEM_KEY, CLUSTER_KEY, EXPECT_KEY, ANSWER_KEY}
+    unknown = sorted(set(row) - set(PREPARED_KEYS) - optional)
     if unknown:
         raise _bad(where, unknown[0], "unknown key", f"allowed keys: {', '.join(PREPARED_KEYS)}")
-    missing = [key for key in PREPARED_KEYS if key not in row]
+    expect = _check_expect(row, where)
+    required = PREPARED_KEYS if expect == EXPECT_CALL else PREPARED_KEYS[:-1]
+    missing = [key for key in required if key not in row]
     if missing:
         raise _bad(where, missing[0], "missing", f"every row needs: {', '.join(PREPARED_KEYS)}")
     example_id = _check_id(row, "example_id", where)
@@ -273,25 +290,55 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
         if source == example_id:
             raise _bad(where, "source_example_id", "names the row itself", "name its root row")
     tools = _check_tools(row["tools"], where)
-    gold = _check_gold(row["gold_call"], tools, where)
-    acceptable = _check_acceptable(row.get(OPTIONAL_KEY), gold, where)
+    answer = None
+    if expect == EXPECT_CALL:
+        if ANSWER_KEY in row:
+            raise _bad(where, ANSWER_KEY, "is for a row without a gold call", "drop it")
+        gold: Call | None = _check_gold(row["gold_call"], tools, where)
+        acceptable = _check_acceptable(row.get(OPTIONAL_KEY), gold, where)
+    else:
+        if row.get("gold_call") is not None:
+            raise _bad(
+                where, "gold_call", f"is set on a row with expect {expect!r}", "drop gold_call"
+            )
+        if row.get(OPTIONAL_KEY) is not None:
+            raise _bad(
+                where, OPTIONAL_KEY, f"is set on a row with expect {expect!r}", "drop it"
+            )
+        gold, acceptable = None, None
+        if row.get(ANSWER_KEY) is not None:
+            answer = row[ANSWER_KEY]
+            if not isinstance(answer, str):
+                raise _bad(where, ANSWER_KEY, "must be a string", "the assistant's text answer")
     system = _check_string(row, SYSTEM_KEY, None, where) if SYSTEM_KEY in row else None
     cluster = row.get(CLUSTER_KEY)
     if cluster is not None:
         cluster = _check_string(row, CLUSTER_KEY, None, where)
     return PreparedExample(
-        example_id, language, source, query, tools, gold, line, acceptable, system, cluster
-    )
+        example_id, language, source, query, tools, gold, line, acceptable, system, cluster,
+        expect, answer,
+    )  # fmt: skip
 
 
-def _check_acceptable(value: Any, gold: Call, where: str) -> dict[str, Any] | None:
+def _check_expect(row: dict[str, Any], where: str) -> str:
+    """The row's ``expect`` (``call`` when absent); one of ``core.abstention.EXPECTS``."""
+    expect = row.get(EXPECT_KEY, EXPECT_CALL)
+    if expect not in EXPECTS:
+        raise _bad(
+            where, EXPECT_KEY, f"{expect!r} is not one of {', '.join(EXPECTS)}",
+            'write "no_call" for a row where no offered tool fits',
+        )  # fmt: skip
+    return str(expect)
+
+
+def _check_acceptable(value: Any, gold: Call | None, where: str) -> dict[str, Any] | None:
     """The optional ``acceptable_arguments``: well formed, and accepting the gold call itself."""
     if value is None:
         return None
     problem = acceptable_shape_error(value)
     if problem is not None:
         raise _bad(where, OPTIONAL_KEY, problem, "write it with sommelier import bfcl")
-    if not call_acceptable(gold, gold["name"], value):
+    if gold is None or not call_acceptable(gold, gold["name"], value):
         raise _bad(
             where,
             OPTIONAL_KEY,
@@ -337,7 +384,7 @@ def check_pairs(examples: Sequence[PreparedExample], path: str) -> None:
                 f"same language as its root {root.example_id!r}",
                 "a translation is in another language than its root",
             )
-        for field in ("tools", "gold_call", OPTIONAL_KEY):
+        for field in ("tools", "gold_call", OPTIONAL_KEY, EXPECT_KEY):
             ours, theirs = getattr(example, field), getattr(root, field)
             if canonical_json(list(ours) if field == "tools" else ours) != canonical_json(
                 list(theirs) if field == "tools" else theirs
@@ -501,7 +548,8 @@ def format_example(
             template_kwargs=template_kwargs,
         )
     messages = build_messages(example, policy)
-    target = target_text(example.gold_call)
+    gold = example.gold_call
+    target = target_text(gold) if gold is not None else (example.answer or "")
     prompt = _render(tokenizer, example, messages, prompt=True, template_kwargs=template_kwargs)
     full = _render(
         tokenizer,
@@ -526,6 +574,9 @@ def format_example(
             "use a chat template that keeps the assistant content verbatim",
             where=f"example_id={example.example_id}",
         )
+    extra: dict[str, Any] = {}
+    if example.expect == EXPECT_ANY_CALL:  # the offered tools a call must name
+        extra[TOOLS_KEY] = tool_specs(example.tools)
     return _formatted_row(
         example,
         split=split,
@@ -533,6 +584,7 @@ def format_example(
         texts=(prompt, target, full),
         tokenizer=(tokenizer_id, tokenizer_revision),
         policy=policy,
+        extra=extra,
         template_kwargs=template_kwargs,
     )
 
@@ -547,6 +599,7 @@ def _formatted_row(
     policy: str,
     extra: dict[str, Any] | None = None,
     template_kwargs: dict[str, Any] | None = None,
+    markers: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The one ``sommelier.formatted_example.v2`` row shape, for every template policy:
     ``texts`` is (prompt, target, full), ``tokenizer`` (id, revision); ``extra`` holds the
@@ -555,7 +608,11 @@ def _formatted_row(
     ``prompt_sha256`` digests them with the prompt (``core.canonical.prompt_digest``)."""
     prompt, target, full = texts
     return {
-        "schema_version": SCHEMA_VERSION_V3 if template_kwargs else SCHEMA_VERSION,
+        "schema_version": (
+            SCHEMA_VERSION_V3
+            if template_kwargs or example.expect != EXPECT_CALL
+            else SCHEMA_VERSION
+        ),
         "example_id": example.example_id,
         "split": split,
         "language": example.language,
@@ -576,6 +633,11 @@ def _formatted_row(
             else {}
         ),
         **({CLUSTER_KEY: example.cluster_id} if example.cluster_id is not None else {}),
+        **(
+            {EXPECT_KEY: example.expect, MARKERS_KEY: list(markers)}
+            if example.expect != EXPECT_CALL
+            else {}
+        ),
     }
 
 
@@ -602,6 +664,7 @@ def _native_row(
         policy=POLICY_NATIVE_TOOLS_V1,
         extra={TOOLS_KEY: rendered.tools},
         template_kwargs=template_kwargs,
+        markers=rendered.call_markers,
     )
 
 
@@ -676,7 +739,7 @@ def format_examples(
 def formatted_line(row: dict[str, Any]) -> str:
     """One JSONL line for a formatted row: UTF-8 text, field order of the v2 schema (the
     optional ``tools``, ``acceptable_arguments`` then ``cluster_id`` last, when present)."""
-    optional = (TOOLS_KEY, KWARGS_KEY, OPTIONAL_KEY, CLUSTER_KEY)
+    optional = (TOOLS_KEY, KWARGS_KEY, OPTIONAL_KEY, CLUSTER_KEY, EXPECT_KEY, MARKERS_KEY)
     keys = (*FORMATTED_KEYS, *(key for key in optional if key in row))
     return json.dumps({key: row[key] for key in keys}, ensure_ascii=False, allow_nan=False)
 

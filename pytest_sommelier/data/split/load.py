@@ -1,6 +1,8 @@
-"""Load a formatted split (``sommelier.formatted_example.v2`` JSONL) into slices and pairs.
+"""Load a formatted split (``sommelier.formatted_example.v3`` JSONL; v2 rows read unchanged)
+into slices and pairs.
 
-Every line is validated on its own (JSON, then ``schemas/formatted_example.v2.schema.json``,
+Every line is validated on its own (JSON, then ``schemas/formatted_example.v3.schema.json``, or
+v2's for a v2 row,
 then the row rules), in file order, so the first bad line is the one reported; errors name
 ``file:line`` and the field. Then the slice rules run (see docs/formatted_split.md).
 
@@ -27,11 +29,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_sommelier.core.abstention import EXPECT_ANY_CALL, EXPECT_CALL, expect_of
 from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_digest, prompt_set_sha256
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, call_shape_error
@@ -201,7 +205,7 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
             "each line must be one JSON object",
             where=where,
         ) from None
-    if b"\\u" in raw and _has_lone_surrogate(record):
+    if _SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(record):
         raise InputError(
             "SOM-SPLIT-ENCODING",
             "line escapes a lone UTF-16 surrogate (e.g. \\ud800), which is not valid Unicode",
@@ -229,6 +233,12 @@ def _validated_record(raw: bytes, where: str) -> dict[str, Any]:
     if found is not None:
         raise _schema_error(found, where)
     return record
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
+"""What a line holding a lone surrogate must contain: UTF-8 cannot encode one, so only a
+``\\uD800``-``\\uDFFF`` escape decodes to one (a line without such an escape skips the walk)."""
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -351,14 +361,50 @@ def _example(
         source_example_id=record["source_example_id"],
         prompt_text=record["prompt_text"],
         prompt_sha256=record["prompt_sha256"],
-        gold_call=row_gold_call(record, where, arguments_key),
+        gold_call=_row_gold(record, where, arguments_key),
         line=line,
         acceptable_arguments=_acceptable(record, where),
         cluster_id=record.get("cluster_id"),
         tools=record.get("tools"),
         template_kwargs=kwargs or None,
         full_text=record["full_text"],
+        expect=expect_of(record),
+        call_markers=tuple(record.get("call_markers") or ()),
     )
+
+
+def _row_gold(record: dict[str, Any], where: str, arguments_key: str) -> Call | None:
+    """The gold call of a ``call`` row (:func:`row_gold_call`); None for a row that expects no
+    single gold call (``core.abstention``), whose ``target_text`` is its gold text answer. An
+    ``any_call`` row must list its ``tools`` (the offered tools a call must name), and neither
+    kind may carry ``acceptable_arguments`` (values of a gold call it does not have)."""
+    expect = expect_of(record)
+    if expect == EXPECT_CALL:
+        if not record["target_text"]:
+            raise InputError(
+                "SOM-SPLIT-GOLD-CALL",
+                f"example {record['example_id']!r}: field 'target_text' is empty",
+                "a call example's target_text holds its gold call; an abstention example "
+                'says expect = "no_call"',
+                where=where,
+            )
+        return row_gold_call(record, where, arguments_key)
+    if expect == EXPECT_ANY_CALL and not record.get("tools"):
+        raise InputError(
+            "SOM-SPLIT-FIELD",
+            f"example {record['example_id']!r}: an any_call row lists no tools",
+            "re-run sommelier format: it writes the offered tools of an any_call row",
+            where=where,
+        )
+    if record.get("acceptable_arguments") is not None:
+        raise InputError(
+            "SOM-SPLIT-FIELD",
+            f"example {record['example_id']!r}: field 'acceptable_arguments' on a row that "
+            f"expects {expect!r}",
+            "acceptable values belong to a gold call; drop the field",
+            where=where,
+        )
+    return None
 
 
 def _acceptable(record: dict[str, Any], where: str) -> dict[str, Any] | None:
@@ -420,7 +466,9 @@ def _gold_call(target_text: str, example_id: str, where: str) -> Call:
         problem = f"is not valid JSON ({_one_line(str(exc))})"
     else:
         found = _gold_problem(value)
-        if found is None and _has_lone_surrogate(value):
+        if found is None and _SURROGATE_ESCAPE_TEXT.search(target_text) and _has_lone_surrogate(
+            value
+        ):
             found = "escapes a lone UTF-16 surrogate, which is not valid Unicode"
         if found is None:
             return cast(Call, value[0])

@@ -29,10 +29,12 @@ This module never imports ``formatting`` or ``split`` (both import it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pytest_sommelier.core.abstention import usable_markers
 from pytest_sommelier.core.canonical import canonical_json_text, sha256_text
 from pytest_sommelier.core.parse import (
     ARGUMENTS_KEYS,
@@ -60,7 +62,7 @@ class NativeExample(Protocol):
     @property
     def tools(self) -> tuple[dict[str, Any], ...]: ...
     @property
-    def gold_call(self) -> Call: ...
+    def gold_call(self) -> Call | None: ...
     @property
     def system(self) -> str | None: ...
 
@@ -74,6 +76,7 @@ class NativeRendering:
     prompt_text: str
     full_text: str
     target_text: str
+    call_markers: tuple[str, ...] = ()  # the wrapper around a call (no-call rows only)
 
 
 def tool_specs(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -231,22 +234,21 @@ def render_native(
             "would never see the tools",
             f"use a tokenizer whose chat template renders tools, {_TOOLS_IN_SYSTEM_HINT}",
         )
+    gold = example.gold_call if example.gold_call is not None else probe_call(example)
     try:
-        full = _render(
-            tokenizer, example, [*messages, gold_message(example.gold_call)], specs, False, kw
-        )
+        full = _render(tokenizer, example, [*messages, gold_message(gold)], specs, False, kw)
     except TemplateBoundError:
         raise
     except Exception as exc:  # a template's raise_exception, or a type error inside it
         # a template that requires a tool-call id (Mistral-Nemo's) gets the deterministic one
-        with_id = gold_message(example.gold_call, tool_call_id(example.example_id))
-        found = _render_or_none(tokenizer, example, [*messages, with_id], specs, False)
+        with_id = gold_message(gold, tool_call_id(example.example_id))
+        found = _render_or_none(tokenizer, example, [*messages, with_id], specs, False, kw)
         if found is not None:
             full = found
         else:
             raise _refuse(
-            example,
-            "SOM-FORMAT-TEMPLATE-NO-TOOL-CALLS",
+                example,
+                "SOM-FORMAT-TEMPLATE-NO-TOOL-CALLS",
                 f"the chat template raised rendering the gold call as assistant tool_calls "
                 f"(with and without a tool-call id): {_first_line(exc)}",
                 f"the template has no tool-call support: use one that renders tool_calls, "
@@ -274,14 +276,92 @@ def render_native(
             "the conversation with the assistant turn",
         )
     target = native_target_text(prompt, full)
-    _check_target(example, target, arguments_key)
-    return NativeRendering(messages, specs, prompt, full, target)
+    _check_target(example, target, arguments_key, gold)
+    if example.gold_call is not None:
+        return NativeRendering(messages, specs, prompt, full, target)
+    # an abstention row: the target is the gold text answer; the call markers are the wrapper
+    # the template puts around the probe call, which the empty turn does not have
+    answer = getattr(example, "answer", None) or ""
+    answered = _render(
+        tokenizer, example, [*messages, {"role": "assistant", "content": answer}], specs, False
+    )
+    if not answered.startswith(prompt):
+        raise _refuse(
+            example,
+            "SOM-FORMAT-TEMPLATE-PREFIX",
+            "the chat template's prompt_text is not a prefix of the rendering with the "
+            "assistant's answer",
+            "use a tokenizer whose chat template renders the generation prompt as a prefix of "
+            "the conversation with the assistant turn",
+        )
+    markers = wrapper_markers(target, _after_common_prefix(prompt, empty or ""))
+    return NativeRendering(
+        messages, specs, prompt, answered, native_target_text(prompt, answered), markers
+    )
 
 
-def _check_target(example: NativeExample, target: str, arguments_key: str) -> None:
-    """Parser v1 over ``target`` must give ``ok`` and exactly the gold call."""
+def _after_common_prefix(prompt: str, text: str) -> str:
+    """``text`` after what it shares with ``prompt`` at the start, trailing whitespace removed:
+    an empty assistant turn's own part even where the template renders it without the
+    generation prompt's newline (``<|im_start|>assistant<|im_end|>``)."""
+    return text[_shared_length(prompt, text) :].rstrip()
+
+
+def _shared_length(left: str, right: str) -> int:
+    """How many characters ``left`` and ``right`` share at the start."""
+    return next(
+        (i for i, (a, b) in enumerate(zip(left, right, strict=False)) if a != b),
+        min(len(left), len(right)),
+    )
+
+
+def probe_call(example: NativeExample) -> Call:
+    """The call rendered to find the template's call wrapper for a row without a gold call:
+    its first offered tool with no arguments."""
+    name = example.tools[0]["name"] if example.tools else "tool"
+    return {"name": name, "arguments": {}}
+
+
+def _boundary(text: str, length: int) -> int:
+    """``length`` backed off to just after the last whitespace in ``text[:length]`` (0 if none),
+    so a common prefix never cuts a tag in two (``<`` of ``<tool_call>`` and ``<|im_end|>``)."""
+    cut = max((i + 1 for i in range(length) if text[i].isspace()), default=0)
+    return cut if cut < length else length
+
+
+def wrapper_markers(call_target: str, empty_target: str) -> tuple[str, ...]:
+    """The call markers of a template: the text its rendering of a call puts before and after
+    the call's JSON span (``<tool_call>`` and ``</tool_call>`` for Hermes and Qwen), without
+    what an empty assistant turn renders too (a leading ``<think>\n\n</think>`` block, the end
+    of turn). ``call_target`` must hold a call parser v1 reads (the first ``{``/``[`` opens it);
+    a template without a wrapper (Llama 3.x's bare JSON) has none. Whitespace-stripped, empty
+    ones dropped (``core.abstention.usable_markers``)."""
+    brace, bracket = call_target.find("{"), call_target.find("[")
+    starts = [i for i in (brace, bracket) if i >= 0]
+    if not starts:
+        return ()
+    start = min(starts)
+    try:
+        _, end = json.JSONDecoder().raw_decode(call_target, start)
+    except ValueError:
+        return ()
+    lead, trail = call_target[:start], call_target[end:].rstrip()
+    common = _shared_length(lead, empty_target)
+    lead = lead[_boundary(lead, common) if common < len(lead) else common :]
+    chunks = empty_target.split()
+    end_of_turn = chunks[-1] if chunks else ""
+    if end_of_turn and trail.endswith(end_of_turn):
+        trail = trail[: -len(end_of_turn)]
+    return usable_markers([lead, trail])
+
+
+def _check_target(
+    example: NativeExample, target: str, arguments_key: str, gold_call: Call
+) -> None:
+    """Parser v1 over ``target`` must give ``ok`` and exactly ``gold_call`` (the gold call, or
+    an abstention row's probe call)."""
     call, status = read_gold_call(target, arguments_key)
-    gold = {"name": example.gold_call["name"], "arguments": example.gold_call["arguments"]}
+    gold = {"name": gold_call["name"], "arguments": gold_call["arguments"]}
     if status == STATUS_OK and canonical_json_text(call) == canonical_json_text(gold):
         return
     parser = f"parser {PARSER_VERSION} (arguments_key {arguments_key!r})"

@@ -2,11 +2,13 @@
 it is about.
 
 The suite loader (``sommelier.toml`` against ``schemas/suite.schema.json``) and the split loader
-(each line against ``schemas/formatted_example.v2.schema.json``) both call :func:`violation`;
-each then words the :class:`Violation` in its own terms (TOML tables and keys, JSON fields) and
-codes (``SOM-SUITE-*``, ``SOM-SPLIT-*``).
+(each line against ``schemas/formatted_example.v3.schema.json``, or v2's for a v2 row) both
+call :func:`violation`; each then words the :class:`Violation` in its own terms (TOML tables
+and keys, JSON fields) and codes (``SOM-SUITE-*``, ``SOM-SPLIT-*``).
 
-Invariants kept: a schema file is read, checked and compiled once per process; the violation
+Invariants kept: a schema file is read, checked and compiled once per process (also into a plain
+check of the few keywords the formatted-example schema uses, :func:`compiled_check`, which
+answers valid exactly when jsonschema does); the violation
 reported for an invalid instance is a function of the instance alone (unknown keys first, then
 missing keys, then types, then other rules; shallow before deep; ties by path).
 """
@@ -14,11 +16,12 @@ missing keys, then types, then other rules; shallow before deep; ties by path).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote
 
 import jsonschema
@@ -33,7 +36,9 @@ SCHEMA_VERSION = "sommelier.formatted_example.v2"
 ``sommelier format`` writes then (every split before 0.5 is byte-identical) and the split
 loader accepts."""
 SCHEMA_VERSION_V3 = "sommelier.formatted_example.v3"
-"""The ``schema_version`` of a row with v3's fields (``template_kwargs``): v2 plus them."""
+"""The ``schema_version`` of a row with one of v3's fields (``template_kwargs``; ``expect`` other
+than ``call`` with its ``call_markers``, core.abstention): v2 plus them. A row needing none of
+them is written as v2, so a split formatted without them stays byte-identical to 0.4's."""
 EXAMPLE_SCHEMA_FILE_V3 = SCHEMAS / "formatted_example.v3.schema.json"
 EXAMPLE_SCHEMAS = {SCHEMA_VERSION: EXAMPLE_SCHEMA_FILE, SCHEMA_VERSION_V3: EXAMPLE_SCHEMA_FILE_V3}
 """Every ``schema_version`` the split loader reads, with its schema file."""
@@ -97,7 +102,14 @@ def _first_error(schema_file: Path, instance: Any) -> Any:
 
 
 def violation(schema_file: Path, instance: Any) -> Violation | None:
-    """The most useful violation of ``instance`` against ``schema_file``, or None when valid."""
+    """The most useful violation of ``instance`` against ``schema_file``, or None when valid.
+
+    A schema that :func:`compiled_check` can compile is checked with it first: an instance it
+    passes is valid (the same answer as jsonschema's, tests/data/test_schema_fast.py), so
+    jsonschema runs only on the instances it refuses, to find the violation to report."""
+    check = compiled_check(schema_file)
+    if check is not None and check(instance):
+        return None
     error = _first_error(schema_file, instance)
     if error is None:
         return None
@@ -121,6 +133,147 @@ def violation(schema_file: Path, instance: Any) -> Violation | None:
         expected=error.validator_value if kind == WRONG_TYPE else None,
         message=" ".join(error.message.split()),
     )
+
+
+Check = Callable[[Any], bool]
+_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default"})
+_DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+_TYPE_TESTS = {
+    "string": "isinstance({v}, str)",
+    "object": "isinstance({v}, dict)",
+    "array": "isinstance({v}, list)",
+    "null": "{v} is None",
+    "boolean": "isinstance({v}, bool)",
+}
+
+
+@cache
+def compiled_check(schema_file: Path) -> Check | None:
+    """``instance -> bool``, true exactly when jsonschema finds no error in a decoded JSON
+    ``instance`` against the Draft 2020-12 schema in ``schema_file``; None when the schema uses a
+    keyword outside the few compiled here (``type`` of string/object/array/null/boolean,
+    ``const`` and ``enum`` of strings, ``minLength``, ``minItems``, ``pattern``, ``required``,
+    ``properties``, ``additionalProperties``, ``items``; annotations ignored), which leaves
+    every instance to jsonschema. The split loader checks every row, and jsonschema's general
+    machinery was most of a 10,000-row split's collection time: this is the same checks as one
+    function of plain comparisons, each keyword as jsonschema's own ``_keywords`` define it
+    (applied only to instances of its type)."""
+    schema_validator(schema_file)  # the schema itself checked, as for jsonschema's own use
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    if not isinstance(schema, dict) or schema.get("$schema") != _DRAFT_2020_12:
+        return None
+    code = _Code()
+    if not code.schema(schema, "v0", 1):
+        return None
+    source = "def check(v0):\n" + "\n".join(code.lines) + "\n    return True\n"
+    namespace: dict[str, Any] = dict(code.constants)
+    exec(compile(source, f"<compiled {schema_file.name}>", "exec"), namespace)
+    return cast(Check, namespace["check"])
+
+
+class _Code:
+    """The lines of a compiled check (``return False`` at the first failing keyword) and the
+    constants they name (key sets, compiled patterns, allowed strings)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {"MISSING": object()}
+        self.names = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.names += 1
+        return f"{prefix}{self.names}"
+
+    def constant(self, value: Any) -> str:
+        name = self.fresh("C")
+        self.constants[name] = value
+        return name
+
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("    " * depth + line)
+
+    def schema(self, schema: Any, v: str, depth: int) -> bool:
+        """Emit the checks of one (sub)schema on variable ``v``; False: not compilable."""
+        if schema is True:
+            return True
+        if schema is False:
+            self.emit(depth, "return False")
+            return True
+        if not isinstance(schema, dict):
+            return False
+        return all(self.keyword(key, rule, schema, v, depth) for key, rule in schema.items())
+
+    def keyword(self, key: str, rule: Any, schema: dict[str, Any], v: str, depth: int) -> bool:
+        if key in _ANNOTATIONS:
+            return True
+        if key == "type":
+            names = rule if isinstance(rule, list) else [rule]
+            if not names or not all(isinstance(n, str) and n in _TYPE_TESTS for n in names):
+                return False
+            test = " or ".join(_TYPE_TESTS[n].format(v=v) for n in names)
+            self.emit(depth, f"if not ({test}): return False")
+            return True
+        if key in ("const", "enum"):
+            values = [rule] if key == "const" else rule
+            if not isinstance(values, list) or not all(isinstance(x, str) for x in values):
+                return False  # jsonschema's equal() of strings is ==; nothing else compiled
+            allowed = self.constant(frozenset(values))
+            self.emit(depth, f"if not (isinstance({v}, str) and {v} in {allowed}): return False")
+            return True
+        if key in ("minLength", "minItems"):
+            if type(rule) is not int:
+                return False
+            kind = "str" if key == "minLength" else "list"
+            self.emit(depth, f"if isinstance({v}, {kind}) and len({v}) < {rule}: return False")
+            return True
+        if key == "pattern":
+            if not isinstance(rule, str):
+                return False
+            search = self.constant(re.compile(rule).search)
+            self.emit(depth, f"if isinstance({v}, str) and {search}({v}) is None: return False")
+            return True
+        if key == "required":
+            if not isinstance(rule, list) or not all(isinstance(k, str) for k in rule):
+                return False
+            keys = self.constant(frozenset(rule))
+            self.emit(depth, f"if isinstance({v}, dict) and not {v}.keys() >= {keys}: return False")
+            return True
+        if key == "properties":
+            if not isinstance(rule, dict):
+                return False
+            self.emit(depth, f"if isinstance({v}, dict):")
+            self.emit(depth + 1, "pass")
+            for name, sub in rule.items():
+                item = self.fresh("v")
+                self.emit(depth + 1, f"{item} = {v}.get({name!r}, MISSING)")
+                self.emit(depth + 1, f"if {item} is not MISSING:")
+                self.emit(depth + 2, "pass")
+                if not self.schema(sub, item, depth + 2):
+                    return False
+            return True
+        if key == "additionalProperties":
+            if "patternProperties" in schema:
+                return False
+            known = self.constant(frozenset(schema.get("properties", {})))
+            if rule is False:
+                self.emit(depth, f"if isinstance({v}, dict) and not {v}.keys() <= {known}:")
+                self.emit(depth + 1, "return False")
+                return True
+            name, item = self.fresh("k"), self.fresh("v")
+            self.emit(depth, f"if isinstance({v}, dict):")
+            self.emit(depth + 1, f"for {name}, {item} in {v}.items():")
+            self.emit(depth + 2, f"if {name} not in {known}:")
+            self.emit(depth + 3, "pass")
+            return self.schema(rule, item, depth + 3)
+        if key == "items":
+            if "prefixItems" in schema:
+                return False
+            item = self.fresh("v")
+            self.emit(depth, f"if isinstance({v}, list):")
+            self.emit(depth + 1, f"for {item} in {v}:")
+            self.emit(depth + 2, "pass")
+            return self.schema(rule, item, depth + 2)
+        return False
 
 
 def json_path_text(path: Iterable[Any]) -> str:

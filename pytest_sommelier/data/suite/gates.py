@@ -9,9 +9,16 @@ unique. A selection gate (``selected = true``) names no arm and exists only in a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pytest_sommelier.core.abstention import (
+    ABSTENTION_ACCURACY,
+    ABSTENTION_METRICS,
+    DECISION_ACCURACY,
+    EXPECT_CALL,
+    EXPECT_NO_CALL,
+)
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_METRIC
 from pytest_sommelier.core.gates import (
     ALL_THRESHOLDS,
@@ -28,6 +35,7 @@ from pytest_sommelier.core.metrics import ARGUMENT_F1, METRIC_NAMES
 from pytest_sommelier.core.types import (
     ArmConfig,
     ComparisonConfig,
+    Example,
     FormattedSplit,
     GateConfig,
     Suite,
@@ -38,9 +46,30 @@ from pytest_sommelier.data.suite.statistics_bounds import effect_problem
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.numbers import BASELINE_WORDS, LABEL_PREFIX, run_number
 
-GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC)
-"""Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES`` and
-``acceptable_call_match`` (present only when the split's examples carry acceptable values)."""
+GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC, *ABSTENTION_METRICS)
+"""Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES``,
+``acceptable_call_match`` (present only when the split's examples carry acceptable values) and
+the abstention metrics (``core.abstention``: present only when the split has examples that
+expect no call, or no single call)."""
+
+_NEEDS: dict[str, tuple[str, Callable[[Example], bool], str]] = {
+    ACCEPTABLE_METRIC: (
+        "examples with acceptable_arguments",
+        lambda e: e.acceptable_arguments is not None,
+        "write the split with sommelier import bfcl and sommelier format, or gate another metric",
+    ),
+    ABSTENTION_ACCURACY: (
+        'examples with expect = "no_call"',
+        lambda e: e.expect == EXPECT_NO_CALL,
+        "add abstention examples (sommelier import --abstention keep), or gate another metric",
+    ),
+    DECISION_ACCURACY: (
+        'examples with expect = "no_call" or "any_call"',
+        lambda e: e.expect != EXPECT_CALL,
+        "add abstention examples (sommelier import --abstention keep), or gate another metric",
+    ),
+}
+"""The metrics that exist only for some examples: what they need, the test, the hint."""
 
 
 RESERVED_GATE_NAME = "verdict"
@@ -458,13 +487,15 @@ def _float_or_none(value: Any) -> float | None:
 
 def check_gates_against_split(suite: Suite, split: FormattedSplit) -> None:
     """Refuse, at load, a gate on ``acceptable_call_match`` whose slices hold no example with
-    ``acceptable_arguments`` (the metric exists only for those): without this it was found
-    only after every item had run. A gap gate needs them in its gap slice and the reference
+    ``acceptable_arguments`` (the metric exists only for those), or on an abstention metric
+    whose slices hold no example it counts: without this it was found only after every item
+    had run. A gap gate needs them in its gap slice and the reference
     slice; an ``overall`` gate in any slice. A ``[statistics] noise_floor`` above the split's
     number of examples is refused here too (the one check of the suite against its split)."""
     for gate in suite.gates:
-        if gate.metric != ACCEPTABLE_METRIC:
+        if gate.metric not in _NEEDS:
             continue
+        needs, test, hint = _NEEDS[gate.metric]
         if gate.kind == "gap":
             wanted = [suite.slices[0], gate.slice]
         elif gate.slice == OVERALL:
@@ -472,19 +503,15 @@ def check_gates_against_split(suite: Suite, split: FormattedSplit) -> None:
         else:
             wanted = [gate.slice]
         needs_all = gate.kind == "gap"
-        present = [
-            any(e.acceptable_arguments is not None for e in split.slices.get(name, ()))
-            for name in wanted
-        ]
+        present = [any(test(e) for e in split.slices.get(name, ())) for name in wanted]
         if all(present) if needs_all else any(present):
             continue
         missing = [name for name, ok in zip(wanted, present, strict=True) if not ok]
         raise InputError(
             "SOM-SUITE-UNKNOWN-METRIC",
-            f"gates.metric {ACCEPTABLE_METRIC!r} needs examples with acceptable_arguments, and "
-            f"the split has none in slice(s) {', '.join(missing)}",
-            "write the split with sommelier import bfcl and sommelier format, or gate another "
-            "metric",
+            f"gates.metric {gate.metric!r} needs {needs}, and the split has none in slice(s) "
+            f"{', '.join(missing)}",
+            hint,
             where=f"{suite.path}: [[gates]] ({gate.name!r})",
         )
     noise = suite.statistics.noise_floor

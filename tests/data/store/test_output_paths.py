@@ -14,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from history_helpers import IMPROVED, V1, save_run, subprocess_session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,12 +26,11 @@ EXAMPLES = 40  # max_examples of the generated property below (reported in docs/
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding ``.sommelier`` with runs 0001 and 0002, and ``train.jsonl``."""
-    folder = tmp_path_factory.mktemp("outputs")
-    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
-    save_run(subprocess_session(folder, "one", V1), folder / ".sommelier")
-    save_run(subprocess_session(folder, "two", IMPROVED), folder / ".sommelier")
+def pristine(two_run_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding ``.sommelier`` with runs 0001 and 0002 (a copy of the session's store),
+    and ``train.jsonl``."""
+    folder = tmp_path_factory.mktemp("outputs") / "w"
+    shutil.copytree(two_run_store, folder, symlinks=True)
     (folder / "train.jsonl").write_text(
         json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n", encoding="utf-8"
     )

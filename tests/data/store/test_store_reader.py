@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from history_helpers import IMPROVED, V1, save_run, subprocess_session
+from history_helpers import V1
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,15 +30,9 @@ EXAMPLES = 15  # max_examples of the generated property below (reported in docs/
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding ``.sommelier`` with runs 0001 and 0002 of the scripted suite."""
-    folder = tmp_path_factory.mktemp("store")
-    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
-    one = subprocess_session(folder, "one", V1)
-    two = subprocess_session(folder, "two", IMPROVED)
-    save_run(one, folder / ".sommelier")
-    save_run(two, folder / ".sommelier")
-    return folder / ".sommelier"
+def pristine(two_run_store: Path) -> Path:
+    """``.sommelier`` with runs 0001 and 0002 of the scripted suite (the session's store)."""
+    return two_run_store / ".sommelier"
 
 
 def copy_store(pristine: Path, target: Path) -> Path:

@@ -77,8 +77,10 @@ class Candidate:
 
     query: str
     tools: list[dict[str, Any]]
-    gold_call: dict[str, Any]
+    gold_call: dict[str, Any] | None  # None for an abstention row (``expect`` not "call")
     system: str | None = None
+    expect: str = "call"  # "no_call": the assistant answered without a call (core.abstention)
+    answer: str | None = None  # the assistant's text answer of an abstention row
     note: tuple[str, str] | None = None
 
 
@@ -123,6 +125,10 @@ class ImportOptions:
     drop_system: bool = False
     """Drop each row's own system turn (``--drop-system``), so the default format policy,
     which writes its own, takes the rows."""
+    abstention: str = "skip"
+    """``--abstention keep|skip``: rows whose assistant answers without a call while tools are
+    offered become abstention examples (``expect = "no_call"``), or are skipped (``no_call``,
+    the default, as before 0.5)."""
     strict: bool = False
     """Any skipped row is fatal (``--strict``): a malformed row its own line, another skip
     ``SOM-IMPORT-STRICT``; nothing is written."""
@@ -370,6 +376,18 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
+ABSTENTION_CHOICES = ("keep", "skip")
+KEEP_HINT = "--abstention keep imports it as an abstention example"
+
+
+def abstention_skip(candidate: Candidate, abstention: str) -> Skip | None:
+    """The ``no_call`` skip of an abstention candidate under ``--abstention skip`` (the detail
+    says how to keep it); None for a call candidate or under ``keep``."""
+    if candidate.expect == "call" or abstention == "keep":
+        return None
+    return Skip("no_call", f"the assistant answers without a call ({KEEP_HINT})")
+
+
 def gold_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """Why ``arguments`` do not validate against the tool's ``schema`` (first error, by
     ``data.split.schema.arguments_error``, the one gold-arguments rule), or None."""
@@ -394,6 +412,8 @@ def check_candidate(candidate: Candidate) -> Skip | None:
             return Skip("invalid_schema", f"tool {tool['name']!r}: {problem}")
     by_name = {tool["name"]: tool for tool in candidate.tools}
     gold = candidate.gold_call
+    if gold is None:  # an abstention row: nothing to check against the tools
+        return None
     if gold["name"] not in by_name:
         return Skip("undeclared_tool", f"the call names {gold['name']!r}, not a declared tool")
     problem = gold_problem(by_name[gold["name"]]["parameters"], gold["arguments"])

@@ -37,6 +37,7 @@ from pytest_sommelier.data.prepare.importers.common import (
     ImportResult,
     Skip,
     Skipped,
+    abstention_skip,
     check_candidate,
     convert_row,
     nothing_converted,
@@ -200,6 +201,8 @@ def import_file(
         source = _source(record, where, options)
         outcome = convert_row(convert, record, where, strict=options.strict)
         if isinstance(outcome, Candidate):
+            outcome = abstention_skip(outcome, options.abstention) or outcome
+        if isinstance(outcome, Candidate):
             outcome = check_candidate(outcome) or outcome
         if isinstance(outcome, Skip):
             result.skipped.append(Skipped(example_id, where, outcome.reason, outcome.detail))
@@ -216,7 +219,13 @@ def import_file(
         if outcome.system is not None and not options.drop_system:
             row["system"] = outcome.system
             result.with_system += 1
-        row.update(query=outcome.query, tools=outcome.tools, gold_call=outcome.gold_call)
+        row.update(query=outcome.query, tools=outcome.tools)
+        if outcome.expect == "call":
+            row["gold_call"] = outcome.gold_call
+        else:  # an abstention example (--abstention keep)
+            row["expect"] = outcome.expect
+            if outcome.answer:
+                row["answer"] = outcome.answer
         converted.append((row, validate_prepared_row(row, where, number), where))
     kept = _drop_orphans(converted, result)
     rows = sample_rows(

@@ -98,8 +98,11 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
     if shape is not None:
         return shape
     calls = _CALL.findall(values[-1])
-    if not calls:
-        return Skip("no_call", "the reply holds no <tool_call>")
+    if not calls and "<tool_call>" in values[-1]:
+        return Skip("no_call", "the reply holds an unclosed <tool_call>")
+    if not calls:  # a text answer while tools are offered: an abstention candidate
+        answer = values[-1].strip() or None
+        return Candidate(values[-2], tools, None, expect="no_call", answer=answer)
     if len(calls) > 1:
         return Skip("several_calls", f"the reply holds {len(calls)} <tool_call> blocks")
     field = f"conversations[{len(turns) - 1}] <tool_call>"

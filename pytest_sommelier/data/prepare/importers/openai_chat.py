@@ -95,7 +95,7 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
     last = len(messages) - 1
     calls = messages[last].get("tool_calls")
     if calls is None or calls == []:
-        return Skip("no_call", "the assistant turn has no tool_calls")
+        return _answered(messages, roles, where, tools)
     if not isinstance(calls, list):
         raise malformed(where, f"messages[{last}].tool_calls", "must be a list")
     if len(calls) > 1:
@@ -110,6 +110,21 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
     if roles[0] == "system":
         system = text_content(messages[0].get("content"), where, "messages[0].content")
     return Candidate(query=query, tools=tools, gold_call=gold, system=system or None)
+
+
+def _answered(
+    messages: list[Any], roles: list[str], where: str, tools: list[dict[str, Any]]
+) -> Candidate:
+    """A conversation whose assistant answers in text, without a call, while tools are
+    offered: an abstention candidate (kept with ``--abstention keep``, else skipped)."""
+    last = len(messages) - 1
+    content = messages[last].get("content")
+    answer = "" if content is None else text_content(content, where, f"messages[{last}].content")
+    query = text_content(messages[last - 1].get("content"), where, f"messages[{last - 1}].content")
+    system = None
+    if roles[0] == "system":
+        system = text_content(messages[0].get("content"), where, "messages[0].content")
+    return Candidate(query, tools, None, system or None, expect="no_call", answer=answer or None)
 
 
 IMPORTER = Importer(

@@ -219,8 +219,8 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
             return schema
         tool["parameters"] = schema
         tools.append(tool)
-    if not answers:
-        return Skip("no_call", "answers is empty")
+    if not answers:  # xLAM's irrelevance rows: no offered tool fits (an abstention candidate)
+        return Candidate(query=query, tools=tools, gold_call=None, expect="no_call")
     if len(answers) > 1:
         return Skip("several_calls", f"answers holds {len(answers)} calls")
     gold = call_from_spec(answers[0], where, "answers[0]")
