@@ -221,8 +221,8 @@ def test_the_flag_wins_over_the_ini_file(pytester: pytest.Pytester) -> None:
         (["--sommelier-compare", "--sommelier-compare-fail=full_call_exact_match:2%"], None,
          "SOM-HISTORY-FAIL-SPEC: --sommelier-compare-fail / ini sommelier_compare_fail "
          "'full_call_exact_match:2%': margin '2%' is a percentage"),
-        (["--sommelier-compare", "--sommelier-compare-fail=exactness:0.02"], None,
-         "metric 'exactness' is not a metric"),
+        (["--sommelier-compare", "--sommelier-compare-fail=Exactness:0.02"], None,
+         "metric 'Exactness' is not a metric"),
         (["--sommelier-compare-fail=full_call_exact_match:0.02"], None,
          "--sommelier-compare-fail / ini sommelier_compare_fail: needs a stored run"),
     ],
@@ -262,11 +262,27 @@ def test_a_bad_compare_fail_spec_stops_the_session_at_configure(
 ) -> None:
     write_scripted_suite(pytester, SCRIPT)
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "--sommelier-compare", "--sommelier-compare-fail=recall:0.1"
-    )
+        "-p", "no:cacheprovider", "--sommelier-compare", "--sommelier-compare-fail=Recall:0.1"
+    )  # a lower-case name could be a scorer the suite enables: checked at collection
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     (line,) = [x for x in result.stderr.lines if "SOM-HISTORY-FAIL-SPEC" in x]
-    assert "'recall' is not a metric" in line and "Traceback" not in result.stderr.str()
+    assert "'Recall' is not a metric" in line and "Traceback" not in result.stderr.str()
+    assert calls(pytester) == []
+
+
+def test_a_compare_fail_name_neither_metric_nor_scorer_stops_the_session_at_collection(
+    pytester: pytest.Pytester,
+) -> None:
+    """A scorer-shaped name is kept at configure (a suite may enable that scorer) and refused
+    at collection, once the suite's scorers are known: one line, no model call."""
+    write_scripted_suite(pytester, SCRIPT)
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--sommelier-compare", "--sommelier-compare-fail=recall:0.1"
+    )
+    assert result.ret != pytest.ExitCode.OK
+    text = result.stdout.str() + result.stderr.str()
+    assert "'recall' is neither a metric nor a scorer of suite" in text
+    assert "Traceback" not in text
     assert calls(pytester) == []
 
 

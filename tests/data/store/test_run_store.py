@@ -467,7 +467,7 @@ def test_a_run_is_never_compared_with_itself(pytester: pytest.Pytester, capsys) 
         ("full_call_exact_match", "the spec"),
         ("a:b:c:d", "the spec"),
         ("full_call_exact_match::0.1", "the spec"),
-        ("exact:0.02", "metric"),
+        ("Exact:0.02", "metric"),  # not a scorer name either (lower-case snake case)
         ("full_call_exact_match:h e:0.02", "slice"),
         ("full_call_exact_match:he:2%", "margin"),
         ("full_call_exact_match:he:-0.1", "margin"),
