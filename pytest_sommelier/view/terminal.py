@@ -291,7 +291,7 @@ def gap_lines(
                 [
                     arm,
                     f"{lang} - {block['reference_slice']}",
-                    str(block["pairs"]),
+                    str(_counted_pairs(block, metric)),
                     f"{block['coverage']:.2f}",
                     fmt(block["gaps"].get(metric), True),
                     fmt_interval(entry),
@@ -305,6 +305,13 @@ def gap_lines(
     header = ["arm", "gap", "pairs", "coverage", SHORT[metric], "interval", "discordant",
               "method", "minimum detectable"]  # fmt: skip
     return table(header, rows)
+
+
+def _counted_pairs(block: Mapping[str, Any], metric: str) -> int:
+    """The pairs ``metric``'s gap counts: its power summary's (a rate over call examples leaves
+    out abstention pairs), else every pair of the cohort."""
+    summary = (block.get("power") or {}).get(metric) or {}
+    return int(summary.get("pairs", block["pairs"]))
 
 
 def gate_lines(verdict: Verdict | None, not_run: Mapping[str, str] | None = None) -> list[str]:

@@ -125,6 +125,10 @@ def test_mixed_split_reports_abstention_metrics(pytester: pytest.Pytester, xdist
     verdict = read_json(out / "gate_verdict.json")
     assert [g["passed"] for g in verdict["gates"]] == [True, True, True]
     result.stdout.fnmatch_lines(["*calls*no_call*any_call*", "*abstention accuracy*"])
+    # the gaps table counts the pairs full_call's gap is over: the 2 call pairs, not all 4
+    assert gap["pairs"] == 4
+    (row,) = [x for x in result.stdout.lines if x.strip().startswith("adapter  he - en")]
+    assert row.split()[4] == "2", row
 
 
 def test_gate_on_abstention_fails(pytester: pytest.Pytester) -> None:
