@@ -182,3 +182,16 @@ def test_an_abstention_record_whose_status_contradicts_its_parse_is_refused() ->
     bad["parse_status"] = "ok"
     with pytest.raises(InvariantError, match="SOM-METRIC-STATUS-CALL-MISMATCH"):
         example_components(bad)
+
+
+@given(prose)
+def test_an_unclosed_reasoning_span_is_never_an_abstention(thought: str) -> None:
+    """A declared reasoning span that never closed leaves no answer (``content_text`` null):
+    however harmless the raw text, the no_call example is wrong, ``reasoning_unterminated``."""
+    rec = record(f"<think>{thought}", content_text=None, reasoning_text=thought)
+    rec["parsed_call"], rec["parse_status"] = None, "no_json"  # no content: nothing parsed
+    assert not decision_right(rec)
+    assert miss_category(rec) == "reasoning_unterminated"
+    closed = record("I can't help with that.", reasoning_text=thought,
+                    content_text="I can't help with that.")  # fmt: skip
+    assert decision_right(closed) and miss_category(closed) is None
