@@ -47,12 +47,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 from pytest_sommelier.core.metrics import (
+    BAD_CALL_HINT,
     METRIC_NAMES,
     Component,
     canonical_json,
+    checked_status,
+    example_id_of,
     flatten_arguments,
 )
-from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
+from pytest_sommelier.core.parse import call_shape_error
 from pytest_sommelier.core.parse_v2 import ORDER_ANY, ORDER_EXACT, ORDERS
 from pytest_sommelier.core.types import Call, Metrics
 from pytest_sommelier.errors import InvariantError
@@ -179,20 +182,12 @@ def match_calls(predicted: Sequence[Call], gold: Sequence[Call], order: str) -> 
     return CallMatching(tuple(pairs), len(exact_pairs), shared)
 
 
-def _example_id(record: Mapping[str, Any]) -> str:
-    """The record's example id for error messages (``<unknown>`` if it has none)."""
-    return str(record.get("example_id", "<unknown>"))
-
-
 def _checked_list(record: Mapping[str, Any], field: str) -> list[Call]:
     """``record[field]`` after checking it is a non-empty array of calls
     (``core.parse.call_shape_error``, the one call-shape rule)."""
     calls = record.get(field)
-    where = f"example {_example_id(record)}"
-    hint = (
-        "gold calls come from target_text and parsed calls from the parser; "
-        "re-derive the record instead of editing it"
-    )
+    where = f"example {example_id_of(record)}"
+    hint = BAD_CALL_HINT
     if not isinstance(calls, list) or not calls:
         raise InvariantError(
             "SOM-METRIC-BAD-CALL", f"{field} is not a non-empty array of calls", hint, where=where
@@ -211,23 +206,7 @@ def checked_call_sets(record: Mapping[str, Any]) -> tuple[list[Call] | None, lis
     """``(parsed_calls or None, gold_calls)`` of a v2 scoring record after its consistency
     checks: a known status, ``parsed_calls`` exactly when the status is ``ok``, both non-empty
     arrays of well-formed calls. Any violation is an InvariantError naming the example id."""
-    status = record.get("parse_status")
-    where = f"example {_example_id(record)}"
-    if status not in STATUSES:
-        raise InvariantError(
-            "SOM-METRIC-UNKNOWN-STATUS",
-            f"parse_status {status!r} is not one of {', '.join(STATUSES)}",
-            "re-run the parser over raw_text",
-            where=where,
-        )
-    has_calls = record.get("parsed_calls") is not None
-    if has_calls != (status == STATUS_OK):
-        raise InvariantError(
-            "SOM-METRIC-STATUS-CALL-MISMATCH",
-            f"parse_status {status!r} with parsed_calls {'set' if has_calls else 'null'}",
-            "parsed calls are present exactly when the status is ok; re-run the parser",
-            where=where,
-        )
+    has_calls = checked_status(record, "parsed_calls", "parsed calls are")
     gold = _checked_list(record, "gold_calls")
     parsed = _checked_list(record, "parsed_calls") if has_calls else None
     return parsed, gold

@@ -196,7 +196,14 @@ def record_hit(record: Mapping[str, Any]) -> bool:
     return decision_right(record)
 
 
-def _example_id(record: Mapping[str, Any]) -> str:
+BAD_CALL_HINT = (
+    "gold calls come from target_text and parsed calls from the parser; "
+    "re-derive the record instead of editing it"
+)
+"""The hint of a ``SOM-METRIC-BAD-CALL`` refusal (v1's calls and v2's call lists alike)."""
+
+
+def example_id_of(record: Mapping[str, Any]) -> str:
     """The record's example id for error messages (``<unknown>`` if it has none)."""
     return str(record.get("example_id", "<unknown>"))
 
@@ -210,9 +217,8 @@ def _check_call(record: Mapping[str, Any], field: str) -> Call:
         raise InvariantError(
             "SOM-METRIC-BAD-CALL",
             f"{path} {problem.problem}",
-            "gold calls come from target_text and parsed calls from the parser; "
-            "re-derive the record instead of editing it",
-            where=f"example {_example_id(record)}",
+            BAD_CALL_HINT,
+            where=f"example {example_id_of(record)}",
         )
     return cast(Call, call)
 
@@ -223,18 +229,21 @@ def _checked_calls(record: Mapping[str, Any]) -> tuple[Call | None, Call]:
     Invariant: a known status; a parsed call exactly when the status is ``ok``; both calls
     well formed. Any violation is an InvariantError naming the example id.
     """
-    has_call = _checked_status(record)
+    has_call = checked_status(record)
     gold = _check_call(record, "gold_call")
     parsed = _check_call(record, "parsed_call") if has_call else None
     return parsed, gold
 
 
-def _checked_status(record: Mapping[str, Any]) -> bool:
-    """Whether the record has a parsed call, after checking its status is known and agrees
-    with it (a parsed call exactly when ``ok``; the call's shape is the caller's check);
-    InvariantError naming the example."""
+def checked_status(
+    record: Mapping[str, Any], field: str = "parsed_call", present: str = "a parsed call is"
+) -> bool:
+    """Whether the record has a ``field`` (parser v1's ``parsed_call``, v2's ``parsed_calls``,
+    ``present`` naming it in the hint), after checking its status is known and agrees with it
+    (set exactly when ``ok``; the shape is the caller's check); InvariantError naming the
+    example."""
     status = record.get("parse_status")
-    where = f"example {_example_id(record)}"
+    where = f"example {example_id_of(record)}"
     if status not in STATUSES:
         raise InvariantError(
             "SOM-METRIC-UNKNOWN-STATUS",
@@ -242,12 +251,12 @@ def _checked_status(record: Mapping[str, Any]) -> bool:
             "re-run the parser over raw_text",
             where=where,
         )
-    has_call = record.get("parsed_call") is not None
+    has_call = record.get(field) is not None
     if has_call != (status == STATUS_OK):
         raise InvariantError(
             "SOM-METRIC-STATUS-CALL-MISMATCH",
-            f"parse_status {status!r} with parsed_call {'set' if has_call else 'null'}",
-            "a parsed call is present exactly when the status is ok; re-run the parser",
+            f"parse_status {status!r} with {field} {'set' if has_call else 'null'}",
+            f"{present} present exactly when the status is ok; re-run the parser",
             where=where,
         )
     return has_call
@@ -298,14 +307,14 @@ def _example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
     the five: 0/0 each."""
     expect = record.get("expect")
     if expect is not None and expect != "call":
-        if _checked_status(record):
+        if checked_status(record):
             _check_call(record, "parsed_call")
         if record.get("gold_call") is not None:
             raise InvariantError(
                 "SOM-METRIC-BAD-CALL",
                 f"gold_call is set on an example that expects {expect!r}",
                 "an abstention example has no gold call; re-derive the record",
-                where=f"example {_example_id(record)}",
+                where=f"example {example_id_of(record)}",
             )
         return NOT_COUNTED
     parsed, gold = _checked_calls(record)
