@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable
+import sys
+from pathlib import Path
 
 from pytest_sommelier.core.call_sets import match_calls
 from pytest_sommelier.core.parse import parse_tool_call
 from pytest_sommelier.core.parse_v2 import parse_tool_calls
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_parser import best_time, rate  # the v1 benchmark's timing, shared
 
 CALL = '{"name": "get_weather", "arguments": {"city": "Paris", "units": "celsius", "days": 3}}'
 CALL2 = '{"name": "get_weather", "arguments": {"city": "London", "units": "celsius", "days": 3}}'
@@ -34,27 +37,6 @@ TYPICAL = [
     "I'm sorry, but I can't help with that request without more details about the city.",
     '{"name": "get_weather", "arguments": {"city": "Paris", "units": "celsius",}}',
 ]
-
-
-def best_time(function: Callable[[], object], repeats: int) -> float:
-    """The best wall time of ``repeats`` calls (the least disturbed by the shared CPU)."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def rate(parser: Callable[[str], object], texts: list[str], rounds: int, repeats: int) -> float:
-    """Parses per second over ``rounds`` passes of ``texts``."""
-
-    def run() -> None:
-        for _ in range(rounds):
-            for text in texts:
-                parser(text)
-
-    return rounds * len(texts) / best_time(run, repeats)
 
 
 def large_outputs(size: int) -> dict[str, str]:
