@@ -46,7 +46,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -58,6 +60,10 @@ from pytest_sommelier.core.clusters import (
 )
 from pytest_sommelier.core.distributions import t_quantile
 from pytest_sommelier.core.intervals import TANGO_CONTINUITY, normal_equivalent_level
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_coverage_small import print_table  # the small-cell benchmark's table printer
 
 MARGIN_KEYS = (("ni", "0.4"), ("ni", "now"), ("ni", "score"), ("eq", "0.4"), ("eq", "now"),
                ("eq", "score"))
@@ -256,18 +262,6 @@ def coverage_part(runs: int, markdown: bool) -> None:
         ratios = [row[name][1] / row["0.4"][1] for row in big]
         print(f"# width {name} / 0.4 in the clustered cells with n >= 300: at most "
               f"{max(ratios):.3f}x, mean {np.mean(ratios):.3f}x")
-
-
-def print_table(header, rows, markdown: bool) -> None:
-    if markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
-        return
-    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=True)]
-    for row in (header, *rows):
-        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip())
 
 
 def main() -> None:
