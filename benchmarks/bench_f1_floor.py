@@ -44,6 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_coverage_small import print_table
 from bench_f1_ceiling import jackknife, pairs, ratio, with_pseudo
 
 from pytest_sommelier.core.ratio_intervals import mover_bounds, mover_interval
@@ -147,15 +148,7 @@ def main() -> None:
     body = [(label, str(res["n"]), f"{res['truth']:+.3f}", f"{res['informative']:.1f}",
              *(f"{res[m][0]:.3f} / {res[m][1]:.3f} / {res[m][2]:.3f}" for m in methods))
             for label, res in rows]  # fmt: skip
-    if args.markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for row in body:
-            print("| " + " | ".join(row) + " |")
-    else:
-        widths = [max(len(x) for x in col) for col in zip(header, *body, strict=True)]
-        for row in (header, *body):
-            print("  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip())
+    print_table(header, body, args.markdown)
     for m in methods:
         worst = min(rows, key=lambda row: row[1][m][0])
         worst_pass = max(rows, key=lambda row: row[1][m][2])
