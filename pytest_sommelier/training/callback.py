@@ -74,7 +74,7 @@ from pytest_sommelier.numbers import whole_number
 from pytest_sommelier.plugin.runner import Runner
 from pytest_sommelier.training.live_run import LiveRun, evaluate_live
 from pytest_sommelier.training.state import evaluation_mode
-from pytest_sommelier.training.stop_rule import StopRule
+from pytest_sommelier.training.stop_rule import GATE_FAIL, StopRule, StopWhen, parse_stop_when
 
 PREFIX = "sommelier"
 """The prefix of every logged name: ``sommelier/<arm>/<metric>``."""
@@ -96,6 +96,11 @@ class CheckpointResult:
     line: str
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    verdict: str | None = None
+    """The run's verdict (``pass``, ``fail``, ``incomplete``); None when no verdict was
+    written or the checkpoint was not evaluated."""
+    gates: dict[str, bool] = field(default_factory=dict)
+    """Each gate of the verdict: its name -> passed."""
 
 
 SAMPLE_LIMIT = 999_999_999
@@ -305,7 +310,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
     trained arm). ``arm``: the suite arm the model being trained stands for (default: the
     suite's only adapter arm, else ``"adapter"``). ``max_examples``/``seed``: evaluate a seeded
     sample of that many roots with their translations (``--sommelier-sample N:SEED``).
-    ``stop_when``: ``"no_improvement:METRIC:PATIENCE"`` (``training.stop_rule``). ``out``: the
+    ``stop_when``: ``"no_improvement:METRIC:PATIENCE"`` or ``"gate_fail:NAME"``
+    (``training.stop_rule``). ``out``: the
     folder of the runs (default ``runs/``); ``storage``: the run store (default ``.sommelier``;
     ``store`` is the same option under another name, and two different ones are refused);
     ``cache_dir``: the generation cache (default pytest's, ``None`` for none). Give the trainer
@@ -391,12 +397,9 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             raise refuse_option(
                 "arm", f"arm={shown(self.arm)} is not an arm name", "e.g. arm='adapter'"
             )
-        if self.stop_when is not None and not isinstance(self.stop_when, str):
-            raise refuse_option(
-                "stop_when",
-                f"stop_when={shown(self.stop_when)} is not a string",
-                "e.g. stop_when='no_improvement:full_call_exact_match:2'",
-            )
+        self.stop_spec: StopWhen | None = (
+            None if self.stop_when is None else parse_stop_when(self.stop_when)
+        )
         for name in ("quiet", "check_base"):
             if not isinstance(getattr(self, name), bool):
                 raise refuse_option(
@@ -482,7 +485,18 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             where=f"{suite.path}: SommelierCallback({self.store_option}={self.store})",
         )
         adapter = self._adapter_name(model)
-        if self.stop_when is not None:
+        if self.stop_spec is not None and self.stop_spec.kind == GATE_FAIL:
+            names = [g.name for g in self.suite.gates]
+            if self.stop_spec.gate not in names:
+                raise refuse_option(
+                    "stop_when",
+                    f"stop_when={shown(self.stop_when)} names gate {self.stop_spec.gate!r}, "
+                    f"which the evaluated suite does not hold (its gates: "
+                    f"{', '.join(map(repr, names)) or 'none'})",
+                    "name a [[gates]] entry of the suite the callback evaluates (selection "
+                    "gates are the sweep's)",
+                )
+        elif self.stop_when is not None:
             clusters = example_clusters(self.split.examples, suite.statistics.cluster)
             self.rule = StopRule.of(self.stop_when, suite.statistics, clusters)
         bases = {n: a for n, a in self.suite.arms.items() if n != self.trained}
@@ -641,11 +655,19 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         stored = live.stored.number if live.stored is not None else None
         if stored is not None:
             numbers[f"{PREFIX}/stored_run"] = float(stored)
+        verdict, gates = verdict_of(live)
+        numbers.update(verdict_numbers(verdict, gates))
         evidence = ""
         if self.rule is not None and current:
             stop, evidence = self.rule.update(step, current)
             numbers[f"{PREFIX}/stop"] = float(stop)
             if stop:
+                control.should_training_stop = True
+        elif self.stop_spec is not None and self.stop_spec.kind == GATE_FAIL:
+            stop = gates.get(str(self.stop_spec.gate)) is False
+            numbers[f"{PREFIX}/stop"] = float(stop)
+            if stop:
+                evidence = f"gate {self.stop_spec.gate!r} failed; stopping"
                 control.should_training_stop = True
         self._previous = current
         result = CheckpointResult(
@@ -658,6 +680,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             line="",
             errors=live.errors,
             seconds=time.perf_counter() - started,
+            verdict=verdict,
+            gates=gates,
         )
         result.line = self._line(result, live, evidence)
         self.results.append(result)
@@ -824,6 +848,30 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         from pytest_sommelier.data.split.sample import sample_split
 
         return sample_split(split, self.max_examples, self.seed)
+
+
+def verdict_of(live: LiveRun) -> tuple[str | None, dict[str, bool]]:
+    """The run's verdict name (None when no verdict was written) and each gate's pass/fail,
+    by gate name, as ``gate_verdict.json`` holds them."""
+    outcome = live.outcome.verdict
+    if outcome is None or live.no_verdict is not None:
+        return None, {}
+    return str(outcome["verdict"]), {g["name"]: bool(g["passed"]) for g in outcome["gates"]}
+
+
+def verdict_numbers(verdict: str | None, gates: Mapping[str, bool]) -> dict[str, float]:
+    """The logged verdict: ``sommelier/verdict`` 1.0 for ``pass`` with gates, 0.0 for any other
+    written verdict (``fail``, ``incomplete``), NaN when nothing was gated or no verdict was
+    written (a logger takes NaN; it is never a pass); ``sommelier/gate/<name>`` 1.0 passed,
+    0.0 failed, for each gate."""
+    numbers = {f"{PREFIX}/verdict": math.nan}
+    if verdict is not None and gates:
+        numbers[f"{PREFIX}/verdict"] = 1.0 if verdict == "pass" else 0.0
+    elif verdict is not None and verdict != "pass":
+        numbers[f"{PREFIX}/verdict"] = 0.0
+    for name, passed in gates.items():
+        numbers[f"{PREFIX}/gate/{name}"] = 1.0 if passed else 0.0
+    return numbers
 
 
 def metric_prefix(metrics: Mapping[str, Any]) -> str:

@@ -1,5 +1,10 @@
-"""``stop_when="no_improvement:METRIC:PATIENCE"``: stop training when the paired evidence shows
-no gain over the best checkpoint for PATIENCE evaluations in a row.
+"""``stop_when``: when the callback ends training. Two forms, one parser
+(:func:`parse_stop_when`):
+
+- ``"no_improvement:METRIC:PATIENCE"``: stop when the paired evidence shows no gain over the
+  best checkpoint for PATIENCE evaluations in a row (:class:`StopRule`, below);
+- ``"gate_fail:NAME"``: stop at the first checkpoint whose verdict holds gate NAME failed (the
+  name is checked against the evaluated suite's gates at ``on_train_begin``).
 
 The first evaluated checkpoint is the best so far. Each later one is compared with the best
 over the same examples (``core.stored_comparison.paired_interval``: the suite's ``[statistics]``
@@ -24,27 +29,59 @@ from pytest_sommelier.core.types import ScoringRecord, StatisticsConfig
 from pytest_sommelier.errors import InputError
 
 RULE = "no_improvement"
+GATE_FAIL = "gate_fail"
+HINT = "e.g. stop_when='no_improvement:full_call_exact_match:2' or stop_when='gate_fail:NAME'"
 
 
-def parse_stop_rule(spec: str) -> tuple[str, int]:
+@dataclass(frozen=True)
+class StopWhen:
+    """One parsed ``stop_when``: ``kind`` is :data:`RULE` (``metric``, ``patience`` set) or
+    :data:`GATE_FAIL` (``gate`` set)."""
+
+    kind: str
+    metric: str | None = None
+    patience: int | None = None
+    gate: str | None = None
+
+
+def refuse(spec: object, problem: str) -> InputError:
+    """The one line of a bad ``stop_when``."""
+    shown = repr(spec)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return InputError(
+        "SOM-TRAIN-OPTION", f"stop_when {shown} {problem}", HINT,
+        where="SommelierCallback(stop_when=...)",
+    )  # fmt: skip
+
+
+def parse_stop_when(spec: object) -> StopWhen:
+    """Either form of ``stop_when`` (module docstring); one ``SOM-TRAIN-OPTION`` line naming
+    ``stop_when`` otherwise. A gate name is printable text without ``::`` (as the suite's)."""
+    if isinstance(spec, str) and spec.startswith(f"{GATE_FAIL}:"):
+        name = spec[len(GATE_FAIL) + 1 :]
+        if not name.strip() or not name.isprintable() or "::" in name:
+            raise refuse(spec, "names no gate: gate_fail:NAME takes a gate's name")
+        return StopWhen(GATE_FAIL, gate=name)
+    metric, patience = parse_stop_rule(spec)
+    return StopWhen(RULE, metric=metric, patience=patience)
+
+
+def parse_stop_rule(spec: object) -> tuple[str, int]:
     """``(metric, patience)`` of ``no_improvement:METRIC:PATIENCE``; an ``InputError``
     (``SOM-TRAIN-OPTION``) naming ``stop_when`` otherwise."""
-    parts = spec.split(":") if isinstance(spec, str) else []
+    if not isinstance(spec, str):
+        raise refuse(spec, "is not a string")
+    parts = spec.split(":")
     problem = None
     if len(parts) != 3 or parts[0] != RULE:
-        problem = "is not no_improvement:METRIC:PATIENCE"
+        problem = "is not no_improvement:METRIC:PATIENCE nor gate_fail:NAME"
     elif parts[1] not in (*METRIC_NAMES, *ABSTENTION_METRICS):
         known = ", ".join((*METRIC_NAMES, *ABSTENTION_METRICS))
         problem = f"names metric {parts[1]!r}, not one of {known}"
     elif re.fullmatch(r"[0-9]{1,6}", parts[2]) is None or int(parts[2]) < 1:
         problem = f"has patience {parts[2]!r}, not a whole number of evaluations >= 1"
     if problem is not None:
-        raise InputError(
-            "SOM-TRAIN-OPTION",
-            f"stop_when {spec!r} {problem}",
-            "e.g. stop_when='no_improvement:full_call_exact_match:2'",
-            where="SommelierCallback(stop_when=...)",
-        )
+        raise refuse(spec, problem)
     return parts[1], int(parts[2])
 
 
@@ -99,4 +136,4 @@ class StopRule:
         return stop, line
 
 
-__all__ = ["RULE", "StopRule", "parse_stop_rule"]
+__all__ = ["GATE_FAIL", "RULE", "StopRule", "StopWhen", "parse_stop_rule", "parse_stop_when"]

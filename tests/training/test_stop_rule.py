@@ -25,6 +25,59 @@ def test_any_stop_rule_text_parses_or_is_one_line_naming_stop_when(text: str) ->
     assert text == f"no_improvement:{metric}:{text.rsplit(':', 1)[1]}"
 
 
+@given(st.one_of(st.text(max_size=40), st.text(max_size=30).map(lambda t: "gate_fail:" + t),
+                 st.integers(), st.none(), st.lists(st.text(max_size=3), max_size=2)))
+def test_any_stop_when_parses_to_one_form_or_is_one_line_naming_stop_when(value: object) -> None:
+    from pytest_sommelier.training.stop_rule import GATE_FAIL, RULE, parse_stop_when
+
+    try:
+        spec = parse_stop_when(value)
+    except InputError as error:
+        assert "\n" not in str(error) and "stop_when" in str(error)
+        assert len(str(error)) < 400  # a hostile value is quoted, shortened
+        return
+    assert isinstance(value, str)
+    if spec.kind == GATE_FAIL:
+        assert value == f"gate_fail:{spec.gate}" and spec.gate and spec.gate.strip()
+        assert spec.gate.isprintable() and "::" not in spec.gate
+    else:
+        assert spec.kind == RULE and spec.patience is not None and spec.patience >= 1
+        assert value.startswith(f"no_improvement:{spec.metric}:")
+
+
+def test_gate_fail_without_a_name_is_refused() -> None:
+    from pytest_sommelier.training.stop_rule import parse_stop_when
+
+    for text in ("gate_fail:", "gate_fail: ", "gate_fail:a::b", "gate_fail:\x00"):
+        try:
+            parse_stop_when(text)
+        except InputError as error:
+            assert "stop_when" in str(error) and "gate" in str(error)
+        else:
+            raise AssertionError(text)
+    assert parse_stop_when("gate_fail:not-worse").gate == "not-worse"
+
+
+@given(st.sampled_from(["pass", "fail", "incomplete", None]),
+       st.dictionaries(st.text(min_size=1, max_size=8), st.booleans(), max_size=4))
+def test_the_logged_verdict_is_one_zero_or_nan_never_a_bare_pass(
+    verdict: str | None, gates: dict[str, bool]
+) -> None:
+    import math
+
+    from pytest_sommelier.training.callback import verdict_numbers
+
+    numbers = verdict_numbers(verdict, gates)
+    value = numbers["sommelier/verdict"]
+    if verdict is None or (verdict == "pass" and not gates):
+        assert math.isnan(value)
+    else:
+        assert value == (1.0 if verdict == "pass" else 0.0)
+    assert {k: v for k, v in numbers.items() if k != "sommelier/verdict"} == {
+        f"sommelier/gate/{name}": float(passed) for name, passed in gates.items()
+    }
+
+
 def test_any_unicode_digit_patience_is_refused_not_a_crash() -> None:
     from pytest_sommelier.training.stop_rule import parse_stop_rule
 

@@ -359,6 +359,51 @@ def test_the_stop_rule_stops_training_with_its_evidence(
 
 
 @pytest.mark.slow
+def test_a_failing_gate_is_in_log_history_and_stops_training(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    gates = [{"name": "parses", "arm": "adapter", "metric": "valid_json_rate", "min": 0.99},
+             {"name": "any", "arm": "adapter", "metric": "valid_json_rate", "min": 0.0}]
+    suite = training_suite(tmp_path, model_dir, arms={"base": {}, "adapter": {}}, gates=gates)
+    callback = SommelierCallback(
+        suite, out=tmp_path / "runs", store=tmp_path / "store", cache_dir=tmp_path / "cache",
+        stop_when="gate_fail:parses", quiet=True,
+    )
+    trainer = train(model_dir, tmp_path / "out", callback)
+    # the tiny random model writes no JSON: the first checkpoint fails `parses` and stops
+    assert [r.step for r in callback.results] == [2]
+    assert trainer.state.global_step == 2
+    result = callback.results[0]
+    assert result.verdict == "fail" and result.gates == {"parses": False, "any": True}
+    assert "gate 'parses' failed; stopping" in result.line
+    verdict = read_json(result.run_dir / "gate_verdict.json")
+    assert verdict["verdict"] == result.verdict
+    logged = [e for e in trainer.state.log_history if "sommelier/verdict" in e]
+    assert len(logged) == 1 and logged[0]["step"] == 2
+    assert logged[0]["sommelier/verdict"] == 0.0 and logged[0]["sommelier/stop"] == 1.0
+    assert logged[0]["sommelier/gate/parses"] == 0.0 and logged[0]["sommelier/gate/any"] == 1.0
+
+
+@pytest.mark.slow
+def test_gate_fail_naming_no_gate_of_the_suite_fails_before_any_step(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    suite = training_suite(tmp_path, model_dir)
+    callback = SommelierCallback(suite, out=tmp_path / "runs", store=tmp_path / "store",
+                                 stop_when="gate_fail:nope", quiet=True)
+    with pytest.raises(InputError) as caught:
+        train(model_dir, tmp_path / "out", callback)
+    assert "SOM-TRAIN-OPTION" in str(caught.value) and "'nope'" in str(caught.value)
+    assert not list((tmp_path / "out").glob("checkpoint-*"))
+
+
+@pytest.mark.slow
 def test_max_examples_draws_the_sample_the_pytest_option_draws(
     tiny: tuple[Path, Path], tmp_path: Path, pytester: pytest.Pytester
 ) -> None:
