@@ -73,6 +73,7 @@ from pytest_sommelier.inference.split_check import load_checked_suite
 from pytest_sommelier.numbers import whole_number
 from pytest_sommelier.plugin.runner import Runner
 from pytest_sommelier.training.live_run import LiveRun, evaluate_live
+from pytest_sommelier.training.resume import replayed, training_runs
 from pytest_sommelier.training.state import evaluation_mode
 from pytest_sommelier.training.stop_rule import GATE_FAIL, StopRule, StopWhen, parse_stop_when
 
@@ -517,7 +518,29 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             self.cache = GenerationCache(self.cache_dir, where="SommelierCallback(cache_dir=...)")
         if not self.quiet and self.max_examples is not None and self.split.sample is None:
             print(whole_split_note(split, self.max_examples, "max_examples"), flush=True)
+        if int(state.global_step) > 0:
+            self._resume(int(state.global_step))
         self.ready = True
+
+    def _resume(self, step: int) -> None:
+        """A resumed trainer (``resume_from_checkpoint``): the memory of this training run's
+        checkpoints up to ``step`` read back from the store and replayed (``training.resume``):
+        the previous checkpoint, the stop rule's best, its count and so an earlier stop."""
+        assert self.suite is not None
+        runs = training_runs(self.store, self.suite.name, self.trained, step)
+        for earlier, records in replayed(runs, self.trained):
+            if self.rule is not None and records:
+                self.rule.update(earlier, records)
+            self._previous = records or self._previous
+            self._evaluated.add(earlier)
+        if not self.quiet:
+            read = ", ".join(f"{run.number:04d}" for run in runs if run.number is not None)
+            print(
+                f"sommelier: resumed at step {step}: "
+                + (f"{len(runs)} evaluated checkpoint(s) read back (stored runs {read})"
+                   if runs else "no stored run of this training run at that step; a fresh start"),
+                flush=True,
+            )  # fmt: skip
 
     def on_save(
         self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any

@@ -404,6 +404,50 @@ def test_gate_fail_naming_no_gate_of_the_suite_fails_before_any_step(
 
 
 @pytest.mark.slow
+def test_a_resumed_trainer_continues_vs_previous_and_patience(
+    tiny: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from transformers import Trainer, TrainingArguments
+
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    suite = training_suite(tmp_path, model_dir)
+
+    def run(steps: int, resume: str | None) -> tuple[Any, Any]:
+        callback = SommelierCallback(
+            suite, out=tmp_path / "runs", store=tmp_path / "store", cache_dir=tmp_path / "cache",
+            stop_when="no_improvement:full_call_exact_match:2",
+        )  # fmt: skip
+        args = TrainingArguments(
+            output_dir=str(tmp_path / "out"), max_steps=steps, save_strategy="steps",
+            save_steps=SAVE_EVERY, per_device_train_batch_size=2, learning_rate=5e-2,
+            logging_steps=1, use_cpu=True, report_to="none", disable_tqdm=True, seed=0,
+        )  # fmt: skip
+        trainer = Trainer(model=lora_model(model_dir), args=args, train_dataset=dataset(model_dir))
+        callback.attach(trainer)
+        trainer.train(resume_from_checkpoint=resume)
+        return callback, trainer
+
+    first, _ = run(4, None)  # steps 2 (the first, the best) and 4 (no gain, 1 of 2)
+    assert "no gain (1 of 2)" in first.results[-1].line
+    capsys.readouterr()
+    second, trainer = run(8, str(tmp_path / "out" / "checkpoint-4"))
+    out = capsys.readouterr().out
+    assert "resumed at step 4: 2 evaluated checkpoint(s) read back" in out
+    # step 6 is compared with step 4 (vs previous) and counts on from 1: the rule stops there
+    assert [r.step for r in second.results] == [6]
+    line = second.results[0].line
+    assert "vs previous" in line and "vs best step 2" in line
+    assert line.endswith("no gain (2 of 2); stopping") and trainer.state.global_step == 6
+    assert "step 6 is the first" not in line
+    # log_history is the checkpoint's (its step 2 entry) and then the resumed run's
+    logged = [e for e in trainer.state.log_history if "sommelier/stop" in e and e["step"] > 4]
+    assert [e["step"] for e in logged] == [6] and logged[0]["sommelier/stop"] == 1.0
+    assert "sommelier/adapter-vs-previous/full_call_exact_match/delta" in logged[0]
+
+
+@pytest.mark.slow
 def test_max_examples_draws_the_sample_the_pytest_option_draws(
     tiny: tuple[Path, Path], tmp_path: Path, pytester: pytest.Pytester
 ) -> None:
