@@ -33,7 +33,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"sommelier check: {error}", file=sys.stderr)
             split_error = error
     try:
-        split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+        split = load_split(
+            suite.test_split,
+            suite.slices,
+            arguments_key=suite.arguments_key,
+            parser_version=suite.parser_version,
+            parser_order=suite.parser_order,
+        )
         for warning in reasoning_warnings(suite, split):
             print(f"reasoning: warning: {warning}")
     except SommelierError as error:

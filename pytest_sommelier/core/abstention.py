@@ -211,11 +211,14 @@ def tool_names(tools: Any) -> list[str]:
 
 def scoring_fields(example: Example) -> dict[str, Any]:
     """What a scoring record carries of its example beyond the gold call (core.pipeline):
-    nothing for a ``call`` example (its record is what it was before 0.5); for the others
+    nothing for a ``call`` example (its record is what it was before 0.5) but, under parser v2,
+    its ``gold_calls`` and ``call_order`` (core.call_sets); for the others
     ``expect``, the template's ``call_markers`` and, for ``any_call``, the offered
     ``tool_names``."""
     if example.expect == EXPECT_CALL:
-        return {}
+        if example.gold_calls is None:
+            return {}
+        return {"gold_calls": list(example.gold_calls), "call_order": example.call_order}
     fields: dict[str, Any] = {"expect": example.expect, "call_markers": list(example.call_markers)}
     if example.expect == EXPECT_ANY_CALL:
         fields["tool_names"] = tool_names(example.tools)

@@ -124,7 +124,13 @@ def load_checked_suite(path: Path, *, live: bool = False) -> tuple[Suite, Format
     from pytest_sommelier.data.suite.load import load_suite
 
     suite = load_suite(path, live=live)
-    split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+    split = load_split(
+        suite.test_split,
+        suite.slices,
+        arguments_key=suite.arguments_key,
+        parser_version=suite.parser_version,
+        parser_order=suite.parser_order,
+    )
     check_gates_against_split(suite, split)
     check_split_tokenizer(suite)
     check_split_template_kwargs(suite, split)
