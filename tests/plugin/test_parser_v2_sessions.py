@@ -179,3 +179,43 @@ def test_rescore_reproduces_a_v2_run(pytester: pytest.Pytester) -> None:
     before = _artifacts(out)
     assert main(["rescore", str(out), "--out", str(pytester.path / "again")]) == 0
     assert _artifacts(pytester.path / "again") == before
+
+
+ONE_CALL = {"en-0": W_PARIS, "en-1": SEARCH, "he-0": W_PARIS}
+
+
+def _one_call_suite(pytester: pytest.Pytester, parser: dict | None) -> None:
+    one = [
+        make_row(i, i[:2], SOURCES.get(i), call, prompt_text=f"<user>prompt {i}</user>\n")
+        for i, call in ONE_CALL.items()
+    ]
+    overrides = {} if parser is None else {"parser": parser}
+    write_suite(pytester.path / "suite", rows=one, **overrides)
+    script = {"adapter": {"en-0": json.dumps(W_PARIS), "en-1": json.dumps(BOOK)}, "base": {}}
+    (pytester.path / "suite" / "conftest.py").write_text(FAKE_CONFTEST)
+    (pytester.path / "suite" / "script.json").write_text(json.dumps(script))
+
+
+def test_one_call_golds_score_as_v1_and_v1_against_v2_is_not_compared(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    _one_call_suite(pytester, None)
+    assert run(pytester).ret == 0
+    shutil.move(pytester.path / "out", pytester.path / "v1")
+    _one_call_suite(pytester, {"version": "v2"})
+    assert run(pytester).ret == 0
+    v1 = read_json(pytester.path / "v1" / "eval" / "adapter" / "evaluation_report.json")
+    v2 = read_json(pytester.path / "out" / "eval" / "adapter" / "evaluation_report.json")
+    for name in ("valid_json_rate", "function_name_accuracy", "argument_exact_match",
+                 "argument_f1", "full_call_exact_match"):  # fmt: skip
+        assert v2["metrics"][name] == v1["metrics"][name], name
+    assert "call_recall" not in v1["metrics"] and metric(v2["metrics"], "call_recall") == (1, 3)
+    assert v1["parser"]["version"] == "sommelier.parser.v1"
+    assert v2["parser"]["version"] == "sommelier.parser.v2"
+    capsys.readouterr()
+    code = main(["compare", str(pytester.path / "v1" / "eval" / "adapter"),
+                 str(pytester.path / "out" / "eval" / "adapter")])  # fmt: skip
+    assert code == 4
+    assert "parser.version" in capsys.readouterr().err
