@@ -69,6 +69,13 @@ CALL_RECALL = "call_recall"
 CALL_SET_ADDED: tuple[str, ...] = (CALL_COUNT_MATCH, CALL_PRECISION, CALL_RECALL)
 """The metrics parser v2 adds to the five (which keep their names over call sets)."""
 
+LABELS: dict[str, str] = {
+    CALL_COUNT_MATCH: "call count match (parser v2: as many calls as the gold)",
+    CALL_PRECISION: "call precision (parser v2: exactly matched / predicted calls)",
+    CALL_RECALL: "call recall (parser v2: exactly matched / gold calls)",
+}
+"""How the views label the added metrics (shown apart from the five, as the abstention ones)."""
+
 CALL_SET_METRIC_NAMES: tuple[str, ...] = (*METRIC_NAMES, *CALL_SET_ADDED)
 """Every metric under parser v2, in ``core.metrics.metric_order``'s order."""
 
@@ -331,6 +338,7 @@ __all__ = [
     "CALL_RECALL",
     "CALL_SET_ADDED",
     "CALL_SET_METRIC_NAMES",
+    "LABELS",
     "CallMatching",
     "added_components",
     "added_metrics",

@@ -28,6 +28,10 @@ from pytest_sommelier.core.call_sets import (
 )
 from pytest_sommelier.core.types import Metrics
 
+EXTRA_METRICS: tuple[str, ...] = (*CALL_SET_ADDED, *ABSTENTION_METRICS)
+"""Every built-in metric beyond the five that some runs hold (what a stop rule, a selection or
+a training metric may name besides the five)."""
+
 
 def extra_names(records: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
     """The added metrics a report over ``records`` holds, call-set ones first."""
@@ -65,4 +69,4 @@ def extra_metrics(records: Sequence[Mapping[str, Any]], names: Sequence[str]) ->
     return out
 
 
-__all__ = ["extra_arrays", "extra_metrics", "extra_names"]
+__all__ = ["EXTRA_METRICS", "extra_arrays", "extra_metrics", "extra_names"]

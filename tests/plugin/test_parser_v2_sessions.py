@@ -132,6 +132,9 @@ def test_v2_suite_reports_call_set_metrics_with_intervals_and_gates(
     assert generations["en-1"]["parsed_calls"] == [W_LONDON, W_PARIS]
     assert generations["en-1"]["miss_category"] is None
     assert generations["en-2"]["miss_category"] == "missing_call"
+    result.stdout.fnmatch_lines(["*call recall (parser v2*", "*adapter*overall*0.889*8/9*"])
+    page = next(out.rglob("*.html")).read_text(encoding="utf-8")
+    assert "call_recall" in page and "call_count_match" in page
     assert adapter["misses"]["categories"]["missing_call"] == 1
 
 
