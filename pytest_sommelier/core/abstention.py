@@ -43,6 +43,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from pytest_sommelier.core.metric_parts import column_totals, component_columns
 from pytest_sommelier.core.parse import STATUS_NO_JSON, STATUS_OK
 from pytest_sommelier.core.types import Example, MetricValue
 
@@ -170,8 +171,7 @@ def abstention_arrays(
     ``(len(records), len(names))`` (the columns the paired intervals resample)."""
     columns = [ABSTENTION_METRICS.index(name) for name in names]
     rows = [[abstention_components(record)[c] for c in columns] for record in records]
-    components = np.array(rows, dtype=np.int64).reshape(len(rows), len(names), 2)
-    return components[:, :, 0].copy(), components[:, :, 1].copy()
+    return component_columns(rows, len(names))
 
 
 def abstention_metrics(
@@ -179,12 +179,7 @@ def abstention_metrics(
 ) -> dict[str, MetricValue]:
     """``{name: {value, numerator, denominator}}`` of each named abstention metric over the
     records (value None when the denominator is 0: a slice without no-call examples)."""
-    numerators, denominators = abstention_arrays(records, names)
-    out: dict[str, MetricValue] = {}
-    for column, name in enumerate(names):
-        num, den = int(numerators[:, column].sum()), int(denominators[:, column].sum())
-        out[name] = {"value": num / den if den else None, "numerator": num, "denominator": den}
-    return out
+    return column_totals(*abstention_arrays(records, names), names)
 
 
 def expect_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -55,6 +55,8 @@ from pytest_sommelier.core.metric_parts import (
     Component,
     canonical_json,
     checked_status,
+    column_totals,
+    component_columns,
     example_id_of,
     flatten_arguments,
 )
@@ -316,19 +318,13 @@ def call_set_arrays(
     ``(len(records), len(names))`` (the columns the paired intervals resample)."""
     columns = [CALL_SET_ADDED.index(name) for name in names]
     rows = [[added_components(record)[c] for c in columns] for record in records]
-    components = np.array(rows, dtype=np.int64).reshape(len(rows), len(names), 2)
-    return components[:, :, 0].copy(), components[:, :, 1].copy()
+    return component_columns(rows, len(names))
 
 
 def added_metrics(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> Metrics:
     """``{name: {value, numerator, denominator}}`` of each named added metric over the records
     (value None when the denominator is 0)."""
-    numerators, denominators = call_set_arrays(records, names)
-    out: Metrics = {}
-    for column, name in enumerate(names):
-        num, den = int(numerators[:, column].sum()), int(denominators[:, column].sum())
-        out[name] = {"value": num / den if den else None, "numerator": num, "denominator": den}
-    return out
+    return column_totals(*call_set_arrays(records, names), names)
 
 
 __all__ = [

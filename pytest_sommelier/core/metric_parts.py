@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.parse import STATUS_OK, STATUSES
+from pytest_sommelier.core.types import MetricValue
 from pytest_sommelier.errors import InvariantError
 
 VALID_JSON_RATE = "valid_json_rate"
@@ -124,3 +128,25 @@ def checked_status(
             where=where,
         )
     return has_call
+
+
+def component_columns(
+    rows: Sequence[Sequence[Component]], width: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Numerators and denominators of per-record components (one row of ``width`` pairs per
+    record), two int64 arrays of shape ``(len(rows), width)``: the columns the paired intervals
+    resample. The one builder of the extra metrics' columns (abstention, call sets)."""
+    components = np.array(rows, dtype=np.int64).reshape(len(rows), width, 2)
+    return components[:, :, 0].copy(), components[:, :, 1].copy()
+
+
+def column_totals(
+    numerators: npt.NDArray[np.int64], denominators: npt.NDArray[np.int64], names: Sequence[str]
+) -> dict[str, MetricValue]:
+    """``{name: {value, numerator, denominator}}`` of each column summed (value None when the
+    denominator is 0)."""
+    out: dict[str, MetricValue] = {}
+    for column, name in enumerate(names):
+        num, den = int(numerators[:, column].sum()), int(denominators[:, column].sum())
+        out[name] = {"value": num / den if den else None, "numerator": num, "denominator": den}
+    return out

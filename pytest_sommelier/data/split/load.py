@@ -41,7 +41,7 @@ from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_digest, prompt_set_sha256
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, call_shape_error
 from pytest_sommelier.core.parse_v2 import DEFAULT_ORDER, parse_tool_calls
-from pytest_sommelier.core.types import Call, Example, FormattedSplit
+from pytest_sommelier.core.types import Call, Example, FormattedSplit, Suite
 from pytest_sommelier.data.json_input import strict_json as strict_json
 from pytest_sommelier.data.split.example_ids import EXAMPLE_ID_TEXT, example_id_problem
 from pytest_sommelier.data.split.native_policy import POLICY_NATIVE_TOOLS_V1, read_gold_call
@@ -119,6 +119,19 @@ def load_split(
             )
             for target, p in pairs.items()
         },
+    )
+
+
+def load_suite_split(suite: Suite) -> FormattedSplit:
+    """:func:`load_split` of a suite's test split, read as the suite reads it (its slices,
+    ``arguments_key`` and ``[parser] version`` / ``order``): the one way a run, a re-score and
+    ``sommelier check`` read a suite's split."""
+    return load_split(
+        suite.test_split,
+        suite.slices,
+        arguments_key=suite.arguments_key,
+        parser_version=suite.parser_version,
+        parser_order=suite.parser_order,
     )
 
 

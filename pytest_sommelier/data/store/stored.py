@@ -31,7 +31,7 @@ from pytest_sommelier.core.types import (
     Suite,
     model_kind_of,
 )
-from pytest_sommelier.data.split.load import load_split
+from pytest_sommelier.data.split.load import load_suite_split
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.suite.load import valid_name
 from pytest_sommelier.data.suite.statistics_bounds import effect_problem, statistics_problem
@@ -184,13 +184,7 @@ def load_run_inputs(run_dir: Path) -> tuple[dict[str, Any], Suite, FormattedSpli
             f"{suite.test_split}: not found",
             "the run directory is missing its split copy; it cannot be re-scored",
         )
-    split = load_split(
-        suite.test_split,
-        suite.slices,
-        arguments_key=suite.arguments_key,
-        parser_version=suite.parser_version,
-        parser_order=suite.parser_order,
-    )
+    split = load_suite_split(suite)
     recorded = (resolved.get("test_split") or {}).get("sha256")
     if split.sha256 != recorded:
         raise InvariantError(
