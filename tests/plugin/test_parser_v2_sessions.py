@@ -222,3 +222,4 @@ def test_one_call_golds_score_as_v1_and_v1_against_v2_is_not_compared(
                  str(pytester.path / "out" / "eval" / "adapter")])  # fmt: skip
     assert code == 4
     assert "parser.version" in capsys.readouterr().err
+
