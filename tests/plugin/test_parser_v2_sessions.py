@@ -223,3 +223,19 @@ def test_one_call_golds_score_as_v1_and_v1_against_v2_is_not_compared(
     assert code == 4
     assert "parser.version" in capsys.readouterr().err
 
+
+
+def test_history_holds_the_added_metrics_with_their_intervals(pytester: pytest.Pytester) -> None:
+    from pytest_sommelier.data.store.history_runs import history_runs
+
+    write(pytester)
+    assert run(pytester, "--sommelier-autosave").ret == 0
+    (stored,) = history_runs(pytester.path / ".sommelier")
+    overall = stored["arms"]["adapter"]["values"]["overall"]
+    assert overall["call_recall"]["value"] == pytest.approx(8 / 9)
+    low, high = overall["call_recall"]["lower"], overall["call_recall"]["upper"]
+    assert low is not None and high is not None and low <= 8 / 9 <= high
+    assert list(overall)[:8] == [
+        "valid_json_rate", "function_name_accuracy", "argument_exact_match", "argument_f1",
+        "full_call_exact_match", "call_count_match", "call_precision", "call_recall",
+    ]  # fmt: skip
