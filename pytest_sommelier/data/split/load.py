@@ -582,8 +582,10 @@ def _gold_problem(value: Any, several: bool = False) -> str | None:
     (None when it is one)."""
     if not isinstance(value, list):
         return "is not a JSON array"
-    if not value if several else len(value) != 1:
-        return "holds no call" if several else f"holds {len(value)} calls, not exactly one"
+    if several and not value:
+        return "holds no call"
+    if not several and len(value) != 1:
+        return f"holds {len(value)} calls, not exactly one"
     for index, call in enumerate(value):
         shape = call_shape_error(call)
         if shape is None:
