@@ -167,7 +167,7 @@ def run_parity(
     for arm in resolved.get("arms", {}):
         if arm not in generators:
             raise InputError(
-                "SOM-PARITY-ARM",
+                "SOM-PARITY-SUITE",
                 f"the stored run has arm {arm!r}, the suite has not",
                 "give the suite file the run was made with",
                 where=f"arms.{arm}",

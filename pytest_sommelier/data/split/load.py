@@ -320,14 +320,14 @@ def _schema_error(found: Violation, where: str) -> InputError:
     if found.kind == MISSING_KEY:
         field = json_path_text([*found.path, found.keys[0]])
         return InputError(
-            "SOM-SPLIT-MISSING-FIELD",
+            "SOM-SPLIT-FIELD",
             f"missing field {field!r}",
             "every v2 field is required (see docs/formatted_split.md)",
             where=where,
         )
     if found.kind == UNKNOWN_KEYS:
         return InputError(
-            "SOM-SPLIT-UNKNOWN-FIELD",
+            "SOM-SPLIT-FIELD",
             f"unknown field {found.keys[0]!r}",
             "a v2 row has exactly the documented fields",
             where=where,
