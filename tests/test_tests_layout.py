@@ -8,6 +8,8 @@
   by design; the project-wide checks (layering, declared imports, docs, moved paths, the
   public API, the reference extension, this file) and the tests of the package's top-level
   modules (``test_registry.py``) stay in ``tests/``.
+- A test module named after a package module (``test_<module>.py``) lives in the folder that
+  mirrors the module's place (``tests/core/test_verdict.py`` tests ``core/verdict.py``).
 - No module is named by an issue (``issue``, ``part``, a bare number) and basenames are unique
   (pytest's default import mode needs it: the folders have no ``__init__.py``).
 - ``def sommelier_model`` appears in one place only, ``tests/fakes.py``: a test that needs a
@@ -89,3 +91,37 @@ def test_a_test_module_imports_other_test_modules_of_its_own_folder_only() -> No
     for path in modules():
         for name in pattern.findall(path.read_text(encoding="utf-8")):
             assert (path.parent / f"{name}.py").is_file(), f"{path.relative_to(TESTS)}: {name}"
+
+
+def package_homes() -> dict[str, set[Path]]:
+    """Each module name of ``pytest_sommelier`` and the package folders that hold a module of
+    that name (``Path(".")`` for a top-level module such as ``registry.py``)."""
+    homes: dict[str, set[Path]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "__init__.py" and "__pycache__" not in path.parts:
+            homes.setdefault(path.stem, set()).add(path.parent.relative_to(PACKAGE))
+    return homes
+
+
+def misplaced(tests: list[Path], homes: dict[str, set[Path]]) -> list[str]:
+    """The test modules named after a package module (``test_<module>.py``) that do not live in
+    ``tests/<folder of that module>/``: a module's own tests mirror its place in the package."""
+    wrong = []
+    for path in tests:
+        folders = homes.get(path.stem.removeprefix("test_"))
+        if folders and path.parent.relative_to(TESTS) not in folders:
+            wrong.append(f"tests/{path.relative_to(TESTS)} -> tests/{sorted(folders)[0]}/")
+    return wrong
+
+
+def test_a_modules_own_tests_mirror_its_place_in_the_package() -> None:
+    assert misplaced(modules(), package_homes()) == []
+
+
+def test_the_mirror_rule_names_a_misplaced_module_test() -> None:
+    """The rule can fail: a test of ``core/verdict.py`` put under ``tests/data/`` is named."""
+    homes = package_homes()
+    assert Path("core") in homes["verdict"]
+    wrong = misplaced([TESTS / "data" / "test_verdict.py"], homes)
+    assert wrong == ["tests/data/test_verdict.py -> tests/core/"]
+    assert misplaced([TESTS / "core" / "test_verdict.py"], homes) == []

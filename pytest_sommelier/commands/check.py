@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
     """``sommelier check SUITE``: the split's tokenizer against the base's, the reasoning
     channel against what the chat template rendered (``split_check.reasoning_warnings``), then
     the adapter preflight of every adapter arm; nothing loaded."""
-    from pytest_sommelier.data.split.load import load_split
+    from pytest_sommelier.data.split.load import load_suite_split
     from pytest_sommelier.data.suite.load import load_suite
     from pytest_sommelier.inference import preflight
     from pytest_sommelier.inference.split_check import check_split_tokenizer, reasoning_warnings
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"sommelier check: {error}", file=sys.stderr)
             split_error = error
     try:
-        split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+        split = load_suite_split(suite)
         for warning in reasoning_warnings(suite, split):
             print(f"reasoning: warning: {warning}")
     except SommelierError as error:

@@ -43,6 +43,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from pytest_sommelier.core.metric_parts import column_totals, component_columns
 from pytest_sommelier.core.parse import STATUS_NO_JSON, STATUS_OK
 from pytest_sommelier.core.types import Example, MetricValue
 
@@ -170,8 +171,7 @@ def abstention_arrays(
     ``(len(records), len(names))`` (the columns the paired intervals resample)."""
     columns = [ABSTENTION_METRICS.index(name) for name in names]
     rows = [[abstention_components(record)[c] for c in columns] for record in records]
-    components = np.array(rows, dtype=np.int64).reshape(len(rows), len(names), 2)
-    return components[:, :, 0].copy(), components[:, :, 1].copy()
+    return component_columns(rows, len(names))
 
 
 def abstention_metrics(
@@ -179,12 +179,7 @@ def abstention_metrics(
 ) -> dict[str, MetricValue]:
     """``{name: {value, numerator, denominator}}`` of each named abstention metric over the
     records (value None when the denominator is 0: a slice without no-call examples)."""
-    numerators, denominators = abstention_arrays(records, names)
-    out: dict[str, MetricValue] = {}
-    for column, name in enumerate(names):
-        num, den = int(numerators[:, column].sum()), int(denominators[:, column].sum())
-        out[name] = {"value": num / den if den else None, "numerator": num, "denominator": den}
-    return out
+    return column_totals(*abstention_arrays(records, names), names)
 
 
 def expect_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -211,11 +206,14 @@ def tool_names(tools: Any) -> list[str]:
 
 def scoring_fields(example: Example) -> dict[str, Any]:
     """What a scoring record carries of its example beyond the gold call (core.pipeline):
-    nothing for a ``call`` example (its record is what it was before 0.5); for the others
+    nothing for a ``call`` example (its record is what it was before 0.5) but, under parser v2,
+    its ``gold_calls`` and ``call_order`` (core.call_sets); for the others
     ``expect``, the template's ``call_markers`` and, for ``any_call``, the offered
     ``tool_names``."""
     if example.expect == EXPECT_CALL:
-        return {}
+        if example.gold_calls is None:
+            return {}
+        return {"gold_calls": list(example.gold_calls), "call_order": example.call_order}
     fields: dict[str, Any] = {"expect": example.expect, "call_markers": list(example.call_markers)}
     if example.expect == EXPECT_ANY_CALL:
         fields["tool_names"] = tool_names(example.tools)

@@ -46,12 +46,17 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
-from pytest_sommelier.core.metrics import (
+import numpy as np
+import numpy.typing as npt
+
+from pytest_sommelier.core.metric_parts import (
     BAD_CALL_HINT,
     METRIC_NAMES,
     Component,
     canonical_json,
     checked_status,
+    column_totals,
+    component_columns,
     example_id_of,
     flatten_arguments,
 )
@@ -60,11 +65,26 @@ from pytest_sommelier.core.parse_v2 import ORDER_ANY, ORDER_EXACT, ORDERS
 from pytest_sommelier.core.types import Call, Metrics
 from pytest_sommelier.errors import InvariantError
 
-CALL_SET_ADDED: tuple[str, ...] = ("call_count_match", "call_precision", "call_recall")
+CALL_COUNT_MATCH = "call_count_match"
+CALL_PRECISION = "call_precision"
+CALL_RECALL = "call_recall"
+CALL_SET_ADDED: tuple[str, ...] = (CALL_COUNT_MATCH, CALL_PRECISION, CALL_RECALL)
 """The metrics parser v2 adds to the five (which keep their names over call sets)."""
+
+LABELS: dict[str, str] = {
+    CALL_COUNT_MATCH: "call count match (parser v2: as many calls as the gold)",
+    CALL_PRECISION: "call precision (parser v2: exactly matched / predicted calls)",
+    CALL_RECALL: "call recall (parser v2: exactly matched / gold calls)",
+}
+"""How the views label the added metrics (shown apart from the five, as the abstention ones)."""
 
 CALL_SET_METRIC_NAMES: tuple[str, ...] = (*METRIC_NAMES, *CALL_SET_ADDED)
 """Every metric under parser v2, in ``core.metrics.metric_order``'s order."""
+
+
+CALL_ORDER_FIELD = "call_order"
+"""The scoring-record field that makes a record parser v2's: the suite's ``[parser] order``,
+set on every ``call`` example of a v2 suite beside ``parsed_calls`` and ``gold_calls``."""
 
 
 class CallMatching(NamedTuple):
@@ -268,12 +288,60 @@ def call_set_metrics(records: Iterable[Mapping[str, Any]], order: str) -> Metric
     }
 
 
+def call_set_names(records: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The added metrics a report over ``records`` holds: :data:`CALL_SET_ADDED` when some
+    record is parser v2's (carries ``call_order``), none for a v1 run (whose reports stay as
+    they were)."""
+    if any(record.get(CALL_ORDER_FIELD) is not None for record in records):
+        return CALL_SET_ADDED
+    return ()
+
+
+_NOT_COUNTED_ADDED: tuple[Component, ...] = ((0, 0),) * len(CALL_SET_ADDED)
+
+
+def added_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
+    """The three added components of one record, in CALL_SET_ADDED order: those of
+    :func:`call_set_components` for a v2 ``call`` record, 0/0 for any other (an abstention
+    example counts in none of them)."""
+    order = record.get(CALL_ORDER_FIELD)
+    expect = record.get("expect")
+    if order is None or (expect is not None and expect != "call"):
+        return _NOT_COUNTED_ADDED
+    return call_set_components(record, order)[len(METRIC_NAMES) :]
+
+
+def call_set_arrays(
+    records: Sequence[Mapping[str, Any]], names: Sequence[str]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Numerators and denominators of the named added metrics, two int64 arrays of shape
+    ``(len(records), len(names))`` (the columns the paired intervals resample)."""
+    columns = [CALL_SET_ADDED.index(name) for name in names]
+    rows = [[added_components(record)[c] for c in columns] for record in records]
+    return component_columns(rows, len(names))
+
+
+def added_metrics(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> Metrics:
+    """``{name: {value, numerator, denominator}}`` of each named added metric over the records
+    (value None when the denominator is 0)."""
+    return column_totals(*call_set_arrays(records, names), names)
+
+
 __all__ = [
+    "CALL_COUNT_MATCH",
+    "CALL_ORDER_FIELD",
+    "CALL_PRECISION",
+    "CALL_RECALL",
     "CALL_SET_ADDED",
     "CALL_SET_METRIC_NAMES",
+    "LABELS",
     "CallMatching",
+    "added_components",
+    "added_metrics",
+    "call_set_arrays",
     "call_set_components",
     "call_set_metrics",
+    "call_set_names",
     "checked_call_sets",
     "match_calls",
     "max_assignment",

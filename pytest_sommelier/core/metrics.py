@@ -14,12 +14,15 @@ User documentation, with a worked example: ``docs/metrics.md``. In short, for ev
 Totals are plain sums of the components over all examples (denominators count every example,
 parse failures included), so a metric is never computed over a filtered sample, and argument F1
 is pooled micro-F1.
+
+A record of parser v2 (one carrying ``call_order``: a ``call`` example of a v2 suite, with
+``parsed_calls`` and ``gold_calls``) gets the same five over call sets,
+``core.call_sets.call_set_components``; its three added metrics are extra columns
+(``core.call_sets.call_set_arrays``), as the abstention metrics are.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, cast
 
@@ -27,84 +30,28 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_sommelier.core.abstention import EXPECT_CALL, decision_right, expect_of
-from pytest_sommelier.core.canonical import canonical_json_text
-from pytest_sommelier.core.parse import STATUS_OK, STATUSES, call_shape_error
+from pytest_sommelier.core.call_sets import CALL_ORDER_FIELD, call_set_components
+from pytest_sommelier.core.metric_parts import (
+    ARGUMENT_EXACT_MATCH,
+    ARGUMENT_F1,
+    BAD_CALL_HINT,
+    FULL_CALL_EXACT_MATCH,
+    FUNCTION_NAME_ACCURACY,
+    METRIC_NAMES,
+    ROOT_PATH,
+    VALID_JSON_RATE,
+    Component,
+    canonical_json,
+    checked_status,
+    example_id_of,
+    flatten_arguments,
+)
+from pytest_sommelier.core.parse import call_shape_error
 from pytest_sommelier.core.types import Call, Metrics, ScoringRecord
 from pytest_sommelier.errors import InvariantError
 
-VALID_JSON_RATE = "valid_json_rate"
-FUNCTION_NAME_ACCURACY = "function_name_accuracy"
-ARGUMENT_EXACT_MATCH = "argument_exact_match"
-ARGUMENT_F1 = "argument_f1"
-FULL_CALL_EXACT_MATCH = "full_call_exact_match"
-"""The five built-in metrics' names: the one place each is spelled (every layer imports them)."""
-
-METRIC_NAMES: tuple[str, ...] = (
-    VALID_JSON_RATE,
-    FUNCTION_NAME_ACCURACY,
-    ARGUMENT_EXACT_MATCH,
-    ARGUMENT_F1,
-    FULL_CALL_EXACT_MATCH,
-)
-
 FULL_CALL = METRIC_NAMES.index(FULL_CALL_EXACT_MATCH)
 """The column of ``full_call_exact_match`` in components and arrays."""
-
-ROOT_PATH = "<root>"
-"""The path of the single pair that empty arguments flatten to (``("<root>", "{}")``)."""
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-Component = tuple[int, int]
-
-
-def canonical_json(value: Any) -> str:
-    """Canonical JSON text: sorted keys, compact separators, ASCII escapes, no NaN/Infinity.
-
-    Invariant: two JSON values get the same text exactly when they are equal as JSON with the
-    decoded types kept (``"2"`` differs from ``2``, ``1`` from ``1.0``, ``true`` from ``1``).
-    The one definition is :func:`pytest_sommelier.core.canonical.canonical_json_text`.
-    """
-    return canonical_json_text(value)
-
-
-def _key_segment(key: str) -> str:
-    """Path segment of an object key: ``.key`` for a plain identifier, else ``["<json key>"]``.
-
-    Invariant: segments are uniquely decodable (an identifier holds no ``.``, ``[`` or ``"``;
-    a quoted key is a complete JSON string), so different structures never share a path.
-    """
-    if not isinstance(key, str):
-        raise TypeError(f"argument keys must be str, got {type(key).__name__}")
-    if _IDENTIFIER.fullmatch(key):
-        return f".{key}"
-    return f"[{json.dumps(key, ensure_ascii=True)}]"
-
-
-def flatten_arguments(arguments: dict[str, Any]) -> list[tuple[str, str]]:
-    """Flatten arguments into sorted ``(path, canonical leaf value)`` pairs.
-
-    Paths are built from ``.key`` / ``["key"]`` and ``[i]`` segments; scalars, empty objects
-    and empty arrays are leaves; empty arguments are the single pair ``("<root>", "{}")``.
-    Invariant: paths are unique within the result, and two argument objects have the same pair
-    list exactly when their canonical JSON is equal. Iterative, so depth never recurses.
-    """
-    if not isinstance(arguments, dict):
-        raise TypeError(f"arguments must be a dict, got {type(arguments).__name__}")
-    if not arguments:
-        return [(ROOT_PATH, "{}")]
-    pairs: list[tuple[str, str]] = []
-    pending: list[tuple[str, Any]] = [(_key_segment(k), v) for k, v in arguments.items()]
-    while pending:
-        path, value = pending.pop()
-        if isinstance(value, dict) and value:
-            pending.extend((path + _key_segment(k), v) for k, v in value.items())
-        elif isinstance(value, list) and value:
-            pending.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
-        else:
-            pairs.append((path, canonical_json(value)))
-    pairs.sort()
-    return pairs
 
 
 def pair_differences(
@@ -196,18 +143,6 @@ def record_hit(record: Mapping[str, Any]) -> bool:
     return decision_right(record)
 
 
-BAD_CALL_HINT = (
-    "gold calls come from target_text and parsed calls from the parser; "
-    "re-derive the record instead of editing it"
-)
-"""The hint of a ``SOM-METRIC-BAD-CALL`` refusal (v1's calls and v2's call lists alike)."""
-
-
-def example_id_of(record: Mapping[str, Any]) -> str:
-    """The record's example id for error messages (``<unknown>`` if it has none)."""
-    return str(record.get("example_id", "<unknown>"))
-
-
 def _check_call(record: Mapping[str, Any], field: str) -> Call:
     """Return ``record[field]`` after checking it is a call (``core.parse.call_shape_error``)."""
     call = record.get(field)
@@ -235,33 +170,6 @@ def _checked_calls(record: Mapping[str, Any]) -> tuple[Call | None, Call]:
     return parsed, gold
 
 
-def checked_status(
-    record: Mapping[str, Any], field: str = "parsed_call", present: str = "a parsed call is"
-) -> bool:
-    """Whether the record has a ``field`` (parser v1's ``parsed_call``, v2's ``parsed_calls``,
-    ``present`` naming it in the hint), after checking its status is known and agrees with it
-    (set exactly when ``ok``; the shape is the caller's check); InvariantError naming the
-    example."""
-    status = record.get("parse_status")
-    where = f"example {example_id_of(record)}"
-    if status not in STATUSES:
-        raise InvariantError(
-            "SOM-METRIC-UNKNOWN-STATUS",
-            f"parse_status {status!r} is not one of {', '.join(STATUSES)}",
-            "re-run the parser over raw_text",
-            where=where,
-        )
-    has_call = record.get(field) is not None
-    if has_call != (status == STATUS_OK):
-        raise InvariantError(
-            "SOM-METRIC-STATUS-CALL-MISMATCH",
-            f"parse_status {status!r} with {field} {'set' if has_call else 'null'}",
-            f"{present} present exactly when the status is ok; re-run the parser",
-            where=where,
-        )
-    return has_call
-
-
 _COMPONENTS: dict[str, tuple[Component, ...]] = {}
 _COMPONENTS_MAX = 1 << 16
 
@@ -285,6 +193,9 @@ def example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
             record.get("parsed_call"),
             record.get("gold_call"),
             record.get("expect"),
+            record.get(CALL_ORDER_FIELD),
+            record.get("parsed_calls"),
+            record.get("gold_calls"),
         )
     )
     found = _COMPONENTS.get(key)
@@ -306,6 +217,9 @@ def _example_components(record: Mapping[str, Any]) -> tuple[Component, ...]:
     is checked the same way (status and parsed call agree; no gold call) and counts in none of
     the five: 0/0 each."""
     expect = record.get("expect")
+    order = record.get(CALL_ORDER_FIELD)
+    if order is not None and (expect is None or expect == "call"):  # parser v2's record
+        return call_set_components(record, order)[: len(METRIC_NAMES)]
     if expect is not None and expect != "call":
         if checked_status(record):
             _check_call(record, "parsed_call")
@@ -370,3 +284,33 @@ def compute_metrics(records: Iterable[ScoringRecord]) -> Metrics:
     """
     numerators, denominators = component_arrays(records)
     return metric_values(numerators.sum(axis=0), denominators.sum(axis=0))
+
+
+__all__ = [  # the parts of core.metric_parts are re-exported: imported from here
+    "ARGUMENT_EXACT_MATCH",
+    "ARGUMENT_F1",
+    "BAD_CALL_HINT",
+    "FULL_CALL",
+    "FULL_CALL_EXACT_MATCH",
+    "FUNCTION_NAME_ACCURACY",
+    "METRIC_NAMES",
+    "NOT_COUNTED",
+    "ROOT_PATH",
+    "VALID_JSON_RATE",
+    "CallMatch",
+    "Component",
+    "argument_diff_paths",
+    "call_match",
+    "canonical_json",
+    "checked_status",
+    "component_arrays",
+    "compute_metrics",
+    "example_components",
+    "example_id_of",
+    "flatten_arguments",
+    "full_call_hit",
+    "metric_order",
+    "metric_values",
+    "pair_differences",
+    "record_hit",
+]

@@ -18,6 +18,9 @@ gets exactly one category, the first that applies in this order:
    objects (shared keys) and arrays (shared indexes);
 7. ``wrong_value``: everything else (same names, same types, different values).
 
+Under parser v2 (``core.call_sets``) a miss with fewer calls than the gold is ``missing_call``,
+with more ``extra_call``; otherwise rules 3 to 7 judge the first matched pair that differs.
+
 An example that expects no single gold call (``core.abstention``) is a miss when its decision is
 wrong: a ``no_call`` example is ``over_call`` (a valid call parsed) or ``attempted_call`` (a
 bracket span that is not a call, or a template call marker); an ``any_call`` example is
@@ -49,15 +52,23 @@ from pytest_sommelier.core.abstention import (
     no_answer,
     record_outcome,
 )
-from pytest_sommelier.core.metrics import full_call_hit, record_hit
+from pytest_sommelier.core.call_sets import CALL_ORDER_FIELD, checked_call_sets, match_calls
+from pytest_sommelier.core.metrics import canonical_json, full_call_hit, record_hit
 from pytest_sommelier.core.reasoning import REASONING_UNTERMINATED
 from pytest_sommelier.core.types import (
     FINISH_LENGTH,
     FINISH_REASONS,
     FINISH_UNKNOWN,
+    Call,
     MissCounts,
     ScoringRecord,
 )
+
+MISSING_CALL = "missing_call"
+EXTRA_CALL = "extra_call"
+CALL_SET_CATEGORIES: tuple[str, ...] = (MISSING_CALL, EXTRA_CALL)
+"""Parser v2's added categories, listed only in the miss blocks of a v2 run (so a v1 report
+keeps its categories): fewer or more calls than the gold."""
 
 MISS_CATEGORIES: tuple[str, ...] = (
     REASONING_UNTERMINATED,
@@ -137,6 +148,11 @@ def miss_category(record: ScoringRecord) -> str | None:
     gold = record["gold_call"]
     if gold is None:  # checked by full_call_hit above: a call example has a gold call
         raise AssertionError("a call example without a gold call")
+    if record.get(CALL_ORDER_FIELD) is not None:  # parser v2: the first call that misses
+        found = _call_set_miss(record)
+        if isinstance(found, str):
+            return found
+        parsed, gold = found
     if parsed["name"] != gold["name"]:
         return "wrong_function"
     gold_args, given = gold["arguments"], parsed["arguments"]
@@ -147,6 +163,24 @@ def miss_category(record: ScoringRecord) -> str | None:
     if _type_differs(gold_args, given):
         return "wrong_type"
     return "wrong_value"
+
+
+def _call_set_miss(record: ScoringRecord) -> str | tuple[Call, Call]:
+    """A parser v2 miss: ``missing_call`` (fewer calls than the gold), ``extra_call`` (more),
+    else the first matched pair (``core.call_sets.match_calls``, by gold index) whose calls
+    differ, which the v1 rules then categorise."""
+    parsed, gold = checked_call_sets(record)
+    if parsed is None:  # checked by the caller: the record parsed
+        raise AssertionError("a parsed v2 record without parsed calls")
+    if len(parsed) < len(gold):
+        return MISSING_CALL
+    if len(parsed) > len(gold):
+        return EXTRA_CALL
+    matching = match_calls(parsed, gold, str(record.get(CALL_ORDER_FIELD)))
+    for p, g in matching.pairs:
+        if canonical_json(parsed[p]) != canonical_json(gold[g]):
+            return parsed[p], gold[g]
+    raise AssertionError("a v2 miss whose calls all match")  # full_call_hit said it missed
 
 
 def _decision_miss(record: ScoringRecord) -> str | None:
@@ -203,10 +237,19 @@ def miss_fields(record: ScoringRecord, *, translated: bool) -> MissFields:
     return fields
 
 
+def miss_categories(records: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The categories a miss block over ``records`` lists: :data:`MISS_CATEGORIES`, then
+    :data:`CALL_SET_CATEGORIES` when some record is parser v2's."""
+    if any(record.get(CALL_ORDER_FIELD) is not None for record in records):
+        return (*MISS_CATEGORIES, *CALL_SET_CATEGORIES)
+    return MISS_CATEGORIES
+
+
 def miss_counts(records: Iterable[ScoringRecord], *, translated: bool) -> MissCounts:
     """``{misses, categories: {category: count, every category listed}, value_language_mismatch
     (translated slices only)}``. Invariant: ``sum(categories.values()) == misses``."""
-    categories = dict.fromkeys(MISS_CATEGORIES, 0)
+    records = list(records)
+    categories = dict.fromkeys(miss_categories(records), 0)
     flagged = 0
     misses = 0
     for record in records:

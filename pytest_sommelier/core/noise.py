@@ -20,7 +20,7 @@ from typing import Any
 
 from pytest_sommelier.core.metrics import record_hit
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
-from pytest_sommelier.core.reasoning import ReasoningRule, parse_split, recorded_split
+from pytest_sommelier.core.reasoning import ReasoningRule, parse_fields, recorded_split
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import (
     ComparisonConfig,
@@ -75,8 +75,8 @@ def noise_floor_block(
     and its re-batched outputs by example id; ``comparison`` gives the candidate's discordance
     to state beside it (outputs not byte-identical, and full-call outcomes that differ: the
     McNemar discordant pairs). A re-batched output is split and parsed as the run's are (the
-    suite's ``reasoning`` rule, then parser v1 with the suite's ``arguments_key``). An example
-    re-batched but not scored (an errored item) is not counted."""
+    suite's ``reasoning`` rule, then the run's parser with the suite's ``arguments_key``). An
+    example re-batched but not scored (an errored item) is not counted."""
     differing: list[NoiseDiff] = []
     examples = flips = differ = 0
     for language, records in reference.items():
@@ -86,8 +86,8 @@ def noise_floor_block(
                 continue
             examples += 1
             split = recorded_split(dict(again), reasoning)  # the suite's rule, as every output
-            parsed, status = parse_split(split, arguments_key)
-            new: dict[str, Any] = {"parsed_call": parsed, "parse_status": status}
+            version = "v2" if "parsed_calls" in record else "v1"  # the run's parser
+            new: dict[str, Any] = parse_fields(split, arguments_key, version)
             flipped = record_hit(record) != record_hit(
                 {**record, **new, "raw_text": again["raw_text"]}
             )

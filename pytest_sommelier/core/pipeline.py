@@ -31,9 +31,10 @@ from pytest_sommelier.core.parse import (
     PARSER_VERSION,
     recorded_arguments_key,
 )
+from pytest_sommelier.core.parse_v2 import PARSER_VERSIONS
 from pytest_sommelier.core.reasoning import (
     ReasoningRule,
-    parse_split,
+    parse_fields,
     parser_block,
     recorded_reasoning,
     recorded_split,
@@ -184,7 +185,7 @@ def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any])
         "slices": list(suite.slices),
         "model": dict(model),
         "decoding": dict(suite.decoding),
-        "parser_version": PARSER_VERSION,
+        "parser_version": PARSER_VERSIONS[suite.parser_version],
         "statistics": {
             "seed": suite.statistics.seed,
             "resamples": suite.statistics.resamples,
@@ -200,6 +201,8 @@ def config_sha256(suite: Suite, split: FormattedSplit, model: Mapping[str, Any])
         conditions["arguments_key"] = suite.arguments_key
     if suite.reasoning is not None:  # [parser] reasoning: digested only when declared
         conditions["reasoning"] = parser_block(PARSER_VERSION, suite.reasoning)["reasoning"]
+    if suite.parser_version != "v1":  # parser v2: its order is a condition too
+        conditions["parser_order"] = suite.parser_order
     return sha256_json(conditions)
 
 
@@ -267,11 +270,11 @@ def generation_record(
     split = split_output(
         raw_text, reasoning, engine_reasoning=engine_reasoning, engine_content=engine_content
     )
-    parsed_call, status = parse_split(split, arguments_key)
+    parsed = parse_fields(split, arguments_key, example.parser_version)
     tokens = None
     if split.reasoning_text is not None and count_tokens is not None:
         tokens = count_tokens(split.reasoning_text)
-    return {
+    record = {
         "example_id": example.example_id,
         "arm": arm,
         "model_kind": model_kind,
@@ -281,13 +284,13 @@ def generation_record(
         "reasoning_text": split.reasoning_text,
         "content_text": split.content_text,
         "reasoning_tokens": tokens,
-        "parsed_call": parsed_call,
-        "parse_status": status,
+        **parsed,
         "decoding": dict(decoding),
         "finish_reason": finish_reason,
         "generated_tokens": generated_tokens,
         "cached": cached,
     }
+    return cast(GenerationRecord, record)
 
 
 def rescored(
@@ -333,12 +336,12 @@ def rescored(
     for record in records:
         example = by_id[record["example_id"]]
         parts = recorded_split(record, reasoning)
-        parsed_call, status = parse_split(parts, arguments_key)
+        parsed = parse_fields(parts, arguments_key, example.parser_version)
+        parsed_call = parsed["parsed_call"]
         reparsed = {
             "reasoning_text": parts.reasoning_text,
             "content_text": parts.content_text,
-            "parsed_call": parsed_call,
-            "parse_status": status,
+            **parsed,
             **owner,
         }
         if parts.reasoning_text is None or parts.reasoning_text != record.get("reasoning_text"):
@@ -525,7 +528,7 @@ def build_arm_reports(
             config_sha256=digest,
             split=split,
             slices=suite.slices,
-            parser_version=PARSER_VERSION,
+            parser_version=PARSER_VERSIONS[suite.parser_version],
             arguments_key=suite.arguments_key,
             decoding=dict(stored["decoding"]) if stored else dict(suite.decoding),
             records_by_slice=ordered,

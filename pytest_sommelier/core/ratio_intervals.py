@@ -451,7 +451,9 @@ def _mover_parts(units: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _mover_bounds(parts: dict[str, np.ndarray], z: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Zou & Donner's (2008) MOVER bounds for ``cand - ref`` at critical value(s) ``z``."""
+    """Zou & Donner's (2008) MOVER bounds for ``cand - ref`` at critical value(s) ``z``; an
+    arm with no unit holding a denominator (``*_units`` 0, where given) says nothing about its
+    ratio, so the bounds are ``[-1, 1]`` there."""
     r1, r2, rho = parts["cand"], parts["ref"], parts["correlation"]
     l1, u1 = _wilson_limits(r1, parts["cand_n"], z)
     l2, u2 = _wilson_limits(r2, parts["ref_n"], z)
@@ -460,7 +462,11 @@ def _mover_bounds(parts: dict[str, np.ndarray], z: Any) -> tuple[np.ndarray, np.
                              - 2.0 * rho * (r1 - l1) * (u2 - r2), 0.0))  # fmt: skip
     high = np.sqrt(np.maximum((u1 - r1) ** 2 + (r2 - l2) ** 2
                               - 2.0 * rho * (u1 - r1) * (r2 - l2), 0.0))  # fmt: skip
-    return np.maximum(-1.0, estimate - low), np.minimum(1.0, estimate + high)
+    lower, upper = np.maximum(-1.0, estimate - low), np.minimum(1.0, estimate + high)
+    empty = (np.asarray(parts.get("ref_units", 1.0)) == 0) | (
+        np.asarray(parts.get("cand_units", 1.0)) == 0
+    )
+    return np.where(empty, -1.0, lower), np.where(empty, 1.0, upper)
 
 
 def mover_critical(confidence_level: float, units: Any) -> np.ndarray:

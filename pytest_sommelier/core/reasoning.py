@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, STATUS_NO_JSON, parse_tool_call
+from pytest_sommelier.core.parse_v2 import parse_tool_calls
 from pytest_sommelier.core.types import Call
 
 ENGINE: Final = "engine"
@@ -189,6 +190,28 @@ def parse_split(
     if split.content_text is None:
         return None, STATUS_NO_JSON
     return parse_tool_call(split.content_text, arguments_key=arguments_key)
+
+
+def parse_fields(
+    split: SplitOutput, arguments_key: str = DEFAULT_ARGUMENTS_KEY, parser_version: str = "v1"
+) -> dict[str, Any]:
+    """The parse fields of a record from a split output: ``parsed_call`` and ``parse_status``
+    (:func:`parse_split`, parser v1), or under ``parser_version`` ``"v2"``
+    (``core.parse_v2.parse_tool_calls`` over the content) also ``parsed_calls``, every call in
+    order, with ``parsed_call`` its first (what a v1 reader of the record shows). The one place
+    a record's parse is chosen by the suite's parser."""
+    if parser_version != "v2":
+        call, status = parse_split(split, arguments_key)
+        return {"parsed_call": call, "parse_status": status}
+    if split.content_text is None:
+        calls, status = None, STATUS_NO_JSON
+    else:
+        calls, status = parse_tool_calls(split.content_text, arguments_key=arguments_key)
+    return {
+        "parsed_call": calls[0] if calls else None,
+        "parsed_calls": calls,
+        "parse_status": status,
+    }
 
 
 def _percentile(values: list[int], share: float) -> float:

@@ -24,12 +24,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from pytest_sommelier.core import canonical
-from pytest_sommelier.core.abstention import (
-    abstention_arrays,
-    abstention_metrics,
-    abstention_names,
-    expect_counts,
-)
+from pytest_sommelier.core.abstention import abstention_names, expect_counts
 from pytest_sommelier.core.acceptable import (
     METRIC_NAME as ACCEPTABLE,
 )
@@ -39,13 +34,14 @@ from pytest_sommelier.core.acceptable import (
     carries_acceptable,
 )
 from pytest_sommelier.core.clusters import example_clusters
+from pytest_sommelier.core.extra_columns import extra_arrays, extra_metrics, extra_names
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
     component_arrays,
     compute_metrics,
     metric_order,
 )
-from pytest_sommelier.core.misses import LANGUAGE_FLAG, MISS_CATEGORIES, miss_counts
+from pytest_sommelier.core.misses import LANGUAGE_FLAG, miss_categories, miss_counts
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY
 from pytest_sommelier.core.power import power_summary
 from pytest_sommelier.core.reasoning import ReasoningRule, parser_block, reasoning_summary
@@ -126,7 +122,7 @@ def _metrics(
     if acceptable:
         metrics[ACCEPTABLE] = acceptable_metric(records)
     if abstention:
-        metrics.update(abstention_metrics(records, abstention))
+        metrics.update(extra_metrics(records, abstention))
     if scorers:
         metrics.update(score_metrics(records, scorers))
     return metrics
@@ -144,7 +140,7 @@ def _miss_block(
         "misses": sum(block["misses"] for block in per_slice.values()),
         "categories": {
             name: sum(block["categories"][name] for block in per_slice.values())
-            for name in MISS_CATEGORIES
+            for name in miss_categories(r for lang in slices for r in scored[lang])
         },
     }
     if len(slices) > 1:
@@ -276,7 +272,7 @@ def comparison_arrays(
     metrics the records hold examples for (core.abstention), then the scorer metrics the
     records carry (core.scorers)."""
     scorers = score_names([*ref_records, *cand_records])
-    abstention = abstention_names([*ref_records, *cand_records])
+    abstention = extra_names([*ref_records, *cand_records])
     sides: list[Any] = []
     for records in (ref_records, cand_records):
         num, den = component_arrays(list(records))
@@ -284,7 +280,7 @@ def comparison_arrays(
             extra_num, extra_den = acceptable_arrays(list(records))
             num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
         if abstention:
-            extra_num, extra_den = abstention_arrays(list(records), abstention)
+            extra_num, extra_den = extra_arrays(list(records), abstention)
             num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
         if scorers:
             extra_num, extra_den = score_arrays(list(records), scorers)
@@ -426,12 +422,12 @@ def gap_interval_block(
     roots = [root for root, _ in cohort]
     targets = [target for _, target in cohort]
     scorers = score_names([*roots, *targets])
-    abstention = abstention_names([*roots, *targets])
+    abstention = extra_names([*roots, *targets])
     sides: list[Any] = []
     for records in (roots, targets):
         num, den = component_arrays(records)
         if abstention:
-            extra_num, extra_den = abstention_arrays(records, abstention)
+            extra_num, extra_den = extra_arrays(records, abstention)
             num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
         if scorers:
             extra_num, extra_den = score_arrays(records, scorers)
@@ -470,7 +466,7 @@ def _paired_slice(
     targets = [target for _, target in cohort]
     reference_size = len(_slice_examples(split, reference_slice))
     scorers = score_names([*roots, *targets])
-    abstention = abstention_names([*roots, *targets])
+    abstention = extra_names([*roots, *targets])
     reference_metrics = _metrics(roots, False, scorers, abstention)
     target_metrics = _metrics(targets, False, scorers, abstention)
     block = gap_interval_block(cohort, arm, lang, statistics, clusters)
@@ -562,7 +558,7 @@ def build_evaluation_report(
     }
     acceptable = carries_acceptable(r for lang in slices for r in scored[lang])
     score_columns = score_names(r for lang in slices for r in scored[lang])
-    abstention = abstention_names(r for lang in slices for r in scored[lang])
+    abstention = extra_names(r for lang in slices for r in scored[lang])
     slice_misses, overall_misses = _miss_block(scored, slices)
     slice_blocks: dict[str, SliceBlock] = {
         lang: {
@@ -574,7 +570,7 @@ def build_evaluation_report(
         }
         for lang in slices
     }
-    if abstention:
+    if abstention_names(r for lang in slices for r in scored[lang]):
         for lang in slices:
             slice_blocks[lang]["expects"] = expect_counts(scored[lang])
     reference_slice, targets = slices[0], slices[1:]

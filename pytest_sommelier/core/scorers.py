@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_sommelier.core.call_sets import CALL_PRECISION, CALL_RECALL
 from pytest_sommelier.core.metrics import ARGUMENT_F1
 from pytest_sommelier.core.types import Call, Example, MetricValue, ScoringRecord
 from pytest_sommelier.errors import (
@@ -51,8 +52,9 @@ from pytest_sommelier.registry import Registry
 KINDS: tuple[str, ...] = ("rate", "ratio")
 """A scorer's kinds: ``rate`` (0/1 of 1 per example) or ``ratio`` (a ratio of sums)."""
 
-BUILTIN_RATIOS = frozenset({ARGUMENT_F1})
-"""The built-in metrics that are ratios of sums (every other built-in is a rate)."""
+BUILTIN_RATIOS = frozenset({ARGUMENT_F1, CALL_PRECISION, CALL_RECALL})
+"""The built-in metrics that are ratios of sums (every other built-in is a rate): argument F1
+and parser v2's call precision and recall (pooled over calls, core.call_sets)."""
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,63}(?!\n)")
 """A scorer's name: lower-case snake case, at most 64 characters (it becomes a metric name, a

@@ -33,10 +33,10 @@ from typing import Any, NamedTuple, Protocol, cast
 
 import numpy as np
 
-from pytest_sommelier.core.abstention import abstention_arrays, abstention_names
 from pytest_sommelier.core.borrowed import arm_origin, refuse_borrowed
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.clusters import example_clusters
+from pytest_sommelier.core.extra_columns import extra_arrays, extra_names
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays, record_hit
 from pytest_sommelier.core.report_blocks import metric_gaps
 from pytest_sommelier.core.report_comparison import paired_part
@@ -476,9 +476,9 @@ def value_intervals_of(
         out[name] = {}
         for label, records in blocks:
             num, den = component_arrays(list(records))
-            names = [*METRIC_NAMES, *abstention_names(records)]
-            if len(names) > len(METRIC_NAMES):  # abstention examples: their metrics too
-                extra_num, extra_den = abstention_arrays(list(records), names[len(METRIC_NAMES) :])
+            names = [*METRIC_NAMES, *extra_names(records)]
+            if len(names) > len(METRIC_NAMES):  # v2 or abstention examples: their metrics too
+                extra_num, extra_den = extra_arrays(list(records), names[len(METRIC_NAMES) :])
                 num, den = np.hstack([num, extra_num]), np.hstack([den, extra_den])
             block = paired_bootstrap_arrays(
                 np.zeros_like(num),

@@ -174,7 +174,7 @@ class Suite:
     split_tokenizer: str = "base"  # SPLIT_TOKENIZER_POLICIES: "any" accepts another tokenizer's
     selection: SelectionConfig | None = None  # [selection]: the best candidate, core.selection
     scorers: tuple[str, ...] = ()  # [suite] scorers: the extension scorers it enables (by name)
-    parser_version: str = "v1"  # [parser] version: core.parse_v2.PARSER_VERSIONS ("v2" refused)
+    parser_version: str = "v1"  # [parser] version: core.parse_v2.PARSER_VERSIONS
     parser_order: str = "any"  # [parser] order: core.parse_v2.ORDERS (read under v2 only)
     # [parser] reasoning: core.reasoning.ReasoningRule (None, a Delimiters pair or "engine")
     reasoning: Any = None
@@ -206,6 +206,11 @@ class Example:
     full_text: str = field(default="", compare=False)  # the rendered conversation (checks only)
     expect: str = "call"  # "call" | "no_call" | "any_call" (core.abstention.EXPECTS)
     call_markers: tuple[str, ...] = ()  # the template's call markers (core.abstention)
+    # parser v2 (core.parse_v2): the suite's [parser] version the example is read under, and
+    # for a "call" example its gold calls (gold_call is the first) and the suite's order
+    parser_version: str = "v1"
+    gold_calls: tuple[Call, ...] | None = None
+    call_order: str | None = None
 
 
 @dataclass(frozen=True)
@@ -303,7 +308,8 @@ class GenerationRecord(TypedDict):
     reasoning_text: NotRequired[str | None]  # core.reasoning: the separated span, or null
     content_text: NotRequired[str | None]  # what parser v1 read; null: the span never closed
     reasoning_tokens: NotRequired[int | None]  # the engine's count of the reasoning's tokens
-    parsed_call: Call | None
+    parsed_call: Call | None  # parser v2: the first of parsed_calls
+    parsed_calls: NotRequired[list[Call] | None]  # parser v2 only: every call, in order
     parse_status: str
     decoding: dict[str, Any]
     finish_reason: NotRequired[str]  # FINISH_REASONS
@@ -320,6 +326,8 @@ class ScoringRecord(GenerationRecord):
     template's ``call_markers`` and, for ``any_call``, the offered ``tool_names``."""
 
     gold_call: Call | None
+    gold_calls: NotRequired[list[Call]]  # parser v2, a "call" example: its gold calls
+    call_order: NotRequired[str]  # parser v2, a "call" example: [parser] order (core.call_sets)
     acceptable_arguments: NotRequired[dict[str, Any] | None]
     expect: NotRequired[str]  # absent for a "call" example
     call_markers: NotRequired[list[str]]

@@ -28,7 +28,7 @@ from pytest_sommelier.core.abstention import scoring_fields
 from pytest_sommelier.core.canonical import prompt_digest
 from pytest_sommelier.core.metrics import record_hit
 from pytest_sommelier.core.noise import rebatch_order
-from pytest_sommelier.core.reasoning import ReasoningRule, parse_split, split_output
+from pytest_sommelier.core.reasoning import ReasoningRule, parse_fields, split_output
 from pytest_sommelier.core.sampling import sample_positions
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data.store import artifacts, stored
@@ -167,7 +167,7 @@ def run_parity(
     for arm in resolved.get("arms", {}):
         if arm not in generators:
             raise InputError(
-                "SOM-PARITY-ARM",
+                "SOM-PARITY-SUITE",
                 f"the stored run has arm {arm!r}, the suite has not",
                 "give the suite file the run was made with",
                 where=f"arms.{arm}",
@@ -247,9 +247,8 @@ def _arm_parity(
                     engine_reasoning=completion.reasoning,
                     engine_content=completion.has_content,
                 )
-                call, status = parse_split(parts, arguments_key)
-                new = {"parse_status": status, "parsed_call": call}
-                same_status = status == old.get("parse_status")
+                new = parse_fields(parts, arguments_key, example.parser_version)
+                same_status = new["parse_status"] == old.get("parse_status")
                 fields = {"gold_call": example.gold_call, **scoring_fields(example)}
                 same_hit = record_hit({**new, "raw_text": text, **fields}) == record_hit(
                     {**old, **fields}
@@ -264,7 +263,7 @@ def _arm_parity(
                             "example_id": example.example_id,
                             "language": language,
                             "stored_parse_status": old.get("parse_status"),
-                            "parse_status": status,
+                            "parse_status": new["parse_status"],
                             "same_full_call_outcome": same_hit,
                             "stored_text": str(old.get("raw_text"))[:SNIPPET],
                             "text": text[:SNIPPET],

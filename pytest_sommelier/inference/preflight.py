@@ -399,7 +399,7 @@ def _adapter_config(folder: Path, where: str) -> dict[str, Any]:
         config = strict_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(
-            "SOM-ADAPTER-CONFIG-JSON",
+            "SOM-ADAPTER-CONFIG-FIELD",
             f"adapter folder {folder.name!r}: adapter_config.json is not readable JSON "
             f"({type(exc).__name__})",
             "give the adapter_config.json written by PeftModel.save_pretrained",
@@ -407,7 +407,7 @@ def _adapter_config(folder: Path, where: str) -> dict[str, Any]:
         ) from exc
     if not isinstance(config, dict):
         raise InputError(
-            "SOM-ADAPTER-CONFIG-JSON",
+            "SOM-ADAPTER-CONFIG-FIELD",
             f"adapter folder {folder.name!r}: adapter_config.json is not a JSON object",
             "give the adapter_config.json written by PeftModel.save_pretrained",
             where=where,
@@ -730,7 +730,7 @@ def _check_vllm_limits(
     limit = max_lora_rank if max_lora_rank is not None else VLLM_LORA_RANKS[-1]
     if rank > limit:
         raise InputError(
-            "SOM-ADAPTER-VLLM-RANK",
+            "SOM-ADAPTER-VLLM-UNSUPPORTED",
             f"LoRA rank {rank} is above the vllm engine's max_lora_rank {limit} "
             f"(vLLM supports {', '.join(map(str, VLLM_LORA_RANKS))})",
             "use the transformers engine for this adapter",
@@ -738,7 +738,7 @@ def _check_vllm_limits(
         )
     if config.get("use_dora") or any(tensor.kind == "magnitude" for tensor in others):
         raise InputError(
-            "SOM-ADAPTER-VLLM-DORA",
+            "SOM-ADAPTER-VLLM-UNSUPPORTED",
             "the adapter uses DoRA (use_dora), which the vllm engine cannot apply",
             "use the transformers engine for this adapter",
             where=where,
@@ -746,7 +746,7 @@ def _check_vllm_limits(
     tokens = [tensor for tensor in others if tensor.kind == "token_delta"]
     if config.get("trainable_token_indices") or tokens:
         raise InputError(
-            "SOM-ADAPTER-VLLM-TRAINABLE-TOKENS",
+            "SOM-ADAPTER-VLLM-UNSUPPORTED",
             "the adapter trains token embeddings (trainable_token_indices), which the vllm "
             "engine cannot apply",
             "use the transformers engine for this adapter",
@@ -754,7 +754,7 @@ def _check_vllm_limits(
         )
     if config.get("modules_to_save"):
         raise InputError(
-            "SOM-ADAPTER-VLLM-MODULES-TO-SAVE",
+            "SOM-ADAPTER-VLLM-UNSUPPORTED",
             f"the adapter replaces whole modules (modules_to_save: "
             f"{', '.join(map(str, config['modules_to_save']))}), which the vllm engine cannot "
             "apply",

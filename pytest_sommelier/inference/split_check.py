@@ -119,12 +119,12 @@ def load_checked_suite(path: Path, *, live: bool = False) -> tuple[Suite, Format
     ``arguments_key``, its gates checked against the split, and the split's tokenizer checked
     against the base's (:func:`check_split_tokenizer`). Raises the first load error. ``live``:
     the training callback's reading (``data.suite.load.load_suite``)."""
-    from pytest_sommelier.data.split.load import load_split
+    from pytest_sommelier.data.split.load import load_suite_split
     from pytest_sommelier.data.suite.gates import check_gates_against_split
     from pytest_sommelier.data.suite.load import load_suite
 
     suite = load_suite(path, live=live)
-    split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+    split = load_suite_split(suite)
     check_gates_against_split(suite, split)
     check_split_tokenizer(suite)
     check_split_template_kwargs(suite, split)

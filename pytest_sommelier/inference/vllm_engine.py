@@ -120,7 +120,7 @@ def lora_rank_for(ranks: list[int]) -> int:
         if rank >= largest:
             return rank
     raise InputError(
-        "SOM-VLLM-LORA-RANK",
+        "SOM-ADAPTER-VLLM-UNSUPPORTED",
         f"an adapter has LoRA rank {largest}, above the largest vLLM supports "
         f"({engines.VLLM_LORA_RANKS[-1]})",
         "use the transformers engine for this adapter",

@@ -40,8 +40,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from pytest_sommelier.core import runlayout
-from pytest_sommelier.core.abstention import ABSTENTION_METRICS
 from pytest_sommelier.core.clusters import example_clusters
+from pytest_sommelier.core.extra_columns import EXTRA_METRICS
 from pytest_sommelier.core.gates import SELECTION_KIND, stored_subject
 from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH, METRIC_NAMES, metric_order
 from pytest_sommelier.core.selection import flat
@@ -733,7 +733,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         wrapped = {"intervals": block}  # a report block's shape: its selected intervals
         deltas = {
             metric: (selected_interval(wrapped, metric) or {}).get("estimate")
-            for metric in (*METRIC_NAMES, *ABSTENTION_METRICS)
+            for metric in (*METRIC_NAMES, *EXTRA_METRICS)
             if metric in METRIC_NAMES or metric in (block.get("intervals") or {})
         }
         return {name: (deltas, wrapped)}
@@ -810,7 +810,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             for g in evaluated.gates
             if g.kind == "stored" and g.arm is not None and g.stored is not None
         }
-        metrics = {*METRIC_NAMES, "acceptable_call_match", *suite.scorers}
+        metrics = {*METRIC_NAMES, *EXTRA_METRICS, "acceptable_call_match", *suite.scorers}
         parts = name[len(PREFIX) + 1 :].split("/")
         known = (
             parts[0] in subjects

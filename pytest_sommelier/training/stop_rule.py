@@ -21,7 +21,7 @@ import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_sommelier.core.abstention import ABSTENTION_METRICS
+from pytest_sommelier.core.extra_columns import EXTRA_METRICS
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.stored_comparison import paired_interval
 from pytest_sommelier.core.text import fmt, fmt_interval, selected_interval
@@ -75,8 +75,8 @@ def parse_stop_rule(spec: object) -> tuple[str, int]:
     problem = None
     if len(parts) != 3 or parts[0] != RULE:
         problem = "is not no_improvement:METRIC:PATIENCE nor gate_fail:NAME"
-    elif parts[1] not in (*METRIC_NAMES, *ABSTENTION_METRICS):
-        known = ", ".join((*METRIC_NAMES, *ABSTENTION_METRICS))
+    elif parts[1] not in (*METRIC_NAMES, *EXTRA_METRICS):
+        known = ", ".join((*METRIC_NAMES, *EXTRA_METRICS))
         problem = f"names metric {parts[1]!r}, not one of {known}"
     elif re.fullmatch(r"[0-9]{1,6}", parts[2]) is None or int(parts[2]) < 1:
         problem = f"has patience {parts[2]!r}, not a whole number of evaluations >= 1"

@@ -58,7 +58,7 @@ from pytest_sommelier.core.parse import (
     recorded_arguments_key,
 )
 from pytest_sommelier.core.types import Call, ComparisonReport, GenerationRecord, Verdict
-from pytest_sommelier.data.split.load import row_gold_call
+from pytest_sommelier.data.split.load import row_gold_call, row_gold_calls
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.artifacts import StoredArm
 from pytest_sommelier.data.store.runread import RunFiles, read_run
@@ -370,9 +370,12 @@ def examples_blob(
     arms: Mapping[str, StoredArm],
     comparisons: Mapping[str, ComparisonReport],
     arguments_key: str = DEFAULT_ARGUMENTS_KEY,
+    *,
+    several: bool = False,
 ) -> dict[str, Any]:
     """The compact per-example data the page's script renders (positional arrays); gold calls
-    are read with the run's ``arguments_key`` (``split.row_gold_call``).
+    are read with the run's ``arguments_key`` (``split.row_gold_call``; under parser v2,
+    ``several``, ``split.row_gold_calls``, whose first call the page shows as the gold call).
 
     ``ex[i] = [id, slice, tool, root index or -1, system index or -1, user text, gold call,
     outcomes]``, ``outcomes[a] = [hit (1, 0, or -1: not scored), status index, raw text,
@@ -394,7 +397,11 @@ def examples_blob(
     for row in kept:
         expect = expect_of(row)
         gold = (
-            _Gold(row_gold_call(row, arguments_key=arguments_key))
+            _Gold(
+                row_gold_calls(row, arguments_key=arguments_key)[0]
+                if several
+                else row_gold_call(row, arguments_key=arguments_key)
+            )
             if expect == EXPECT_CALL
             else None
         )
@@ -617,7 +624,8 @@ def page_context(files: RunFiles, run_name: str) -> dict[str, Any]:
     if rows is not None:
         split_counts = {lang: sum(r.get("language") == lang for r in rows) for lang in slices}
         key = recorded_arguments_key(resolved) or DEFAULT_ARGUMENTS_KEY
-        blob = examples_blob(rows, slices, arms, comparisons, key)
+        several = (resolved.get("parser") or {}).get("version") == "v2"
+        blob = examples_blob(rows, slices, arms, comparisons, key, several=several)
     first: Mapping[str, Any] = next(iter(arms.values()), (None, None, None))[0] or {}
     metric_names = metric_order(
         name for data in arms.values() for name in (data[0].get("metrics") or {})

@@ -14,6 +14,7 @@ from pytest_sommelier.core.abstention import ABSTENTION_ACCURACY, DECISION_ACCUR
 from pytest_sommelier.core.abstention import LABELS as ABSTENTION_LABELS
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
+from pytest_sommelier.core.call_sets import LABELS as CALL_SET_LABELS
 from pytest_sommelier.core.metrics import (
     ARGUMENT_EXACT_MATCH,
     ARGUMENT_F1,
@@ -32,7 +33,8 @@ from pytest_sommelier.core.text import selected_interval as selected_interval
 
 def extra_metrics(names: Iterable[str]) -> list[tuple[str, str]]:
     """``(name, label)`` of every metric in ``names`` other than the five, in ``metric_order``:
-    ``acceptable_call_match`` (labelled as BFCL's rules), the abstention metrics (labelled by
+    ``acceptable_call_match`` (labelled as BFCL's rules), parser v2's added metrics
+    (``core.call_sets.LABELS``), the abstention metrics (labelled by
     what they count, ``core.abstention.LABELS``) and extension scorers (``scorer <name>``),
     which the views show apart from the five, after them."""
     return [
@@ -40,7 +42,7 @@ def extra_metrics(names: Iterable[str]) -> list[tuple[str, str]]:
             name,
             ACCEPTABLE_LABEL
             if name == ACCEPTABLE
-            else ABSTENTION_LABELS.get(name, f"scorer {name}"),
+            else {**CALL_SET_LABELS, **ABSTENTION_LABELS}.get(name, f"scorer {name}"),
         )
         for name in metric_order(names)
         if name not in METRIC_NAMES

@@ -516,7 +516,7 @@ ADAPTER_ROWS: list[tuple[str, Callable[[Path], None], str, str]] = [
     (  # 0.3: the preflight at session start finds it, before any weights load
         "A03-broken-config-json",
         _broken_config,
-        "SOM-ADAPTER-CONFIG-JSON",
+        "SOM-ADAPTER-CONFIG-FIELD",
         "arms.adapter.adapter: adapter folder 'adapter': adapter_config.json is not readable JSON",
     ),
     ("A04-no-config", _no_config, "SOM-BACKEND-ADAPTER-CONFIG", "has no adapter_config.json"),

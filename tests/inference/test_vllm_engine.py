@@ -78,7 +78,7 @@ def test_max_lora_rank_is_the_smallest_supported_that_holds_every_adapter(
 
 
 def test_a_rank_above_what_vllm_supports_is_refused() -> None:
-    with pytest.raises(InputError, match="SOM-VLLM-LORA-RANK"):
+    with pytest.raises(InputError, match="SOM-ADAPTER-VLLM-UNSUPPORTED"):
         vllm_engine.lora_rank_for([1024])
 
 

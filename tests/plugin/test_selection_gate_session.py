@@ -175,3 +175,25 @@ def test_a_selection_metric_nobody_enables_lists_the_enabled_scorers(
     assert result.ret == 2, result.stdout.str()
     line = next(x for x in result.stdout.lines if "SOM-SUITE-SELECTION" in x)
     assert "'semantic_args' is not a metric" in line and "lenient_call" in line
+
+
+def test_a_stored_selection_naming_the_base_fails_the_gate_naming_the_file(
+    pytester: pytest.Pytester,
+) -> None:
+    """V26 in a session: the stored run's ``report/selection.json`` edited to select ``base``
+    (its reference) was compared with ``base`` under the subject ``...-vs-adapter@label:...``;
+    now the gate fails with the one line naming the file, the field and the arm."""
+    sweep(pytester, (3, 6, 4), [])
+    session(pytester, "one", "--sommelier-autosave", "--sommelier-label", "shipped")
+    (path,) = [p for p in pytester.path.rglob("selection.json")
+               if (pytester.path / "one") not in p.parents]  # fmt: skip
+    document = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**document, "selected": "base"}), encoding="utf-8")
+    sweep(pytester, (10, 12, 24), [STORED])
+    result, run_dir = session(pytester, "two")
+    entry = gate_of(run_dir, "beats-shipped")
+    assert result.ret == 1 and entry["passed"] is False
+    assert "SOM-STORED-FIELD" in entry["reason"] and "\n" not in entry["reason"]
+    assert "selection.json: field 'selected' names 'base', the selection's reference" in (
+        entry["reason"]
+    )

@@ -174,7 +174,7 @@ class BfclSource:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(
-                "SOM-BFCL-JSON", "file is not UTF-8", "use BFCL's files as shipped", where=where
+                "SOM-BFCL-FIELD", "file is not UTF-8", "use BFCL's files as shipped", where=where
             ) from exc
 
 
@@ -364,7 +364,7 @@ def _jsonl(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
             row = strict_json(line)
         except ValueError as exc:
             raise InputError(
-                "SOM-BFCL-JSON",
+                "SOM-BFCL-FIELD",
                 f"line is not JSON: {str(exc)[:120]}",
                 "use BFCL's files as shipped",
                 where=where,
@@ -379,7 +379,7 @@ def _jsonl(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
         surrogate = lone_surrogate_path(row)
         if surrogate is not None:
             raise InputError(
-                "SOM-BFCL-JSON",
+                "SOM-BFCL-FIELD",
                 f"field {surrogate!r} holds a lone UTF-16 surrogate (e.g. \\ud800), which is "
                 "not valid Unicode text",
                 "use BFCL's files as shipped",
@@ -574,7 +574,7 @@ def import_category(
         q_where = f"{q_label}:{q_line}"
         if index >= len(answers):
             raise InputError(
-                "SOM-BFCL-MISSING-ANSWER",
+                "SOM-BFCL-ID-MISMATCH",
                 f"field 'id': no possible-answer row for {question['id']!r} (the answer file "
                 f"has {len(answers)} rows)",
                 "use the question and possible-answer files of the same BFCL release",

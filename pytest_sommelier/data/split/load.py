@@ -32,6 +32,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,7 +40,8 @@ from pytest_sommelier.core.abstention import EXPECT_ANY_CALL, EXPECT_CALL, expec
 from pytest_sommelier.core.acceptable import acceptable_shape_error
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_digest, prompt_set_sha256
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, call_shape_error
-from pytest_sommelier.core.types import Call, Example, FormattedSplit
+from pytest_sommelier.core.parse_v2 import DEFAULT_ORDER, parse_tool_calls
+from pytest_sommelier.core.types import Call, Example, FormattedSplit, Suite
 from pytest_sommelier.data.json_input import strict_json as strict_json
 from pytest_sommelier.data.split.example_ids import EXAMPLE_ID_TEXT, example_id_problem
 from pytest_sommelier.data.split.native_policy import POLICY_NATIVE_TOOLS_V1, read_gold_call
@@ -57,10 +59,18 @@ from pytest_sommelier.errors import InputError, InvariantError
 
 
 def load_split(
-    path: str | os.PathLike[str], slices: Sequence[str], *, arguments_key: str = "arguments"
+    path: str | os.PathLike[str],
+    slices: Sequence[str],
+    *,
+    arguments_key: str = "arguments",
+    parser_version: str = "v1",
+    parser_order: str = DEFAULT_ORDER,
 ) -> FormattedSplit:
     """Read and validate the split at ``path`` for the configured ``slices`` (root first);
-    ``arguments_key`` is the key parser v1 reads native-policy targets with."""
+    ``arguments_key`` is the key parser v1 reads native-policy targets with. Under
+    ``parser_version`` ``"v2"`` (``[parser] version``) a call row's ``target_text`` holds one or
+    more gold calls (:func:`row_gold_calls`), each example carries them with ``parser_order``;
+    under ``"v1"`` exactly one, as always."""
     label = str(path)
     slice_names = _check_slice_names(slices)
     digest = _Digest()
@@ -69,7 +79,7 @@ def load_split(
     split_value: tuple[str, int] | None = None
     for line, record in _records(Path(path), label, digest):
         where = f"{label}:{line}"
-        example = _example(record, line, where, arguments_key)
+        example = _example(record, line, where, arguments_key, parser_version, parser_order)
         first = lines_by_id.setdefault(example.example_id, line)
         if first != line:
             raise InputError(
@@ -109,6 +119,19 @@ def load_split(
             )
             for target, p in pairs.items()
         },
+    )
+
+
+def load_suite_split(suite: Suite) -> FormattedSplit:
+    """:func:`load_split` of a suite's test split, read as the suite reads it (its slices,
+    ``arguments_key`` and ``[parser] version`` / ``order``): the one way a run, a re-score and
+    ``sommelier check`` read a suite's split."""
+    return load_split(
+        suite.test_split,
+        suite.slices,
+        arguments_key=suite.arguments_key,
+        parser_version=suite.parser_version,
+        parser_order=suite.parser_order,
     )
 
 
@@ -297,14 +320,14 @@ def _schema_error(found: Violation, where: str) -> InputError:
     if found.kind == MISSING_KEY:
         field = json_path_text([*found.path, found.keys[0]])
         return InputError(
-            "SOM-SPLIT-MISSING-FIELD",
+            "SOM-SPLIT-FIELD",
             f"missing field {field!r}",
             "every v2 field is required (see docs/formatted_split.md)",
             where=where,
         )
     if found.kind == UNKNOWN_KEYS:
         return InputError(
-            "SOM-SPLIT-UNKNOWN-FIELD",
+            "SOM-SPLIT-FIELD",
             f"unknown field {found.keys[0]!r}",
             "a v2 row has exactly the documented fields",
             where=where,
@@ -324,7 +347,12 @@ def _schema_error(found: Violation, where: str) -> InputError:
 
 
 def _example(
-    record: dict[str, Any], line: int, where: str, arguments_key: str = "arguments"
+    record: dict[str, Any],
+    line: int,
+    where: str,
+    arguments_key: str = "arguments",
+    parser_version: str = "v1",
+    parser_order: str = DEFAULT_ORDER,
 ) -> Example:
     """An ``Example`` from a schema-valid record, after the id, digest and gold-call checks."""
     for field in ("example_id", "source_example_id"):
@@ -355,13 +383,13 @@ def _example(
             "sommelier format",
             where=where,
         )
-    return Example(
+    example = Example(
         example_id=record["example_id"],
         language=record["language"],
         source_example_id=record["source_example_id"],
         prompt_text=record["prompt_text"],
         prompt_sha256=record["prompt_sha256"],
-        gold_call=_row_gold(record, where, arguments_key),
+        gold_call=_row_gold(record, where, arguments_key, several=parser_version == "v2"),
         line=line,
         acceptable_arguments=_acceptable(record, where),
         cluster_id=record.get("cluster_id"),
@@ -371,9 +399,63 @@ def _example(
         expect=expect_of(record),
         call_markers=tuple(record.get("call_markers") or ()),
     )
+    if parser_version == "v2":
+        return _v2_example(example, record, where, arguments_key, parser_order)
+    return example
 
 
-def _row_gold(record: dict[str, Any], where: str, arguments_key: str) -> Call | None:
+def _v2_example(
+    example: Example, record: dict[str, Any], where: str, arguments_key: str, order: str
+) -> Example:
+    """``example`` under parser v2: its gold calls (a ``call`` row) and the suite's order; the
+    first gold call stays ``gold_call`` (what a v1 reader of the record shows). A row with
+    several gold calls may not carry ``acceptable_arguments`` (BFCL's values of one call)."""
+    if example.expect != EXPECT_CALL:
+        return replace(example, parser_version="v2")
+    calls = row_gold_calls(record, where, arguments_key)
+    if len(calls) > 1 and example.acceptable_arguments is not None:
+        raise InputError(
+            "SOM-SPLIT-FIELD",
+            f"example {record['example_id']!r}: field 'acceptable_arguments' on a row with "
+            f"{len(calls)} gold calls",
+            "acceptable values describe one gold call; drop the field",
+            where=where,
+        )
+    return replace(
+        example,
+        gold_call=calls[0],
+        gold_calls=tuple(calls),
+        call_order=order,
+        parser_version="v2",
+    )
+
+
+def row_gold_calls(
+    record: dict[str, Any], where: str = "", arguments_key: str = "arguments"
+) -> list[Call]:
+    """The gold calls of a schema-valid ``call`` row under parser v2: ``target_text`` read by
+    ``sommelier.parser.v2`` (a native-policy row, with ``arguments_key``) or, for
+    tools-in-system rows, a JSON array of one or more call objects; InputError naming the row
+    otherwise."""
+    if record.get("template_policy") != POLICY_NATIVE_TOOLS_V1:
+        _check_arguments_key(record, where, arguments_key)
+        return _gold_calls(record["target_text"], record["example_id"], where, several=True)
+    calls, status = parse_tool_calls(record["target_text"], arguments_key=arguments_key)
+    if calls is None:
+        raise InputError(
+            "SOM-SPLIT-GOLD-CALL",
+            f"example {record['example_id']!r}: field 'target_text' reads as {status} under "
+            f"parser v2 with arguments_key {arguments_key!r}",
+            "set [suite] arguments_key to the key it was formatted with (sommelier format "
+            "--arguments-key), or re-run sommelier format",
+            where=where or None,
+        )
+    return calls
+
+
+def _row_gold(
+    record: dict[str, Any], where: str, arguments_key: str, *, several: bool = False
+) -> Call | None:
     """The gold call of a ``call`` row (:func:`row_gold_call`); None for a row that expects no
     single gold call (``core.abstention``), whose ``target_text`` is its gold text answer. An
     ``any_call`` row must list its ``tools`` (the offered tools a call must name), and neither
@@ -388,6 +470,8 @@ def _row_gold(record: dict[str, Any], where: str, arguments_key: str) -> Call | 
                 'says expect = "no_call"',
                 where=where,
             )
+        if several:  # parser v2: one or more gold calls, the first is gold_call
+            return row_gold_calls(record, where, arguments_key)[0]
         return row_gold_call(record, where, arguments_key)
     if expect == EXPECT_ANY_CALL and not record.get("tools"):
         raise InputError(
@@ -432,17 +516,8 @@ def row_gold_call(
     row is refused under any other key: every output would read as invalid_shape); InputError
     naming the row otherwise."""
     if record.get("template_policy") != POLICY_NATIVE_TOOLS_V1:
-        if arguments_key != DEFAULT_ARGUMENTS_KEY:
-            raise InputError(
-                "SOM-SPLIT-ARGUMENTS-KEY",
-                f"example {record['example_id']!r}: template policy "
-                f"{record.get('template_policy')!r} names the call's arguments 'arguments', but "
-                f"the split is read with arguments_key {arguments_key!r}",
-                "remove [suite] arguments_key, or format the split with --policy "
-                f"{POLICY_NATIVE_TOOLS_V1} --arguments-key {arguments_key}",
-                where=where or None,
-            )
-        return _gold_call(record["target_text"], record["example_id"], where)
+        _check_arguments_key(record, where, arguments_key)
+        return _gold_calls(record["target_text"], record["example_id"], where)[0]
     call, status = read_gold_call(record["target_text"], arguments_key)
     if call is None:
         raise InputError(
@@ -456,8 +531,26 @@ def row_gold_call(
     return call
 
 
-def _gold_call(target_text: str, example_id: str, where: str) -> Call:
-    """The one gold call in ``target_text``: a JSON array of exactly one call object."""
+def _check_arguments_key(record: dict[str, Any], where: str, arguments_key: str) -> None:
+    """A tools-in-system row's instruction and target name ``arguments``: refused under any
+    other key (every output would read as invalid_shape)."""
+    if arguments_key != DEFAULT_ARGUMENTS_KEY:
+        raise InputError(
+            "SOM-SPLIT-ARGUMENTS-KEY",
+            f"example {record['example_id']!r}: template policy "
+            f"{record.get('template_policy')!r} names the call's arguments 'arguments', but "
+            f"the split is read with arguments_key {arguments_key!r}",
+            "remove [suite] arguments_key, or format the split with --policy "
+            f"{POLICY_NATIVE_TOOLS_V1} --arguments-key {arguments_key}",
+            where=where or None,
+        )
+
+
+def _gold_calls(
+    target_text: str, example_id: str, where: str, *, several: bool = False
+) -> list[Call]:
+    """The gold calls in ``target_text``: a JSON array of exactly one call object, or (parser
+    v2, ``several``) of one or more."""
     try:
         value = strict_json(target_text)
     except RecursionError:
@@ -465,34 +558,44 @@ def _gold_call(target_text: str, example_id: str, where: str) -> Call:
     except ValueError as exc:
         problem = f"is not valid JSON ({_one_line(str(exc))})"
     else:
-        found = _gold_problem(value)
-        if found is None and _SURROGATE_ESCAPE_TEXT.search(target_text) and _has_lone_surrogate(
-            value
+        found = _gold_problem(value, several)
+        if (
+            found is None
+            and _SURROGATE_ESCAPE_TEXT.search(target_text)
+            and _has_lone_surrogate(value)
         ):
             found = "escapes a lone UTF-16 surrogate, which is not valid Unicode"
         if found is None:
-            return cast(Call, value[0])
+            return cast(list[Call], value)
         problem = found
+    count = "one or more calls" if several else "exactly one call"
     raise InputError(
         "SOM-SPLIT-GOLD-CALL",
         f"example {example_id!r}: field 'target_text' {problem}",
-        'target_text must be [{"name": "...", "arguments": {...}}] with exactly one call',
+        f'target_text must be [{{"name": "...", "arguments": {{...}}}}] with {count}',
         where=where,
     )
 
 
-def _gold_problem(value: Any) -> str | None:
-    """Why ``value`` is not a one-call array (None when it is one)."""
+def _gold_problem(value: Any, several: bool = False) -> str | None:
+    """Why ``value`` is not a one-call array, or (``several``) an array of one or more calls
+    (None when it is one)."""
     if not isinstance(value, list):
         return "is not a JSON array"
-    if len(value) != 1:
+    if several and not value:
+        return "holds no call"
+    if not several and len(value) != 1:
         return f"holds {len(value)} calls, not exactly one"
-    shape = call_shape_error(value[0])
-    if shape is None:
-        return None
-    if not shape.field:
-        return f"holds a call that {shape.problem}"
-    return f"holds a call whose {shape.field!r} {shape.problem}"
+    for index, call in enumerate(value):
+        shape = call_shape_error(call)
+        if shape is None:
+            continue
+        which = f"call {index}" if several and len(value) > 1 else "a call"
+        if not shape.field:
+            return f"holds {which} that {shape.problem}"
+        whose = f"call {index} whose" if several and len(value) > 1 else "a call whose"
+        return f"holds {whose} {shape.field!r} {shape.problem}"
+    return None
 
 
 # --------------------------------------------------------------------------- slices

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_sommelier.core import runlayout
+from pytest_sommelier.core.call_sets import CALL_SET_ADDED
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.report_identity import check_identity
@@ -38,12 +39,15 @@ def _scorer_names(report: Mapping[str, Any]) -> list[str]:
 
 
 def _values(report: Mapping[str, Any], record: Mapping[str, Any], arm: str) -> dict:
-    """``{slice: {metric: {value, lower, upper}}}`` of one arm: the five, then each scorer the
+    """``{slice: {metric: {value, lower, upper}}}`` of one arm: the five (then parser v2's
+    added metrics, for a v2 run), then each scorer the
     report records (its metric as the report holds it; a run without scorers has the five
     alone), values from its report, intervals from the stored record (None where the record
     has none)."""
     intervals = ((record.get("intervals") or {}).get(arm)) or {}
-    names = [*METRIC_NAMES, *_scorer_names(report)]
+    overall = report.get("metrics") or {}
+    added = [name for name in CALL_SET_ADDED if name in overall]  # parser v2's, when it ran
+    names = [*METRIC_NAMES, *added, *_scorer_names(report)]
     blocks = [*((lang, b.get("metrics") or {}) for lang, b in (report.get("slices") or {}).items())]
     blocks.append((OVERALL, report.get("metrics") or {}))
     out: dict[str, dict[str, Any]] = {}

@@ -41,18 +41,47 @@ def recorded_selection(run: RunRef) -> Recorded:
     """What a stored run recorded that a stored selection gate reads: its ``report/
     selection.json``'s selected candidate (read through the store's one validating reader;
     None without the file) and the arms it holds a report of. An edited ``selection.json`` is
-    an ``InputError`` (``SOM-STORED-FIELD``)."""
+    an ``InputError`` (``SOM-STORED-FIELD``), and so is one whose ``selected`` field does not
+    name one of its own ``candidates`` (``base``, the reference: a
+    gate would otherwise compare with it under the candidate family's name)."""
     path = runlayout.selection(run.path)
-    selected = None
-    if path.is_file():
-        selected = str(artifacts.read_json(path, expect="sommelier.selection.v1")["selected"])
     eval_dir = runlayout.eval_dir(run.path)
     reported = frozenset(
         folder.name
         for folder in (sorted(eval_dir.iterdir()) if eval_dir.is_dir() else ())
         if runlayout.arm_report(folder).is_file()
     )
+    selected = None
+    if path.is_file():
+        document = artifacts.read_json(path, expect="sommelier.selection.v1")
+        selected = str(document["selected"])
+        problem = _selected_problem(document, selected)
+        if problem is not None:
+            raise InputError(
+                "SOM-STORED-FIELD",
+                f"{path}: field 'selected' names {_shown(selected)}, {problem}",
+                "the file was edited or written by another tool; restore it, or store the run "
+                "again (docs/artifacts.md lists every field)",
+            )
     return Recorded(selected, None, reported)
+
+
+def _selected_problem(document: Mapping[str, Any], selected: str) -> str | None:
+    """Why a stored selection's ``selected`` arm cannot be its selected candidate (None: it
+    can): it is the selection's reference, or none of its ``candidates``."""
+    arms = [str(entry["arm"]) for entry in document["candidates"]]
+    listed = ", ".join(_shown(arm) for arm in arms[:3]) + (" ..." if len(arms) > 3 else "")
+    if selected == document["reference"]:
+        return f"the selection's reference, not one of its candidates ({listed})"
+    if selected not in arms:
+        return f"not one of the selection's candidates ({listed})"
+    return None
+
+
+def _shown(value: str) -> str:
+    """``repr`` of a stored name for an error line, at most 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def read_inputs(run: RunRef) -> StoredInputs:

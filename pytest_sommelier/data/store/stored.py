@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.parse import ARGUMENTS_KEYS, recorded_arguments_key
+from pytest_sommelier.core.parse_v2 import DEFAULT_ORDER, ORDERS, PARSER_VERSIONS
 from pytest_sommelier.core.pipeline import ArmRun, ArmSide, order_records
 from pytest_sommelier.core.reasoning import checked_rule
 from pytest_sommelier.core.scorers import Scorer, recorded_scorer
@@ -30,7 +31,7 @@ from pytest_sommelier.core.types import (
     Suite,
     model_kind_of,
 )
-from pytest_sommelier.data.split.load import load_split
+from pytest_sommelier.data.split.load import load_suite_split
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.suite.load import valid_name
 from pytest_sommelier.data.suite.statistics_bounds import effect_problem, statistics_problem
@@ -98,6 +99,7 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             f"{where}: reasoning {exc}",
             "the resolved suite was edited; a run is re-scored with the rule it ran with",
         ) from None
+    parser_version, parser_order = _stored_parser(resolved.get("parser"), where)
     try:
         statistics = StatisticsConfig(**resolved["statistics"])
         return Suite(
@@ -122,9 +124,27 @@ def suite_from_resolved(resolved: dict[str, Any], run_dir: Path) -> Suite:
             selection=_stored_selection(resolved.get("selection")),
             reasoning=reasoning,
             template_kwargs=_stored_kwargs(resolved.get("template_kwargs")),
+            parser_version=parser_version,
+            parser_order=parser_order,
         )
     except (KeyError, TypeError) as exc:
         raise _not_resolved(where, exc) from None
+
+
+def _stored_parser(recorded: Any, where: str) -> tuple[str, str]:
+    """The ``[parser] version`` and ``order`` a resolved suite records (absent: ``v1``, ``any``,
+    every run before parser v2); anything else is refused, naming the field."""
+    if recorded is None:
+        return "v1", DEFAULT_ORDER
+    version = recorded.get("version") if isinstance(recorded, dict) else None
+    order = recorded.get("order") if isinstance(recorded, dict) else None
+    if version not in PARSER_VERSIONS or order not in ORDERS:
+        raise InputError(
+            "SOM-STORED-FIELD",
+            f"{where}: parser {recorded!r} is not {{version: v1|v2, order: any|exact}}",
+            "the resolved suite was edited; a run is re-scored with the parser it ran with",
+        )
+    return str(version), str(order)
 
 
 def _stored_kwargs(recorded: Any) -> dict[str, Any]:
@@ -164,7 +184,7 @@ def load_run_inputs(run_dir: Path) -> tuple[dict[str, Any], Suite, FormattedSpli
             f"{suite.test_split}: not found",
             "the run directory is missing its split copy; it cannot be re-scored",
         )
-    split = load_split(suite.test_split, suite.slices, arguments_key=suite.arguments_key)
+    split = load_suite_split(suite)
     recorded = (resolved.get("test_split") or {}).get("sha256")
     if split.sha256 != recorded:
         raise InvariantError(

@@ -20,6 +20,7 @@ from pytest_sommelier.core.abstention import (
     EXPECT_NO_CALL,
 )
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE_METRIC
+from pytest_sommelier.core.call_sets import CALL_SET_ADDED
 from pytest_sommelier.core.gates import (
     ALL_THRESHOLDS,
     ARM_THRESHOLDS,
@@ -46,11 +47,23 @@ from pytest_sommelier.data.suite.statistics_bounds import effect_problem
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.numbers import BASELINE_WORDS, LABEL_PREFIX, run_number
 
-GATE_METRICS: tuple[str, ...] = (*METRIC_NAMES, ACCEPTABLE_METRIC, *ABSTENTION_METRICS)
+GATE_METRICS: tuple[str, ...] = (
+    *METRIC_NAMES,
+    ACCEPTABLE_METRIC,
+    *ABSTENTION_METRICS,
+    *CALL_SET_ADDED,
+)
 """Metric names a gate may name: the five metrics of ``metrics.METRIC_NAMES``,
-``acceptable_call_match`` (present only when the split's examples carry acceptable values) and
+``acceptable_call_match`` (present only when the split's examples carry acceptable values),
 the abstention metrics (``core.abstention``: present only when the split has examples that
-expect no call, or no single call)."""
+expect no call, or no single call) and parser v2's added metrics (``core.call_sets``: present
+only under ``[parser] version = "v2"``)."""
+
+_V2_NEED = (
+    'a suite with [parser] version = "v2" (call examples with gold call sets)',
+    lambda e: e.gold_calls is not None,
+    'set [parser] version = "v2" (docs/parser.md, Parser v2), or gate another metric',
+)
 
 _NEEDS: dict[str, tuple[str, Callable[[Example], bool], str]] = {
     ACCEPTABLE_METRIC: (
@@ -68,6 +81,7 @@ _NEEDS: dict[str, tuple[str, Callable[[Example], bool], str]] = {
         lambda e: e.expect != EXPECT_CALL,
         "add abstention examples (sommelier import --abstention keep), or gate another metric",
     ),
+    **dict.fromkeys(CALL_SET_ADDED, _V2_NEED),
 }
 """The metrics that exist only for some examples: what they need, the test, the hint."""
 

@@ -73,6 +73,8 @@ def suite_identity(suite: Suite) -> dict[str, Any]:
         identity["reasoning"] = rule_identity(suite.reasoning)
     if suite.template_kwargs:  # [format] template_kwargs
         identity["template_kwargs"] = dict(suite.template_kwargs)
+    if suite.parser_version != "v1":  # [parser] version/order, so rescore reads call sets
+        identity["parser"] = {"version": suite.parser_version, "order": suite.parser_order}
     return identity
 
 

@@ -154,18 +154,9 @@ def load_suite(path: str | os.PathLike[str], *, live: bool = False) -> Suite:
 
 def _parser_keys(section: dict[str, Any], label: str) -> tuple[str, str]:
     """``[parser] version`` and ``order`` (the schema checks their values; absent: ``v1``,
-    ``any``). ``version = "v2"`` is refused in this release: ``sommelier.parser.v2`` and its
-    metrics are in ``core.parse_v2`` and ``core.call_sets``, but runs, splits and reports do
-    not read call sets yet, and a v2 suite must never be scored by v1 silently."""
+    ``any``); ``version = "v2"`` selects ``sommelier.parser.v2`` (``core.parse_v2``) and the
+    call-set metrics (``core.call_sets``) for the whole run."""
     version = section.get("version", "v1")
-    if version == "v2":
-        raise InputError(
-            "SOM-SUITE-INVALID-VALUE",
-            "key 'version': \"v2\" (sommelier.parser.v2) is not wired into runs in this "
-            "release; its parser and metrics are available in pytest_sommelier.core",
-            'remove the key or write version = "v1" (docs/parser.md, Parser v2)',
-            where=f"{label}: [parser]",
-        )
     return version, section.get("order", DEFAULT_ORDER)
 
 

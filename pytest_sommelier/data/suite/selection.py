@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from pytest_sommelier.core.abstention import ABSTENTION_METRICS
+from pytest_sommelier.core.extra_columns import EXTRA_METRICS
 from pytest_sommelier.core.metrics import METRIC_NAMES
 from pytest_sommelier.core.types import ArmConfig, SelectionConfig
 from pytest_sommelier.errors import InputError
@@ -37,8 +37,8 @@ def selection_config(
         return InputError("SOM-SUITE-SELECTION", f"selection.{key} {message}", hint, where=where)
 
     metric, among = table["metric"], table["among"]
-    if metric not in (*METRIC_NAMES, *ABSTENTION_METRICS) and metric not in scorers:
-        known = ", ".join([*METRIC_NAMES, *ABSTENTION_METRICS, *scorers])
+    if metric not in (*METRIC_NAMES, *EXTRA_METRICS) and metric not in scorers:
+        known = ", ".join([*METRIC_NAMES, *EXTRA_METRICS, *scorers])
         raise refuse("metric", f"{metric!r} is not a metric", f"one of: {known}")
     candidates = tuple(name for name in arms if fnmatchcase(name, among))
     if not candidates:

@@ -247,7 +247,7 @@ def _refused(tmp_path, categories, source, code: str, **options: Any) -> str:
 def test_missing_possible_answer_row(tmp_path):
     questions, answers = _pairs(3)
     data = _write(tmp_path / "data", "simple_python", questions, answers[:2])
-    message = _refused(tmp_path, ["simple_python"], data, "SOM-BFCL-MISSING-ANSWER")
+    message = _refused(tmp_path, ["simple_python"], data, "SOM-BFCL-ID-MISMATCH")
     assert "BFCL_v4_simple_python.json:3" in message and "'simple_python_2'" in message
     assert "field 'id'" in message
 
@@ -290,7 +290,7 @@ def test_malformed_line_named(tmp_path):
     data = _write(tmp_path / "data", "simple_python", *_pairs(2))
     path = data / "BFCL_v4_simple_python.json"
     path.write_text(path.read_text() + "{not json\n")
-    message = _refused(tmp_path, ["simple_python"], data, "SOM-BFCL-JSON")
+    message = _refused(tmp_path, ["simple_python"], data, "SOM-BFCL-FIELD")
     assert "BFCL_v4_simple_python.json:3" in message
 
 

@@ -155,7 +155,7 @@ def test_loader_reads_v2_and_v3_rows_together(tmp_path: Path) -> None:
         (v3_no_call("en-1", "en", acceptable_arguments={"language": "python", "required": [],
                                                         "arguments": {}}),
          "SOM-SPLIT-FIELD", "acceptable_arguments"),
-        (make_row("en-1", "en", expect="no_call"), "SOM-SPLIT-UNKNOWN-FIELD", "'expect'"),
+        (make_row("en-1", "en", expect="no_call"), "SOM-SPLIT-FIELD", "'expect'"),
         (v3_no_call("en-1", "en", expect="call"), "SOM-SPLIT-GOLD-CALL", "is empty"),
         (v3_no_call("en-1", "en", schema_version=["v3"]), "SOM-SPLIT-SCHEMA-VERSION",
          "unknown schema_version"),

@@ -130,12 +130,12 @@ def test_missing_split_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("mutate", "code", "fragment"),
     [
-        (lambda r: r.update(extra=1), "SOM-SPLIT-UNKNOWN-FIELD", "unknown field 'extra'"),
+        (lambda r: r.update(extra=1), "SOM-SPLIT-FIELD", "unknown field 'extra'"),
         (lambda r: r.update(prompt_sha256="XYZ"), "SOM-SPLIT-FIELD", "field 'prompt_sha256'"),
         (lambda r: r.update(source_example_id=7), "SOM-SPLIT-FIELD", "'source_example_id'"),
         (
             lambda r: r.update(messages=[{"content": "x"}]),
-            "SOM-SPLIT-MISSING-FIELD",
+            "SOM-SPLIT-FIELD",
             "missing field 'messages[0].role'",
         ),
         (lambda r: r.update(split="dev"), "SOM-SPLIT-MIXED-SPLIT", "'dev'"),

@@ -95,3 +95,39 @@ def test_a_first_run_failing_only_a_stored_selection_gate_may_be_the_baseline() 
 def stored_selection_arm(run: StoredRun, selected: str) -> tuple[str | None, str]:
     """What the store reads of ``run`` (``recorded_selection``), then the core's choice."""
     return choose(run, recorded_selection(run), selected)
+
+
+def test_a_stored_selection_naming_its_reference_names_the_file_field_and_arm(
+    tmp_path: Path,
+) -> None:
+    """V26: a ``selection.json`` whose ``selected`` is ``base`` (the selection's reference) was
+    read as the selected candidate, and the gate compared with ``base`` under the subject
+    ``...-vs-adapter@N``; now one line naming the file, the field and the arm."""
+    run = stored(tmp_path, ("base", "adapter@300"), {**SELECTION, "selected": "base"})
+    with pytest.raises(InputError) as caught:
+        stored_selection_arm(run, "adapter@200")
+    line = str(caught.value)
+    assert caught.value.code == "SOM-STORED-FIELD" and "\n" not in line
+    assert "selection.json: field 'selected' names 'base', the selection's reference" in line
+    assert "'adapter@300'" in line  # the candidates it could have named
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(selected=st.one_of(st.sampled_from(["base", "adapter@300", "adapter@1", "adapter"]),
+                          st.text(min_size=1, max_size=200)))
+def test_any_stored_selected_arm_is_a_candidate_or_one_line_naming_it(
+    tmp_path_factory: pytest.TempPathFactory, selected: str
+) -> None:
+    folder = tmp_path_factory.mktemp("run")
+    run = stored(folder, ("base", "adapter@300"), {**SELECTION, "selected": selected})
+    try:
+        arm, how = stored_selection_arm(run, "adapter@200")
+    except InputError as error:
+        line = str(error)
+        assert error.code == "SOM-STORED-FIELD" and "\n" not in line
+        assert "selection.json: field 'selected' names " in line
+        assert repr(selected)[:57] in line and len(line) < 400
+        assert selected != "adapter@300"
+    else:  # accepted only as one of the selection's own candidates
+        assert arm == selected == "adapter@300" and "selected candidate" in how

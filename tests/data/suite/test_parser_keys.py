@@ -1,5 +1,5 @@
 """``[parser] version`` and ``[parser] order``: validated at load with one line naming the table
-and key; ``version = "v2"`` refused in this release (parser v2 is not wired into runs yet)."""
+and key; ``version = "v2"`` selects parser v2 with either order."""
 
 from __future__ import annotations
 
@@ -45,13 +45,11 @@ def test_v1_and_each_order_load(tmp_path: Path, order: str) -> None:
     assert (suite.parser_version, suite.parser_order) == ("v1", order)
 
 
-def test_v2_is_refused_in_one_line_until_runs_score_it(tmp_path: Path) -> None:
-    with pytest.raises(InputError) as info:
-        load_suite(write_suite(tmp_path, parser={"version": "v2", "order": "exact"}))
-    text = str(info.value)
-    assert info.value.code == "SOM-SUITE-INVALID-VALUE"
-    assert "[parser]" in text and "'version'" in text and "not wired" in text
-    assert "\n" not in text
+@pytest.mark.parametrize("order", ORDERS)
+def test_v2_loads_with_each_order(tmp_path: Path, order: str) -> None:
+    suite = load_suite(write_suite(tmp_path, parser={"version": "v2", "order": order}))
+    assert (suite.parser_version, suite.parser_order) == ("v2", order)
+    assert PARSER_VERSIONS["v2"] == "sommelier.parser.v2"
 
 
 def test_an_unknown_parser_key_is_named(tmp_path: Path) -> None:
@@ -63,7 +61,7 @@ def test_an_unknown_parser_key_is_named(tmp_path: Path) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["version", "order"]), HOSTILE)
 def test_hostile_values_load_or_fail_in_one_line_naming_the_key(key: str, value: Any) -> None:
-    accepted = {"version": ["v1"], "order": list(ORDERS)}[key]
+    accepted = {"version": ["v1", "v2"], "order": list(ORDERS)}[key]
     with tempfile.TemporaryDirectory() as folder:
         suite_file = write_suite(folder, parser={key: value})
         if isinstance(value, str) and value in accepted:

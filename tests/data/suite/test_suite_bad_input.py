@@ -79,7 +79,7 @@ def test_missing_field(tmp_path: Path) -> None:
     expect_error(
         load(path),
         InputError,
-        "SOM-SPLIT-MISSING-FIELD",
+        "SOM-SPLIT-FIELD",
         f"{path}:4:",
         "missing field 'tokenizer_revision'",
     )
