@@ -42,7 +42,6 @@ from pytest_sommelier.core.types import (
     EngineConfig,
     ModelConfig,
 )
-from pytest_sommelier.data import digests
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -155,29 +154,9 @@ _BASES: dict[tuple[str, str, str | None, str, str], LoadedBase] = {}
 def _load_model_and_tokenizer(
     source: BaseSource, dtype: Any, suite_dir: Path
 ) -> tuple[Any, Any, str]:
-    """Load weights and tokenizer for a resolved base; returns (model, tokenizer, load status)."""
-    from transformers import AutoModelForCausalLM
-
-    if source.kind == "gguf":
-        path = Path(source.location)
-        loaded = modelcache.load_gguf(path, digests.sha256_path(path), dtype)
-        return loaded.model, loaded.tokenizer, loaded.status
-    tokenizer = modelref.load_tokenizer(source.ref, revision=source.revision, base_dir=suite_dir)
-    kwargs: dict[str, Any] = {"use_safetensors": True, "trust_remote_code": False}
-    kwargs.update(modelcache.dtype_kwargs(dtype))
-    if source.kind == "hub":
-        kwargs["revision"] = source.revision
-    try:
-        model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
-    except Exception as exc:
-        raise SommelierEnvironmentError(
-            "SOM-BACKEND-MODEL-LOAD",
-            f"could not load the base model: {exception_text(exc, 200)}",
-            "for a hub id, make sure it is cached or the hub is reachable and the revision "
-            "exists; for a folder, check it holds config.json and safetensors weights",
-            where="model.base",
-        ) from exc
-    return model, tokenizer, source.kind
+    """Load weights and tokenizer for a resolved base; returns (model, tokenizer, load status)
+    (``modelcache.load_base_model``, the one loader: the training layer's ``load_base`` too)."""
+    return modelcache.load_base_model(source, dtype, suite_dir)
 
 
 def prepare_tokenizer(tokenizer: Any) -> Any:
