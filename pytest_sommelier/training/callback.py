@@ -173,14 +173,19 @@ def every_argument(every: Any) -> tuple[str | int, int | None]:
     )
 
 
+def save_strategy(args: Any) -> str:
+    """``args.save_strategy`` as its word (transformers' ``SaveStrategy`` is a ``str`` enum)."""
+    strategy = getattr(args, "save_strategy", "")
+    return str(getattr(strategy, "value", strategy))
+
+
 def saves_before(args: Any, state: Any) -> int | None:
     """How many saves a resumed trainer made up to and including the checkpoint it resumed
     from (``state.global_step``), as the Trainer's own schedule decides them: with
     ``save_strategy="steps"`` every ``save_steps`` steps and the last step (so the ceiling of
     step / save_steps); with ``"epoch"`` one per epoch (the epochs done); None for any other
     strategy (the count restarts, and the callback says so)."""
-    strategy = str(getattr(getattr(args, "save_strategy", None), "value", None)
-                   or getattr(args, "save_strategy", ""))  # fmt: skip
+    strategy = save_strategy(args)
     step = int(state.global_step)
     if strategy == "steps":
         period = int(getattr(state, "save_steps", 0) or 0)
@@ -559,31 +564,48 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         if not self.quiet and self.max_examples is not None and self.split.sample is None:
             print(whole_split_note(split, self.max_examples, "max_examples"), flush=True)
         self.saves = 0
-        if int(state.global_step) > 0:
-            self._resume(int(state.global_step))
-            if self.save_every is not None:
-                self._resume_saves(args, state)
+        step = int(state.global_step)
+        if step > 0:
+            self._resume(step, self._resumed_saves(args, state))
         self.ready = True
 
-    def _resume_saves(self, args: Any, state: Any) -> None:
-        """``every="save:N"`` after ``resume_from_checkpoint``: the saves before the resumed
-        step counted from the Trainer's schedule (:func:`saves_before`), so the Nth saves are
-        the ones an uninterrupted run evaluates."""
+    def _resumed_saves(self, args: Any, state: Any) -> int:
+        """After ``resume_from_checkpoint``: the step of the last checkpoint this callback
+        evaluated up to the resumed step (the resumed step itself unless the trigger skips
+        steps: ``every=N`` steps, the last multiple of N; ``every="save:N"``, the last Nth save
+        by the Trainer's schedule, :func:`saves_before`, whose count the save counter goes on
+        from; 0 when none was), so a checkpoint resumed from between two evaluations finds
+        the memory of the one before."""
+        step = int(state.global_step)
+        if isinstance(self.every, int):
+            return step - step % self.every
+        if self.save_every is None:
+            return step
         before = saves_before(args, state)
-        self.saves = before or 0
-        if before is None and self.save_every != 1 and not self.quiet:
-            print(
-                f"sommelier: resumed at step {state.global_step}: every={self.every!r} counts "
-                "saves from here (save_strategy is neither 'steps' nor 'epoch')",
-                flush=True,
-            )
+        if before is None:
+            if self.save_every != 1 and not self.quiet:
+                print(
+                    f"sommelier: resumed at step {step}: every={self.every!r} counts saves "
+                    "from here (save_strategy is neither 'steps' nor 'epoch')",
+                    flush=True,
+                )
+            return step
+        self.saves = before
+        last = before - before % self.save_every  # the last evaluated save's number
+        if last == before:
+            return step
+        period = int(getattr(state, "save_steps", 0) or 0) or int(args.save_steps)
+        return last * period if save_strategy(args) == "steps" else 0
 
-    def _resume(self, step: int) -> None:
-        """A resumed trainer (``resume_from_checkpoint``): the memory of this training run's
-        checkpoints up to ``step`` read back from the store and replayed (``training.resume``):
+    def _resume(self, step: int, evaluated: int) -> None:
+        """A resumed trainer (``resume_from_checkpoint`` at ``step``): the memory of this
+        training run's checkpoints up to ``evaluated`` (the last one evaluated, see
+        :meth:`_resumed_saves`) read back from the store and replayed (``training.resume``):
         the previous checkpoint, the stop rule's best, its count and so an earlier stop."""
         assert self.suite is not None
-        runs = training_runs(self.store, self.suite.name, self.trained, step)
+        runs = []
+        if evaluated > 0:
+            runs = training_runs(self.store, self.suite.name, self.trained, evaluated)
         for earlier, records in replayed(runs, self.trained):
             if self.rule is not None and records:
                 self.rule.update(earlier, records)
@@ -594,7 +616,9 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             print(
                 f"sommelier: resumed at step {step}: "
                 + (f"{len(runs)} evaluated checkpoint(s) read back (stored runs {read})"
-                   if runs else "no stored run of this training run at that step; a fresh start"),
+                   if runs else "no stored run of this training run at that step; a fresh start")
+                + (f" (the last evaluated checkpoint: step {evaluated})"
+                   if runs and evaluated != step else ""),
                 flush=True,
             )  # fmt: skip
 
