@@ -281,6 +281,25 @@ def load_base_model(source: ResolvedBase, dtype: Any, suite_dir: Path) -> tuple[
     return model, tokenizer, source.kind
 
 
+def load_base_tokenizer(source: ResolvedBase, suite_dir: Path) -> Any:
+    """The tokenizer :func:`load_base_model` returns for ``source``, without the weights: a
+    ``.gguf`` base's from this cache's folder when it holds a valid copy (a tokenizer read
+    from the GGUF file itself parses the whole file: seconds for the demo model, per call),
+    else ``modelref.load_tokenizer`` (the GGUF file, a folder, a hub id at its revision)."""
+    from pytest_sommelier.inference import modelref
+
+    if source.kind == "gguf" and cache_enabled():
+        from pytest_sommelier.data.digests import sha256_path
+
+        digest = sha256_path(source.location)
+        folder = cache_root() / digest
+        if is_valid_cache(folder, digest):
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    return modelref.load_tokenizer(source.ref, revision=source.revision, base_dir=suite_dir)
+
+
 @contextlib.contextmanager
 def _build_lock(root: Path, name: str) -> Iterator[None]:
     """Hold an exclusive lock while one process converts a GGUF (POSIX flock; none elsewhere).
