@@ -334,3 +334,20 @@ def test_the_format_cli_takes_the_parser(tmp_path: Path, capsys: pytest.CaptureF
     )
     assert main(args) == 2
     assert "SOM-FORMAT-PARSER" in capsys.readouterr().err
+
+
+def test_an_extension_candidate_with_several_calls_is_skipped_under_v1(tmp_path: Path):
+    from pytest_sommelier.data.prepare.importers.common import Candidate, Importer
+    from pytest_sommelier import registry
+
+    def convert(row: dict[str, Any], where: str) -> Candidate:
+        return Candidate("q", [WEATHER, TIMER], PARIS, gold_calls=[PARIS, FIVE])
+
+    importers = registry.merge("importers", [("test", {"kv": Importer("kv rows", convert)})])
+    source = write_rows(tmp_path / "in.jsonl", [{"a": 1}, {"a": 2}])
+    with pytest.raises(InputError, match="several_calls 2"):
+        import_file("kv", source, tmp_path / "p.jsonl", importers=importers)
+    result = import_file("kv", source, tmp_path / "p.jsonl", ImportOptions(parser="v2"),
+                         importers=importers)  # fmt: skip
+    assert result.written == 2 and prepared_lines(tmp_path / "p.jsonl")[0]["gold_calls"] == [
+        PARIS, FIVE]  # fmt: skip

@@ -36,6 +36,7 @@ from pytest_sommelier.data.prepare.formatting import (
 from pytest_sommelier.data.prepare.importers.common import (
     DEFAULT_LANGUAGE,
     PARSERS,
+    SEVERAL_CALLS,
     Candidate,
     Importer,
     ImportOptions,
@@ -216,6 +217,8 @@ def import_file(
             outcome = convert_row(_reader(outcome.several), record, where, strict=options.strict)
         if isinstance(outcome, Candidate):
             outcome = abstention_skip(outcome, options.abstention) or outcome
+        if isinstance(outcome, Candidate) and len(outcome.calls) > 1 and options.parser != "v2":
+            outcome = Skip(SEVERAL_CALLS, f"the row holds {len(outcome.calls)} calls")
         if isinstance(outcome, Candidate):
             outcome = check_candidate(outcome) or outcome
         if isinstance(outcome, Skip):
