@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = skipped = 0
     for category in PARALLEL_CATEGORIES:
         for question, answer in read_category(args.wheel, category):
-            row, skip = convert_row(question, answer, language="python", q_where=category,
+            row, _ = convert_row(question, answer, language="python", q_where=category,
                                     a_where=category, several=True)  # fmt: skip
             if row is None:
                 skipped += 1
@@ -223,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         entries = entries if isinstance(entries, list) else [entries]
         predicted, status = parse_tool_calls(json.dumps(case["calls"]))
         record = {"parse_status": status, "parsed_calls": predicted, "gold_calls": gold,
-                  "parsed_call": predicted[0] if predicted else None, "gold_call": gold[0]}  # fmt: skip
+                  "parsed_call": predicted[0] if predicted else None,
+                  "gold_call": gold[0]}  # fmt: skip
         ours = predicted is not None and calls_acceptable(predicted, gold, entries, ORDER_ANY)
         exact = call_set_components(record, ORDER_ANY)[4] == (1, 1)
         bfcl = verdict["valid"]

@@ -82,7 +82,7 @@ def test_a_bad_call_of_several_skips_the_row_naming_the_call():
     row, skipped = convert(SWIFT, {"artist": ["x"], "duration": [15], "volume": [3]})
     assert row is None and skipped is not None
     assert skipped.reason == "undeclared_parameter" and skipped.detail.startswith("call 1: ")
-    with pytest.raises(InputError, match="ground_truth.*exactly one call"):
+    with pytest.raises(InputError, match=r"ground_truth.*exactly one call"):
         convert(SWIFT, MAROON, several=False)
 
 

@@ -141,7 +141,7 @@ def test_an_unreadable_call_of_several_is_the_rows_skip_and_strict_raises_its_li
     with pytest.raises(InputError, match="SOM-IMPORT-JSON"):
         import_file("hermes", source, tmp_path / "q.jsonl",
                     ImportOptions(parser="v2", strict=True))  # fmt: skip
-    with pytest.raises(InputError, match="SOM-IMPORT-STRICT.*several_calls"):
+    with pytest.raises(InputError, match=r"SOM-IMPORT-STRICT.*several_calls"):
         import_file("hermes", source, tmp_path / "r.jsonl", ImportOptions(strict=True))
     assert not (tmp_path / "q.jsonl").exists() and not (tmp_path / "r.jsonl").exists()
 
@@ -171,9 +171,8 @@ def test_hostile_parser_values_are_one_line(value: str):
         check_parser(value, POLICY_TOOLS_IN_SYSTEM_V1)
 
 
-JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(
-    max_size=8
-)
+FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+JSON_SCALARS = st.none() | st.booleans() | st.integers() | FLOATS | st.text(max_size=8)
 ARGUMENTS = st.dictionaries(st.text(max_size=6), st.recursive(
     JSON_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
         st.text(max_size=4), inner, max_size=3), max_leaves=6), max_size=3)  # fmt: skip
@@ -250,9 +249,9 @@ def test_hostile_gold_calls_are_one_line_naming_the_field(value: Any):
 
 
 def test_gold_calls_beside_gold_call_or_on_an_abstention_row_is_refused():
-    with pytest.raises(InputError, match="gold_calls.*beside gold_call"):
+    with pytest.raises(InputError, match=r"gold_calls.*beside gold_call"):
         validate_prepared_row(prepared(gold_call=PARIS, gold_calls=[PARIS, LONDON]), "p", 1)
-    with pytest.raises(InputError, match="gold_calls.*expect 'no_call'"):
+    with pytest.raises(InputError, match=r"gold_calls.*expect 'no_call'"):
         validate_prepared_row(prepared(gold_calls=[PARIS, LONDON], expect="no_call"), "p", 1)
 
 
@@ -283,12 +282,12 @@ def test_format_v2_writes_the_array_of_gold_calls_and_the_v2_instruction(tmp_pat
 def test_format_refuses_several_calls_under_v1_and_the_one_call_policy(tmp_path: Path):
     source = write_prepared_rows(tmp_path / "p.jsonl")
     tokenizer = build_tokenizer(TEMPLATE)
-    with pytest.raises(InputError, match="SOM-FORMAT-PARSER.*'two' has 2 gold calls.*--parser v2"):
+    with pytest.raises(InputError, match=r"SOM-FORMAT-PARSER.*'two' has 2 gold calls.*--parser v2"):
         format_file(source, tmp_path / "f.jsonl", tokenizer=tokenizer, **FORMAT)
-    with pytest.raises(InputError, match="SOM-FORMAT-PARSER.*asks for exactly one"):
+    with pytest.raises(InputError, match=r"SOM-FORMAT-PARSER.*asks for exactly one"):
         format_file(source, tmp_path / "f.jsonl", tokenizer=tokenizer, parser="v2",
                     policy=POLICY_TOOLS_IN_SYSTEM_V1, **FORMAT)  # fmt: skip
-    with pytest.raises(InputError, match="SOM-FORMAT-PARSER.*parser v1 reads one"):
+    with pytest.raises(InputError, match=r"SOM-FORMAT-PARSER.*parser v1 reads one"):
         format_file(source, tmp_path / "f.jsonl", tokenizer=tokenizer,
                     policy=POLICY_TOOLS_IN_SYSTEM_V2, **FORMAT)  # fmt: skip
     assert not (tmp_path / "f.jsonl").exists()
@@ -337,8 +336,8 @@ def test_the_format_cli_takes_the_parser(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_an_extension_candidate_with_several_calls_is_skipped_under_v1(tmp_path: Path):
-    from pytest_sommelier.data.prepare.importers.common import Candidate, Importer
     from pytest_sommelier import registry
+    from pytest_sommelier.data.prepare.importers.common import Candidate, Importer
 
     def convert(row: dict[str, Any], where: str) -> Candidate:
         return Candidate("q", [WEATHER, TIMER], PARIS, gold_calls=[PARIS, FIVE])
