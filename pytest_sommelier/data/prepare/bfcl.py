@@ -48,7 +48,11 @@ import jsonschema
 
 from pytest_sommelier.core.acceptable import acceptable_entries, call_acceptable
 from pytest_sommelier.data.json_input import strict_json
-from pytest_sommelier.data.prepare.formatting import LANGUAGE_PATTERN, POLICY_TOOLS_IN_SYSTEM_V1
+from pytest_sommelier.data.prepare.formatting import (
+    LANGUAGE_PATTERN,
+    POLICY_TOOLS_IN_SYSTEM_V1,
+    POLICY_TOOLS_IN_SYSTEM_V2,
+)
 from pytest_sommelier.data.prepare.importers import common
 from pytest_sommelier.data.prepare.importers.common import Skipped, gold_problem, prepared_line
 from pytest_sommelier.data.split.example_ids import EXAMPLE_ID_TEXT, example_id_problem
@@ -853,8 +857,9 @@ def import_bfcl(
     return ImportOutcome(results, len(rows))
 
 
-POLICIES = (POLICY_TOOLS_IN_SYSTEM_V1, POLICY_NATIVE_TOOLS_V1)
-"""The template policies an import can be made for (the first is the default)."""
+POLICIES = (POLICY_TOOLS_IN_SYSTEM_V1, POLICY_NATIVE_TOOLS_V1, POLICY_TOOLS_IN_SYSTEM_V2)
+"""The template policies an import can be made for (the first is the default; both
+tools-in-system policies skip questions with a system turn, the native one keeps them)."""
 
 
 def check_import_policy(policy: str | None) -> str:
