@@ -391,7 +391,7 @@ def _example(
         prompt_sha256=record["prompt_sha256"],
         gold_call=_row_gold(record, where, arguments_key, several=parser_version == "v2"),
         line=line,
-        acceptable_arguments=_acceptable(record, where),
+        acceptable_arguments=_acceptable(record, where, several=parser_version == "v2"),
         cluster_id=record.get("cluster_id"),
         tools=record.get("tools"),
         template_kwargs=kwargs or None,
@@ -408,17 +408,21 @@ def _v2_example(
     example: Example, record: dict[str, Any], where: str, arguments_key: str, order: str
 ) -> Example:
     """``example`` under parser v2: its gold calls (a ``call`` row) and the suite's order; the
-    first gold call stays ``gold_call`` (what a v1 reader of the record shows). A row with
-    several gold calls may not carry ``acceptable_arguments`` (BFCL's values of one call)."""
+    first gold call stays ``gold_call`` (what a v1 reader of the record shows). A row's
+    ``acceptable_arguments`` hold one object per gold call (a list for several,
+    ``core.acceptable``)."""
     if example.expect != EXPECT_CALL:
         return replace(example, parser_version="v2")
     calls = row_gold_calls(record, where, arguments_key)
-    if len(calls) > 1 and example.acceptable_arguments is not None:
+    acceptable = example.acceptable_arguments
+    entries = 1 if isinstance(acceptable, dict) else len(acceptable or ())
+    if acceptable is not None and entries != len(calls):
         raise InputError(
             "SOM-SPLIT-FIELD",
-            f"example {record['example_id']!r}: field 'acceptable_arguments' on a row with "
-            f"{len(calls)} gold calls",
-            "acceptable values describe one gold call; drop the field",
+            f"example {record['example_id']!r}: field 'acceptable_arguments' holds values of "
+            f"{entries} call{'s' if entries != 1 else ''}, the row {len(calls)} gold calls",
+            "acceptable values hold one object per gold call: re-run sommelier import bfcl "
+            "--parser v2 and sommelier format --parser v2",
             where=where,
         )
     return replace(
@@ -491,12 +495,17 @@ def _row_gold(
     return None
 
 
-def _acceptable(record: dict[str, Any], where: str) -> dict[str, Any] | None:
-    """The optional ``acceptable_arguments`` (BFCL's acceptable values), shape-checked."""
+def _acceptable(
+    record: dict[str, Any], where: str, *, several: bool = False
+) -> dict[str, Any] | list[dict[str, Any]] | None:
+    """The optional ``acceptable_arguments`` (BFCL's acceptable values), shape-checked; a list
+    (one object per gold call) only under parser v2 (``several``)."""
     value = record.get("acceptable_arguments")
     if value is None:
         return None
     problem = acceptable_shape_error(value)
+    if problem is None and isinstance(value, list) and not several:
+        problem = "a list (values of several gold calls) is read under parser v2 only"
     if problem is not None:
         raise InputError(
             "SOM-SPLIT-FIELD",
