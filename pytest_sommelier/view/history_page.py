@@ -206,8 +206,8 @@ def chart(runs: Sequence[Mapping[str, Any]], arms: Sequence[str], metric: str, s
     }
 
 
-CURVE_WIDTH = 560.0
-CURVE_RIGHT = 100.0  # room right of the plot for the reference lines' labels
+CURVE_WIDTH = 600.0
+CURVE_RIGHT = 124.0  # room right of the plot for the reference lines' labels
 LOSS_HEIGHT = 90.0
 CHAR = 6.6  # an upper bound of one character's width at the charts' 10px monospace
 SELECTED_BY = FULL_CALL_EXACT_MATCH
