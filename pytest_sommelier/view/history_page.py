@@ -4,12 +4,17 @@ It renders the values ``data.store.history_runs.history_runs(store)`` reads (eac
 entry, each arm's values and intervals, the comparability marks) and reads no file itself
 (its own templates aside): ``history_lines`` renders the terminal table, ``render_history``
 the page; ``commands.history.write_page`` joins the reading, the rendering and the writing.
+A suite's training-callback runs are drawn by ``checkpoint_curves``: one line per training
+run (``data.store.history_runs.training_lines``) and metric, never one across two training
+runs or across a sample and a full evaluation.
 
 Invariants kept: every number shown is a value it is given (nothing is re-scored or read
 here); the page is one
 self-contained file rendered with autoescaping and no script at all, under a
 Content-Security-Policy that allows only its own style block (no network, no other file);
-stored text (suite names, branches, reasons) is shown as text.
+stored text (suite names, branches, reasons) is shown as text; a stored label or checkpoint
+name in a table cell is bounded and printable (:func:`cell`); every text of a checkpoints chart
+is placed inside its SVG (the estimate ``CHAR`` bounds a character's width).
 """
 
 from __future__ import annotations
