@@ -344,6 +344,22 @@ def verdict_text(verdict: Verdict) -> str:
     return f"verdict: {verdict['verdict'].upper()}"
 
 
+REASON_LIMIT = 120
+"""The most characters of a reason a one-line console summary (the training callback's line
+per checkpoint) shows; the whole reason is in the run's files."""
+
+
+def bounded_reason(reason: str, where: str | PathLike[str], limit: int = REASON_LIMIT) -> str:
+    """``reason`` for a line that must stay short: its whitespace (newlines included) folded
+    to single spaces, and when longer than ``limit`` cut there, ending ``... (whole reason:
+    WHERE)``: the file that holds it (a refused stored gate's: the run's
+    ``gate_verdict.json``)."""
+    text = " ".join(str(reason).split())
+    if len(text) <= limit:
+        return text
+    return f"{text[: max(limit - 3, 1)].rstrip()}... (whole reason: {where})"
+
+
 def not_run_reasons(outcome: RunOutcome) -> dict[str, str]:
     """Gate name -> why the gate's subject was not fully run (an arm gate's or gap gate's arm,
     a comparison gate's two arms), for a run that is incomplete; empty for a complete run. A
