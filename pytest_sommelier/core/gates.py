@@ -674,7 +674,7 @@ def evaluate_gate(
         "observed": value,
         "reason": reason,
     }
-    if gate.kind == SELECTION_KIND or gate.candidates > 0:
+    if gate.kind == SELECTION_KIND or getattr(gate, "candidates", 0) > 0:
         result["selection"] = _selection_entry(gate, observed, plan)
     if observed is None or observed.entry is None:
         return result
