@@ -159,3 +159,90 @@ def test_an_arm_the_suite_lacks_or_its_base_arm_is_one_line_at_collection(
         text = result.stdout.str()
         assert "SOM-OPTION-VALUE" in text and what in text and "Traceback" not in text
         assert "--sommelier-arms / ini sommelier_arms" in text
+
+
+# --- a tiny random Llama and real peft adapters ----------------------------------------------
+
+REAL_GATES = [
+    # the checkpoint changed the shipped adapter's outputs (a copy of its weights did not)
+    {"name": "changed-from-shipped", "arm": "adapter", "stored": "label:shipped",
+     "metric": "identical_outputs", "max": 0.5},
+    {"name": "not-worse-than-shipped", "arm": "adapter", "stored": "label:shipped",
+     "metric": METRIC, "delta_at_least": 0.0},
+]  # fmt: skip
+
+
+def real_suite(pytester: pytest.Pytester, model: Path) -> Path:
+    """The one suite file over the tiny model: checkpoint-10 and -30 are LoRAs of their own,
+    checkpoint-20 is the shipped adapter's weights, byte for byte."""
+    import shutil
+
+    from plugin_helpers import rows
+    from suite_factory import match_base_tokenizer, write_suite
+    from tiny import make_tiny_adapter_dir
+
+    folder = pytester.path / "suite"
+    shipped = make_tiny_adapter_dir(model, folder / "shipped", seed=1)
+    make_tiny_adapter_dir(model, folder / "out" / "checkpoint-10", seed=2)
+    shutil.copytree(shipped, folder / "out" / "checkpoint-20")
+    make_tiny_adapter_dir(model, folder / "out" / "checkpoint-30", seed=3)
+    suite = write_suite(
+        folder, rows=rows(("en-0", "en-1", "en-2", "he-0", "he-1")),
+        model={"base": "model", "revision": None},
+        decoding={"max_new_tokens": 6, "batch_size": 2},
+        arms={"base": {}, "adapter": {"adapter": "out/checkpoint-*"}},
+        comparisons=COMPARISONS, selection={"metric": METRIC, "among": "adapter@*"},
+        gates=REAL_GATES,
+    )  # fmt: skip
+    shutil.rmtree(folder / "adapter")
+    shutil.copytree(model, folder / "model")
+    return match_base_tokenizer(suite)
+
+
+def real_session(pytester: pytest.Pytester, out: str, *args: str) -> tuple[int, Path, str]:
+    result = pytester.runpytest_subprocess(
+        "suite", "-p", "no:cacheprovider", "--sommelier-out", out, "--sommelier-storage",
+        "store", "--sommelier-cache-dir", "cache", *args,
+    )  # fmt: skip
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text and (pytester.path / out / "gate_verdict.json").is_file(), text
+    return result.ret, pytester.path / out, text
+
+
+@pytest.mark.slow
+def test_one_suite_file_with_a_real_model_and_real_adapters(
+    pytester: pytest.Pytester, tiny: tuple[Path, Path]
+) -> None:
+    real_suite(pytester, tiny[0])
+    ret, shipped, _ = real_session(pytester, "shipped", "--sommelier-arms=adapter=suite/shipped",
+                                   "--sommelier-autosave", "--sommelier-label", "shipped")
+    assert ret == 1  # nothing labelled shipped yet: both stored gates fail with that reason
+    assert all("no comparable stored run" in g["reason"] for g in verdict_of(shipped)["gates"])
+    for workers in ((), ("-n", "2", "--sommelier-no-cache")):
+        ret, sweep_dir, text = real_session(pytester, f"sweep{len(workers)}", *workers)
+        verdict = verdict_of(sweep_dir)
+        copies = {g["name"]: g for g in verdict["per_candidate"]}
+        for step in (10, 20, 30):
+            for gate in REAL_GATES:
+                copy = copies[f"{gate['name']}@{step}"]
+                assert copy["subject"] == f"adapter@{step}-vs-adapter@label:shipped"
+                assert "has no arm" not in copy["reason"], copy["reason"]
+            # checkpoint-20 is the shipped weights: every output identical, the gate fails
+            changed = copies[f"changed-from-shipped@{step}"]
+            assert changed["passed"] is (step != 20), changed["reason"]
+            assert copies[f"not-worse-than-shipped@{step}"]["passed"] is True
+        # a random model calls no tool: every checkpoint ties at 0, the first is selected
+        selection = json.loads((sweep_dir / "report" / "selection.json").read_text())
+        assert selection["selected"] == "adapter@10"
+        assert [g["name"] for g in verdict["gates"]] == [g["name"] for g in REAL_GATES]
+        assert all(g["passed"] and g["subject"].startswith("adapter@10-vs-adapter@")
+                   for g in verdict["gates"]) and ret == 0, text[-3000:]  # fmt: skip
+    # the chosen checkpoint from the same file: checkpoint-20 did not change the shipped one
+    ret, chosen, _ = real_session(pytester, "chosen",
+                                  "--sommelier-arms=adapter=suite/out/checkpoint-20")
+    gates = {g["name"]: g for g in verdict_of(chosen)["gates"]}
+    assert ret == 1 and gates["changed-from-shipped"]["passed"] is False
+    assert gates["changed-from-shipped"]["observed"] == 1.0  # every output as shipped
+    assert gates["not-worse-than-shipped"]["passed"] is True
+    generations = (chosen / "eval" / "adapter" / "generations.en.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["cached"] for line in generations)  # the sweep's outputs
