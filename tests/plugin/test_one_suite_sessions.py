@@ -110,7 +110,11 @@ def test_one_suite_file_is_the_baseline_the_sweep_and_the_chosen_checkpoint(
     parses = gate_of(run_dir, "parses")
     assert parses["subject"] == "adapter@200" and parses["observed"] == pytest.approx(20 / 24)
     assert verdict["familywise"]["family"] == ["not-worse-than-shipped", "uplift"]
-    result.stdout.fnmatch_lines(["PASS not-worse-than-shipped: adapter@200-vs-adapter@label:*"])
+    result.stdout.fnmatch_lines([
+        "PASS not-worse-than-shipped: adapter@200-vs-adapter@label:*",
+        "per checkpoint, reported (the selected one's decides): not-worse-than-shipped: "
+        "@100 fail, @200 pass, @300 fail",
+    ])  # fmt: skip
     cases = junit_gates(pytester)
     assert {"not-worse-than-shipped", "uplift", "parses"} <= set(cases)
     assert not any("@" in name for name in cases)
