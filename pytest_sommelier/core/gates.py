@@ -19,6 +19,11 @@ Invariants kept:
   run's arm, ``stored``). The candidate is the best of K on these examples, so its interval is
   read at the Bonferroni level over the K candidates, composed with the suite's family
   (:func:`selection_level`); a selection gate with nothing selected fails with the reason.
+- In a run with a ``[selection]``, a checkpoint sweep's per-checkpoint copies of a gate
+  (``uplift@20``, :func:`sweep_copy`) are one claim about the selected checkpoint
+  (:func:`selected_copies`): its copy decides under the gate's name, read at the level adjusted
+  over the K candidates; every copy is reported in the verdict's ``per_candidate`` and none of
+  them is a member of the family.
 - The verdict is ``incomplete`` whenever the run is not complete, whatever the gates say;
   otherwise ``fail`` if any gate failed, else ``pass`` (also with no gates).
 """

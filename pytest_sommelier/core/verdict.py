@@ -16,6 +16,10 @@ Invariants kept:
 - ``last`` with no comparable stored run of the suite is *missing*, not an error: compare-fail
   gates are then not added (the first CI run), while a ``stored`` gate fails (a claim without
   its evidence never passes).
+- A ``stored`` gate reads the stored run's arm :func:`stored_gate_arm` names: the arm of the
+  same name, or, for a sweep's checkpoint (``adapter@30``) or an arm the stored run lacks, the
+  stored run's recorded selected candidate of the arm's family, else its family arm
+  (``adapter``); a pair of two names is compared once (``stored_comparison.compare_arm_pair``).
 - A selection gate with ``stored`` reads this run's selected candidate against the stored
   run's arm (:func:`stored_selection_arm`: the stored run's own selected candidate when it
   recorded a ``[selection]``, else its arm of the candidate's family), compared once
