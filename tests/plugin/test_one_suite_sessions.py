@@ -123,7 +123,7 @@ def test_one_suite_file_is_the_baseline_the_sweep_and_the_chosen_checkpoint(
     answer(suite, 20)
     result, chosen_dir = session(
         pytester, "chosen", "--sommelier-arms", "adapter=suite/out/checkpoint-200",
-        "--sommelier-storage", "store",
+        "--sommelier-storage", "store", *workers,
     )  # fmt: skip
     assert result.ret == 0, result.stdout.str()
     gates = {g["name"]: g for g in verdict_of(chosen_dir)["gates"]}
