@@ -765,6 +765,9 @@ class Verdict(TypedDict):
     complete: bool
     gates: list[GateResult]
     familywise: NotRequired[Familywise]
+    # a sweep with a [selection]: every checkpoint's copy of a gate, reported; the deciding
+    # entry in ``gates`` is the selected checkpoint's (core.gates.selected_copies)
+    per_candidate: NotRequired[list[GateResult]]
 
 
 @dataclass(frozen=True)

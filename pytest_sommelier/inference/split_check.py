@@ -20,6 +20,7 @@ records it). Invariant kept: nothing here loads a tokenizer or weights, or reach
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,17 +114,20 @@ def _shown(identity: tuple[str, str]) -> str:
     return f"{tokenizer_id} ({revision})"
 
 
-def load_checked_suite(path: Path, *, live: bool = False) -> tuple[Suite, FormattedSplit]:
+def load_checked_suite(
+    path: Path, *, live: bool = False, arms: Mapping[str, str] | None = None
+) -> tuple[Suite, FormattedSplit]:
     """A suite file and its split as an evaluation runs them (pytest collection and
     ``training.SommelierCallback`` alike): the suite loaded, its split read with the suite's
     ``arguments_key``, its gates checked against the split, and the split's tokenizer checked
     against the base's (:func:`check_split_tokenizer`). Raises the first load error. ``live``:
-    the training callback's reading (``data.suite.load.load_suite``)."""
+    the training callback's reading, ``arms`` the arms given a folder (``--sommelier-arms``)
+    (``data.suite.load.load_suite``)."""
     from pytest_sommelier.data.split.load import load_suite_split
     from pytest_sommelier.data.suite.gates import check_gates_against_split
     from pytest_sommelier.data.suite.load import load_suite
 
-    suite = load_suite(path, live=live)
+    suite = load_suite(path, live=live, given=arms)
     split = load_suite_split(suite)
     check_gates_against_split(suite, split)
     check_split_tokenizer(suite)

@@ -329,7 +329,21 @@ def gate_lines(verdict: Verdict | None, not_run: Mapping[str, str] | None = None
         else gate_result_lines([gate])[0]
         for gate in verdict["gates"]
     ]
-    return [*results, *family, verdict_text(verdict)]
+    return [*results, *per_candidate_lines(verdict), *family, verdict_text(verdict)]
+
+
+def per_candidate_lines(verdict: Verdict) -> list[str]:
+    """One line per gate of a sweep with a ``[selection]`` whose per-checkpoint copies were
+    reported (``per_candidate``, ``core.gates.selected_copies``): each checkpoint's PASS or
+    FAIL at its own level; the selected checkpoint's copy is the gate's line above."""
+    groups: dict[str, list[str]] = {}
+    for gate in verdict.get("per_candidate") or []:
+        name, _, step = gate["name"].rpartition("@")
+        groups.setdefault(name, []).append(f"@{step} {'pass' if gate['passed'] else 'fail'}")
+    return [
+        f"per checkpoint, reported (the selected one's decides): {name}: {', '.join(steps)}"
+        for name, steps in groups.items()
+    ]
 
 
 NO_GATES = "NO GATES"
