@@ -223,7 +223,7 @@ def rescore(
             store_dir,
             stored_specs(scored, compare),
             suite=scored.name,
-            resolved=artifacts.as_stored(artifacts.stored_resolved(resolved, split)),
+            resolved=artifacts.stored_resolved(resolved, split),
             flips=flips,
         )
         outcome = evaluate_run(
