@@ -1,0 +1,94 @@
+"""Hostile inputs on 0.5's surfaces (rows V30- of docs/hardening.md): gold call sets under
+parser v1 and v2, template options (``[format] template_kwargs``, ``--template-kwarg``, a
+split's recorded options). Each test fails on the code before its fix; hypothesis draws the
+hostile values in the fast tier."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from plugin_helpers import GOLD, call_text, write_scripted_suite
+from suite_factory import make_row, write_split
+
+from pytest_sommelier.core.parse import MAX_INT_DIGITS, parse_tool_call
+from pytest_sommelier.data.json_input import strict_json
+from pytest_sommelier.data.split.load import load_split
+from pytest_sommelier.errors import InputError
+
+# -- V30: numbers a gold call holds that the parser could never read back ---------------------
+
+HUGE = ["1e400", "-1e400", "1E999", "1" + "0" * 400 + ".0", "9" * (MAX_INT_DIGITS + 1)]
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("number", HUGE, ids=["1e400", "-1e400", "1E999", "long-float", "long-int"])
+def test_a_gold_number_beyond_a_float_or_the_digit_limit_is_one_line(
+    tmp_path: Path, number: str, version: str
+) -> None:
+    """V30: ``1e400`` in a gold call was read as ``inf``: every item of the run then failed
+    with ``ValueError: Out of range float values are not JSON compliant`` and the session
+    finish with it (no verdict); an integer of 5,000 digits was refused with Python's hint
+    ``use sys.set_int_max_str_digits()``. Now one ``SOM-SPLIT-GOLD-CALL`` line naming the
+    file, line and field, the reason in the parser's words (which reads the same text in an
+    output as ``invalid_json``)."""
+    target = '[{"name": "f", "arguments": {"a": ' + number + "}}]"
+    path = write_split(tmp_path / "s.jsonl", [make_row("en-0", "en", target_text=target)])
+    with pytest.raises(InputError) as caught:
+        load_split(path, ["en"], parser_version=version)
+    text = str(caught.value)
+    assert caught.value.code == "SOM-SPLIT-GOLD-CALL" and "\n" not in text, text
+    assert "s.jsonl:1" in text and "'target_text'" in text, text
+    assert "not a finite number" in text or f"longer than {MAX_INT_DIGITS} digits" in text
+    assert "set_int_max_str_digits" not in text and len(text) < 400, text
+    assert parse_tool_call(target)[1] == "invalid_json"  # the parser's reading of the same
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.integers(-(10**30), 10**30),
+        st.from_regex(r"-?[1-9][0-9]{0,3}(\.[0-9]{1,5})?[eE][+-]?[0-9]{1,4}", fullmatch=True),
+        st.from_regex(r"-?[1-9][0-9]{4290,4310}", fullmatch=True),
+    )
+)
+def test_strict_json_reads_a_number_exactly_when_the_parser_does(value: Any) -> None:
+    """V30 (hypothesis): any number literal is read by the strict decoder of every input
+    exactly when parser v1 reads it in an output, and then to the same value."""
+    literal = value if isinstance(value, str) else json.dumps(value)
+    text = '{"name": "f", "arguments": {"a": ' + literal + "}}"
+    parsed, status = parse_tool_call(text)
+    try:
+        read = strict_json(text)
+    except ValueError as exc:
+        assert status == "invalid_json", (literal[:40], str(exc))
+        assert "\n" not in str(exc) and len(str(exc)) < 120
+        return
+    assert status == "ok" and parsed is not None
+    assert parsed["arguments"] == read["arguments"]
+
+
+def test_a_session_over_a_gold_of_1e400_stops_at_collection_with_one_line(
+    pytester: pytest.Pytester,
+) -> None:
+    """V30 through a session: the split is refused at collection (exit 2, no model call);
+    before, both arms' items failed with a traceback and no verdict was written."""
+    ids = ("en-0", "en-1")
+    script = {"base": {i: call_text(GOLD[i]) for i in ids}, "adapter": {}}
+    suite = write_scripted_suite(pytester, script, ids=ids, suite={"slices": ["en"]})
+    split = suite.parent / "data" / "test.jsonl"
+    lines = split.read_text().splitlines()
+    row = json.loads(lines[0])
+    row["target_text"] = row["target_text"].replace('"days":2', '"days":1e400')
+    row["full_text"] = row["prompt_text"] + row["target_text"]
+    split.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out")
+    out = result.stdout.str()
+    assert result.ret == 2, out
+    assert "SOM-SPLIT-GOLD-CALL" in out and "1e400 is not a finite number" in out
+    assert "Out of range float" not in out and "Traceback" not in out
