@@ -92,3 +92,72 @@ def test_a_session_over_a_gold_of_1e400_stops_at_collection_with_one_line(
     assert result.ret == 2, out
     assert "SOM-SPLIT-GOLD-CALL" in out and "1e400 is not a finite number" in out
     assert "Out of range float" not in out and "Traceback" not in out
+
+
+# -- V31: a split's recorded template options against the suite's -------------------------
+
+V3 = "sommelier.formatted_example.v3"
+JSON_SCALARS = st.one_of(
+    st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, 1.0, -0.0, 0.5]),
+    st.sampled_from(["", "0", "false", "x"]),
+)
+
+
+def _options_split(tmp_path: Path, declared: dict[str, Any], recorded: dict[str, Any]) -> Any:
+    """A suite declaring ``declared`` over a split whose rows record ``recorded``."""
+    from suite_factory import write_suite
+
+    from pytest_sommelier.core.canonical import prompt_digest
+    from pytest_sommelier.data.split.load import load_suite_split
+    from pytest_sommelier.data.suite.load import load_suite
+
+    rows = []
+    for example_id in ("en-0", "en-1"):
+        row = make_row(example_id, "en", schema_version=V3, template_kwargs=recorded)
+        row["prompt_sha256"] = prompt_digest(row["prompt_text"], recorded)
+        rows.append(row)
+    folder = tmp_path / f"s{len(list(tmp_path.iterdir()))}"
+    suite = load_suite(write_suite(folder, rows=rows, suite={"slices": ["en"]},
+                                   format={"template_kwargs": declared}))  # fmt: skip
+    return suite, load_suite_split(suite)
+
+
+def test_a_split_formatted_with_0_is_not_one_formatted_with_false(tmp_path: Path) -> None:
+    """V31: the suite declares ``enable_thinking = false``; a split formatted with
+    ``--template-kwarg enable_thinking=0`` was accepted (Python's ``0 == False``), though a
+    template's ``enable_thinking is false`` (Qwen3's) is false for 0: its prompts think."""
+    import jinja2
+
+    from pytest_sommelier.inference.split_check import check_split_template_kwargs
+
+    test = jinja2.Template("{% if enable_thinking is false %}off{% else %}on{% endif %}")
+    assert test.render(enable_thinking=0) == "on" and test.render(enable_thinking=False) == "off"
+    suite, split = _options_split(tmp_path, {"enable_thinking": False}, {"enable_thinking": 0})
+    with pytest.raises(InputError) as caught:
+        check_split_template_kwargs(suite, split)
+    text = str(caught.value)
+    assert caught.value.code == "SOM-SPLIT-TEMPLATE-KWARGS" and "\n" not in text
+    assert '{"enable_thinking": 0}' in text and '{"enable_thinking": false}' in text, text
+    suite, split = _options_split(tmp_path, {"enable_thinking": False}, {"enable_thinking": False})
+    check_split_template_kwargs(suite, split)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(declared=JSON_SCALARS, recorded=st.one_of(st.none(), JSON_SCALARS))
+def test_recorded_options_pass_exactly_when_they_are_the_same_json(
+    tmp_path: Path, declared: Any, recorded: Any
+) -> None:
+    """V31 (hypothesis): a split passes the suite's check exactly when each row records the
+    declared options as the same JSON text (canonical: sorted keys; ``1`` is not ``1.0``,
+    ``0`` not ``false``; TOML has no null, so only a row records one)."""
+    from pytest_sommelier.core.canonical import canonical_json_text
+    from pytest_sommelier.inference.split_check import check_split_template_kwargs
+
+    suite, split = _options_split(tmp_path, {"x": declared}, {"x": recorded})
+    same = canonical_json_text(declared) == canonical_json_text(recorded)
+    if same:
+        check_split_template_kwargs(suite, split)
+    else:
+        with pytest.raises(InputError, match="SOM-SPLIT-TEMPLATE-KWARGS"):
+            check_split_template_kwargs(suite, split)
