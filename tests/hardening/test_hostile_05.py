@@ -161,3 +161,66 @@ def test_recorded_options_pass_exactly_when_they_are_the_same_json(
     else:
         with pytest.raises(InputError, match="SOM-SPLIT-TEMPLATE-KWARGS"):
             check_split_template_kwargs(suite, split)
+
+
+# -- V32: template options: strict JSON values, the template's own names, depth -------------
+
+
+def test_a_template_kwarg_value_with_a_repeated_key_is_refused() -> None:
+    """V32: ``--template-kwarg x={"a":1,"a":2}`` was taken as ``{"a": 2}`` (``json.loads``),
+    where every other JSON input refuses a repeated key."""
+    from pytest_sommelier.commands.format import template_kwargs_of
+
+    with pytest.raises(InputError) as caught:
+        template_kwargs_of(['x={"a":1,"a":2}'])
+    assert caught.value.code == "SOM-FORMAT-TEMPLATE-KWARG"
+    assert "repeated key 'a'" in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(InputError, match="longer than 4300 digits"):
+        template_kwargs_of(["x=" + "1" * 5000])
+    assert template_kwargs_of(['x={"a":1,"b":2}']) == {"x": {"a": 1, "b": 2}}
+
+
+def test_the_templates_own_names_are_no_template_options() -> None:
+    """V32: ``raise_exception``, ``strftime_now`` (transformers' template globals), jinja's
+    own ``namespace``/``range``/... and the tokenizer's special tokens were taken as options,
+    replacing the function or token a template uses (Qwen's template calls ``namespace``)."""
+    import jinja2.defaults
+
+    from pytest_sommelier.commands.format import template_kwargs_of
+    from pytest_sommelier.data.split.template_render import RESERVED_KWARGS
+
+    assert set(jinja2.defaults.DEFAULT_NAMESPACE) <= RESERVED_KWARGS
+    names = {"raise_exception", "strftime_now", "pad_token", "unk_token", "namespace"}
+    for name in sorted(names | set(jinja2.defaults.DEFAULT_NAMESPACE)):
+        with pytest.raises(InputError) as caught:
+            template_kwargs_of([f"{name}=1"])
+        assert f"option name {name!r} is one sommelier or transformers passes itself" in str(
+            caught.value
+        )
+
+
+@settings(max_examples=60, deadline=None)
+@given(depth=st.integers(0, 80), where=st.sampled_from(["cli", "suite"]))
+def test_a_template_option_nests_at_most_as_deep_as_call_arguments(depth: int, where: str) -> None:
+    """V32 (hypothesis): a value nested 400 levels in ``[format] template_kwargs`` (or 900
+    through ``--template-kwarg``) was taken, though a template walks it recursively and no
+    split row could record it; now the call arguments' bound (``FIELD_DEPTH_LIMIT``) holds
+    in the suite, the flag and a row alike (one rule, ``template_kwargs_problem``)."""
+    from pytest_sommelier.commands.format import template_kwargs_of
+    from pytest_sommelier.data.json_input import FIELD_DEPTH_LIMIT
+    from pytest_sommelier.data.split.template_render import template_kwargs_problem
+
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    fits = depth + 1 <= FIELD_DEPTH_LIMIT  # the options table is the first level
+    if where == "cli":
+        try:
+            template_kwargs_of([f"x={json.dumps(value)}"])
+        except InputError as exc:
+            assert not fits and "nested too deeply" in str(exc) and "\n" not in str(exc)
+        else:
+            assert fits
+    else:
+        problem = template_kwargs_problem({"x": value})
+        assert (problem is None) == fits, problem
