@@ -224,3 +224,44 @@ def test_a_template_option_nests_at_most_as_deep_as_call_arguments(depth: int, w
     else:
         problem = template_kwargs_problem({"x": value})
         assert (problem is None) == fits, problem
+
+
+# -- V33: a native-policy target holding several calls under parser v1 -----------------------
+
+NATIVE = "sommelier.native-tools.v1"
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(
+    calls=st.lists(
+        st.fixed_dictionaries({"name": st.sampled_from(["f", "g", "get_weather"]),
+                               "arguments": st.dictionaries(st.sampled_from("abc"),
+                                                            st.integers(0, 3), max_size=2)}),
+        min_size=1, max_size=4,
+    ),
+    prose=st.sampled_from(["", "\n", " then ", "\nAlso:\n"]),
+)  # fmt: skip
+def test_a_native_target_of_several_calls_is_refused_under_v1_and_read_whole_under_v2(
+    tmp_path: Path, calls: list[dict[str, Any]], prose: str
+) -> None:
+    """V33: a native-policy row whose target holds two ``<tool_call>`` blocks was read under
+    parser v1 as its first call, the second silently dropped (a model writing only the first
+    scored a full match), though a v1 suite refuses a JSON array of several gold calls. Now
+    under v1 one ``SOM-SPLIT-GOLD-CALL`` line; under v2 every call, in order."""
+    blocks = [f"<tool_call>\n{json.dumps(call)}\n</tool_call>" for call in calls]
+    target = prose.join(blocks) + "<|im_end|>"
+    row = make_row("en-0", "en", template_policy=NATIVE, target_text=target)
+    path = write_split(tmp_path / "native.jsonl", [row])
+    (example,) = load_split(path, ["en"], parser_version="v2").examples
+    assert list(example.gold_calls or ()) == calls
+    if len(calls) == 1:
+        (example,) = load_split(path, ["en"]).examples
+        assert example.gold_call == calls[0]
+        return
+    with pytest.raises(InputError) as caught:
+        load_split(path, ["en"])
+    text = str(caught.value)
+    assert caught.value.code == "SOM-SPLIT-GOLD-CALL" and "\n" not in text
+    assert f"holds {len(calls)} calls, not exactly one" in text and "native.jsonl:1" in text
+    assert '[parser] version = "v2"' in text

@@ -514,7 +514,8 @@ def row_gold_call(
     native-policy ``target_text`` (``data.split.native_policy.read_gold_call``), else the one-call
     JSON array of tools-in-system, whose instruction and target name ``arguments`` (so such a
     row is refused under any other key: every output would read as invalid_shape); InputError
-    naming the row otherwise."""
+    naming the row otherwise, and a native target holding several calls (parser v2 reads them
+    all; v1 would keep the first), as a JSON array of several is."""
     if record.get("template_policy") != POLICY_NATIVE_TOOLS_V1:
         _check_arguments_key(record, where, arguments_key)
         return _gold_calls(record["target_text"], record["example_id"], where)[0]
@@ -526,6 +527,15 @@ def row_gold_call(
             f"parser v1 with arguments_key {arguments_key!r}",
             "set [suite] arguments_key to the key it was formatted with (sommelier format "
             "--arguments-key), or re-run sommelier format",
+            where=where or None,
+        )
+    calls, _ = parse_tool_calls(record["target_text"], arguments_key=arguments_key)
+    if calls is not None and len(calls) > 1:  # v1 reads the first: the rest would be lost
+        raise InputError(
+            "SOM-SPLIT-GOLD-CALL",
+            f"example {record['example_id']!r}: field 'target_text' holds {len(calls)} calls, "
+            "not exactly one (parser v1 reads one call per answer)",
+            'read several gold calls with [parser] version = "v2", or give the row one call',
             where=where or None,
         )
     return call
