@@ -265,3 +265,63 @@ def test_a_native_target_of_several_calls_is_refused_under_v1_and_read_whole_und
     assert caught.value.code == "SOM-SPLIT-GOLD-CALL" and "\n" not in text
     assert f"holds {len(calls)} calls, not exactly one" in text and "native.jsonl:1" in text
     assert '[parser] version = "v2"' in text
+
+
+# -- V34: a translation that expects something else than its root ---------------------------
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+
+
+def _expecting(example_id: str, language: str, expect: str, source: str | None = None) -> Any:
+    """A v3 row expecting ``expect`` (``call``: the default gold call)."""
+    if expect == "call":
+        return make_row(example_id, language, source, schema_version=V3, expect="call")
+    return make_row(example_id, language, source, schema_version=V3, expect=expect,
+                    target_text="Sorry.", tools=TOOLS, call_markers=["<tool_call>"])  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(
+    root=st.sampled_from(["call", "no_call", "any_call"]),
+    translation=st.sampled_from(["call", "no_call", "any_call"]),
+)
+def test_a_translation_expects_what_its_root_expects_or_one_line(
+    tmp_path: Path, root: str, translation: str
+) -> None:
+    """V34: a split whose translation ``he-0`` expects ``no_call`` while its root ``en-0``
+    expects a call loaded, and the session finish then failed with ``SOM-STATS-SHAPE: metric
+    valid_json_rate is a rate but its components are not 0/1`` (no verdict, no row named);
+    ``sommelier format`` refuses such a pair. Now one ``SOM-SPLIT-FIELD`` line naming the file,
+    line, row and field."""
+    rows = [_expecting("en-0", "en", root), _expecting("he-0", "he", translation, "en-0")]
+    path = write_split(tmp_path / "pairs.jsonl", rows)
+    if root == translation:
+        assert len(load_split(path, ["en", "he"]).examples) == 2
+        return
+    with pytest.raises(InputError) as caught:
+        load_split(path, ["en", "he"])
+    text = str(caught.value)
+    assert caught.value.code == "SOM-SPLIT-FIELD" and "\n" not in text
+    assert "pairs.jsonl:2" in text and "'he-0'" in text and "field 'expect'" in text, text
+    assert f"is {translation!r}, but its root 'en-0' expects {root!r}" in text, text
+
+
+def test_a_session_over_a_mismatched_pair_stops_at_collection(pytester: pytest.Pytester) -> None:
+    """V34 through a session: refused at collection (exit 2) with the row's line."""
+    ids = ("en-0", "en-1", "he-0", "he-1")
+    script = {arm: {i: call_text(GOLD[i]) for i in ids} for arm in ("base", "adapter")}
+    suite = write_scripted_suite(pytester, script, ids=ids, suite={"slices": ["en", "he"]})
+    split = suite.parent / "data" / "test.jsonl"
+    lines = split.read_text().splitlines()
+    row = json.loads(lines[2])
+    assert row["example_id"] == "he-0"
+    row.update(schema_version=V3, expect="no_call", target_text="Sorry.", call_markers=[])
+    row["full_text"] = row["prompt_text"] + row["target_text"]
+    lines[2] = json.dumps(row)
+    split.write_text("\n".join(lines) + "\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sommelier-out", "out")
+    out = result.stdout.str()
+    assert result.ret == 2, out
+    assert "SOM-SPLIT-FIELD" in out and "test.jsonl:3: example 'he-0': field 'expect'" in out
+    assert "SOM-STATS-SHAPE" not in out

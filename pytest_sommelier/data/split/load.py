@@ -638,7 +638,8 @@ def _pairs(
     """Matched (root, target) pairs of every non-reference slice, in target file order.
 
     Rows with a null ``source_example_id`` are unpaired; a non-null one must name a row of the
-    reference slice, and a root pairs with at most one row per target slice.
+    reference slice that expects what it expects (``expect``: a pair whose rows expect a call
+    and no call has no paired outcome), and a root pairs with at most one row per target slice.
     """
     reference = slices[0]
     roots = {e.example_id: e for e in by_slice[reference]}
@@ -665,6 +666,15 @@ def _pairs(
                     f"example {example.example_id!r}: root {source!r} is already paired with "
                     f"{used[source]!r} in slice {target!r}",
                     "a root example pairs with at most one row per slice",
+                    where=where,
+                )
+            if example.expect != roots[source].expect:
+                raise InputError(
+                    "SOM-SPLIT-FIELD",
+                    f"example {example.example_id!r}: field 'expect' is {example.expect!r}, but "
+                    f"its root {source!r} expects {roots[source].expect!r}",
+                    "a translation expects what its root expects (sommelier format refuses "
+                    "such a pair); fix the row or re-run sommelier format",
                     where=where,
                 )
             used[source] = example.example_id
