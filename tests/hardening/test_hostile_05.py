@@ -325,3 +325,36 @@ def test_a_session_over_a_mismatched_pair_stops_at_collection(pytester: pytest.P
     assert result.ret == 2, out
     assert "SOM-SPLIT-FIELD" in out and "test.jsonl:3: example 'he-0': field 'expect'" in out
     assert "SOM-STATS-SHAPE" not in out
+
+
+# -- V35: stop_when="gate_fail:NAME" with a name of 10,000 characters ------------------------
+
+
+@pytest.mark.slow
+def test_a_gate_fail_name_the_suite_lacks_is_quoted_bounded(
+    tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """V35: ``stop_when="gate_fail:" + "x" * 10_000`` (a name the suite lacks) was refused at
+    ``on_train_begin`` with the name echoed whole (a line of 10,000 characters), and every
+    gate of the suite listed; now both quoted to 60 characters, the list to five gates."""
+    import sys
+
+    pytest.importorskip("peft")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+    from test_training_callback import train, training_suite
+
+    from pytest_sommelier.training import SommelierCallback
+
+    model_dir, _ = tiny
+    gates = [{"name": f"g{i}-" + "y" * 200, "arm": "base", "metric": "valid_json_rate",
+              "min": 0.0} for i in range(8)]  # fmt: skip
+    suite = training_suite(tmp_path, model_dir, gates=gates)
+    callback = SommelierCallback(suite, out=tmp_path / "runs", store=tmp_path / "store",
+                                 stop_when="gate_fail:" + "x" * 10_000, quiet=True)  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        train(model_dir, tmp_path / "out", callback, steps=2)
+    text = str(caught.value)
+    assert caught.value.code == "SOM-TRAIN-OPTION" and "\n" not in text
+    assert "which the evaluated suite does not hold" in text and ", ..." in text
+    assert len(text) < 1000, len(text)
+    assert not list((tmp_path / "out").glob("checkpoint-*"))
