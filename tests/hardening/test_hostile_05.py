@@ -98,7 +98,9 @@ def test_a_session_over_a_gold_of_1e400_stops_at_collection_with_one_line(
 
 V3 = "sommelier.formatted_example.v3"
 JSON_SCALARS = st.one_of(
-    st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, 1.0, -0.0, 0.5]),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from([0.0, 1.0, -0.0, 0.5]),
     st.sampled_from(["", "0", "false", "x"]),
 )
 
@@ -269,7 +271,9 @@ def test_a_native_target_of_several_calls_is_refused_under_v1_and_read_whole_und
 
 # -- V34: a translation that expects something else than its root ---------------------------
 
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+]
 
 
 def _expecting(example_id: str, language: str, expect: str, source: str | None = None) -> Any:
