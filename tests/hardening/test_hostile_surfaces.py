@@ -341,24 +341,35 @@ def test_a_gate_fail_name_the_suite_lacks_is_quoted_bounded(
     """V35: ``stop_when="gate_fail:" + "x" * 10_000`` (a name the suite lacks) was refused at
     ``on_train_begin`` with the name echoed whole (a line of 10,000 characters), and every
     gate of the suite listed; now both quoted to 60 characters, the list to five gates."""
-    import sys
+    import shutil
 
     pytest.importorskip("peft")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
-    from test_training_callback import train, training_suite
+    from peft import LoraConfig, get_peft_model
+    from plugin_helpers import rows
+    from suite_factory import match_base_tokenizer, write_suite
+    from transformers import AutoModelForCausalLM, TrainingArguments
 
     from pytest_sommelier.training import SommelierCallback
 
     model_dir, _ = tiny
-    gates = [{"name": f"g{i}-" + "y" * 200, "arm": "base", "metric": "valid_json_rate",
-              "min": 0.0} for i in range(8)]  # fmt: skip
-    suite = training_suite(tmp_path, model_dir, gates=gates)
+    gates = [
+        {"name": f"g{i}-" + "y" * 200, "arm": "base", "metric": "valid_json_rate", "min": 0.0}
+        for i in range(8)
+    ]
+    suite = write_suite(tmp_path / "suite", rows=rows(("en-0", "en-1")), gates=gates,
+                        suite={"slices": ["en"]}, model={"base": "model", "revision": None},
+                        arms={"base": {}}, comparisons=None)  # fmt: skip
+    shutil.rmtree(suite.parent / "adapter")
+    shutil.copytree(model_dir, suite.parent / "model")
+    match_base_tokenizer(suite)
+    base = AutoModelForCausalLM.from_pretrained(model_dir, use_safetensors=True)
+    model = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj"], task_type="CAUSAL_LM"))
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to="none", use_cpu=True)
     callback = SommelierCallback(suite, out=tmp_path / "runs", store=tmp_path / "store",
                                  stop_when="gate_fail:" + "x" * 10_000, quiet=True)  # fmt: skip
     with pytest.raises(InputError) as caught:
-        train(model_dir, tmp_path / "out", callback, steps=2)
+        callback.on_train_begin(args, None, None, model=model)
     text = str(caught.value)
     assert caught.value.code == "SOM-TRAIN-OPTION" and "\n" not in text
     assert "which the evaluated suite does not hold" in text and ", ..." in text
     assert len(text) < 1000, len(text)
-    assert not list((tmp_path / "out").glob("checkpoint-*"))
