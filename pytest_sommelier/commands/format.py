@@ -4,7 +4,6 @@ template; ``format_split`` joins tokenizer loading (inference) to formatting (da
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -70,9 +69,11 @@ def format_split(
 
 def template_kwargs_of(given: list[str] | None) -> dict[str, Any]:
     """``--template-kwarg KEY=VALUE`` (repeatable; VALUE is JSON: ``false``, ``3``, ``"x"``,
-    ``{"a": 1}``) as a dict; one InputError line for a malformed one or a repeated key (the
+    ``{"a": 1}``, read by the one strict decoder, ``data.json_input.strict_json``: no repeated
+    key inside it) as a dict; one InputError line for a malformed one or a repeated key (the
     names and values are then checked as every template option is,
     ``formatting.check_template_kwargs``)."""
+    from pytest_sommelier.data.json_input import strict_json
     from pytest_sommelier.data.prepare.formatting import check_template_kwargs
     from pytest_sommelier.errors import InputError
 
@@ -87,11 +88,11 @@ def template_kwargs_of(given: list[str] | None) -> dict[str, Any]:
                 where="--template-kwarg",
             )
         try:
-            parsed = json.loads(value, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
+            parsed = strict_json(value)
+        except ValueError as exc:
             raise InputError(
                 "SOM-FORMAT-TEMPLATE-KWARG",
-                f"the value of {name[:40]!r} is not JSON: {value[:60]!r}",
+                f"the value of {name[:40]!r} is not JSON ({str(exc)[:80]}): {value[:60]!r}",
                 'quote a string as JSON (KEY=\'"text"\'); true, false, numbers, null, arrays '
                 "and objects as they are",
                 where="--template-kwarg",
@@ -105,10 +106,6 @@ def template_kwargs_of(given: list[str] | None) -> dict[str, Any]:
             )
         options[name] = parsed
     return check_template_kwargs(options)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def run(args: argparse.Namespace) -> int:

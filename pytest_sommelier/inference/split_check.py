@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.data.references import is_hub_id
@@ -137,12 +138,14 @@ def load_checked_suite(
 
 def check_split_template_kwargs(suite: Suite, split: FormattedSplit) -> None:
     """Every row of the split was rendered with exactly the template options the suite
-    declares (``[format] template_kwargs``; none declared: none recorded); the first row that
-    was not is one InputError line naming both."""
+    declares (``[format] template_kwargs``; none declared: none recorded), compared as canonical
+    JSON (``0`` is not ``false``, nor ``1.0`` ``1``: a template tells them apart); the first
+    row that was not is one InputError line naming both."""
     declared = dict(suite.template_kwargs)
+    wanted = canonical_json_text(declared)
     for example in split.examples:
         recorded = dict(example.template_kwargs or {})
-        if recorded != declared:
+        if canonical_json_text(recorded) != wanted:
             raise InputError(
                 "SOM-SPLIT-TEMPLATE-KWARGS",
                 f"example {example.example_id!r} was formatted with template_kwargs "

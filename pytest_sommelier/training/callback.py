@@ -491,11 +491,11 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         if self.stop_spec is not None and self.stop_spec.kind == GATE_FAIL:
             names = [g.name for g in self.suite.gates]
             if self.stop_spec.gate not in names:
+                held = ", ".join(map(shown, names[:5])) + (", ..." if names[5:] else "")
                 raise refuse_option(
                     "stop_when",
-                    f"stop_when={shown(self.stop_when)} names gate {self.stop_spec.gate!r}, "
-                    f"which the evaluated suite does not hold (its gates: "
-                    f"{', '.join(map(repr, names)) or 'none'})",
+                    f"stop_when={shown(self.stop_when)} names gate {shown(self.stop_spec.gate)}, "
+                    f"which the evaluated suite does not hold (its gates: {held or 'none'})",
                     "name a [[gates]] entry of the suite the callback evaluates (selection "
                     "gates are the sweep's)",
                 )

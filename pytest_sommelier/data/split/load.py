@@ -523,7 +523,8 @@ def row_gold_call(
     native-policy ``target_text`` (``data.split.native_policy.read_gold_call``), else the one-call
     JSON array of tools-in-system, whose instruction and target name ``arguments`` (so such a
     row is refused under any other key: every output would read as invalid_shape); InputError
-    naming the row otherwise."""
+    naming the row otherwise, and a native target holding several calls (parser v2 reads them
+    all; v1 would keep the first), as a JSON array of several is."""
     if record.get("template_policy") != POLICY_NATIVE_TOOLS_V1:
         _check_arguments_key(record, where, arguments_key)
         return _gold_calls(record["target_text"], record["example_id"], where)[0]
@@ -535,6 +536,15 @@ def row_gold_call(
             f"parser v1 with arguments_key {arguments_key!r}",
             "set [suite] arguments_key to the key it was formatted with (sommelier format "
             "--arguments-key), or re-run sommelier format",
+            where=where or None,
+        )
+    calls, _ = parse_tool_calls(record["target_text"], arguments_key=arguments_key)
+    if calls is not None and len(calls) > 1:  # v1 reads the first: the rest would be lost
+        raise InputError(
+            "SOM-SPLIT-GOLD-CALL",
+            f"example {record['example_id']!r}: field 'target_text' holds {len(calls)} calls, "
+            "not exactly one (parser v1 reads one call per answer)",
+            'read several gold calls with [parser] version = "v2", or give the row one call',
             where=where or None,
         )
     return call
@@ -637,7 +647,8 @@ def _pairs(
     """Matched (root, target) pairs of every non-reference slice, in target file order.
 
     Rows with a null ``source_example_id`` are unpaired; a non-null one must name a row of the
-    reference slice, and a root pairs with at most one row per target slice.
+    reference slice that expects what it expects (``expect``: a pair whose rows expect a call
+    and no call has no paired outcome), and a root pairs with at most one row per target slice.
     """
     reference = slices[0]
     roots = {e.example_id: e for e in by_slice[reference]}
@@ -664,6 +675,15 @@ def _pairs(
                     f"example {example.example_id!r}: root {source!r} is already paired with "
                     f"{used[source]!r} in slice {target!r}",
                     "a root example pairs with at most one row per slice",
+                    where=where,
+                )
+            if example.expect != roots[source].expect:
+                raise InputError(
+                    "SOM-SPLIT-FIELD",
+                    f"example {example.example_id!r}: field 'expect' is {example.expect!r}, but "
+                    f"its root {source!r} expects {roots[source].expect!r}",
+                    "a translation expects what its root expects (sommelier format refuses "
+                    "such a pair); fix the row or re-run sommelier format",
                     where=where,
                 )
             used[source] = example.example_id
