@@ -373,3 +373,52 @@ def test_a_gate_fail_name_the_suite_lacks_is_quoted_bounded(
     assert caught.value.code == "SOM-TRAIN-OPTION" and "\n" not in text
     assert "which the evaluated suite does not hold" in text and ", ..." in text
     assert len(text) < 1000, len(text)
+
+
+# -- V36: a gold call set larger than any answer is paired with in bounded time -------------
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(extra=st.integers(1, 3000))
+def test_a_gold_set_over_the_limit_is_one_line_and_the_limit_loads(
+    tmp_path: Path, extra: int
+) -> None:
+    """V36: a v2 row of 10,000 gold calls loaded, then pairing an answer's calls with it cost
+    seconds per example (n^2 m). A row over ``GOLD_CALLS_LIMIT`` is one
+    ``SOM-SPLIT-GOLD-CALL`` line naming the file, line and field; a row at the limit loads."""
+    from pytest_sommelier.core.call_sets import GOLD_CALLS_LIMIT
+
+    def gold(count: int) -> str:
+        return json.dumps([{"name": "f", "arguments": {"i": i}} for i in range(count)])
+
+    at_limit = write_split(tmp_path / "ok.jsonl", [make_row("en-0", "en", target_text=gold(
+        GOLD_CALLS_LIMIT))])  # fmt: skip
+    (example,) = load_split(at_limit, ["en"], parser_version="v2").examples
+    assert len(example.gold_calls or ()) == GOLD_CALLS_LIMIT
+    over = write_split(tmp_path / "over.jsonl", [
+        make_row("en-0", "en", target_text=gold(GOLD_CALLS_LIMIT + extra))])  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        load_split(over, ["en"], parser_version="v2")
+    text = str(caught.value)
+    assert caught.value.code == "SOM-SPLIT-GOLD-CALL" and "\n" not in text
+    assert "over.jsonl:1" in text and "'target_text'" in text
+    assert f"holds {GOLD_CALLS_LIMIT + extra} calls, more than the {GOLD_CALLS_LIMIT}" in text
+
+
+def test_pairing_the_largest_gold_set_with_a_long_answer_reads_each_call_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """V36: the pairing builds each call's argument pairs once (``_pair_set`` per call, not per
+    cell of the matrix): counted here for a gold set at the limit and 64 answered calls, all
+    different from the gold so every one goes through the assignment."""
+    from pytest_sommelier.core import call_sets
+
+    gold = [{"name": "f", "arguments": {"i": i, "k": 0}} for i in range(call_sets.GOLD_CALLS_LIMIT)]
+    answer = [{"name": "f", "arguments": {"i": i, "k": 1}} for i in range(64)]
+    seen: list[Any] = []
+    original = call_sets._pair_set
+    monkeypatch.setattr(call_sets, "_pair_set", lambda call: seen.append(call) or original(call))
+    matching = call_sets.match_calls(answer, gold, "any")
+    assert len(seen) == len(gold) + len(answer)
+    assert matching.exact == 0 and matching.matched_pairs == 64 and len(matching.pairs) == 64

@@ -38,6 +38,7 @@ from typing import Any, cast
 
 from pytest_sommelier.core.abstention import EXPECT_ANY_CALL, EXPECT_CALL, expect_of
 from pytest_sommelier.core.acceptable import acceptable_shape_error
+from pytest_sommelier.core.call_sets import GOLD_CALLS_LIMIT
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_digest, prompt_set_sha256
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, call_shape_error
 from pytest_sommelier.core.parse_v2 import DEFAULT_ORDER, parse_tool_calls
@@ -587,7 +588,7 @@ def _gold_calls(
         if found is None:
             return cast(list[Call], value)
         problem = found
-    count = "one or more calls" if several else "exactly one call"
+    count = f"one to {GOLD_CALLS_LIMIT} calls" if several else "exactly one call"
     raise InputError(
         "SOM-SPLIT-GOLD-CALL",
         f"example {example_id!r}: field 'target_text' {problem}",
@@ -603,6 +604,8 @@ def _gold_problem(value: Any, several: bool = False) -> str | None:
         return "is not a JSON array"
     if several and not value:
         return "holds no call"
+    if several and len(value) > GOLD_CALLS_LIMIT:
+        return f"holds {len(value)} calls, more than the {GOLD_CALLS_LIMIT} one row may hold"
     if not several and len(value) != 1:
         return f"holds {len(value)} calls, not exactly one"
     for index, call in enumerate(value):
