@@ -115,6 +115,12 @@ def test_one_suite_file_is_the_baseline_the_sweep_and_the_chosen_checkpoint(
         "per checkpoint, reported (the selected one's decides): not-worse-than-shipped: "
         "@100 fail, @200 pass, @300 fail",
     ])  # fmt: skip
+    summary = (run_dir / "report" / "summary.md").read_text(encoding="utf-8")
+    reported = summary.split("Per checkpoint, reported", 1)[1]
+    assert "| **FAIL** | not-worse-than-shipped@100 |" in reported
+    assert "| PASS | not-worse-than-shipped@200 |" in reported
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert page.count("(reported)</td>") == len(copies)
     cases = junit_gates(pytester)
     assert {"not-worse-than-shipped", "uplift", "parses"} <= set(cases)
     assert not any("@" in name for name in cases)
