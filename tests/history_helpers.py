@@ -150,3 +150,92 @@ def compare_stored(candidate: Any, reference: Any, **kwargs: Any) -> dict[str, A
         candidate, reference, scored=derive_side(candidate, read_inputs(candidate)),
         reference_scored=derive_side(reference, read_inputs(reference)), **kwargs,
     )  # fmt: skip
+
+
+def synthetic_run(
+    number: int,
+    *,
+    values: dict[str, float] | None = None,
+    training: dict[str, Any] | None = None,
+    training_run: int | None = None,
+    label: str | None = None,
+    sample: dict[str, Any] | None = None,
+    slices: tuple[str, ...] = ("en", "he"),
+    suite: str = "factory",
+) -> dict[str, Any]:
+    """One run as ``data.store.history_runs.history_runs`` gives it to the views, without a
+    store: arms ``base`` and ``adapter`` whose i-th metric (``METRIC_NAMES`` order) is
+    ``values[arm] - 0.04 i`` (default 0.25 and 0.5; the slice ``he`` 0.1 lower; never under
+    0), with an interval of +-0.05."""
+    from pytest_sommelier.core.metrics import METRIC_NAMES
+
+    values = values or {"base": 0.25, "adapter": 0.5}
+
+    def block(value: float) -> dict[str, Any]:
+        return {"value": value, "lower": max(value - 0.05, 0.0), "upper": min(value + 0.05, 1.0)}
+
+    arms = {
+        arm: {
+            "model_kind": "base" if arm == "base" else "adapter",
+            "values": {
+                s: {
+                    m: block(max(value - (0.1 if s == "he" else 0.0) - 0.04 * i, 0.0))
+                    for i, m in enumerate(METRIC_NAMES)
+                }
+                for s in (*slices, "overall")
+            },
+            "mark": None,
+            "adapter_changed": False,
+        }
+        for arm, value in values.items()
+    }
+    return {
+        "number": number,
+        "label": f"{number:04d}",
+        "folder": f"{number:04d}_unversioned_20261201T101500Z",
+        "path": Path(f"/nowhere/{number:04d}"),
+        "suite": suite,
+        "saved_at": "2026-12-01T10:15:00Z",
+        "time": "2026-12-01 10:15Z",
+        "commit": None,
+        "branch": None,
+        "dirty": False,
+        "verdict": "pass",
+        "comparable": True,
+        "run_id": f"run-{number}",
+        "run_label": label,
+        "adapters": {},
+        "page": None,
+        "slices": [*slices, "overall"],
+        "arms": arms,
+        "training": training,
+        "training_run": training_run,
+        "sample": sample,
+    }
+
+
+SAMPLE = {"roots": 6, "of_roots": 20, "seed": 0}
+
+
+def training_store_runs() -> list[dict[str, Any]]:
+    """The issue's store as the views see it: 0001 the shipped adapter (label ``shipped``),
+    then three training runs whose steps would zig-zag if joined: T1 full (steps 10, 20, 30),
+    T2 a sample (10, 20, 30), T3 full again (10, 20), with losses; the selected checkpoint of
+    T1 its last step (the highest full call), the label of which once was clipped."""
+    runs = [synthetic_run(1, label="shipped", values={"base": 0.25, "adapter": 0.6})]
+    number = 2
+    plan = [
+        (1, None, [(10, 0.3, 2.1), (20, 0.5, 1.6), (30, 0.7, 1.2)]),
+        (2, SAMPLE, [(10, 0.2, 2.2), (20, 0.4, 1.7), (30, 0.35, 1.3)]),
+        (3, None, [(10, 0.45, 1.9), (20, 0.55, 1.4)]),
+    ]
+    for line, sample, steps in plan:
+        for step, value, loss in steps:
+            training = {"step": step, "epoch": step / 10, "checkpoint": f"checkpoint-{step}",
+                        "arm": "adapter", "run": f"train-{line}", "loss": loss}  # fmt: skip
+            runs.append(
+                synthetic_run(number, values={"base": 0.25, "adapter": value},
+                              training=training, training_run=line, sample=sample)
+            )
+            number += 1
+    return runs

@@ -420,7 +420,7 @@ def test_training_may_import_only_the_runner_of_plugin(tmp_path: Path) -> None:
 VIEW_STORE_NAMES = {
     "pytest_sommelier.data.store.runread": {"SummaryInputs", "RunFiles"},
     "pytest_sommelier.data.store.history": {"PAGE"},
-    "pytest_sommelier.data.store.artifacts": {"StoredArm"},
+    "pytest_sommelier.data.store.artifacts": {"StoredArm", "stored_form"},  # a value, no file
     "pytest_sommelier.data.store.history_record": {"adapter_text"},  # a value's text, no file
 }
 VIEW_READER_EXCEPTIONS = {("html", "pytest_sommelier.data.store.runread", "read_run")}

@@ -4,7 +4,6 @@ template; ``format_split`` joins tokenizer loading (inference) to formatting (da
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,19 +21,24 @@ def format_split(
     tokenizer: Any = None,
     arguments_key: str = "arguments",
     template_kwargs: dict[str, Any] | None = None,
+    parser: str = "v1",
 ) -> list[dict[str, Any]]:
     """Load the tokenizer a reference names (unless given), derive its portable identity, and
     format ``prepared`` into ``out`` (``data.prepare.formatting.format_file``); returns the rows.
+    ``parser``: the split's ``[parser] version`` (v2: rows with several gold calls, and the
+    default policy ``sommelier.tools-in-system.v2``).
 
     The identity is always derived from the reference (content digest for local files), so it
     carries no machine path. This is where the inference layer (tokenizer loading) meets the
     data layer (formatting), so that data never imports inference. A hub id without a revision
     is refused before any hub access.
     """
-    from pytest_sommelier.data.prepare.formatting import DEFAULT_POLICY, format_file
+    from pytest_sommelier.data.prepare.formatting import check_parser, default_policy, format_file
     from pytest_sommelier.data.references import require_revision, resolve_local_path
     from pytest_sommelier.inference.modelref import load_tokenizer, tokenizer_identity
 
+    policy = policy or default_policy(parser)
+    check_parser(parser, policy)
     if tokenizer is None:
         if resolve_local_path(tokenizer_ref, base_dir=base_dir) is None:
             require_revision(
@@ -56,17 +60,20 @@ def format_split(
         tokenizer_id=tokenizer_id,
         tokenizer_revision=tokenizer_revision,
         split=split,
-        policy=policy or DEFAULT_POLICY,
+        policy=policy,
         arguments_key=arguments_key,
         template_kwargs=template_kwargs,
+        parser=parser,
     )
 
 
 def template_kwargs_of(given: list[str] | None) -> dict[str, Any]:
     """``--template-kwarg KEY=VALUE`` (repeatable; VALUE is JSON: ``false``, ``3``, ``"x"``,
-    ``{"a": 1}``) as a dict; one InputError line for a malformed one or a repeated key (the
+    ``{"a": 1}``, read by the one strict decoder, ``data.json_input.strict_json``: no repeated
+    key inside it) as a dict; one InputError line for a malformed one or a repeated key (the
     names and values are then checked as every template option is,
     ``formatting.check_template_kwargs``)."""
+    from pytest_sommelier.data.json_input import strict_json
     from pytest_sommelier.data.prepare.formatting import check_template_kwargs
     from pytest_sommelier.errors import InputError
 
@@ -81,11 +88,11 @@ def template_kwargs_of(given: list[str] | None) -> dict[str, Any]:
                 where="--template-kwarg",
             )
         try:
-            parsed = json.loads(value, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
+            parsed = strict_json(value)
+        except ValueError as exc:
             raise InputError(
                 "SOM-FORMAT-TEMPLATE-KWARG",
-                f"the value of {name[:40]!r} is not JSON: {value[:60]!r}",
+                f"the value of {name[:40]!r} is not JSON ({str(exc)[:80]}): {value[:60]!r}",
                 'quote a string as JSON (KEY=\'"text"\'); true, false, numbers, null, arrays '
                 "and objects as they are",
                 where="--template-kwarg",
@@ -99,10 +106,6 @@ def template_kwargs_of(given: list[str] | None) -> dict[str, Any]:
             )
         options[name] = parsed
     return check_template_kwargs(options)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         policy=args.policy,
         arguments_key=args.arguments_key,
         template_kwargs=template_kwargs or None,
+        parser=args.parser,
     )
     languages = Counter(row["language"] for row in rows)
     summary = ", ".join(f"{language}: {count}" for language, count in languages.items())
@@ -130,7 +134,12 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``sommelier format``."""
     from pytest_sommelier.core.parse import ARGUMENTS_KEYS
-    from pytest_sommelier.data.prepare.formatting import DEFAULT_POLICY, POLICIES
+    from pytest_sommelier.data.prepare.formatting import (
+        DEFAULT_POLICY,
+        PARSERS,
+        POLICIES,
+        POLICY_TOOLS_IN_SYSTEM_V2,
+    )
 
     parser = subparsers.add_parser(
         "format",
@@ -148,7 +157,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--split", required=True, help="split name recorded in every row")
     parser.add_argument("--out", required=True, help="formatted split to write (JSONL)")
     parser.add_argument(
-        "--policy", default=DEFAULT_POLICY, choices=sorted(POLICIES), help="template policy"
+        "--policy",
+        default=None,
+        choices=sorted(POLICIES),
+        help=f"template policy (default {DEFAULT_POLICY}; {POLICY_TOOLS_IN_SYSTEM_V2} under "
+        "--parser v2)",
+    )
+    parser.add_argument(
+        "--parser",
+        default="v1",
+        choices=PARSERS,
+        help="the parser the split is for ([parser] version; default v1); v2 formats rows "
+        "with several gold calls (gold_calls): target_text is the array of the calls",
     )
     parser.add_argument(
         "--arguments-key",

@@ -48,10 +48,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "history",
         help="list the stored runs and write history.html",
-        description="Print the stored runs (number, commit, time, suite, verdict, each arm's "
-        "five metrics per slice) and write the self-contained history page: per metric and "
-        "slice, each arm's value over the runs with its interval, the runs not comparable "
-        "with the previous one marked with the identity field that changed.",
+        description="Print the stored runs (number, commit, time, suite, verdict, label, "
+        "step and checkpoint of a training callback's run, each arm's five metrics per slice) "
+        "and write the self-contained history page: per metric and slice, each arm's value "
+        "over the runs with its interval, the runs not comparable with the previous one "
+        "marked with the identity field that changed; a suite's training checkpoints as "
+        "charts over the step, one line per training run and metric.",
     )
     parser.add_argument("store", nargs="?", default=".sommelier", help="default .sommelier")
     parser.add_argument("--out", default=None, help="the page (default STORE/history.html)")

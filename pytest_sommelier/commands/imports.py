@@ -16,7 +16,8 @@ under one of these names is reached as ``sommelier import hook NAME``."""
 
 
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
-    """``sommelier import bfcl``: BFCL single-call categories -> prepared examples (atomic)."""
+    """``sommelier import bfcl``: BFCL single-call (and, ``--parser v2``, parallel) categories
+    -> prepared examples (atomic)."""
     from pytest_sommelier.data.prepare.bfcl import import_bfcl
     from pytest_sommelier.data.prepare.importers.common import summary_lines
     from pytest_sommelier.data.store.outputs import check_output
@@ -30,6 +31,7 @@ def cmd_import_bfcl(args: argparse.Namespace) -> int:
         seed=args.seed,
         policy=args.policy,
         language=args.language,
+        parser=args.parser,
     )
     for result in outcome.categories:
         lines = summary_lines(
@@ -78,6 +80,7 @@ def _import_file(args: argparse.Namespace, fmt: str, importers: Any) -> int:
         drop_system=args.drop_system,
         strict=args.strict,
         abstention=args.abstention,
+        parser=args.parser,
     )
     result = import_file(fmt, args.input, args.out, options, importers)
     converted = result.read - len(result.skipped)
@@ -193,6 +196,8 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=whole_argument(0), default=13, help="seed of --sample (default 13)"
     )
+    _add_parser_option(parser, "rows with several calls: skipped as several_calls (v1), or "
+                       "kept with gold_calls (v2)")  # fmt: skip
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -200,6 +205,17 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
         "nothing is written",
     )
     parser.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
+
+
+def _add_parser_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--parser v1|v2``: the parser the prepared rows are for (``[parser] version``)."""
+    parser.add_argument(
+        "--parser",
+        choices=("v1", "v2"),
+        default="v1",
+        help=f"the parser the rows are for ([parser] version; default v1): {what}; format "
+        "v2 rows with sommelier format --parser v2",
+    )
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -215,9 +231,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     sources = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     bfcl = sources.add_parser(
         "bfcl",
-        help="Berkeley Function Calling Leaderboard v4, single-call categories",
-        description="Convert BFCL v4 single-call categories (questions + possible answers) to "
-        "prepared examples with acceptable_arguments; rows that cannot be converted faithfully "
+        help="Berkeley Function Calling Leaderboard v4, single-call (and, --parser v2, "
+        "parallel) categories",
+        description="Convert BFCL v4 single-call categories (questions + possible answers; "
+        "the parallel ones under --parser v2) to prepared examples with acceptable_arguments; "
+        "rows that cannot be converted faithfully "
         "are reported and skipped. BFCL's code is never imported. See docs/benchmarks.md.",
     )
     bfcl.add_argument(
@@ -245,6 +263,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="the language tag of every imported row (default en; BFCL's live categories hold "
         "questions in other languages too: import those with their tag)",
     )
+    _add_parser_option(bfcl, "v2 imports the parallel categories (parallel, parallel_multiple, "
+                       "live_parallel, live_parallel_multiple)")  # fmt: skip
     bfcl.add_argument("--out", required=True, help="prepared examples to write (JSONL)")
     bfcl.set_defaults(handler=run, source_handler=cmd_import_bfcl)
     _add_import_hook_parser(sources)

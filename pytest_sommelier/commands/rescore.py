@@ -45,9 +45,8 @@ from pytest_sommelier.data.suite.load import suite_identity
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.numbers import whole_argument
 from pytest_sommelier.view.ci_summary import summary_text
-from pytest_sommelier.view.compare import compare_markdown
 from pytest_sommelier.view.html import write_report
-from pytest_sommelier.view.markdown import outcome_markdown
+from pytest_sommelier.view.run_views import RUN_VIEWS
 
 RESCORED = runlayout.RESCORED
 RESCORED_SCHEMA = "sommelier.rescored.v1"
@@ -223,7 +222,7 @@ def rescore(
             store_dir,
             stored_specs(scored, compare),
             suite=scored.name,
-            resolved=artifacts.as_stored(artifacts.stored_resolved(resolved, split)),
+            resolved=artifacts.stored_resolved(resolved, split),
             flips=flips,
         )
         outcome = evaluate_run(
@@ -245,10 +244,10 @@ def rescore(
             replace(outcome, verdict=None),
             resolved=resolved,
             split=split,
-            comparison_markdown=outcome_markdown(outcome),
+            comparison_markdown=RUN_VIEWS.outcome_markdown(outcome),
         )
         artifacts.atomic_write_json(runlayout.rescored(stage), record)
-        write_compared(stage, against, compare_markdown)
+        write_compared(stage, against, RUN_VIEWS.compare_markdown)
         verdict = outcome.verdict
         if verdict is not None:  # once, after the comparisons; the page and summary read it
             artifacts.write_verdict(stage, verdict)

@@ -29,6 +29,16 @@ JSON call, point by point (see docs/metrics.md, "acceptable-values match"):
 For Java and JavaScript rows BFCL expects source-code strings and converts them; here the
 model writes JSON, so the same rules apply to the JSON values, without the int-for-float rule
 (which BFCL applies to Python only).
+
+**Several gold calls** (parser v2, ``core.call_sets``). A row with several gold calls carries a
+list of such objects, one per gold call in the gold's order (``sommelier import bfcl
+--parser v2`` writes it for BFCL's parallel categories). Its example is accepted when the answer
+holds as many calls as the gold and every gold call is paired with a distinct predicted call
+that its entry accepts (:func:`calls_acceptable`): under ``order = "exact"`` by position, under
+``"any"`` by a maximum bipartite matching of the "accepts" relation (``call_sets
+.max_assignment`` over 0/1 weights), as the v2 metrics pair calls. BFCL's own parallel checker
+(``parallel_function_checker_no_order``) pairs greedily, each gold call taking the first
+unpaired call it accepts, which can miss a pairing that exists; a maximum matching never does.
 """
 
 from __future__ import annotations
@@ -40,7 +50,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_sommelier.core.types import MetricValue, ScoringRecord
+from pytest_sommelier.core.call_sets import max_assignment
+from pytest_sommelier.core.parse_v2 import ORDER_EXACT
+from pytest_sommelier.core.types import Call, MetricValue, ScoringRecord
 from pytest_sommelier.errors import InvariantError
 
 METRIC_NAME = "acceptable_call_match"
@@ -198,9 +210,59 @@ def call_acceptable(call: Mapping[str, Any], gold_name: str, acceptable: Mapping
     return all(name in given or "" in entry["values"] for name, entry in listed.items())
 
 
+def calls_acceptable(
+    predicted: Sequence[Call],
+    gold: Sequence[Call],
+    acceptable: Sequence[Mapping[str, Any]],
+    order: str,
+) -> bool:
+    """True when the answer's calls are accepted call by call (module doc, "Several gold
+    calls"): as many as the gold, each gold call ``gold[i]`` paired with a distinct predicted
+    call that ``acceptable[i]`` accepts; by position under ``order`` ``exact``, else by a
+    maximum bipartite matching."""
+    if len(predicted) != len(gold) or len(acceptable) != len(gold):
+        return False
+    if order == ORDER_EXACT:
+        return all(
+            call_acceptable(call, want["name"], entry)
+            for call, want, entry in zip(predicted, gold, acceptable, strict=True)
+        )
+    accepts = [
+        [int(call_acceptable(call, want["name"], entry)) for call in predicted]
+        for want, entry in zip(gold, acceptable, strict=True)
+    ]
+    if not all(any(row) for row in accepts):
+        return False
+    matched = sum(accepts[row][column] for row, column in max_assignment(accepts))
+    return matched == len(gold)
+
+
+def acceptable_entries(acceptable: Any) -> list[Any]:
+    """The per-call entries of an ``acceptable_arguments`` value: the list itself (several gold
+    calls), or the one object as a list of one."""
+    return list(acceptable) if isinstance(acceptable, list) else [acceptable]
+
+
 def acceptable_shape_error(acceptable: Any) -> str | None:
     """Why ``acceptable`` is not ``{language, required, arguments: {name: {type, values,
-    items_type?}}}`` with known BFCL type names (None when it is)."""
+    items_type?}}}`` with known BFCL type names, nor (several gold calls) a list of two or more
+    such objects (None when it is)."""
+    if isinstance(acceptable, list):
+        if len(acceptable) < 2:
+            return (
+                "must be an object {language, required, arguments}, or a list of two or more "
+                "(one per gold call)"
+            )
+        for index, entry in enumerate(acceptable):
+            problem = _one_shape_error(entry)
+            if problem is not None:
+                return f"[{index}]: {problem}"
+        return None
+    return _one_shape_error(acceptable)
+
+
+def _one_shape_error(acceptable: Any) -> str | None:
+    """:func:`acceptable_shape_error` for one gold call's object."""
     if not isinstance(acceptable, Mapping):
         return "must be an object {language, required, arguments}"
     unknown = sorted(set(acceptable) - {"language", "required", "arguments"})
@@ -246,7 +308,8 @@ def acceptable_component(record: ScoringRecord) -> tuple[int, int]:
     """``(numerator, denominator)`` of ``acceptable_call_match`` for one record.
 
     ``(0, 0)`` when the record carries no ``acceptable_arguments`` (it is not counted);
-    otherwise denominator 1 and numerator 1 exactly when the parsed call is accepted. A parse
+    otherwise denominator 1 and numerator 1 exactly when the parsed call is accepted (a parser
+    v2 record, one with ``call_order``: when its calls are, :func:`calls_acceptable`). A parse
     failure (no parsed call) is ``(0, 1)``: it stays in the denominator, as in the five.
     """
     acceptable = record.get("acceptable_arguments")
@@ -254,10 +317,24 @@ def acceptable_component(record: ScoringRecord) -> tuple[int, int]:
         return 0, 0
     where = f"example {record.get('example_id', '<unknown>')}"
     check_acceptable(acceptable, where)
-    parsed = record.get("parsed_call")
     gold = record.get("gold_call")
     if gold is None:  # an abstention example (core.abstention) carries no acceptable values
         return 0, 0
+    order = record.get("call_order")
+    if order is not None:
+        calls = record.get("parsed_calls")
+        if not calls:
+            return 0, 1
+        golds = record.get("gold_calls") or [gold]
+        return int(calls_acceptable(calls, golds, acceptable_entries(acceptable), order)), 1
+    if isinstance(acceptable, list):
+        raise InvariantError(
+            "SOM-METRIC-BAD-ACCEPTABLE",
+            "acceptable_arguments: a list (several gold calls) on a parser v1 record",
+            "score several gold calls under [parser] version = \"v2\"",
+            where=where,
+        )
+    parsed = record.get("parsed_call")
     if parsed is None:
         return 0, 1
     return int(call_acceptable(parsed, gold["name"], acceptable)), 1

@@ -165,11 +165,21 @@ def max_assignment(weights: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
+GOLD_CALLS_LIMIT = 128
+"""The most gold calls one example may hold under parser v2 (BFCL's parallel rows hold a
+handful). Pairing an answer's calls with the gold costs ``n^2 m`` (:func:`max_assignment`), so
+an unbounded gold set would let one row of a split stall a run; the split loader refuses a row
+over the limit in one line (docs/hardening.md, V36)."""
+
+
+def _pair_set(call: Call) -> frozenset[tuple[str, str]]:
+    """A call's flattened argument pairs as a set (paths are unique within a call)."""
+    return frozenset(flatten_arguments(call["arguments"]))
+
+
 def _shared_pairs(predicted: Call, gold: Call) -> int:
     """How many flattened argument pairs two calls share (paths are unique within a call)."""
-    return len(
-        set(flatten_arguments(predicted["arguments"])) & set(flatten_arguments(gold["arguments"]))
-    )
+    return len(_pair_set(predicted) & _pair_set(gold))
 
 
 def match_calls(predicted: Sequence[Call], gold: Sequence[Call], order: str) -> CallMatching:
@@ -195,9 +205,15 @@ def match_calls(predicted: Sequence[Call], gold: Sequence[Call], order: str) -> 
             gold_left.append(index)
     predicted_left = sorted(i for indices in waiting.values() for i in indices)
     shared = sum(len(flatten_arguments(gold[g]["arguments"])) for _, g in exact_pairs)
-    weights = [[_shared_pairs(predicted[p], gold[g]) for g in gold_left] for p in predicted_left]
-    assigned = [(predicted_left[row], gold_left[column]) for row, column in max_assignment(weights)]
-    shared += sum(weights[predicted_left.index(p)][gold_left.index(g)] for p, g in assigned)
+    # each call's pair set once (not once per cell of the matrix)
+    gold_sets = [_pair_set(gold[g]) for g in gold_left]
+    weights = [
+        [len(p_set & g_set) for g_set in gold_sets]
+        for p_set in (_pair_set(predicted[p]) for p in predicted_left)
+    ]
+    chosen = max_assignment(weights)
+    assigned = [(predicted_left[row], gold_left[column]) for row, column in chosen]
+    shared += sum(weights[row][column] for row, column in chosen)
     pairs = sorted([*exact_pairs, *assigned], key=lambda pair: pair[1])
     return CallMatching(tuple(pairs), len(exact_pairs), shared)
 
@@ -334,6 +350,7 @@ __all__ = [
     "CALL_RECALL",
     "CALL_SET_ADDED",
     "CALL_SET_METRIC_NAMES",
+    "GOLD_CALLS_LIMIT",
     "LABELS",
     "CallMatching",
     "added_components",

@@ -19,6 +19,11 @@ Invariants kept:
   run's arm, ``stored``). The candidate is the best of K on these examples, so its interval is
   read at the Bonferroni level over the K candidates, composed with the suite's family
   (:func:`selection_level`); a selection gate with nothing selected fails with the reason.
+- In a run with a ``[selection]``, a checkpoint sweep's per-checkpoint copies of a gate
+  (``uplift@20``, :func:`sweep_copy`) are one claim about the selected checkpoint
+  (:func:`selected_copies`): its copy decides under the gate's name, read at the level adjusted
+  over the K candidates; every copy is reported in the verdict's ``per_candidate`` and none of
+  them is a member of the family.
 - The verdict is ``incomplete`` whenever the run is not complete, whatever the gates say;
   otherwise ``fail`` if any gate failed, else ``pass`` (also with no gates).
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
 from pytest_sommelier.core import multiplicity
@@ -321,16 +327,89 @@ def _comparison_block(
     return block
 
 
-def stored_subject(arm: str, stored: str) -> str:
+def stored_subject(arm: str, stored: str, reference: str | None = None) -> str:
     """The subject of a ``stored`` gate: ``adapter-vs-adapter@last``, arm ``adapter`` of this
-    run against the same arm of the stored run ``stored`` names (``last`` or a number)."""
-    return f"{arm}-vs-{arm}@{stored}"
+    run against the stored run's arm ``reference`` (``core.verdict.stored_gate_arm``; None:
+    not resolved, the arm's family) of the stored run ``stored`` names (``last`` or a number):
+    ``adapter@30-vs-adapter@label:shipped`` for a sweep's checkpoint against the shipped arm,
+    ``adapter@30-vs-adapter@20@label:shipped`` against a stored sweep's selected one."""
+    return f"{arm}-vs-{reference or family_of(arm)}@{stored}"
 
 
 def family_of(arm: str) -> str:
     """A checkpoint arm's family: ``adapter`` for ``adapter@200`` (the part before ``@``), the
     name itself for an arm without ``@`` (``data.suite.globs`` names a sweep's arms so)."""
     return arm.split("@", 1)[0]
+
+
+def sweep_copy(gate: GateConfig) -> str | None:
+    """The suite file's name of a gate the checkpoint sweep repeated per checkpoint
+    (``data.suite.globs``: gate ``uplift`` naming the glob arm becomes ``uplift@<step>`` on
+    ``adapter@<step>``), None for any other gate. Only that expansion makes an arm name with
+    ``@``, so a gate whose arm (or candidate) is ``<family>@<step>`` and whose name ends in the
+    same ``@<step>`` is such a copy."""
+    arm = gate.candidate if gate.kind == "comparison" else gate.arm
+    if gate.kind == SELECTION_KIND or arm is None or family_of(arm) == arm:
+        return None
+    name, at, step = gate.name.rpartition("@")
+    if not at or not name or step != arm.rpartition("@")[2]:
+        return None
+    return name
+
+
+def sweep_arm(gate: GateConfig) -> str | None:
+    """The checkpoint arm a sweep's per-checkpoint gate copy (:func:`sweep_copy`) is about."""
+    return gate.candidate if gate.kind == "comparison" else gate.arm
+
+
+def selected_copies(
+    gates: Sequence[GateConfig], selection: Mapping[str, Any] | None
+) -> tuple[tuple[GateConfig, ...], tuple[GateConfig, ...]]:
+    """``(deciding, reported)``: in a run with a ``[selection]`` (its ``core.selection``
+    block), the per-checkpoint copies of a gate (:func:`sweep_copy`) whose arms are among the
+    selection's candidates (its ``among`` pattern) are one claim about the selected
+    candidate: the selected candidate's copy decides, under the gate's own name and read at
+    the level adjusted over the K candidates (``candidates = K``, as a ``selected = true``
+    gate: the winner's curse), in place of the first copy; every copy, that one included, is
+    reported as it is. A gate none of whose copies is the selected candidate's (the selected
+    one is another family's) decides nothing. Without a selection every copy decides."""
+    if not selection or not isinstance(selection.get("selected"), str):
+        return tuple(gates), ()
+    chosen, among = str(selection["selected"]), str(selection.get("among") or "")
+    k = int((selection.get("familywise") or {}).get("candidates") or 1)
+    grouped: dict[str, list[GateConfig]] = {}
+    for gate in gates:
+        name, arm = sweep_copy(gate), sweep_arm(gate)
+        if name is not None and arm is not None and fnmatchcase(arm, among):
+            grouped.setdefault(name, []).append(gate)
+    deciding: list[GateConfig] = []
+    reported: list[GateConfig] = []
+    for gate in gates:
+        name = sweep_copy(gate)
+        if name is None or name not in grouped or gate not in grouped[name]:
+            deciding.append(gate)
+            continue
+        reported.append(gate)
+        if gate is grouped[name][0]:
+            chosen_copy = next((g for g in grouped[name] if sweep_arm(g) == chosen), None)
+            if chosen_copy is not None:
+                deciding.append(replace(chosen_copy, name=name, candidates=k))
+    return tuple(deciding), tuple(reported)
+
+
+def resolve_stored_gates(
+    gates: Sequence[GateConfig], stored_arms: Mapping[str, str | None] | None
+) -> tuple[GateConfig, ...]:
+    """Each ``stored`` gate with ``reference`` set to the stored run's arm it was compared
+    with (``stored_arms[gate.name]``, ``core.verdict.stored_gate_arm``), so its subject names
+    it; every other gate, and a stored gate without one, as it is."""
+    found = stored_arms or {}
+    return tuple(
+        replace(gate, reference=found[gate.name])
+        if gate.kind == "stored" and found.get(gate.name) is not None
+        else gate
+        for gate in gates
+    )
 
 
 def selection_subject(gate: GateConfig) -> str:
@@ -362,7 +441,7 @@ def _subject(gate: GateConfig) -> str:
     if gate.kind == "comparison":
         return f"{gate.candidate}-vs-{gate.reference}"
     if gate.kind == "stored":
-        return stored_subject(str(gate.arm), str(gate.stored))
+        return stored_subject(str(gate.arm), str(gate.stored), gate.reference)
     return str(gate.arm)
 
 
@@ -600,7 +679,7 @@ def evaluate_gate(
         "observed": value,
         "reason": reason,
     }
-    if gate.kind == SELECTION_KIND:
+    if gate.kind == SELECTION_KIND or getattr(gate, "candidates", 0) > 0:
         result["selection"] = _selection_entry(gate, observed, plan)
     if observed is None or observed.entry is None:
         return result
@@ -630,8 +709,9 @@ def _selection_entry(
     level = plan.confidence_level if plan is not None and plan.adjusted else None
     if level is None and observed is not None:
         level = observed.confidence_level
+    selected = gate.candidate if gate.kind in (SELECTION_KIND, "comparison") else gate.arm
     return {
-        "selected": gate.candidate if gate.candidates > 0 else None,
+        "selected": selected if gate.candidates > 0 else None,
         "reference": gate.reference if gate.candidates > 0 else None,
         "stored": gate.stored,
         "candidates": gate.candidates,
@@ -691,8 +771,9 @@ def selection_level(confidence_level: float, members: int, candidates: int) -> f
 
 
 def _candidates(gate: GateConfig) -> int:
-    """K for a resolved selection gate, 1 for every other gate."""
-    return max(1, gate.candidates) if gate.kind == SELECTION_KIND else 1
+    """K for a resolved selection gate and for the deciding copy of a sweep's gate
+    (:func:`selected_copies`), 1 for every other gate."""
+    return max(1, gate.candidates)
 
 
 def familywise_plans(
@@ -858,14 +939,16 @@ def evaluate_gates(
     (:func:`resolve_selection_gates`: ``selection`` is the run's ``core.selection`` block,
     ``stored_arms`` the stored run's arm of each stored selection gate).
     """
-    gates = resolve_selection_gates(gates, selection, stored_arms)
+    gates = resolve_stored_gates(resolve_selection_gates(gates, selection, stored_arms),
+                                 stored_arms)  # fmt: skip
+    gates, copies = selected_copies(gates, selection)
     recompute = _with_recorded(interval_at, arm_reports, comparison_reports)
     plans, family = familywise_plans(gates, statistics, recompute)
     results = [
         evaluate_gate(gate, arm_reports, comparison_reports, errors, plan=plans.get(gate.name))
         for gate in gates
     ]
-    return {
+    verdict: Verdict = {
         "schema_version": VERDICT_SCHEMA,
         "run_id": run_id,
         "verdict": verdict_of(complete, results),
@@ -873,6 +956,11 @@ def evaluate_gates(
         "gates": results,
         "familywise": family,
     }
+    if copies:  # each checkpoint's copy, reported at its own level; the verdict is the chosen's
+        verdict["per_candidate"] = [
+            evaluate_gate(gate, arm_reports, comparison_reports, errors) for gate in copies
+        ]
+    return verdict
 
 
 # --- the text a gate line shows (terminal, Markdown, HTML, JUnit) ---------------------------
@@ -887,14 +975,15 @@ def _level_text(level: float) -> str:
     return f"{level * 100:.3g}%"
 
 
-def selection_phrase(selection: Mapping[str, Any]) -> str:
+def selection_phrase(selection: Mapping[str, Any], kind: str = SELECTION_KIND) -> str:
     """``selected among 3 candidates: level adjusted to 98.3% (bonferroni over 3)``: what a
-    selection gate's line says of its selection (every view shows it through
-    :func:`gate_text`)."""
+    selection gate's line (or the deciding copy of a sweep's gate, ``kind`` its kind) says of
+    its selection (every view shows it through :func:`gate_text`)."""
     k = int(selection.get("candidates") or 0)
     level = selection.get("confidence_level")
-    if level is None:  # a delta gate: a point difference, biased upward by the selection
-        return (f"selected among {k} candidates: a point difference, no level to adjust (the "
+    if level is None:  # a delta or arm gate: a point number, biased upward by the selection
+        point = "a point value" if kind == "arm" else "a point difference"
+        return (f"selected among {k} candidates: {point}, no level to adjust (the "
                 "best of K is biased upward)")  # fmt: skip
     return (f"selected among {k} candidates: level adjusted to {_level_text(float(level))} "
             f"(bonferroni over {k})")  # fmt: skip
@@ -912,8 +1001,8 @@ def gate_text(result: Mapping[str, Any]) -> str:
     if interval is None:
         if observed is None:
             return f"{where}: {result.get('reason', '')}"
-        if result.get("selection"):  # a delta gate on the selected candidate
-            where += f" ({selection_phrase(result['selection'])})"
+        if result.get("selection"):  # a delta (or arm) gate on the selected candidate
+            where += f" ({selection_phrase(result['selection'], result['kind'])})"
         label, shown = "value", f"{observed:.3f}"
         if result["metric"] == NOISE_METRIC:  # a count of flips, not a difference
             label, shown = "flips", f"{observed:g}"

@@ -99,15 +99,17 @@ def _reject_constant(name: str) -> Any:
     raise _NotJSON(f"{name} is not JSON")
 
 
-def _finite_float(literal: str) -> float:
-    """Decode a JSON float literal, refusing one that overflows to infinity (e.g. ``1e400``)."""
+def finite_float(literal: str) -> float:
+    """Decode a JSON float literal, refusing one that overflows to infinity (e.g. ``1e400``)
+    (also every strict JSON input's rule, ``data.json_input.strict_json``)."""
     value = float(literal)
     if not math.isfinite(value):
-        raise _NotJSON(f"{literal} is not a finite number")
+        shown = literal if len(literal) <= 40 else literal[:37] + "..."
+        raise _NotJSON(f"{shown} is not a finite number")
     return value
 
 
-def _bounded_int(literal: str) -> int:
+def bounded_int(literal: str) -> int:
     """Decode a JSON integer literal of at most MAX_INT_DIGITS digits (same on every Python)."""
     if len(literal) - literal.startswith("-") > MAX_INT_DIGITS:
         raise _NotJSON(f"integer literal longer than {MAX_INT_DIGITS} digits")
@@ -134,8 +136,8 @@ def _decode_first_span(text: str, start: int) -> tuple[Any, bool, int] | None:
     decoder = json.JSONDecoder(
         object_pairs_hook=pairs_hook,
         parse_constant=_reject_constant,
-        parse_float=_finite_float,
-        parse_int=_bounded_int,
+        parse_float=finite_float,
+        parse_int=bounded_int,
     )
     try:
         value, end = decoder.raw_decode(text, start)

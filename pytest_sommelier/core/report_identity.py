@@ -28,6 +28,40 @@ from pytest_sommelier.core.types import (
 )
 from pytest_sommelier.errors import EvaluationError
 
+ADAPTER_NAME_KEY = "name"
+"""The entry the engines add to an adapter identity for the arm's name
+(``inference.engines.adapter_refs``): no part of the adapter's content."""
+
+PREFLIGHT_KEY = "preflight"
+"""The key under which a session records an adapter arm's preflight (its mapped-module counts
+and warnings, ``inference.preflight``) in the generator's ``adapter_identity``. It is derived
+from the adapter's files and the base, which the identity already pins, so it is no part of
+the adapter's content (the generation cache's key, the history's "adapter changed")."""
+
+
+def adapter_content(adapter_identity: Any) -> Any:
+    """The adapter identity as its content: without the arm's name, so the same adapter files
+    under another arm name (a rename, "v2 of the same checkpoint") are the same adapter, and
+    without the preflight's record (:data:`PREFLIGHT_KEY`: derived from the files the identity
+    already pins); a content digest, hub id and revision, served name or any other entry stays.
+    The generation cache keys by it (``inference.gencache``) and the history says "adapter
+    changed" only when it differs (``data.store.history_runs``)."""
+    if isinstance(adapter_identity, Mapping):
+        return {
+            k: v
+            for k, v in adapter_identity.items()
+            if k not in (ADAPTER_NAME_KEY, PREFLIGHT_KEY)
+        }
+    return adapter_identity
+
+
+def adapter_differs(before: Any, after: Any) -> bool:
+    """Whether two adapter identities name different adapter content (:func:`adapter_content`:
+    the digest, or hub id and revision, differs; the arm's name and the preflight's record do
+    not count): what "adapter changed" means in ``sommelier compare`` and ``sommelier
+    history``."""
+    return sha256_json(adapter_content(before)) != sha256_json(adapter_content(after))
+
 
 def _field(report: Mapping[str, Any], *path: str) -> Any:
     """``report[path[0]][path[1]]...`` or ``MISSING`` when any step is absent."""

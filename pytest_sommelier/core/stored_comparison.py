@@ -34,13 +34,16 @@ from typing import Any, NamedTuple, Protocol, cast
 import numpy as np
 
 from pytest_sommelier.core.borrowed import arm_origin, refuse_borrowed
-from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.clusters import example_clusters
 from pytest_sommelier.core.extra_columns import extra_arrays, extra_names
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays, record_hit
 from pytest_sommelier.core.report_blocks import metric_gaps
 from pytest_sommelier.core.report_comparison import paired_part
-from pytest_sommelier.core.report_identity import check_identity, config_difference
+from pytest_sommelier.core.report_identity import (
+    adapter_differs,
+    check_identity,
+    config_difference,
+)
 from pytest_sommelier.core.stats import check_paired_records, derive_seed, paired_bootstrap_arrays
 from pytest_sommelier.core.types import (
     EvaluationReport,
@@ -287,8 +290,9 @@ def _pair_block(
         "model_kind": cand_report.get("model_kind"),
         "candidate_adapter_identity": cand_report.get("adapter_identity"),
         "reference_adapter_identity": ref_report.get("adapter_identity"),
-        "adapter_changed": sha256_json(cand_report.get("adapter_identity"))
-        != sha256_json(ref_report.get("adapter_identity")),
+        "adapter_changed": adapter_differs(
+            cand_report.get("adapter_identity"), ref_report.get("adapter_identity")
+        ),
         "compared_examples": overall.compared_examples,
         "identical_outputs": overall.identical_outputs,
         "deltas": metric_gaps(cand_report["metrics"], ref_report["metrics"]),

@@ -198,7 +198,8 @@ class Example:
     prompt_sha256: str
     gold_call: Call | None  # None exactly when ``expect`` is not "call" (core.abstention)
     line: int
-    acceptable_arguments: dict[str, Any] | None = None  # BFCL's acceptable values (core.acceptable)
+    # BFCL's acceptable values (core.acceptable): one object, or one per gold call (parser v2)
+    acceptable_arguments: dict[str, Any] | list[dict[str, Any]] | None = None
     cluster_id: str | None = None  # the row's declared cluster (core.clusters.example_clusters)
     tools: Any = field(default=None, compare=False)  # the row's tools (what a scorer may read)
     # the chat-template options the row was rendered with (formatted_example.v3; None: none)
@@ -328,7 +329,7 @@ class ScoringRecord(GenerationRecord):
     gold_call: Call | None
     gold_calls: NotRequired[list[Call]]  # parser v2, a "call" example: its gold calls
     call_order: NotRequired[str]  # parser v2, a "call" example: [parser] order (core.call_sets)
-    acceptable_arguments: NotRequired[dict[str, Any] | None]
+    acceptable_arguments: NotRequired[dict[str, Any] | list[dict[str, Any]] | None]
     expect: NotRequired[str]  # absent for a "call" example
     call_markers: NotRequired[list[str]]
     tool_names: NotRequired[list[str]]
@@ -764,6 +765,9 @@ class Verdict(TypedDict):
     complete: bool
     gates: list[GateResult]
     familywise: NotRequired[Familywise]
+    # a sweep with a [selection]: every checkpoint's copy of a gate, reported; the deciding
+    # entry in ``gates`` is the selected checkpoint's (core.gates.selected_copies)
+    per_candidate: NotRequired[list[GateResult]]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ Invariants kept:
 - ``last`` with no comparable stored run of the suite is *missing*, not an error: compare-fail
   gates are then not added (the first CI run), while a ``stored`` gate fails (a claim without
   its evidence never passes).
+- A ``stored`` gate reads the stored run's arm :func:`stored_gate_arm` names: the arm of the
+  same name, or, for a sweep's checkpoint (``adapter@30``) or an arm the stored run lacks, the
+  stored run's recorded selected candidate of the arm's family, else its family arm
+  (``adapter``); a pair of two names is compared once (``stored_comparison.compare_arm_pair``).
 - A selection gate with ``stored`` reads this run's selected candidate against the stored
   run's arm (:func:`stored_selection_arm`: the stored run's own selected candidate when it
   recorded a ``[selection]``, else its arm of the candidate's family), compared once
@@ -29,7 +33,7 @@ Invariants kept:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -186,31 +190,102 @@ def stored_specs(suite: Suite, compare: str | None) -> list[str]:
     return list(dict.fromkeys(specs))
 
 
+def stored_gate_arm(
+    reference: RunRef, recorded: Recorded, stored: Collection[str], arm: str
+) -> tuple[str | None, str]:
+    """The stored run's arm a ``stored`` gate on this run's ``arm`` compares with, and how it
+    was chosen (``stored``: the arms the stored run holds): the arm of the same name when
+    ``arm`` is its own family (``adapter``, ``base``) and the stored run has it; else the
+    stored run's recorded selected candidate when it is of ``arm``'s family (``adapter@20``
+    for ``adapter`` or ``adapter@30``: the checkpoint it shipped); else its arm of the same
+    name (``adapter@30`` of a stored sweep without a ``[selection]``); else its arm named like
+    the family (``adapter`` for a sweep's ``adapter@30``: the shipped adapter). ``(None,
+    why)`` when there is none, or the stored ``selection.json`` that would decide could not be
+    read."""
+    family = family_of(arm)
+    if arm == family and arm in stored:
+        return arm, f"{reference.describe()}'s arm {arm!r}"
+    if recorded.problem is not None:
+        return None, recorded.problem
+    if recorded.selected is not None and family_of(recorded.selected) == family:
+        return recorded.selected, f"{reference.describe()}'s selected candidate"
+    for name in dict.fromkeys((arm, family)):
+        if name in stored:
+            return name, f"{reference.describe()}'s arm {name!r}"
+    also = "" if arm == family else f", its family {family!r},"
+    return None, (
+        f"{reference.describe()} has no arm {arm!r}{also} nor a recorded [selection] of that "
+        "family to compare it with (it was not stored in it)"
+    )
+
+
 def _stored_gate_inputs(
     suite: Suite, against: AgainstStored
-) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
-    """Per ``stored`` gate subject: the comparison block of its arm, or why there is none."""
+) -> tuple[dict[str, str | None], dict[str, Mapping[str, Any]], dict[str, str]]:
+    """Per ``stored`` gate: the stored run's arm it reads (:func:`stored_gate_arm`, by gate
+    name), and under its subject the comparison block of the pair, or why there is none. The
+    pair of one name is the stored comparison's own block (``compare-NNNN.json``); any other
+    pair (a sweep's checkpoint against the shipped arm) is compared once here."""
+    stored_arms: dict[str, str | None] = {}
     blocks: dict[str, Mapping[str, Any]] = {}
     errors: dict[str, str] = {}
+    pairs: dict[tuple[str, str, str], Mapping[str, Any] | str] = {}
     for gate in suite.gates:
         if gate.kind != "stored":
             continue
         spec, arm = str(gate.stored), str(gate.arm)
-        subject = stored_subject(arm, spec)
         report = against.reports.get(spec)
         if report is None:
-            errors[subject] = against.refusals.get(spec) or (
+            errors[stored_subject(arm, spec)] = against.refusals.get(spec) or (
                 f"{NO_BASELINE} of suite {against.suite!r} in {against.store}"
             )
             continue
-        block = report["arms"].get(arm)
-        if block is None:
-            errors[subject] = f"arm {arm!r} is not in this run"
-        elif block.get("status") != "compared":
-            errors[subject] = str(block.get("reason", "refused"))
+        found = _stored_pair(against, spec, arm, report, pairs)
+        stored_arms[gate.name], block = found
+        subject = stored_subject(arm, spec, found[0])
+        if isinstance(block, str):
+            errors[subject] = block
         else:
             blocks[subject] = block
-    return blocks, errors
+    return stored_arms, blocks, errors
+
+
+def _stored_pair(
+    against: AgainstStored,
+    spec: str,
+    arm: str,
+    report: Mapping[str, Any],
+    pairs: dict[tuple[str, str, str], Mapping[str, Any] | str],
+) -> tuple[str | None, Mapping[str, Any] | str]:
+    """``(stored arm, its comparison block or why not)`` for one stored gate's ``arm``."""
+    block = report["arms"].get(arm)
+    reference = against.runs.get(spec)
+    if block is None:
+        return None, f"arm {arm!r} is not in this run"
+    if reference is None or against.candidate is None:  # pragma: no cover - set together
+        return None, str(block.get("reason", "refused"))
+    key = reference.path.resolve()
+    side = against.sides[key]
+    stored_arm, how = stored_gate_arm(
+        reference, against.recorded[key], {*side.reports, *side.problems}, arm
+    )
+    if stored_arm is None:
+        return None, how
+    if stored_arm != arm:
+        if (spec, arm, stored_arm) not in pairs:
+            run, scored = against.candidate
+            try:
+                pairs[spec, arm, stored_arm] = compare_arm_pair(
+                    run, reference, (arm, stored_arm), flips=against.flips, scored=scored,
+                    reference_scored=side,
+                )  # fmt: skip
+            except SommelierError as error:
+                pairs[spec, arm, stored_arm] = str(error)
+        found = pairs[spec, arm, stored_arm]
+        block = {"status": "refused", "reason": found} if isinstance(found, str) else found
+    if block.get("status") != "compared":
+        return stored_arm, str(block.get("reason", "refused"))
+    return stored_arm, block
 
 
 def stored_selection_arm(
@@ -323,8 +398,11 @@ def judge(
             for gate in suite.gates
         )
         if stored_gated or members is not None:
-            blocks, errors = _stored_gate_inputs(suite, against)
-            stored_arms, chosen, refused_arms = _selection_gate_inputs(suite, selection, against)
+            stored_arms, blocks, errors = _stored_gate_inputs(suite, against)
+            selected_arms, chosen, refused_arms = _selection_gate_inputs(
+                suite, selection, against
+            )
+            stored_arms = {**stored_arms, **selected_arms}
             blocks, errors = {**blocks, **chosen}, {**errors, **refused_arms}
             if members is not None:  # the compare-fail gates join the family
                 gates += members.gates
@@ -357,6 +435,7 @@ __all__ = [
     "Recorded",
     "against_stored",
     "judge",
+    "stored_gate_arm",
     "stored_selection_arm",
     "stored_specs",
 ]

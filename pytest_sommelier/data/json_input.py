@@ -2,7 +2,10 @@
 
 Every reader of a JSON input (a split line, a prepared row, an importer's file or row, a JSON
 string inside a row, an ``adapter_config.json``, a safetensors header) decodes it with
-``strict_json``: a repeated key in one object or ``NaN``/``Infinity`` is refused; so is a text
+``strict_json``: a repeated key in one object or ``NaN``/``Infinity`` is refused, and so are a
+number that overflows to infinity (``1e400``) and an integer of more than ``MAX_INT_DIGITS``
+digits, as parser v1 refuses them in an output (``core.parse.finite_float``, ``bounded_int``:
+a gold call the parser could never read back is no gold call); so is a text
 longer than ``JSON_TEXT_LIMIT`` characters (checked before decoding) or a value nested deeper
 than ``JSON_DEPTH_LIMIT`` arrays and objects (a ``RecursionError`` of the decoder is that same
 refusal, never a traceback). ``depth_problem`` is the same depth rule for a value that did not
@@ -23,6 +26,8 @@ import re
 from itertools import accumulate
 from typing import Any
 
+from pytest_sommelier.core.parse import bounded_int, finite_float
+
 JSON_DEPTH_LIMIT = 64
 """The deepest JSON value read (arrays and objects; a scalar at the top is depth 0)."""
 FIELD_DEPTH_LIMIT = 32
@@ -39,7 +44,8 @@ _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def strict_json(text: str, *, depth_limit: int = JSON_DEPTH_LIMIT) -> Any:
-    """``json.loads`` refusing repeated keys, NaN/Infinity, more than ``JSON_TEXT_LIMIT``
+    """``json.loads`` refusing repeated keys, NaN/Infinity, a number beyond a float's range or an
+    integer beyond ``core.parse.MAX_INT_DIGITS`` digits, more than ``JSON_TEXT_LIMIT``
     characters and nesting deeper than ``depth_limit`` (each a one-line ``ValueError``)."""
     if len(text) > JSON_TEXT_LIMIT:
         raise ValueError(
@@ -49,7 +55,13 @@ def strict_json(text: str, *, depth_limit: int = JSON_DEPTH_LIMIT) -> Any:
         if isinstance(text, str) and not text.startswith("\ufeff"):
             value = _DECODER.decode(text)  # json.loads' own path for a str, without a new decoder
         else:  # json.loads' BOM refusal and bytes decoding, as they are
-            value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+            value = json.loads(
+                text,
+                object_pairs_hook=_unique_keys,
+                parse_constant=_no_constant,
+                parse_float=finite_float,
+                parse_int=bounded_int,
+            )
     except RecursionError:
         raise ValueError(
             f"nested too deeply (deeper than {depth_limit} levels: the decoder ran out of stack)"
@@ -134,7 +146,12 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys,
+    parse_constant=_no_constant,
+    parse_float=finite_float,
+    parse_int=bounded_int,
+)
 
 
 __all__ = [

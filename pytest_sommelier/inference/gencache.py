@@ -10,8 +10,8 @@ key_fields`) holds everything that can change a greedy output: the generator's c
 ``model_identity`` (base, tokenizer, dtype) and ``adapter_identity``, the prompt digest, the
 decoding dict (``batch_size`` included), the device kind (and the GPU's name on CUDA), the
 torch/transformers/peft versions and a generator's optional ``cache_identity``. The preflight's
-record in ``adapter_identity`` (``protocol.PREFLIGHT_KEY``) is left out: it is derived from the
-adapter files the identity already pins.
+record in ``adapter_identity`` (``core.report_identity.PREFLIGHT_KEY``) is left out: it is
+derived from the adapter files the identity already pins.
 
 Invariants kept here:
 
@@ -40,34 +40,17 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sommelier.core.canonical import canonical_json_text, sha256_text
+from pytest_sommelier.core.report_identity import adapter_content
 from pytest_sommelier.core.types import FINISH_REASONS, FINISH_UNKNOWN, Completion
 from pytest_sommelier.data.atomic import write_atomic
 from pytest_sommelier.errors import InvariantError
 from pytest_sommelier.inference.device import device_of
-from pytest_sommelier.inference.protocol import PREFLIGHT_KEY, Generator, cache_identity_of
+from pytest_sommelier.inference.protocol import Generator, cache_identity_of
 
 CACHE_SCHEMA = "sommelier.generation_cache.v1"
 """Stored in every entry and in its key fields: a format change invalidates old entries."""
 
 LIBRARIES = ("torch", "transformers", "peft")
-
-
-ARM_NAME_KEY = "name"
-"""The entry the engines add to an adapter identity for the arm's name
-(``engines.adapter_refs``): not part of the cache key."""
-
-
-def adapter_content(adapter_identity: Any) -> Any:
-    """The adapter identity as the cache keys it: without the arm's name, so the same adapter
-    files under another arm name (a rename, "v2 of the same checkpoint") hit the same entries,
-    and without the preflight's record (``protocol.PREFLIGHT_KEY``: derived from the files the
-    identity already pins); a content digest, hub id and revision, served name or any other
-    entry stays."""
-    if isinstance(adapter_identity, Mapping):
-        return {
-            k: v for k, v in adapter_identity.items() if k not in (ARM_NAME_KEY, PREFLIGHT_KEY)
-        }
-    return adapter_identity
 
 
 class GenerationCacheWarning(UserWarning):

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from pytest_sommelier.core.report_identity import PREFLIGHT_KEY  # noqa: F401  (re-exported)
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -40,13 +42,6 @@ if TYPE_CHECKING:
         EngineConfig,
         ModelConfig,
     )
-
-
-PREFLIGHT_KEY = "preflight"
-"""The key under which a session records an adapter arm's preflight (its mapped-module counts
-and warnings, ``inference.preflight``) in the generator's ``adapter_identity``. It is derived
-from the adapter's files and the base, which the identity already pins, so it is no part of
-the generation cache's key (``gencache``)."""
 
 
 @runtime_checkable

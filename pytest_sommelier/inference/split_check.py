@@ -20,9 +20,11 @@ records it). Invariant kept: nothing here loads a tokenizer or weights, or reach
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.data.references import is_hub_id
@@ -113,17 +115,20 @@ def _shown(identity: tuple[str, str]) -> str:
     return f"{tokenizer_id} ({revision})"
 
 
-def load_checked_suite(path: Path, *, live: bool = False) -> tuple[Suite, FormattedSplit]:
+def load_checked_suite(
+    path: Path, *, live: bool = False, arms: Mapping[str, str] | None = None
+) -> tuple[Suite, FormattedSplit]:
     """A suite file and its split as an evaluation runs them (pytest collection and
     ``training.SommelierCallback`` alike): the suite loaded, its split read with the suite's
     ``arguments_key``, its gates checked against the split, and the split's tokenizer checked
     against the base's (:func:`check_split_tokenizer`). Raises the first load error. ``live``:
-    the training callback's reading (``data.suite.load.load_suite``)."""
+    the training callback's reading, ``arms`` the arms given a folder (``--sommelier-arms``)
+    (``data.suite.load.load_suite``)."""
     from pytest_sommelier.data.split.load import load_suite_split
     from pytest_sommelier.data.suite.gates import check_gates_against_split
     from pytest_sommelier.data.suite.load import load_suite
 
-    suite = load_suite(path, live=live)
+    suite = load_suite(path, live=live, given=arms)
     split = load_suite_split(suite)
     check_gates_against_split(suite, split)
     check_split_tokenizer(suite)
@@ -133,12 +138,14 @@ def load_checked_suite(path: Path, *, live: bool = False) -> tuple[Suite, Format
 
 def check_split_template_kwargs(suite: Suite, split: FormattedSplit) -> None:
     """Every row of the split was rendered with exactly the template options the suite
-    declares (``[format] template_kwargs``; none declared: none recorded); the first row that
-    was not is one InputError line naming both."""
+    declares (``[format] template_kwargs``; none declared: none recorded), compared as canonical
+    JSON (``0`` is not ``false``, nor ``1.0`` ``1``: a template tells them apart); the first
+    row that was not is one InputError line naming both."""
     declared = dict(suite.template_kwargs)
+    wanted = canonical_json_text(declared)
     for example in split.examples:
         recorded = dict(example.template_kwargs or {})
-        if recorded != declared:
+        if canonical_json_text(recorded) != wanted:
             raise InputError(
                 "SOM-SPLIT-TEMPLATE-KWARGS",
                 f"example {example.example_id!r} was formatted with template_kwargs "

@@ -48,15 +48,16 @@ def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, Formatted
     """A suite file and its split, loaded once per process and session (kept in
     ``config.stash``): collection and the session finish share them. The split's native-policy
     targets are read with the suite's ``arguments_key``, and the split must have been formatted
-    with the base's tokenizer (``inference.split_check``); with ``--sommelier-sample`` the split
-    is its seeded sample (``data.split.sample``). A load error is raised each time and never
-    kept."""
+    with the base's tokenizer (``inference.split_check``); with ``--sommelier-arms`` the arms
+    it names are evaluated from the folders it gives (``data.suite.globs.with_arms``); with
+    ``--sommelier-sample`` the split is its seeded sample (``data.split.sample``). A load
+    error is raised each time and never kept."""
     from pytest_sommelier.inference.split_check import load_checked_suite
 
     loaded = config.stash.setdefault(SUITES_KEY, {})
     key = str(Path(path).resolve())
     if key not in loaded:
-        suite, split = load_checked_suite(path)
+        suite, split = load_checked_suite(path, arms=dict(settings_of(config).arms))
         sample = settings_of(config).sample
         if sample is not None:  # --sommelier-sample: the sample is the run's split
             from pytest_sommelier.data.split.sample import sample_split

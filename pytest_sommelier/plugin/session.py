@@ -202,7 +202,7 @@ class SommelierSession:
             options.store,
             stored_specs(suite, options.compare),
             suite=suite.name,
-            resolved=artifacts.as_stored(artifacts.stored_resolved(resolved, split)),
+            resolved=artifacts.stored_resolved(resolved, split),
             flips=options.flips,
             gated=bool(options.compare_fail),
         )

@@ -11,6 +11,7 @@ entry point builds them in every pytest run).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ class Settings:
     compare: str | None = None  # NUM, "last", "last-any", "label:NAME" or a run folder
     compare_fail: tuple[str, ...] = ()  # METRIC[:SLICE]:MARGIN, each checked at configure
     sample: tuple[int, int] | None = None  # (roots, seed): a seeded sample of every split
+    arms: tuple[tuple[str, str], ...] = ()  # (arm, absolute adapter folder): --sommelier-arms
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -191,6 +193,15 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str]] = [
         "fail when this run's METRIC (in SLICE, default overall) minus the stored run's, "
         "paired by example, is below -MARGIN, e.g. full_call_exact_match:0.02; repeatable "
         "(ini: one per line); needs --sommelier-compare",
+        "linelist",
+    ),
+    (
+        "--sommelier-arms",
+        {"dest": "sommelier_arms", "metavar": "ARM=DIR", "action": "append", "default": None},
+        "evaluate the suite's adapter arm ARM from the adapter folder DIR (relative to the "
+        "invocation folder) instead of what the suite file writes; a checkpoint sweep's glob "
+        "arm becomes one arm named ARM (its [selection] left out): the shipped adapter or the "
+        "chosen checkpoint from the sweep's own suite file; repeatable (ini: one per line)",
         "linelist",
     ),
     (
@@ -393,6 +404,48 @@ def _sample(config: pytest.Config) -> tuple[int, int] | None:
         raise pytest.UsageError(str(error)) from None
 
 
+def _arms(config: pytest.Config) -> tuple[tuple[str, str], ...]:
+    """Every ``--sommelier-arms ARM=DIR`` / ini ``sommelier_arms`` line as ``(arm, absolute
+    folder)``: ARM by the suite's arm-name rule, each once; DIR an existing folder, relative to
+    the invocation folder. Whether the suite has such an adapter arm is judged per suite at
+    collection (``data.suite.globs.with_arms``)."""
+    values = _raw(config, "sommelier_arms") or []
+    if not values:
+        return ()
+    from pytest_sommelier.data.suite.names import NAME  # only when the option is given
+
+    found: dict[str, str] = {}
+    for value in values:
+        text = str(value).strip()
+        name, equals, where = text.partition("=")
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        if not equals or not NAME.match(name) or name == "overall" or not where.strip():
+            raise pytest.UsageError(
+                f"SOM-OPTION-VALUE: {_flag('sommelier_arms')}: {shown} is not ARM=DIR (an arm "
+                "name of the suite: letters, digits, '_' or '-'; then the adapter's folder), "
+                "e.g. --sommelier-arms=adapter=out/checkpoint-30"
+            )
+        if name in found:
+            raise pytest.UsageError(
+                f"SOM-OPTION-VALUE: {_flag('sommelier_arms')}: arm {name!r} is given twice"
+            )
+        folder = Path(where.strip()).expanduser()
+        if not folder.is_absolute():
+            folder = config.invocation_params.dir / folder
+        try:
+            is_folder = folder.is_dir()
+        except (OSError, ValueError):  # a name the file system refuses (too long, NUL)
+            is_folder = False
+        if not is_folder:
+            raise pytest.UsageError(
+                f"SOM-OPTION-VALUE: {_flag('sommelier_arms')}: {shown}: no such adapter "
+                "folder (relative to the invocation folder; one folder, not a glob: a sweep "
+                "is the suite file's adapter glob)"
+            )
+        found[name] = os.path.normpath(folder)
+    return tuple(found.items())
+
+
 def _engine(config: pytest.Config) -> str | None:
     """``--sommelier-engine NAME`` / ini ``sommelier_engine``: a name, checked for its shape
     only. Whether an engine of that name is registered (a built-in, an installed entry point,
@@ -454,6 +507,7 @@ def build_settings(config: pytest.Config) -> Settings:
         compare=compare,
         compare_fail=_compare_fail(config, compare),
         sample=_sample(config),
+        arms=_arms(config),
     )
 
 

@@ -78,6 +78,7 @@ from pytest_sommelier.training.live_run import LiveRun, evaluate_live
 from pytest_sommelier.training.resume import replayed, training_runs
 from pytest_sommelier.training.state import evaluation_mode
 from pytest_sommelier.training.stop_rule import GATE_FAIL, StopRule, StopWhen, parse_stop_when
+from pytest_sommelier.view.terminal import bounded_reason
 
 PREFIX = "sommelier"
 """The prefix of every logged name: ``sommelier/<arm>/<metric>``."""
@@ -422,6 +423,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         self._previous: list[ScoringRecord] | None = None
         self.check_arguments()  # again at on_train_begin, with the file system's answers
         self._evaluated: set[int] = set()
+        self.training_run = ""  # this Trainer.train()'s id in the store's records
 
     def check_arguments(self, *, paths: bool = False) -> None:
         """Every argument, each refusal one ``SOM-TRAIN-OPTION`` line naming the argument (at
@@ -534,11 +536,11 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         if self.stop_spec is not None and self.stop_spec.kind == GATE_FAIL:
             names = [g.name for g in self.suite.gates]
             if self.stop_spec.gate not in names:
+                held = ", ".join(map(shown, names[:5])) + (", ..." if names[5:] else "")
                 raise refuse_option(
                     "stop_when",
-                    f"stop_when={shown(self.stop_when)} names gate {self.stop_spec.gate!r}, "
-                    f"which the evaluated suite does not hold (its gates: "
-                    f"{', '.join(map(repr, names)) or 'none'})",
+                    f"stop_when={shown(self.stop_when)} names gate {shown(self.stop_spec.gate)}, "
+                    f"which the evaluated suite does not hold (its gates: {held or 'none'})",
                     "name a [[gates]] entry of the suite the callback evaluates (selection "
                     "gates are the sweep's)",
                 )
@@ -563,6 +565,7 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             self.cache = GenerationCache(self.cache_dir, where="SommelierCallback(cache_dir=...)")
         if not self.quiet and self.max_examples is not None and self.split.sample is None:
             print(whole_split_note(split, self.max_examples, "max_examples"), flush=True)
+        self.training_run = artifacts.new_run_id()  # the history's line (kept on resume)
         self.saves = 0
         step = int(state.global_step)
         if step > 0:
@@ -606,6 +609,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
         runs = []
         if evaluated > 0:
             runs = training_runs(self.store, self.suite.name, self.trained, evaluated)
+        if runs:  # the same training run, one line in the history
+            self.training_run = str(runs[-1].entry["training"].get("run") or self.training_run)
         for earlier, records in replayed(runs, self.trained):
             if self.rule is not None and records:
                 self.rule.update(earlier, records)
@@ -752,6 +757,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
                         "epoch": state.epoch,
                         "checkpoint": folder.name,
                         "arm": self.trained,
+                        "run": self.training_run,
+                        "loss": last_loss(state.log_history),
                         "adapter_sha256": (generators[self.trained].adapter_identity or {}).get(
                             "sha256"
                         ),
@@ -840,7 +847,8 @@ class SommelierCallback(TrainerCallback):  # type: ignore[misc]
             entry = selected_interval(block, metric)
             parts.append(f"{name} {fmt(deltas.get(metric), True)} {fmt_interval(entry)}")
         for name, reason in stored_refusals(self.suite, live).items():
-            parts.append(f"{name} refused: {reason}")
+            whole = runlayout.verdict(live.run_dir)  # a long reason: cut, the file named
+            parts.append(f"{name} refused: {bounded_reason(reason, whole)}")
         key = f"{PREFIX}/{self.trained}-vs-previous/{metric}"
         if f"{key}/delta" in result.numbers:
             parts.append(f"vs previous {fmt(result.numbers[f'{key}/delta'], True)}")
@@ -981,6 +989,16 @@ def verdict_numbers(verdict: str | None, gates: Mapping[str, bool]) -> dict[str,
     for name, passed in gates.items():
         numbers[f"{PREFIX}/gate/{name}"] = 1.0 if passed else 0.0
     return numbers
+
+
+def last_loss(log_history: Sequence[Mapping[str, Any]]) -> float | None:
+    """The training loss last logged (``loss`` in ``state.log_history``), None when none is a
+    finite number: the history's loss curve."""
+    for entry in reversed(log_history):
+        loss = entry.get("loss")
+        if isinstance(loss, int | float) and not isinstance(loss, bool) and math.isfinite(loss):
+            return float(loss)
+    return None
 
 
 def metric_prefix(metrics: Mapping[str, Any]) -> str:

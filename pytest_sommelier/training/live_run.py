@@ -156,7 +156,7 @@ def evaluate_live(
         store,
         stored_specs(suite, None),
         suite=suite.name,
-        resolved=artifacts.as_stored(artifacts.stored_resolved(resolved, split)),
+        resolved=artifacts.stored_resolved(resolved, split),
         flips=options.flips,
         pinned=options.pinned,
     )

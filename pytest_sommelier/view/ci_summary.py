@@ -120,6 +120,14 @@ def summary_text(inputs: SummaryInputs) -> str:
     if verdict and verdict.get("gates"):
         header = ["result", "gate", "what it compared", "why not evaluated"]
         lines += ["", "### Gates", "", *md_table(header, _gate_rows(verdict))]
+        copies = verdict.get("per_candidate") or []
+        if copies:
+            lines += [
+                "",
+                "Per checkpoint, reported (the selected checkpoint's copy decides, above):",
+                "",
+                *md_table(header, _gate_rows({"gates": copies})),
+            ]
     if reports:
         scorers = union_scorer_metrics(
             block.get("metrics") or {}

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_sommelier.core.abstention import LABELS as ABSTENTION_LABELS
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
+from pytest_sommelier.core.call_sets import LABELS as CALL_SET_LABELS
 from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH, METRIC_NAMES
 from pytest_sommelier.core.misses import LANGUAGE_FLAG
 from pytest_sommelier.core.pipeline import RunOutcome
@@ -31,16 +33,26 @@ from pytest_sommelier.view.text import (
 )
 
 
+def _extra_what(name: str) -> str:
+    """What kind of metric beyond the five ``name`` is, in one sentence: BFCL's
+    acceptable values, one of parser v2's call-set metrics, an abstention metric, or an
+    extension scorer."""
+    if name == ACCEPTABLE:
+        return "reported beside the five strict metrics, never instead of them."
+    if name in CALL_SET_LABELS:
+        return "a call-set metric of parser v2, reported after the five strict metrics."
+    if name in ABSTENTION_LABELS:
+        return "an abstention metric, reported after the five strict metrics."
+    return "an extension scorer, reported after the five strict metrics."
+
+
 def _acceptable_markdown(report: ComparisonReport) -> list[str]:
-    """Each metric beyond the five (``acceptable_call_match``, extension scorers): deltas and
-    intervals, apart from the five (none when absent)."""
+    """Each metric beyond the five (``acceptable_call_match``, parser v2's call-set metrics,
+    the abstention metrics, extension scorers): deltas and intervals, apart from the five
+    (none when absent)."""
     lines: list[str] = []
     for name, label in extra_metrics(report["deltas"]):
-        what = (
-            "reported beside the five strict metrics, never instead of them."
-            if name == ACCEPTABLE
-            else "an extension scorer, reported after the five strict metrics."
-        )
+        what = _extra_what(name)
         lines += ["", f"## {label}", "", f"`{name}`: {what}", ""]
         rows = [
             [

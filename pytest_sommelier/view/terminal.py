@@ -329,7 +329,21 @@ def gate_lines(verdict: Verdict | None, not_run: Mapping[str, str] | None = None
         else gate_result_lines([gate])[0]
         for gate in verdict["gates"]
     ]
-    return [*results, *family, verdict_text(verdict)]
+    return [*results, *per_candidate_lines(verdict), *family, verdict_text(verdict)]
+
+
+def per_candidate_lines(verdict: Verdict) -> list[str]:
+    """One line per gate of a sweep with a ``[selection]`` whose per-checkpoint copies were
+    reported (``per_candidate``, ``core.gates.selected_copies``): each checkpoint's PASS or
+    FAIL at its own level; the selected checkpoint's copy is the gate's line above."""
+    groups: dict[str, list[str]] = {}
+    for gate in verdict.get("per_candidate") or []:
+        name, _, step = gate["name"].rpartition("@")
+        groups.setdefault(name, []).append(f"@{step} {'pass' if gate['passed'] else 'fail'}")
+    return [
+        f"per checkpoint, reported (the selected one's decides): {name}: {', '.join(steps)}"
+        for name, steps in groups.items()
+    ]
 
 
 NO_GATES = "NO GATES"
@@ -342,6 +356,22 @@ def verdict_text(verdict: Verdict) -> str:
     if verdict["verdict"] == "pass" and not verdict["gates"]:
         return f"verdict: {NO_GATES} (nothing was gated: the suite has no [[gates]])"
     return f"verdict: {verdict['verdict'].upper()}"
+
+
+REASON_LIMIT = 120
+"""The most characters of a reason a one-line console summary (the training callback's line
+per checkpoint) shows; the whole reason is in the run's files."""
+
+
+def bounded_reason(reason: str, where: str | PathLike[str], limit: int = REASON_LIMIT) -> str:
+    """``reason`` for a line that must stay short: its whitespace (newlines included) folded
+    to single spaces, and when longer than ``limit`` cut there, ending ``... (whole reason:
+    WHERE)``: the file that holds it (a refused stored gate's: the run's
+    ``gate_verdict.json``)."""
+    text = " ".join(str(reason).split())
+    if len(text) <= limit:
+        return text
+    return f"{text[: max(limit - 3, 1)].rstrip()}... (whole reason: {where})"
 
 
 def not_run_reasons(outcome: RunOutcome) -> dict[str, str]:

@@ -21,6 +21,7 @@ from pytest_sommelier.core.acceptable import (
     acceptable_metric,
     acceptable_shape_error,
     call_acceptable,
+    calls_acceptable,
     carries_acceptable,
     standardize_string,
 )
@@ -282,3 +283,94 @@ def test_metric_and_bootstrap_column_sum_the_components():
 def test_shape_errors_name_the_problem(value, problem):
     assert problem in acceptable_shape_error(value)
     assert acceptable_shape_error(ACCEPTABLE) is None
+
+
+# ---------------------------------------------------------------- several gold calls (parser v2)
+
+
+def stock(companies: list[str], month: str) -> dict[str, Any]:
+    """BFCL parallel_178's shape: one get_stock_price call's acceptable values."""
+    return {
+        "language": "python",
+        "required": ["company_name", "date"],
+        "arguments": {
+            "company_name": {"type": "string", "values": companies},
+            "date": {"type": "string", "values": [month]},
+        },
+    }
+
+
+def call(company: str, month: str) -> dict[str, Any]:
+    return {"name": "get_stock_price", "arguments": {"company_name": company, "date": month}}
+
+
+# gold 0 accepts Microsoft or Apple in January, gold 1 Apple in January only: an answer listing
+# Apple first strands gold 1 under BFCL's greedy pairing, a maximum matching pairs both
+TRAP_GOLD = [call("Microsoft", "2022-01-01"), call("Apple", "2022-01-01")]
+TRAP_ENTRIES = [stock(["Microsoft", "Apple"], "2022-01-01"), stock(["Apple"], "2022-01-01")]
+
+
+def test_several_calls_are_paired_by_a_maximum_matching_not_greedily():
+    answer = [call("Apple", "2022-01-01"), call("Microsoft", "2022-01-01")]
+    assert calls_acceptable(answer, TRAP_GOLD, TRAP_ENTRIES, "any")
+    assert calls_acceptable(list(reversed(answer)), TRAP_GOLD, TRAP_ENTRIES, "exact")
+    assert not calls_acceptable(answer, TRAP_GOLD, TRAP_ENTRIES, "exact")
+
+
+def test_several_calls_need_as_many_calls_each_accepted():
+    both = [call("Microsoft", "2022-01-01"), call("Apple", "2022-01-01")]
+    assert not calls_acceptable(both[:1], TRAP_GOLD, TRAP_ENTRIES, "any")
+    assert not calls_acceptable([*both, both[0]], TRAP_GOLD, TRAP_ENTRIES, "any")
+    assert not calls_acceptable([both[0], both[0]], TRAP_GOLD, TRAP_ENTRIES, "any")
+    assert not calls_acceptable([both[0], call("Apple", "2022-02-01")], TRAP_GOLD,
+                                TRAP_ENTRIES, "any")  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.permutations(range(3)), st.sampled_from(["any", "exact"]))
+def test_order_any_is_permutation_invariant_and_exact_is_not(order, mode):
+    gold = [call("Microsoft", "2022-01-01"), call("Apple", "2022-01-01"), call("IBM", "2022-03")]
+    entries = [stock(["Microsoft"], "2022-01-01"), stock(["Apple"], "2022-01-01"),
+               stock(["IBM"], "2022-03")]  # fmt: skip
+    answer = [gold[i] for i in order]
+    accepted = calls_acceptable(answer, gold, entries, mode)
+    assert accepted == (mode == "any" or list(order) == [0, 1, 2])
+
+
+def v2_record(parsed: list[Any] | None, order: str = "any") -> dict[str, Any]:
+    return {
+        "example_id": "p-1",
+        "parse_status": "ok" if parsed else "no_json",
+        "parsed_call": parsed[0] if parsed else None,
+        "parsed_calls": parsed,
+        "gold_call": TRAP_GOLD[0],
+        "gold_calls": TRAP_GOLD,
+        "call_order": order,
+        "acceptable_arguments": TRAP_ENTRIES,
+    }
+
+
+def test_a_v2_record_scores_its_call_set_against_one_entry_per_gold_call():
+    permuted = list(reversed(TRAP_GOLD))
+    assert acceptable_component(v2_record(permuted)) == (1, 1)
+    assert acceptable_component(v2_record(permuted, "exact")) == (0, 1)
+    assert acceptable_component(v2_record(None)) == (0, 1)
+    assert acceptable_component(v2_record(TRAP_GOLD[:1])) == (0, 1)
+    one = {**v2_record([TRAP_GOLD[0]]), "gold_calls": TRAP_GOLD[:1],
+           "acceptable_arguments": TRAP_ENTRIES[0]}  # fmt: skip
+    assert acceptable_component(one) == (1, 1)  # one object for one gold call, as v1
+
+
+def test_a_list_of_acceptable_values_on_a_v1_record_is_a_broken_record():
+    record = {**v2_record(TRAP_GOLD)}
+    del record["call_order"]
+    with pytest.raises(InvariantError, match="SOM-METRIC-BAD-ACCEPTABLE"):
+        acceptable_component(record)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.one_of(st.lists(st.none() | st.integers() | st.text(max_size=3), max_size=3),
+                 st.lists(st.just(ACCEPTABLE), max_size=1)))  # fmt: skip
+def test_hostile_acceptable_lists_are_named(value):
+    problem = acceptable_shape_error(value)
+    assert problem is not None and len(problem) < 200

@@ -5,8 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pytest_sommelier.core.gates import evaluate_gate, evaluate_gates
+from pytest_sommelier.core.gates import (
+    evaluate_gate,
+    evaluate_gates,
+    selected_copies,
+    sweep_copy,
+)
 from pytest_sommelier.data.suite.load import GateConfig
 
 METRIC = "full_call_exact_match"
@@ -384,3 +391,77 @@ def test_none_records_the_family_without_recomputing() -> None:
                              statistics=stats("none"), interval_at=interval_at)  # fmt: skip
     assert verdict["familywise"]["size"] == 2 and verdict["familywise"]["method"] == "none"
     assert verdict["gates"][0]["interval"]["confidence_level"] == 0.95
+
+
+# --- a sweep's per-checkpoint copies: the selected checkpoint's decides -----------------------
+
+def copies(name: str, steps: list[int], **fields: Any) -> list[GateConfig]:
+    """What ``data.suite.globs`` makes of gate ``name`` on the glob arm ``adapter``."""
+    key = "candidate" if fields.get("kind") == "comparison" else "arm"
+    return [gate(f"{name}@{s}", **{**fields, key: f"adapter@{s}"}) for s in steps]
+
+
+def test_a_copy_is_known_by_its_arm_and_name_only_the_expansion_makes() -> None:
+    assert sweep_copy(gate("parses@20", arm="adapter@20", min=0.5)) == "parses"
+    assert sweep_copy(gate("up@20", "comparison", candidate="adapter@20", reference="base",
+                           ci_lower_above=0.0)) == "up"  # fmt: skip
+    assert sweep_copy(gate("parses", arm="adapter", min=0.5)) is None  # a plain arm
+    assert sweep_copy(gate("parses@30", arm="adapter@20", min=0.5)) is None  # another step
+    assert sweep_copy(gate("@20", arm="adapter@20", min=0.5)) is None  # no name before '@'
+
+
+SELECTION = {"selected": "adapter@20", "among": "adapter@*", "familywise": {"candidates": 3}}
+
+
+def test_the_selected_copy_decides_under_the_gates_name_over_k_candidates() -> None:
+    plain = gate("base-parses", arm="base", min=0.1)
+    sweep = copies("parses", [10, 20, 30], min=0.5)
+    deciding, reported = selected_copies([sweep[0], plain, *sweep[1:]], SELECTION)
+    assert [g.name for g in deciding] == ["parses", "base-parses"]
+    assert deciding[0].arm == "adapter@20" and deciding[0].candidates == 3
+    assert reported == tuple(sweep)
+    # no selection: every copy decides, as before
+    assert selected_copies(sweep, None) == (tuple(sweep), ())
+    # the selected checkpoint is another family's: the copies decide nothing, all reported
+    other = {**SELECTION, "selected": "lora@20", "among": "*"}
+    assert selected_copies(sweep, other) == ((), tuple(sweep))
+    # copies of arms the selection does not choose among decide, each
+    narrow = {**SELECTION, "among": "adapter@2*"}
+    deciding, reported = selected_copies(sweep, narrow)
+    assert [g.name for g in deciding] == ["parses@10", "parses", "parses@30"]
+    assert reported == (sweep[1],)
+
+
+@given(steps=st.lists(st.integers(0, 10**6), min_size=1, max_size=6, unique=True),
+       pick=st.integers(0, 5), names=st.lists(st.sampled_from(["a", "b@x", "c@1", "@"]),
+                                              min_size=1, max_size=3, unique=True))  # fmt: skip
+def test_each_gate_of_a_sweep_decides_once_and_every_copy_is_reported(
+    steps: list[int], pick: int, names: list[str]
+) -> None:
+    chosen = f"adapter@{steps[pick % len(steps)]}"
+    sweep = [g for name in names for g in copies(name, steps, min=0.5)]
+    deciding, reported = selected_copies(sweep, {**SELECTION, "selected": chosen})
+    assert reported == tuple(sweep)
+    assert [g.name for g in deciding] == names
+    assert all(g.arm == chosen and g.candidates == 3 for g in deciding)
+
+
+def test_the_deciding_copy_reads_the_level_adjusted_over_k() -> None:
+    sweep = copies("up", [10, 20], kind="comparison", reference="base", ci_lower_above=0.0)
+    block = {"deltas": {METRIC: 0.2}, "ci95": interval_block(0.05, 0.4)}
+    reports = {f"adapter@{s}-vs-base": block for s in (10, 20)}
+
+    def at(g: GateConfig, level: float, null: float) -> dict:
+        return {"lower": 0.01 if level < 0.97 else -0.01, "upper": 0.4, "estimate": 0.2,
+                "method": "m"}  # fmt: skip
+
+    verdict = evaluate_gates(sweep, {}, reports, complete=True, run_id="r", interval_at=at,
+                             selection={**SELECTION, "familywise": {"candidates": 2}})  # fmt: skip
+    (entry,) = verdict["gates"]
+    assert entry["name"] == "up" and entry["passed"] is False  # -0.01 at 97.5%
+    assert entry["selection"]["candidates"] == 2
+    assert entry["selection"]["selected"] == "adapter@20"
+    assert entry["interval"]["confidence_level"] == pytest.approx(0.975)
+    assert [g["name"] for g in verdict["per_candidate"]] == ["up@10", "up@20"]
+    assert all(g["passed"] for g in verdict["per_candidate"])  # each at its own 95%
+    assert verdict["verdict"] == "fail" and verdict["familywise"]["family"] == ["up"]

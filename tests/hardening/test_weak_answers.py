@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plugin_helpers import settings as session_settings
 from suite_factory import write_suite
@@ -328,3 +328,67 @@ def test_a_compare_fail_spec_may_name_a_scorer_of_the_suite(pytester: pytest.Pyt
     assert unknown.ret != 0
     unknown.stdout.fnmatch_lines(["*SOM-HISTORY-FAIL-SPEC*'semantic_args' is neither a metric "
                                   "nor a scorer of suite*"])  # fmt: skip
+
+
+# -- hypothesis for rows whose tests above take a few values ---------------------------------
+
+JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+                        st.text(max_size=20))  # fmt: skip
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(value=st.recursive(JSON_LEAVES, lambda inner: st.lists(inner, max_size=3), max_leaves=6))
+def test_any_stored_document_that_is_no_object_says_what_it_is(
+    tmp_path: Path, value: Any
+) -> None:
+    """V19 (hypothesis): any JSON value other than an object, read as a stored document, is
+    one ``SOM-STORED-FIELD`` line saying what it is (never "schema_version is 'list'")."""
+    from pytest_sommelier.data.store.validate import check_stored
+
+    with pytest.raises(InputError) as caught:
+        check_stored(tmp_path / "selection.json", value, expect="sommelier.selection.v1")
+    text = str(caught.value)
+    assert caught.value.code == "SOM-STORED-FIELD" and "\n" not in text
+    assert "not a JSON object" in text and "schema_version is" not in text, text
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(
+    tag=st.one_of(
+        st.text(max_size=30),
+        st.from_regex(r"[a-z]{2,3}(-[A-Za-z0-9]{1,8}){0,2}", fullmatch=True),
+        st.sampled_from(["ES", "en_US", "", " en", "e\nn", "x" * 200, "\udcff"]),
+    )
+)
+def test_any_bfcl_language_tag_tags_every_row_or_is_one_line(tmp_path: Path, tag: str) -> None:
+    """V22 (hypothesis): ``sommelier import bfcl --language TAG`` either tags every imported
+    row with TAG (a tag the prepared rows take, ``formatting.LANGUAGE_PATTERN``) or is one
+    ``SOM-BFCL-LANGUAGE`` line quoting at most 40 characters, nothing written."""
+    import json
+    import uuid
+
+    from pytest_sommelier.data.prepare.bfcl import import_bfcl
+    from pytest_sommelier.data.prepare.formatting import LANGUAGE_PATTERN
+
+    folder = tmp_path / uuid.uuid4().hex
+    data = folder / "data"
+    (data / "possible_answer").mkdir(parents=True)
+    function = {"name": "area", "description": "Area.", "parameters": {
+        "type": "dict", "properties": {"base": {"type": "integer"}}, "required": ["base"]}}
+    question = {"id": "live_simple_0", "function": [function],
+                "question": [[{"role": "user", "content": "Área de base 10?"}]]}
+    answer = {"id": "live_simple_0", "ground_truth": [{"area": {"base": [10]}}]}
+    (data / "BFCL_v4_live_simple.json").write_text(json.dumps(question) + "\n")
+    (data / "possible_answer" / "BFCL_v4_live_simple.json").write_text(json.dumps(answer) + "\n")
+    out = folder / "out.jsonl"
+    if LANGUAGE_PATTERN.fullmatch(tag):
+        import_bfcl(["live_simple"], data, out, language=tag)
+        assert [json.loads(line)["language"] for line in out.read_text().splitlines()] == [tag]
+        return
+    with pytest.raises(InputError) as caught:
+        import_bfcl(["live_simple"], data, out, language=tag)
+    text = str(caught.value)
+    assert caught.value.code == "SOM-BFCL-LANGUAGE" and "\n" not in text
+    assert len(text) < 260 and not out.exists(), text

@@ -136,6 +136,13 @@ def test_v2_suite_reports_call_set_metrics_with_intervals_and_gates(
     page = next(out.rglob("*.html")).read_text(encoding="utf-8")
     assert "call_recall" in page and "call_count_match" in page
     assert adapter["misses"]["categories"]["missing_call"] == 1
+    markdown = (out / "report" / "adapter-vs-base.md").read_text(encoding="utf-8")
+    assert "`call_recall`: a call-set metric of parser v2" in markdown
+    assert "extension scorer" not in markdown
+    summary = (out / "report" / "summary.md").read_text(encoding="utf-8")
+    assert "| call_count_match | call_precision | call_recall | n |" in summary
+    row = "| adapter | overall | 1.000 | 0.800 | 0.800 | 0.947 | 0.800 | 0.800 | 1.000 | 0.889 |"
+    assert row in summary
 
 
 def test_a_permuted_answer_is_a_miss_under_exact_order(pytester: pytest.Pytester) -> None:

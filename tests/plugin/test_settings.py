@@ -10,11 +10,15 @@ settings mean equal behaviour; what each flag does is then checked once per opti
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, settings, write_scripted_suite
 
 from pytest_sommelier.plugin.settings import OPTIONS, Settings, build_settings
@@ -166,6 +170,8 @@ BUILT: list[tuple[str, list[str], str, dict[str, Any]]] = [
       "compare_fail": ("full_call_exact_match:0.02", "full_call_exact_match:he:0.03")}),
     ("sample", ["--sommelier-sample", "20:7"], "sommelier_sample = 20:7", {"sample": (20, 7)}),
     ("sample-no-seed", ["--sommelier-sample=3"], "sommelier_sample = 3", {"sample": (3, 0)}),
+    ("arms", ["--sommelier-arms", "adapter=/", "--sommelier-arms=v2=/tmp/../"],
+     "sommelier_arms =\n    adapter=/\n    v2=/tmp/../", {"arms": (("adapter", "/"), ("v2", "/"))}),
 ]  # fmt: skip
 
 
@@ -225,10 +231,20 @@ def test_the_flag_wins_over_the_ini_file(pytester: pytest.Pytester) -> None:
          "metric 'Exactness' is not a metric"),
         (["--sommelier-compare-fail=full_call_exact_match:0.02"], None,
          "--sommelier-compare-fail / ini sommelier_compare_fail: needs a stored run"),
+        (["--sommelier-arms", "adapter"], None,
+         "--sommelier-arms / ini sommelier_arms: 'adapter' is not ARM=DIR"),
+        (["--sommelier-arms", "=/"], None, "'=/' is not ARM=DIR"),
+        (["--sommelier-arms", "adapter@30=/"], None, "'adapter@30=/' is not ARM=DIR"),
+        (["--sommelier-arms", "adapter=/", "--sommelier-arms", "adapter=/tmp"], None,
+         "arm 'adapter' is given twice"),
+        (["--sommelier-arms", "adapter=no/such/folder"], None,
+         "'adapter=no/such/folder': no such adapter folder"),
+        ([], "sommelier_arms = adapter=out/checkpoint-*", "no such adapter folder (relative to"),
     ],
     ids=["ini-misses", "ini-timeout", "ini-gates", "ini-engine", "engine", "nan", "negative",
          "ini-autosave", "autosave-path", "compare-path", "ini-compare", "fail-percent",
-         "fail-metric", "fail-alone"],
+         "fail-metric", "fail-alone", "arms-no-dir", "arms-no-name", "arms-sweep-name",
+         "arms-twice", "arms-missing", "ini-arms-glob"],
 )  # fmt: skip
 def test_a_bad_value_is_a_usage_error_naming_flag_and_twin(
     pytester: pytest.Pytester, args: list[str], ini: str | None, message: str
@@ -373,3 +389,32 @@ def test_any_engine_text_is_a_name_or_one_usage_line(ini: bool) -> None:
                 assert not any(c.isspace() or not c.isprintable() for c in found)
 
     check()
+
+
+# --- --sommelier-arms ARM=DIR: hostile values -------------------------------------------------
+
+@hypothesis_settings(max_examples=60, deadline=None,
+                     suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(value=st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda n, p: f"{n}={p}", st.text(max_size=12), st.text(max_size=300)),
+    st.sampled_from(["adapter=.", "adapter= ", "adapter=\x00", "a=" + "x" * 5000, "overall=.",
+                     "adapter=.\nv2=.", "adapter=out/checkpoint-*", "-x=.", "adapter==."]),
+))  # fmt: skip
+def test_any_arms_value_is_an_arm_and_a_folder_or_one_usage_line(
+    pytester: pytest.Pytester, value: str
+) -> None:
+    """Whatever the value: an arm name by the suite's rule and an existing folder, made
+    absolute, or a usage error of one line naming the option; never a traceback."""
+    from pytest_sommelier.data.suite.names import NAME
+
+    try:
+        built = settings(pytester, f"--sommelier-arms={value}")
+    except pytest.UsageError as error:
+        text = str(error)
+        assert text.startswith("SOM-OPTION-VALUE: --sommelier-arms / ini sommelier_arms: ")
+        assert "\n" not in text and len(text) < 400
+        return
+    ((name, folder),) = built.arms
+    assert NAME.match(name) and name != "overall"
+    assert os.path.isabs(folder) and os.path.isdir(folder)

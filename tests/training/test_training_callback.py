@@ -478,19 +478,28 @@ def test_the_history_page_draws_the_checkpoints_as_a_curve(trained: dict[str, An
     from pytest_sommelier.view.history_page import build_history_context
 
     store = trained["root"] / "store"
-    context = build_history_context(store, store / "history.html", history_runs(store))
+    runs = history_runs(store)
+    context = build_history_context(store, store / "history.html", runs)
     (group,) = context["groups"]
     curve = group["curve"]
-    assert [x["label"] for x in curve["xs"]] == ["2", "4", "6"]
-    assert [s["metric"] for s in curve["series"]][:2] == ["valid_json_rate",
+    # one training run (one Trainer.train(): the id the callback records), one line per metric
+    assert len({r["training"]["run"] for r in runs}) == 1
+    assert [line["name"] for line in curve["lines"]] == ["T1"]
+    assert [r["training"]["loss"] is not None for r in runs] == [True, True, True]
+    chart = curve["charts"][0]
+    assert chart["slice"] == "overall" and [x["label"] for x in chart["xs"]] == ["2", "4", "6"]
+    assert [s["metric"] for s in chart["series"]][:2] == ["valid_json_rate",
                                                           "function_name_accuracy"]
-    assert all(len(s["points"]) == 3 for s in curve["series"])
-    assert all("y1" in p for s in curve["series"] for p in s["points"])  # intervals drawn
-    assert curve["selected"]["step"] == 2  # every checkpoint ties at 0: the first
-    xs = [p["x"] for p in curve["series"][0]["points"]]
+    assert all(len(s["points"]) == 3 for s in chart["series"])
+    assert all("y1" in p for s in chart["series"] for p in s["points"])  # intervals drawn
+    (selected,) = chart["selected"]
+    assert selected["step"] == 2  # every checkpoint ties at 0: the first
+    xs = [p["x"] for p in chart["series"][0]["points"]]
     assert xs == sorted(xs) and xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])  # step scale
+    assert [r["name"] for r in curve["references"]] == ["base"]  # the base arm's value
+    assert curve["loss"] is not None
     html = write_page(store).read_text()
-    assert 'data-curve="checkpoints"' in html and "selected: step 2" in html
+    assert 'data-curve="checkpoints"' in html and "T1 selected: step 2" in html
 
 
 @pytest.mark.slow
@@ -675,6 +684,8 @@ def test_a_sampled_checkpoint_is_refused_by_the_full_shipped_run_with_the_field_
     assert gate["passed"] is False and verdict["verdict"] == "fail"
     assert "SOM-COMPARE-IDENTITY" in gate["reason"] and "test_split" in gate["reason"]
     assert "adapter-vs-adapter@label:shipped refused: SOM-COMPARE-IDENTITY" in result.line
+    assert f"... (whole reason: {result.run_dir / 'gate_verdict.json'})" in result.line
+    assert len(result.line) < 600  # bounded: the whole reason is in gate_verdict.json
     (logged,) = [e for e in trainer.state.log_history if "sommelier/adapter/argument_f1" in e]
     assert not any("@label:shipped" in key for key in logged)
 

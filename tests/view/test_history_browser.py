@@ -5,6 +5,12 @@ The store holds four runs made by real pytest sessions (history_helpers): 0001, 
 under another decoding (not comparable: config_sha256, decoding.max_new_tokens), 0003
 incomplete (kept with keep_incomplete, never comparable), 0004 regressed (comparable with
 0002). The index's branch of 0001 is replaced by markup that must stay inert text.
+
+The checkpoints charts are drawn from the training store of issue 41 as the views see it
+(``history_helpers.training_store_runs``: three training runs, the second a sample, whose
+steps zig-zagged when joined; a shipped run with a long label): one line per training run
+and metric, and no text outside its SVG (the "selected" label at the last step was clipped
+to "se").
 """
 
 from __future__ import annotations
@@ -15,9 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from history_helpers import REGRESSED, V1, save_run, subprocess_session
+from history_helpers import (
+    REGRESSED,
+    V1,
+    save_run,
+    subprocess_session,
+    synthetic_run,
+    training_store_runs,
+)
 
 from pytest_sommelier.commands.history import write_page as write_history
+from pytest_sommelier.core.metrics import METRIC_NAMES
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
@@ -121,3 +135,64 @@ def test_each_run_links_to_its_page(page: Any, page_path: Path) -> None:
     page.wait_for_load_state("load")
     assert page.url.endswith("/report.html") and "0004_" in page.url
     assert page.title().startswith("sommelier: factory")
+
+
+LONG_LABEL = "shipped-adapter-of-the-spanish-and-english-tools-v2"
+
+
+@pytest.fixture(scope="module")
+def training_page_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("training-history")
+    runs = training_store_runs()
+    runs.insert(1, synthetic_run(99, label=LONG_LABEL, values={"base": 0.25, "adapter": 0.58}))
+    for number, step in enumerate((1_000_000, 2_000_000, 3_000_000), start=100):  # long labels
+        training = {"step": step, "checkpoint": f"checkpoint-{step}", "arm": "adapter", "run": "x"}
+        runs.append(synthetic_run(number, values={"base": 0.1, "adapter": step / 4e6},
+                                  training=training, training_run=1, suite="long-steps"))
+    return write_history(folder / "store", folder / "history.html", runs=runs)
+
+
+@pytest.fixture
+def training_page(chromium: Any, training_page_path: Path) -> Iterator[Any]:
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(training_page_path.as_uri())
+    page.wait_for_load_state("load")
+    yield page
+    page.close()
+
+
+def test_one_line_per_training_run_and_metric(training_page: Any) -> None:
+    charts = training_page.locator('figure[data-curve="checkpoints"]')
+    assert charts.count() == 3 + 3  # overall, en, he; the long-steps suite's
+    for index in range(3):
+        chart = charts.nth(index)
+        for metric in METRIC_NAMES:
+            lines = chart.locator(f'g.series[data-metric="{metric}"] polyline').evaluate_all(
+                "p => p.map(x => [x.closest('g').dataset.line, x.getAttribute('points')])"
+            )
+            assert [name for name, _ in lines] == ["T1", "T2", "T3"]
+            for _, points in lines:
+                xs = [float(pair.split(",")[0]) for pair in points.split()]
+                assert xs == sorted(xs) and len(set(xs)) == len(xs)  # rising steps only
+    legend = training_page.eval_on_selector_all(
+        "ul.curve-lines li", "l => l.map(x => x.textContent.trim())"
+    )
+    assert legend[1].endswith("sample 6 of 20 roots (seed 0)")
+
+
+def test_no_text_of_a_chart_lies_outside_its_svg(training_page: Any) -> None:
+    boxes = training_page.evaluate(
+        """() => [...document.querySelectorAll('figure.chart svg')].flatMap(svg => {
+            const box = svg.getBoundingClientRect();
+            return [...svg.querySelectorAll('text')].map(t => {
+                const r = t.getBoundingClientRect();
+                return [t.textContent, r.left >= box.left - 0.5 && r.right <= box.right + 0.5
+                        && r.top >= box.top - 0.5 && r.bottom <= box.bottom + 0.5];
+            });
+        })"""
+    )
+    texts = [text for text, _ in boxes]
+    assert "T1 selected: step 30" in texts  # the last step's label, whole
+    assert "T1 selected: step 3000000" in texts
+    assert any(text.startswith("shipped-") and "... 0." in text for text in texts)  # cut
+    assert [text for text, inside in boxes if not inside] == []

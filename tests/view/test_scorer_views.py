@@ -184,7 +184,7 @@ def test_no_stored_metric_key_but_a_scorer_name_becomes_a_column(metrics: dict) 
            "verdict": "pass", "arms": {"a": {"values": {"overall": values}, "mark": None,
                                                "adapter_changed": False}}}  # fmt: skip
     header = history_lines([run])[0].split()
-    assert header[12:] == names  # after run..slice and the five
+    assert header[15:] == names  # after run..slice (label, step, checkpoint among) and the five
 
 
 def test_a_hostile_scorers_field_in_a_stored_report_is_one_line(

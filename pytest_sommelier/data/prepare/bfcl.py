@@ -1,4 +1,5 @@
-"""``sommelier import bfcl``: BFCL v4 single-call categories -> prepared examples (JSONL).
+"""``sommelier import bfcl``: BFCL v4 single-call categories (and, under ``--parser v2``, the
+parallel ones) -> prepared examples (JSONL).
 
 The Berkeley Function Calling Leaderboard ships its data as plain JSON-lines files inside the
 ``bfcl-eval`` package: ``bfcl_eval/data/BFCL_v4_<category>.json`` (questions and function docs)
@@ -22,9 +23,12 @@ Invariants kept:
   imported for ``sommelier.native-tools.v1``, which keeps it as the row's ``system``), or
   whose possible answer names an undeclared parameter is reported and skipped, never coerced:
   every converted gold call validates and scores 1 on ``acceptable_call_match``;
-- bad input (a parallel or unknown category, a missing possible-answer row, an id mismatch, an
-  unknown type name, a malformed line) is one InputError naming file, line and field, and
-  nothing is written: the output is written atomically only after every category converted.
+- a parallel category's row (parser v2) holds ``gold_calls``, each call converted and checked as
+  a single call is, and ``acceptable_arguments`` as a list of one object per call;
+- bad input (a parallel category under parser v1, an unknown category, a missing
+  possible-answer row, an id mismatch, an unknown type name, a malformed line) is one
+  InputError naming file, line and field, and nothing is written: the output is written
+  atomically only after every category converted.
 
 Skip records, the gold check, sampling and writing are the importers' shared pieces
 (``data.prepare.importers.common``).
@@ -42,9 +46,13 @@ from typing import Any
 
 import jsonschema
 
-from pytest_sommelier.core.acceptable import call_acceptable
+from pytest_sommelier.core.acceptable import acceptable_entries, call_acceptable
 from pytest_sommelier.data.json_input import strict_json
-from pytest_sommelier.data.prepare.formatting import LANGUAGE_PATTERN, POLICY_TOOLS_IN_SYSTEM_V1
+from pytest_sommelier.data.prepare.formatting import (
+    LANGUAGE_PATTERN,
+    POLICY_TOOLS_IN_SYSTEM_V1,
+    POLICY_TOOLS_IN_SYSTEM_V2,
+)
 from pytest_sommelier.data.prepare.importers import common
 from pytest_sommelier.data.prepare.importers.common import Skipped, gold_problem, prepared_line
 from pytest_sommelier.data.split.example_ids import EXAMPLE_ID_TEXT, example_id_problem
@@ -63,6 +71,16 @@ SINGLE_CALL_CATEGORIES: dict[str, str] = {
     "multiple": "python",
     "live_simple": "python",
     "live_multiple": "python",
+}
+
+#: categories whose questions want several calls (BFCL's parallel checker): imported under
+#: parser v2 only (``--parser v2``), each row's gold ``gold_calls`` with one acceptable-values
+#: object per call
+PARALLEL_CATEGORIES: dict[str, str] = {
+    "parallel": "python",
+    "parallel_multiple": "python",
+    "live_parallel": "python",
+    "live_parallel_multiple": "python",
 }
 
 #: categories where no single call is the answer (core.abstention): BFCL's irrelevance
@@ -236,24 +254,29 @@ def locate_source(source: str | Path | None) -> BfclSource:
 # ---------------------------------------------------------------- categories
 
 
-def check_category(category: str) -> str:
-    """The BFCL language of a single-call category; InputError (one line) for any other."""
-    if "parallel" in category:
-        raise InputError(
-            "SOM-BFCL-PARALLEL",
-            f"category {category!r} expects several calls per question; the method scores "
-            "exactly one call per example",
-            f"use a single-call category: {', '.join(SINGLE_CALL_CATEGORIES)}",
-            where="--category",
-        )
+def check_category(category: str, parser: str = "v1") -> str:
+    """The BFCL language of a category the ``parser`` scores (a parallel one under ``v2``
+    only); InputError (one line) for any other."""
+    if category in PARALLEL_CATEGORIES:
+        if parser != "v2":
+            raise InputError(
+                "SOM-BFCL-PARALLEL",
+                f"category {category!r} expects several calls per question, and parser v1 "
+                "scores exactly one call per example",
+                f"import it with --parser v2 (format with sommelier format --parser v2), or "
+                f"use a single-call category: {', '.join(SINGLE_CALL_CATEGORIES)}",
+                where="--category",
+            )
+        return PARALLEL_CATEGORIES[category]
     if category in ABSTENTION_CATEGORIES:
         return "python"
     if category not in SINGLE_CALL_CATEGORIES:
         raise InputError(
             "SOM-BFCL-CATEGORY",
             f"unknown or unsupported category {category!r}",
-            f"use a single-call category: {', '.join(SINGLE_CALL_CATEGORIES)}, or an "
-            f"abstention category: {', '.join(ABSTENTION_CATEGORIES)}",
+            f"use a single-call category: {', '.join(SINGLE_CALL_CATEGORIES)}, an "
+            f"abstention category: {', '.join(ABSTENTION_CATEGORIES)}, or (--parser v2) a "
+            f"parallel one: {', '.join(PARALLEL_CATEGORIES)}",
             where="--category",
         )
     return SINGLE_CALL_CATEGORIES[category]
@@ -433,10 +456,22 @@ def off_type_values(row: dict[str, Any], where: str) -> list[Skipped]:
     converted schema: BFCL accepts them (its checker treats such a value as a "variable"), so
     the row is kept, and each is reported as a note.
     """
-    schema = next(t["parameters"] for t in row["tools"] if t["name"] == row["gold_call"]["name"])
+    calls = row.get("gold_calls") or [row["gold_call"]]
+    entries = row["acceptable_arguments"]
+    notes = []
+    for call, record in zip(calls, acceptable_entries(entries), strict=True):
+        schema = next(t["parameters"] for t in row["tools"] if t["name"] == call["name"])
+        notes.extend(_off_type(row["example_id"], schema, record, where))
+    return notes
+
+
+def _off_type(
+    example_id: str, schema: dict[str, Any], record: dict[str, Any], where: str
+) -> list[Skipped]:
+    """:func:`off_type_values` of one gold call's acceptable values."""
     properties = schema.get("properties") or {}
     notes = []
-    for argument, entry in row["acceptable_arguments"]["arguments"].items():
+    for argument, entry in record["arguments"].items():
         validator = jsonschema.Draft202012Validator(properties.get(argument, {}))
         for value in entry["values"]:
             if value == "":
@@ -444,7 +479,7 @@ def off_type_values(row: dict[str, Any], where: str) -> list[Skipped]:
             if not validator.is_valid(gold_value(value, entry["type"], entry.get("items_type"))):
                 notes.append(
                     Skipped(
-                        row["example_id"],
+                        example_id,
                         where,
                         "off_type_acceptable",
                         f"{argument!r} accepts {json.dumps(value)}, outside "
@@ -463,12 +498,16 @@ def convert_row(
     a_where: str,
     keep_system: bool = False,
     tag: str = LANGUAGE_TAG,
+    several: bool = False,
 ) -> tuple[dict[str, Any] | None, Skipped | None]:
     """One BFCL question + possible answer -> ``(prepared row, None)`` or ``(None, Skipped)``.
 
     With ``keep_system`` (import for ``sommelier.native-tools.v1``), a ``[system, user]``
     question converts with its system turn in the row's ``system`` field instead of being
-    skipped. Raises InputError (naming file:line and field) for malformed input and unknown
+    skipped. With ``several`` (a parallel category, parser v2) the possible answer holds one
+    or more calls: a row with several gets ``gold_calls`` and a list of acceptable values, one
+    object per call, each call converted and checked as a single call is (a skip's detail names
+    the call). Raises InputError (naming file:line and field) for malformed input and unknown
     type names.
     """
     example_id = question["id"]
@@ -479,19 +518,27 @@ def convert_row(
     ground_truth = answer.get("ground_truth")
     if (
         not isinstance(ground_truth, list)
-        or len(ground_truth) != 1
-        or not isinstance(ground_truth[0], dict)
-        or len(ground_truth[0]) != 1
+        or not ground_truth
+        or (len(ground_truth) != 1 and not several)
+        or not all(isinstance(call, dict) and len(call) == 1 for call in ground_truth)
     ):
-        raise _field_error(a_where, "ground_truth", "must hold exactly one call {name: args}")
-    ((name, acceptable),) = ground_truth[0].items()
-    if not isinstance(acceptable, dict) or not all(
-        isinstance(values, list) for values in acceptable.values()
-    ):
-        raise _field_error(a_where, f"ground_truth[0].{name}", "must map arguments to lists")
+        count = "one or more calls" if several else "exactly one call"
+        raise _field_error(a_where, "ground_truth", f"must hold {count} {{name: args}}")
     by_name = {f.get("name"): f for f in functions}
-    if name not in by_name:
-        raise _field_error(a_where, "ground_truth[0]", f"names {name!r}, not an offered function")
+    wanted = []
+    for index, entry in enumerate(ground_truth):
+        ((name, acceptable),) = entry.items()
+        if not isinstance(acceptable, dict) or not all(
+            isinstance(values, list) for values in acceptable.values()
+        ):
+            raise _field_error(
+                a_where, f"ground_truth[{index}].{name}", "must map arguments to lists"
+            )
+        if name not in by_name:
+            raise _field_error(
+                a_where, f"ground_truth[{index}]", f"names {name!r}, not an offered function"
+            )
+        wanted.append((name, acceptable))
     query, reason = _query(question.get("question"), q_where)
     system = None
     if reason == "system_message" and keep_system:
@@ -507,13 +554,43 @@ def convert_row(
             "the question has a system turn; the tools-in-system policy writes its own system "
             f"turn (import with --policy {POLICY_NATIVE_TOOLS_V1} to keep it)",
         )
-    parameters = by_name[name]["parameters"]
+    calls, records = [], []
+    for index, (name, acceptable) in enumerate(wanted):
+        gold = _gold_call(name, acceptable, by_name[name], tools, language)
+        if isinstance(gold, tuple):
+            why, detail = gold
+            return skip(why, detail if len(wanted) == 1 else f"call {index}: {detail}")
+        calls.append(gold["call"])
+        records.append(gold["acceptable"])
+    row = {
+        "example_id": example_id,
+        "language": tag,
+        "source_example_id": None,
+        **({"system": system} if system is not None else {}),
+        "query": query,
+        "tools": tools,
+        **({"gold_call": calls[0]} if len(calls) == 1 else {"gold_calls": calls}),
+        "acceptable_arguments": records[0] if len(records) == 1 else records,
+    }
+    return row, None
+
+
+def _gold_call(
+    name: str,
+    acceptable: dict[str, Any],
+    function: dict[str, Any],
+    tools: list[dict[str, Any]],
+    language: str,
+) -> dict[str, Any] | tuple[str, str]:
+    """One possible-answer call -> ``{"call": gold call, "acceptable": its acceptable-values
+    object}``, or the ``(reason, detail)`` of the skip it causes."""
+    parameters = function["parameters"]
     properties = parameters.get("properties") or {}
     arguments: dict[str, Any] = {}
     record: dict[str, Any] = {}
     for argument, values in acceptable.items():
         if argument not in properties:
-            return skip(
+            return (
                 "undeclared_parameter",
                 f"possible answer names {argument!r}, which {name!r} does not declare",
             )
@@ -532,37 +609,32 @@ def convert_row(
     tool_schema = next(tool["parameters"] for tool in tools if tool["name"] == name)
     problem = parameters_error(tool_schema)
     if problem is not None:
-        return skip("invalid_schema", f"converted parameters are not JSON Schema: {problem}")
+        return "invalid_schema", f"converted parameters are not JSON Schema: {problem}"
     problem = gold_problem(tool_schema, arguments)
     if problem is not None:
-        return skip("gold_invalid", problem)
+        return "gold_invalid", problem
     required = parameters.get("required") or []
     acceptable_record = {"language": language, "required": list(required), "arguments": record}
     if not call_acceptable({"name": name, "arguments": arguments}, name, acceptable_record):
-        return skip(
+        return (
             "gold_not_acceptable",
             "BFCL's rules, applied to JSON values, reject the "
             "gold call itself (Java/JavaScript values BFCL reads as source code)",
         )
-    row = {
-        "example_id": example_id,
-        "language": tag,
-        "source_example_id": None,
-        **({"system": system} if system is not None else {}),
-        "query": query,
-        "tools": tools,
-        "gold_call": {"name": name, "arguments": arguments},
-        "acceptable_arguments": acceptable_record,
-    }
-    return row, None
+    return {"call": {"name": name, "arguments": arguments}, "acceptable": acceptable_record}
 
 
 def import_category(
-    source: BfclSource, category: str, *, keep_system: bool = False, tag: str = LANGUAGE_TAG
+    source: BfclSource,
+    category: str,
+    *,
+    keep_system: bool = False,
+    tag: str = LANGUAGE_TAG,
+    parser: str = "v1",
 ) -> CategoryResult:
     """Convert one category (questions paired with possible answers line by line, by id);
-    ``keep_system`` as in :func:`convert_row`."""
-    language = check_category(category)
+    ``keep_system`` as in :func:`convert_row`; a parallel category under ``parser`` v2 only."""
+    language = check_category(category, parser)
     name = f"BFCL_v4_{category}.json"
     if category in ABSTENTION_CATEGORIES:
         return import_abstention_category(source, category, keep_system=keep_system)
@@ -598,6 +670,7 @@ def import_category(
             a_where=a_where,
             keep_system=keep_system,
             tag=tag,
+            several=category in PARALLEL_CATEGORIES,
         )
         if row is not None:
             result.rows.append(row)
@@ -734,21 +807,30 @@ def import_bfcl(
     seed: int = 13,
     policy: str | None = None,
     language: str | None = None,
+    parser: str = "v1",
 ) -> ImportOutcome:
     """Convert ``categories`` from ``source`` and write all rows to ``out`` atomically
     (a seeded sample of ``sample`` of them when given: see :func:`sample_rows`). With
-    ``policy`` ``sommelier.native-tools.v1``, questions with a system turn convert too.
+    ``policy`` ``sommelier.native-tools.v1``, questions with a system turn convert too. Under
+    ``parser`` ``v2`` the parallel categories import (rows with ``gold_calls``).
 
-    Every category is checked (parallel ones refused) before any file is read; nothing is
-    written unless every category converted. Ids stay unique across categories (BFCL's ids
-    carry the category name).
+    Every category is checked (parallel ones refused under parser v1) before any file is
+    read; nothing is written unless every category converted. Ids stay unique across
+    categories (BFCL's ids carry the category name).
     """
     if not categories:
         raise InputError(
             "SOM-BFCL-CATEGORY", "no category given", "pass --category NAME", where="--category"
         )
+    if parser not in ("v1", "v2"):
+        raise InputError(
+            "SOM-BFCL-CATEGORY",
+            f"--parser {str(parser)[:40]!r} is not one of v1, v2",
+            "give --parser v1 (the default) or v2 (BFCL's parallel categories)",
+            where="--parser",
+        )
     for category in categories:
-        check_category(category)
+        check_category(category, parser)
     tag = LANGUAGE_TAG if language is None else language
     if LANGUAGE_PATTERN.fullmatch(tag) is None:
         raise InputError(
@@ -760,7 +842,7 @@ def import_bfcl(
     keep_system = check_import_policy(policy) == POLICY_NATIVE_TOOLS_V1
     located = locate_source(source)
     results = [
-        import_category(located, category, keep_system=keep_system, tag=tag)
+        import_category(located, category, keep_system=keep_system, tag=tag, parser=parser)
         for category in dict.fromkeys(categories)
     ]
     rows = sample_rows([row for result in results for row in result.rows], sample, seed)
@@ -775,8 +857,9 @@ def import_bfcl(
     return ImportOutcome(results, len(rows))
 
 
-POLICIES = (POLICY_TOOLS_IN_SYSTEM_V1, POLICY_NATIVE_TOOLS_V1)
-"""The template policies an import can be made for (the first is the default)."""
+POLICIES = (POLICY_TOOLS_IN_SYSTEM_V1, POLICY_NATIVE_TOOLS_V1, POLICY_TOOLS_IN_SYSTEM_V2)
+"""The template policies an import can be made for (the first is the default; both
+tools-in-system policies skip questions with a system turn, the native one keeps them)."""
 
 
 def check_import_policy(policy: str | None) -> str:

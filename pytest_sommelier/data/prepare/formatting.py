@@ -3,7 +3,10 @@
 A *prepared example* is one JSONL object with exactly the keys ``example_id``, ``language``,
 ``source_example_id`` (null for a root row), ``query``, ``tools`` (a list of JSON-schema function
 descriptions ``{name, description?, parameters}``) and ``gold_call`` (``{name, arguments}``),
-and optionally ``acceptable_arguments``, ``system`` and ``cluster_id`` (passed through).
+and optionally ``acceptable_arguments``, ``system`` and ``cluster_id`` (passed through). A row
+with several gold calls (parser v2) has ``gold_calls`` (an array of two or more calls, in the
+answer's order) instead of ``gold_call``; it formats under ``parser="v2"`` only
+(``sommelier format --parser v2``).
 
 A *formatted example* (``sommelier.formatted_example.v2``) adds the rendered ``messages``,
 ``prompt_text``, ``target_text``, ``full_text``, ``prompt_sha256``, the tokenizer identity and the
@@ -12,7 +15,8 @@ template policy. Evaluation replays ``prompt_text``; it never rebuilds it.
 Invariants kept:
 
 - ``target_text`` is the canonical JSON (sorted keys, compact separators, ASCII escapes) of a
-  one-element array holding exactly the gold call;
+  one-element array holding exactly the gold call (of the array of its gold calls, for a row
+  with several);
 - ``prompt_text`` is a prefix of ``full_text`` and the remainder contains ``target_text``
   (otherwise the example is refused with an InputError naming it);
 - ``prompt_sha256`` is the SHA-256 of ``prompt_text`` encoded as UTF-8;
@@ -36,7 +40,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_sommelier.core.abstention import EXPECT_ANY_CALL, EXPECT_CALL, EXPECTS
-from pytest_sommelier.core.acceptable import acceptable_shape_error, call_acceptable
+from pytest_sommelier.core.acceptable import (
+    acceptable_entries,
+    acceptable_shape_error,
+    call_acceptable,
+)
 from pytest_sommelier.core.canonical import canonical_json_text as canonical_json
 from pytest_sommelier.core.canonical import prompt_digest
 from pytest_sommelier.core.parse import call_shape_error
@@ -63,6 +71,11 @@ from pytest_sommelier.errors import InputError, exception_text
 
 POLICY_TOOLS_IN_SYSTEM_V1 = "sommelier.tools-in-system.v1"
 DEFAULT_POLICY = POLICY_TOOLS_IN_SYSTEM_V1
+POLICY_TOOLS_IN_SYSTEM_V2 = "sommelier.tools-in-system.v2"
+"""Tools-in-system for parser v2: the same prompt, its instruction asking for one or more calls
+(the default policy of ``sommelier format --parser v2``)."""
+PARSERS = ("v1", "v2")
+"""``sommelier format --parser``: the parser the split is for (``[parser] version``)."""
 
 PREPARED_KEYS: tuple[str, ...] = (
     "example_id",
@@ -99,6 +112,11 @@ TOOLS_IN_SYSTEM_V1_INSTRUCTION = (
     'one object {"name": <tool name>, "arguments": <object>}. No prose, no markdown.\n'
     "Tools:\n"
 )
+TOOLS_IN_SYSTEM_V2_INSTRUCTION = (
+    "You call tools. Reply with the tool calls the request needs and nothing else: a JSON "
+    'array holding one object {"name": <tool name>, "arguments": <object>} per call. No '
+    "prose, no markdown.\nTools:\n"
+)
 
 
 @dataclass(frozen=True)
@@ -112,16 +130,28 @@ class PreparedExample:
     tools: tuple[dict[str, Any], ...]
     gold_call: Call | None  # None exactly when ``expect`` is not "call"
     line: int
-    acceptable_arguments: dict[str, Any] | None = None
+    acceptable_arguments: dict[str, Any] | list[dict[str, Any]] | None = None
     system: str | None = None
     cluster_id: str | None = None
     expect: str = EXPECT_CALL
     answer: str | None = None  # an abstention row's gold text answer
+    # a row with several gold calls (prepared key ``gold_calls``; ``gold_call`` is the first)
+    gold_calls: tuple[Call, ...] | None = None
+
+    @property
+    def calls(self) -> tuple[Call, ...]:
+        """The gold calls: ``gold_calls``, else the one ``gold_call`` (none for abstention)."""
+        if self.gold_calls is not None:
+            return self.gold_calls
+        return () if self.gold_call is None else (self.gold_call,)
 
 
 OPTIONAL_KEY = "acceptable_arguments"
 """The optional key of a prepared row and a formatted row: BFCL's acceptable values per
-argument (written by ``sommelier import bfcl``; see docs/metrics.md)."""
+argument (written by ``sommelier import bfcl``; see docs/metrics.md); for a row with several
+gold calls a list, one object per gold call."""
+CALLS_KEY = "gold_calls"
+"""The prepared key of a row with several gold calls (parser v2), instead of ``gold_call``."""
 SYSTEM_KEY = "system"
 """Optional prepared key: the row's own system turn (used by the native policy only)."""
 TOOLS_KEY = "tools"
@@ -211,24 +241,26 @@ _GOLD_HINTS = {
 }
 
 
-def _check_gold(value: Any, tools: Sequence[dict[str, Any]], where: str) -> Call:
-    """Validate the gold call: a call (``core.parse.call_shape_error``), of an offered tool,
-    whose arguments match the tool's parameters."""
+def _check_gold(
+    value: Any, tools: Sequence[dict[str, Any]], where: str, name: str = "gold_call"
+) -> Call:
+    """Validate the gold call (field ``name``): a call (``core.parse.call_shape_error``), of an
+    offered tool, whose arguments match the tool's parameters."""
     shape = call_shape_error(value)
     if shape is not None:
-        field = f"gold_call.{shape.field}" if shape.field else "gold_call"
+        field = f"{name}.{shape.field}" if shape.field else name
         raise _bad(where, field, shape.problem, _GOLD_HINTS[shape.field])
     call = cast(Call, value)
     by_name = {tool["name"]: tool for tool in tools}
     if call["name"] not in by_name:
         raise _bad(
-            where, "gold_call.name", f"{call['name']!r} is not among the offered tools", "add it"
+            where, f"{name}.name", f"{call['name']!r} is not among the offered tools", "add it"
         )
     wrong = arguments_error(by_name[call["name"]]["parameters"], call["arguments"])
     if wrong is not None:
         raise _bad(
             where,
-            f"gold_call.arguments{wrong[0]}",
+            f"{name}.arguments{wrong[0]}",
             f"does not match the tool's parameters: {wrong[1][:160]}",
             "fix the gold call or the tool schema",
         )
@@ -272,12 +304,18 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
     shape = neighbour_shape(row, _LANGUAGE_RE)
     if shape is not None:
         raise _bad(where, *shape)
-    optional = {OPTIONAL_KEY, SYSTEM_KEY, CLUSTER_KEY, EXPECT_KEY, ANSWER_KEY}
+    optional = {OPTIONAL_KEY, SYSTEM_KEY, CLUSTER_KEY, EXPECT_KEY, ANSWER_KEY, CALLS_KEY}
     unknown = sorted(set(row) - set(PREPARED_KEYS) - optional)
     if unknown:
         raise _bad(where, unknown[0], "unknown key", f"allowed keys: {', '.join(PREPARED_KEYS)}")
     expect = _check_expect(row, where)
-    required = PREPARED_KEYS if expect == EXPECT_CALL else PREPARED_KEYS[:-1]
+    several = CALLS_KEY in row
+    if several and "gold_call" in row:
+        raise _bad(
+            where, CALLS_KEY, "is given beside gold_call",
+            "a row has gold_call (one call) or gold_calls (two or more), not both",
+        )  # fmt: skip
+    required = PREPARED_KEYS if expect == EXPECT_CALL and not several else PREPARED_KEYS[:-1]
     missing = [key for key in required if key not in row]
     if missing:
         raise _bad(where, missing[0], "missing", f"every row needs: {', '.join(PREPARED_KEYS)}")
@@ -291,12 +329,22 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
             raise _bad(where, "source_example_id", "names the row itself", "name its root row")
     tools = _check_tools(row["tools"], where)
     answer = None
+    calls: tuple[Call, ...] | None = None
+    acceptable: dict[str, Any] | list[dict[str, Any]] | None
     if expect == EXPECT_CALL:
         if ANSWER_KEY in row:
             raise _bad(where, ANSWER_KEY, "is for a row without a gold call", "drop it")
-        gold: Call | None = _check_gold(row["gold_call"], tools, where)
-        acceptable = _check_acceptable(row.get(OPTIONAL_KEY), gold, where)
+        if several:
+            calls = _check_calls(row[CALLS_KEY], tools, where)
+            gold: Call | None = calls[0]
+        else:
+            gold = _check_gold(row["gold_call"], tools, where)
+        acceptable = _check_acceptable(row.get(OPTIONAL_KEY), calls or (gold,), where)
     else:
+        if several:
+            raise _bad(
+                where, CALLS_KEY, f"is set on a row with expect {expect!r}", "drop gold_calls"
+            )
         if row.get("gold_call") is not None:
             raise _bad(
                 where, "gold_call", f"is set on a row with expect {expect!r}", "drop gold_call"
@@ -316,8 +364,20 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
         cluster = _check_string(row, CLUSTER_KEY, None, where)
     return PreparedExample(
         example_id, language, source, query, tools, gold, line, acceptable, system, cluster,
-        expect, answer,
+        expect, answer, calls,
     )  # fmt: skip
+
+
+def _check_calls(value: Any, tools: Sequence[dict[str, Any]], where: str) -> tuple[Call, ...]:
+    """Validate ``gold_calls``: an array of two or more gold calls, each as ``gold_call``."""
+    if not isinstance(value, list) or len(value) < 2:
+        raise _bad(
+            where, CALLS_KEY, "must be an array of two or more calls",
+            "write a row with one call as gold_call",
+        )  # fmt: skip
+    return tuple(
+        _check_gold(call, tools, where, f"{CALLS_KEY}[{index}]") for index, call in enumerate(value)
+    )
 
 
 def _check_expect(row: dict[str, Any], where: str) -> str:
@@ -331,21 +391,32 @@ def _check_expect(row: dict[str, Any], where: str) -> str:
     return str(expect)
 
 
-def _check_acceptable(value: Any, gold: Call | None, where: str) -> dict[str, Any] | None:
-    """The optional ``acceptable_arguments``: well formed, and accepting the gold call itself."""
+def _check_acceptable(
+    value: Any, golds: Sequence[Call | None], where: str
+) -> dict[str, Any] | list[dict[str, Any]] | None:
+    """The optional ``acceptable_arguments``: well formed (one object per gold call: a list for
+    several), and accepting each gold call itself."""
     if value is None:
         return None
     problem = acceptable_shape_error(value)
     if problem is not None:
         raise _bad(where, OPTIONAL_KEY, problem, "write it with sommelier import bfcl")
-    if gold is None or not call_acceptable(gold, gold["name"], value):
+    entries = acceptable_entries(value)
+    if len(entries) != len(golds) or isinstance(value, list) != (len(golds) > 1):
         raise _bad(
-            where,
-            OPTIONAL_KEY,
-            "does not accept the gold call itself under BFCL's rules",
-            "the gold call takes each argument's first acceptable value",
-        )
-    return value
+            where, OPTIONAL_KEY,
+            f"holds values of {len(entries)} call(s), the row {len(golds)} gold call(s)",
+            "one object for one gold call, a list of one object per call for gold_calls",
+        )  # fmt: skip
+    for gold, entry in zip(golds, entries, strict=True):
+        if gold is None or not call_acceptable(gold, gold["name"], entry):
+            raise _bad(
+                where,
+                OPTIONAL_KEY,
+                "does not accept the gold call itself under BFCL's rules",
+                "the gold call takes each argument's first acceptable value",
+            )
+    return cast(dict[str, Any] | list[dict[str, Any]], value)
 
 
 def check_pairs(examples: Sequence[PreparedExample], path: str) -> None:
@@ -384,10 +455,11 @@ def check_pairs(examples: Sequence[PreparedExample], path: str) -> None:
                 f"same language as its root {root.example_id!r}",
                 "a translation is in another language than its root",
             )
-        for field in ("tools", "gold_call", OPTIONAL_KEY, EXPECT_KEY):
+        for field in ("tools", "gold_call", CALLS_KEY, OPTIONAL_KEY, EXPECT_KEY):
             ours, theirs = getattr(example, field), getattr(root, field)
-            if canonical_json(list(ours) if field == "tools" else ours) != canonical_json(
-                list(theirs) if field == "tools" else theirs
+            listed = field in ("tools", CALLS_KEY)
+            if canonical_json(list(ours) if listed and ours else ours) != canonical_json(
+                list(theirs) if listed and theirs else theirs
             ):
                 raise InputError(
                     "SOM-PREPARED-PAIR-MISMATCH",
@@ -431,22 +503,37 @@ def tools_in_system_v1(example: PreparedExample) -> list[dict[str, str]]:
 
     A row with its own ``system`` turn is refused: this policy writes the system turn itself.
     """
+    return _tools_in_system(example, POLICY_TOOLS_IN_SYSTEM_V1, TOOLS_IN_SYSTEM_V1_INSTRUCTION)
+
+
+def tools_in_system_v2(example: PreparedExample) -> list[dict[str, str]]:
+    """Policy ``sommelier.tools-in-system.v2``: v1's messages, the instruction asking for one
+    or more calls (parser v2)."""
+    return _tools_in_system(example, POLICY_TOOLS_IN_SYSTEM_V2, TOOLS_IN_SYSTEM_V2_INSTRUCTION)
+
+
+def _tools_in_system(
+    example: PreparedExample, policy: str, instruction: str
+) -> list[dict[str, str]]:
+    """[system (``instruction`` + tools JSON), user query]; a row with its own system turn is
+    refused (the policy writes the system turn itself)."""
     if example.system is not None:
         raise InputError(
             "SOM-FORMAT-SYSTEM",
             f"example {example.example_id!r} has its own system turn (field 'system'), and "
-            f"policy {POLICY_TOOLS_IN_SYSTEM_V1} writes its own",
+            f"policy {policy} writes its own",
             f"format it with --policy {POLICY_NATIVE_TOOLS_V1}, or drop the field (sommelier "
             "import --drop-system)",
             where=f"example_id={example.example_id}",
         )
-    system = TOOLS_IN_SYSTEM_V1_INSTRUCTION + canonical_json(list(example.tools))
+    system = instruction + canonical_json(list(example.tools))
     return [{"role": "system", "content": system}, {"role": "user", "content": example.query}]
 
 
 POLICIES: dict[str, Callable[[PreparedExample], list[dict[str, str]]]] = {
     POLICY_TOOLS_IN_SYSTEM_V1: tools_in_system_v1,
     POLICY_NATIVE_TOOLS_V1: native_messages,
+    POLICY_TOOLS_IN_SYSTEM_V2: tools_in_system_v2,
 }
 
 
@@ -454,7 +541,7 @@ def check_policy_key(policy: str, arguments_key: str) -> str:
     """The arguments key for ``policy``: a key parser v1 knows, and ``arguments`` under
     tools-in-system (whose instruction and target name ``arguments``); InputError otherwise."""
     check_arguments_key(arguments_key)
-    if policy == POLICY_TOOLS_IN_SYSTEM_V1 and arguments_key != "arguments":
+    if policy != POLICY_NATIVE_TOOLS_V1 and arguments_key != "arguments":
         raise InputError(
             "SOM-FORMAT-ARGUMENTS-KEY",
             f"--arguments-key {arguments_key} with policy {policy}, whose instruction and "
@@ -477,6 +564,57 @@ def check_policy(policy: str) -> Callable[[PreparedExample], list[dict[str, str]
     return POLICIES[policy]
 
 
+def default_policy(parser: str) -> str:
+    """The policy ``sommelier format`` uses without ``--policy``: tools-in-system, v2's under
+    parser v2."""
+    return POLICY_TOOLS_IN_SYSTEM_V2 if parser == "v2" else DEFAULT_POLICY
+
+
+def check_parser(parser: str, policy: str) -> str:
+    """``--parser`` (v1 or v2) and a policy it can take: tools-in-system.v2 asks for several
+    calls, which parser v1 never reads; InputError naming the option otherwise."""
+    if parser not in PARSERS:
+        raise InputError(
+            "SOM-FORMAT-PARSER",
+            f"unknown parser {parser!r}",
+            f"use one of: {', '.join(PARSERS)}",
+            where="--parser",
+        )
+    if parser == "v1" and policy == POLICY_TOOLS_IN_SYSTEM_V2:
+        raise InputError(
+            "SOM-FORMAT-PARSER",
+            f"policy {policy} asks for one or more calls, and parser v1 reads one",
+            f"format with --parser v2, or with --policy {POLICY_TOOLS_IN_SYSTEM_V1}",
+            where="--policy",
+        )
+    return parser
+
+
+def check_calls_format(example: PreparedExample, parser: str, policy: str) -> None:
+    """A row with several gold calls formats under parser v2 only, and not under
+    tools-in-system.v1 (whose instruction asks for exactly one call)."""
+    if example.gold_calls is None:
+        return
+    count = len(example.gold_calls)
+    if parser != "v2":
+        raise InputError(
+            "SOM-FORMAT-PARSER",
+            f"example {example.example_id!r} has {count} gold calls (gold_calls), and parser "
+            "v1 scores one call per answer",
+            'format with --parser v2 (and run the suite with [parser] version = "v2")',
+            where=f"example_id={example.example_id}",
+        )
+    if policy == POLICY_TOOLS_IN_SYSTEM_V1:
+        raise InputError(
+            "SOM-FORMAT-PARSER",
+            f"example {example.example_id!r} has {count} gold calls, and policy {policy} "
+            "asks for exactly one",
+            f"leave --policy out (--parser v2 formats with {POLICY_TOOLS_IN_SYSTEM_V2}) or use "
+            f"{POLICY_NATIVE_TOOLS_V1}",
+            where=f"example_id={example.example_id}",
+        )
+
+
 def build_messages(example: PreparedExample, policy: str) -> list[dict[str, str]]:
     """The prompt messages of ``example`` under ``policy``; InputError for an unknown policy."""
     return check_policy(policy)(example)
@@ -484,7 +622,12 @@ def build_messages(example: PreparedExample, policy: str) -> list[dict[str, str]
 
 def target_text(gold_call: Call) -> str:
     """Canonical JSON of a one-element array holding exactly the gold call."""
-    return canonical_json([{"name": gold_call["name"], "arguments": gold_call["arguments"]}])
+    return calls_target_text((gold_call,))
+
+
+def calls_target_text(gold_calls: Sequence[Call]) -> str:
+    """Canonical JSON of the array of the gold calls, in order (one call: ``target_text``)."""
+    return canonical_json([{"name": c["name"], "arguments": c["arguments"]} for c in gold_calls])
 
 
 def _render(
@@ -528,15 +671,18 @@ def format_example(
     tokenizer_revision: str,
     arguments_key: str = "arguments",
     template_kwargs: dict[str, Any] | None = None,
+    parser: str = "v1",
 ) -> dict[str, Any]:
     """Render one prepared example into a ``sommelier.formatted_example.v2`` row (v3 with
     ``template_kwargs``: the chat-template options every rendering of it gets, recorded in the
-    row and digested into its ``prompt_sha256``).
+    row and digested into its ``prompt_sha256``). Under ``parser`` ``v2`` a row may hold
+    several gold calls (:func:`check_calls_format`): ``target_text`` is their array.
 
     Refuses (InputError naming the example) when the prompt is not a prefix of the full text or
     the assistant part does not contain the target text (the native policy's checks:
     ``data.split.native_policy``).
     """
+    check_calls_format(example, parser, policy)
     if policy == POLICY_NATIVE_TOOLS_V1:
         return _native_row(
             example,
@@ -546,10 +692,11 @@ def format_example(
             tokenizer_revision=tokenizer_revision,
             arguments_key=arguments_key,
             template_kwargs=template_kwargs,
+            parser=parser,
         )
     messages = build_messages(example, policy)
     gold = example.gold_call
-    target = target_text(gold) if gold is not None else (example.answer or "")
+    target = calls_target_text(example.calls) if gold is not None else (example.answer or "")
     prompt = _render(tokenizer, example, messages, prompt=True, template_kwargs=template_kwargs)
     full = _render(
         tokenizer,
@@ -610,7 +757,9 @@ def _formatted_row(
     return {
         "schema_version": (
             SCHEMA_VERSION_V3
-            if template_kwargs or example.expect != EXPECT_CALL
+            if template_kwargs
+            or example.expect != EXPECT_CALL
+            or isinstance(example.acceptable_arguments, list)  # one per gold call: v3's form
             else SCHEMA_VERSION
         ),
         "example_id": example.example_id,
@@ -650,10 +799,16 @@ def _native_row(
     tokenizer_revision: str,
     arguments_key: str,
     template_kwargs: dict[str, Any] | None = None,
+    parser: str = "v1",
 ) -> dict[str, Any]:
-    """One row under ``sommelier.native-tools.v1`` (rendered and checked by ``render_native``)."""
+    """One row under ``sommelier.native-tools.v1`` (rendered and checked by ``render_native``,
+    every gold call, read back by the ``parser`` the split is for)."""
     rendered = render_native(
-        example, tokenizer, arguments_key=arguments_key, template_kwargs=template_kwargs
+        example,
+        tokenizer,
+        arguments_key=arguments_key,
+        template_kwargs=template_kwargs,
+        calls=example.calls if parser == "v2" else None,
     )
     return _formatted_row(
         example,
@@ -704,6 +859,7 @@ def format_examples(
     tokenizer_revision: str,
     arguments_key: str = "arguments",
     template_kwargs: dict[str, Any] | None = None,
+    parser: str = "v1",
 ) -> list[dict[str, Any]]:
     """Format every example (input order kept); InputError when the tokenizer has no template
     or the ``template_kwargs`` are not options (``check_template_kwargs``)."""
@@ -711,6 +867,7 @@ def format_examples(
     check_split_name(split)
     check_policy(policy)
     check_policy_key(policy, arguments_key)
+    check_parser(parser, policy)
     if not getattr(tokenizer, "chat_template", None):
         raise InputError(
             "SOM-FORMAT-NO-CHAT-TEMPLATE",
@@ -728,6 +885,7 @@ def format_examples(
             tokenizer_revision=tokenizer_revision,
             arguments_key=arguments_key,
             template_kwargs=template_kwargs,
+            parser=parser,
         )
         for example in examples
     ]
@@ -761,8 +919,10 @@ def format_file(
     policy: str = DEFAULT_POLICY,
     arguments_key: str = "arguments",
     template_kwargs: dict[str, Any] | None = None,
+    parser: str = "v1",
 ) -> list[dict[str, Any]]:
-    """Read, validate, format and atomically write a split; returns the formatted rows.
+    """Read, validate, format and atomically write a split; returns the formatted rows
+    (``parser``: the split's ``[parser] version``, :func:`check_parser`).
 
     The tokenizer and its identity are given by the caller (``cli.format_split`` loads them
     from a reference), so this module reads and writes files only and never imports an engine.
@@ -771,6 +931,7 @@ def format_file(
     check_split_name(split)
     check_policy(policy)
     check_policy_key(policy, arguments_key)
+    check_parser(parser, policy)
     check_template_kwargs(template_kwargs)
     examples = read_prepared(prepared)
     rows = format_examples(
@@ -782,6 +943,7 @@ def format_file(
         tokenizer_revision=tokenizer_revision,
         arguments_key=arguments_key,
         template_kwargs=template_kwargs,
+        parser=parser,
     )
     write_jsonl_atomic(out, rows)
     return rows

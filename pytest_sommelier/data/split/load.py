@@ -38,6 +38,7 @@ from typing import Any, cast
 
 from pytest_sommelier.core.abstention import EXPECT_ANY_CALL, EXPECT_CALL, expect_of
 from pytest_sommelier.core.acceptable import acceptable_shape_error
+from pytest_sommelier.core.call_sets import GOLD_CALLS_LIMIT
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_digest, prompt_set_sha256
 from pytest_sommelier.core.parse import DEFAULT_ARGUMENTS_KEY, call_shape_error
 from pytest_sommelier.core.parse_v2 import DEFAULT_ORDER, parse_tool_calls
@@ -391,7 +392,7 @@ def _example(
         prompt_sha256=record["prompt_sha256"],
         gold_call=_row_gold(record, where, arguments_key, several=parser_version == "v2"),
         line=line,
-        acceptable_arguments=_acceptable(record, where),
+        acceptable_arguments=_acceptable(record, where, several=parser_version == "v2"),
         cluster_id=record.get("cluster_id"),
         tools=record.get("tools"),
         template_kwargs=kwargs or None,
@@ -408,17 +409,21 @@ def _v2_example(
     example: Example, record: dict[str, Any], where: str, arguments_key: str, order: str
 ) -> Example:
     """``example`` under parser v2: its gold calls (a ``call`` row) and the suite's order; the
-    first gold call stays ``gold_call`` (what a v1 reader of the record shows). A row with
-    several gold calls may not carry ``acceptable_arguments`` (BFCL's values of one call)."""
+    first gold call stays ``gold_call`` (what a v1 reader of the record shows). A row's
+    ``acceptable_arguments`` hold one object per gold call (a list for several,
+    ``core.acceptable``)."""
     if example.expect != EXPECT_CALL:
         return replace(example, parser_version="v2")
     calls = row_gold_calls(record, where, arguments_key)
-    if len(calls) > 1 and example.acceptable_arguments is not None:
+    acceptable = example.acceptable_arguments
+    entries = 1 if isinstance(acceptable, dict) else len(acceptable or ())
+    if acceptable is not None and entries != len(calls):
         raise InputError(
             "SOM-SPLIT-FIELD",
-            f"example {record['example_id']!r}: field 'acceptable_arguments' on a row with "
-            f"{len(calls)} gold calls",
-            "acceptable values describe one gold call; drop the field",
+            f"example {record['example_id']!r}: field 'acceptable_arguments' holds values of "
+            f"{entries} call{'s' if entries != 1 else ''}, the row {len(calls)} gold calls",
+            "acceptable values hold one object per gold call: re-run sommelier import bfcl "
+            "--parser v2 and sommelier format --parser v2",
             where=where,
         )
     return replace(
@@ -491,12 +496,17 @@ def _row_gold(
     return None
 
 
-def _acceptable(record: dict[str, Any], where: str) -> dict[str, Any] | None:
-    """The optional ``acceptable_arguments`` (BFCL's acceptable values), shape-checked."""
+def _acceptable(
+    record: dict[str, Any], where: str, *, several: bool = False
+) -> dict[str, Any] | list[dict[str, Any]] | None:
+    """The optional ``acceptable_arguments`` (BFCL's acceptable values), shape-checked; a list
+    (one object per gold call) only under parser v2 (``several``)."""
     value = record.get("acceptable_arguments")
     if value is None:
         return None
     problem = acceptable_shape_error(value)
+    if problem is None and isinstance(value, list) and not several:
+        problem = "a list (values of several gold calls) is read under parser v2 only"
     if problem is not None:
         raise InputError(
             "SOM-SPLIT-FIELD",
@@ -514,7 +524,8 @@ def row_gold_call(
     native-policy ``target_text`` (``data.split.native_policy.read_gold_call``), else the one-call
     JSON array of tools-in-system, whose instruction and target name ``arguments`` (so such a
     row is refused under any other key: every output would read as invalid_shape); InputError
-    naming the row otherwise."""
+    naming the row otherwise, and a native target holding several calls (parser v2 reads them
+    all; v1 would keep the first), as a JSON array of several is."""
     if record.get("template_policy") != POLICY_NATIVE_TOOLS_V1:
         _check_arguments_key(record, where, arguments_key)
         return _gold_calls(record["target_text"], record["example_id"], where)[0]
@@ -526,6 +537,15 @@ def row_gold_call(
             f"parser v1 with arguments_key {arguments_key!r}",
             "set [suite] arguments_key to the key it was formatted with (sommelier format "
             "--arguments-key), or re-run sommelier format",
+            where=where or None,
+        )
+    calls, _ = parse_tool_calls(record["target_text"], arguments_key=arguments_key)
+    if calls is not None and len(calls) > 1:  # v1 reads the first: the rest would be lost
+        raise InputError(
+            "SOM-SPLIT-GOLD-CALL",
+            f"example {record['example_id']!r}: field 'target_text' holds {len(calls)} calls, "
+            "not exactly one (parser v1 reads one call per answer)",
+            'read several gold calls with [parser] version = "v2", or give the row one call',
             where=where or None,
         )
     return call
@@ -568,7 +588,7 @@ def _gold_calls(
         if found is None:
             return cast(list[Call], value)
         problem = found
-    count = "one or more calls" if several else "exactly one call"
+    count = f"one to {GOLD_CALLS_LIMIT} calls" if several else "exactly one call"
     raise InputError(
         "SOM-SPLIT-GOLD-CALL",
         f"example {example_id!r}: field 'target_text' {problem}",
@@ -584,6 +604,8 @@ def _gold_problem(value: Any, several: bool = False) -> str | None:
         return "is not a JSON array"
     if several and not value:
         return "holds no call"
+    if several and len(value) > GOLD_CALLS_LIMIT:
+        return f"holds {len(value)} calls, more than the {GOLD_CALLS_LIMIT} one row may hold"
     if not several and len(value) != 1:
         return f"holds {len(value)} calls, not exactly one"
     for index, call in enumerate(value):
@@ -628,7 +650,8 @@ def _pairs(
     """Matched (root, target) pairs of every non-reference slice, in target file order.
 
     Rows with a null ``source_example_id`` are unpaired; a non-null one must name a row of the
-    reference slice, and a root pairs with at most one row per target slice.
+    reference slice that expects what it expects (``expect``: a pair whose rows expect a call
+    and no call has no paired outcome), and a root pairs with at most one row per target slice.
     """
     reference = slices[0]
     roots = {e.example_id: e for e in by_slice[reference]}
@@ -655,6 +678,15 @@ def _pairs(
                     f"example {example.example_id!r}: root {source!r} is already paired with "
                     f"{used[source]!r} in slice {target!r}",
                     "a root example pairs with at most one row per slice",
+                    where=where,
+                )
+            if example.expect != roots[source].expect:
+                raise InputError(
+                    "SOM-SPLIT-FIELD",
+                    f"example {example.example_id!r}: field 'expect' is {example.expect!r}, but "
+                    f"its root {source!r} expects {roots[source].expect!r}",
+                    "a translation expects what its root expects (sommelier format refuses "
+                    "such a pair); fix the row or re-run sommelier format",
                     where=where,
                 )
             used[source] = example.example_id

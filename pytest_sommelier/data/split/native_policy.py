@@ -22,7 +22,9 @@ the example and what was seen):
   assistant turn);
 - ``prompt_text`` is a prefix of ``full_text``;
 - parser v1, run over ``target_text`` with the given ``arguments_key``, returns status ``ok``
-  and exactly the gold call (canonical JSON equal), so every row the split holds is scorable.
+  and exactly the gold call (canonical JSON equal), so every row the split holds is scorable;
+  for a split read by parser v2 (``calls`` given), parser v2 returns exactly the gold calls,
+  in order (the assistant message holds every one of them as ``tool_calls``).
 
 This module never imports ``formatting`` or ``split`` (both import it).
 """
@@ -43,6 +45,7 @@ from pytest_sommelier.core.parse import (
     STATUS_OK,
     parse_tool_call,
 )
+from pytest_sommelier.core.parse_v2 import PARSER_V2_VERSION, parse_tool_calls
 from pytest_sommelier.core.types import Call
 from pytest_sommelier.data.split.template_render import TemplateBoundError, render_chat
 from pytest_sommelier.errors import InputError, exception_text
@@ -102,11 +105,29 @@ def native_messages(example: NativeExample) -> list[dict[str, str]]:
 def gold_message(gold_call: Call, call_id: str | None = None) -> dict[str, Any]:
     """The gold call as the assistant message HF templates render (no ``content`` key), with
     the tool call's ``id`` when one is given (:func:`tool_call_id`)."""
-    function = {"name": gold_call["name"], "arguments": gold_call["arguments"]}
-    call: dict[str, Any] = {"type": "function", "function": function}
-    if call_id is not None:
-        call["id"] = call_id
-    return {"role": "assistant", "tool_calls": [call]}
+    return calls_message((gold_call,), None if call_id is None else (call_id,))
+
+
+def calls_message(calls: Sequence[Call], call_ids: Sequence[str] | None = None) -> dict[str, Any]:
+    """The gold calls, in order, as one assistant message's ``tool_calls`` (each with its id
+    when ``call_ids`` are given)."""
+    tool_calls: list[dict[str, Any]] = []
+    for index, gold_call in enumerate(calls):
+        function = {"name": gold_call["name"], "arguments": gold_call["arguments"]}
+        call: dict[str, Any] = {"type": "function", "function": function}
+        if call_ids is not None:
+            call["id"] = call_ids[index]
+        tool_calls.append(call)
+    return {"role": "assistant", "tool_calls": tool_calls}
+
+
+def call_ids(example_id: str, count: int) -> tuple[str, ...]:
+    """The ids of an example's ``count`` gold calls: :func:`tool_call_id` of the example for
+    the first (as for one call), of ``<example_id>:<index>`` for the others."""
+    return tuple(
+        tool_call_id(example_id if index == 0 else f"{example_id}:{index}")
+        for index in range(count)
+    )
 
 
 TOOL_CALL_ID_LENGTH = 9
@@ -208,9 +229,12 @@ def render_native(
     *,
     arguments_key: str = DEFAULT_ARGUMENTS_KEY,
     template_kwargs: Mapping[str, Any] | None = None,
+    calls: Sequence[Call] | None = None,
 ) -> NativeRendering:
     """Render ``example`` under ``sommelier.native-tools.v1`` (every rendering with the
-    ``template_kwargs``) and check every invariant."""
+    ``template_kwargs``) and check every invariant. ``calls``: the example's gold calls for a
+    split read by parser v2 (rendered together, read back by parser v2); None: parser v1's
+    one gold call."""
     kw = template_kwargs
     messages = native_messages(example)
     specs = tool_specs(example.tools)
@@ -235,13 +259,14 @@ def render_native(
             f"use a tokenizer whose chat template renders tools, {_TOOLS_IN_SYSTEM_HINT}",
         )
     gold = example.gold_call if example.gold_call is not None else probe_call(example)
+    golds = tuple(calls) if calls and example.gold_call is not None else (gold,)
     try:
-        full = _render(tokenizer, example, [*messages, gold_message(gold)], specs, False, kw)
+        full = _render(tokenizer, example, [*messages, calls_message(golds)], specs, False, kw)
     except TemplateBoundError:
         raise
     except Exception as exc:  # a template's raise_exception, or a type error inside it
         # a template that requires a tool-call id (Mistral-Nemo's) gets the deterministic one
-        with_id = gold_message(gold, tool_call_id(example.example_id))
+        with_id = calls_message(golds, call_ids(example.example_id, len(golds)))
         found = _render_or_none(tokenizer, example, [*messages, with_id], specs, False, kw)
         if found is not None:
             full = found
@@ -276,7 +301,10 @@ def render_native(
             "the conversation with the assistant turn",
         )
     target = native_target_text(prompt, full)
-    _check_target(example, target, arguments_key, gold)
+    if calls is not None and example.gold_call is not None:
+        _check_calls_target(example, target, arguments_key, golds)
+    else:
+        _check_target(example, target, arguments_key, gold)
     if example.gold_call is not None:
         return NativeRendering(messages, specs, prompt, full, target)
     # an abstention row: the target is the gold text answer; the call markers are the wrapper
@@ -381,3 +409,28 @@ def _check_target(
         if other != arguments_key and read_gold_call(target, other)[1] == STATUS_OK:
             hint = f"the template writes {other!r}: format with --arguments-key {other}"
     raise _refuse(example, "SOM-FORMAT-TEMPLATE-UNPARSEABLE", seen, hint)
+
+
+def _check_calls_target(
+    example: NativeExample, target: str, arguments_key: str, golds: Sequence[Call]
+) -> None:
+    """Parser v2 over ``target`` must give ``ok`` and exactly the gold calls, in order."""
+    found, status = parse_tool_calls(target, arguments_key=arguments_key)
+    want = [{"name": call["name"], "arguments": call["arguments"]} for call in golds]
+    if status == STATUS_OK and canonical_json_text(found) == canonical_json_text(want):
+        return
+    parser = f"parser {PARSER_V2_VERSION} (arguments_key {arguments_key!r})"
+    if status == STATUS_OK:
+        seen = (
+            f"{parser} reads the template's target_text {_excerpt(target)} as "
+            f"{canonical_json_text(found)[:120]}, not the {len(want)} gold calls"
+        )
+    else:
+        seen = f"{parser} reads the template's target_text {_excerpt(target)} as {status}"
+    raise _refuse(
+        example,
+        "SOM-FORMAT-TEMPLATE-UNPARSEABLE",
+        seen,
+        "use a chat template that writes each call's JSON verbatim, or format with --policy "
+        "sommelier.tools-in-system.v2 --parser v2",
+    )

@@ -37,6 +37,7 @@ from datetime import datetime
 from types import FrameType
 from typing import Any
 
+from pytest_sommelier.data.json_input import FIELD_DEPTH_LIMIT, depth_problem
 from pytest_sommelier.errors import InputError
 
 RENDER_SECONDS = 10.0
@@ -132,10 +133,18 @@ RESERVED_KWARGS = frozenset(
         "add_generation_prompt", "continue_final_message", "return_tensors", "return_dict",
         "return_assistant_tokens_mask", "padding", "truncation", "max_length",
         "tokenizer_kwargs", "bos_token", "eos_token",
+        # the tokenizer's other special tokens (transformers passes special_tokens_map)
+        "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
+        "additional_special_tokens",
+        # the template's own globals: transformers' and jinja2.defaults.DEFAULT_NAMESPACE
+        # (an option of that name would replace the function a template calls)
+        "raise_exception", "strftime_now", "range", "dict", "lipsum", "cycler", "joiner",
+        "namespace",
     }
 )  # fmt: skip
 """Names ``apply_chat_template`` (or the template's own context) already uses: never a template
-option (``add_generation_prompt`` is the format's own, prompt or conversation)."""
+option (``add_generation_prompt`` is the format's own, prompt or conversation; ``namespace`` or
+``raise_exception`` would replace the function Qwen's or Llama's template calls)."""
 KWARGS_CHARS = 4096
 """Longest canonical JSON of the template options taken (real ones are a few flags)."""
 _KWARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
@@ -144,7 +153,9 @@ _KWARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 def template_kwargs_problem(value: Any) -> str | None:
     """Why ``value`` cannot be the template options (a phrase), or None: a table of at most
     a few names (Python identifiers, none of :data:`RESERVED_KWARGS`) to JSON values (no date
-    or time, no NaN or infinity), at most :data:`KWARGS_CHARS` characters as canonical JSON."""
+    or time, no NaN or infinity, nested at most ``FIELD_DEPTH_LIMIT`` levels, as a call's
+    arguments: a template walks them), at most :data:`KWARGS_CHARS` characters as canonical
+    JSON."""
     if not isinstance(value, Mapping):
         return f"must be a table of option names to values, got {type(value).__name__}"
     for name in value:
@@ -161,6 +172,9 @@ def template_kwargs_problem(value: Any) -> str | None:
         return f"holds a value that is not JSON ({str(exc)[:60]})"
     except RecursionError:
         return "is nested too deeply"
+    deep = depth_problem(dict(value), FIELD_DEPTH_LIMIT)
+    if deep is not None:
+        return deep
     if len(text) > KWARGS_CHARS:
         return f"is longer than {KWARGS_CHARS} characters as JSON"
     return None

@@ -12,11 +12,12 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import numbers
 import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,9 +72,70 @@ def new_run_id() -> str:
     return f"{stamp}-{secrets.token_hex(3)}"
 
 
+JsonValue = dict[str, "JsonValue"] | list["JsonValue"] | str | int | float | bool | None
+"""A value in its stored form (:func:`stored_form`)."""
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _stored_key(key: object) -> str:
+    """A mapping key as JSON writes it (``json.dumps``' rule: strings as they are, booleans
+    ``true``/``false``, None ``null``, numbers as their JSON text); else a TypeError."""
+    if isinstance(key, str):
+        return str.__str__(key)
+    if key is None or isinstance(key, bool | numbers.Real):
+        return json.dumps(_stored_atom(key), allow_nan=False)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def _stored_atom(value: object) -> JsonValue:
+    """A scalar in its stored form: a Python ``bool``, ``int``, ``float``, ``str`` or None
+    (numpy scalars, and subclasses such as ``IntEnum``, as the plain value JSON writes)."""
+    if value is None or isinstance(value, bool):
+        return value  # type: ignore[return-value]
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    item = getattr(value, "item", None)  # a numpy bool_ or 0-d array: its Python value
+    if getattr(value, "shape", None) == () and callable(item):
+        return _stored_atom(item())
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def stored_form(value: Any) -> JsonValue:
+    """``value`` as the run store holds it: every mapping a ``dict`` with string keys in sorted
+    order, every list or tuple a ``list``, every number a Python ``int`` or ``float`` (numpy
+    scalars included), strings, booleans and None as they are. Reads nothing, writes no text.
+
+    It is what :func:`dumps` and :func:`jsonl` write, so reading a written file back gives
+    exactly this value (keys in the same order, ``-0.0``, large integers and every float's
+    digits included): the record a view renders from memory (``data.store.runread``) and the
+    record read back from the files are built from the same stored form. A non-finite float is
+    kept here and refused when written (``allow_nan=False``)."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value  # type: ignore[no-any-return]
+    if kind is dict and all(type(key) is str for key in value):
+        return {
+            key: item if type(item := value[key]) in _ATOMS else stored_form(item)
+            for key in sorted(value)
+        }
+    if isinstance(value, Mapping):
+        pairs = sorted(((_stored_key(key), item) for key, item in value.items()),
+                       key=lambda pair: pair[0])  # fmt: skip
+        return {key: stored_form(item) for key, item in pairs}
+    if isinstance(value, list | tuple):
+        return [item if type(item) in _ATOMS else stored_form(item) for item in value]
+    return _stored_atom(value)
+
+
 def dumps(value: Any) -> str:
-    """The one JSON rendering used for artifacts (sorted keys, 2-space indent, UTF-8)."""
-    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    """The one JSON rendering used for artifacts: :func:`stored_form` (sorted keys, lists,
+    plain numbers) as 2-space indented UTF-8 JSON."""
+    return json.dumps(stored_form(value), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def atomic_write_text(path: Path, text: str | bytes) -> None:
@@ -112,26 +174,20 @@ def atomic_write_json(path: Path, value: Any) -> None:
 
 
 def jsonl(records: Sequence[Mapping[str, Any]]) -> str:
-    """One compact JSON object per line, sorted keys, in the given order."""
+    """One compact JSON object per line, in the given order, each in its stored form
+    (:func:`stored_form`: sorted keys)."""
     return "".join(
-        json.dumps(r, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n" for r in records
+        json.dumps(stored_form(r), ensure_ascii=False, allow_nan=False) + "\n" for r in records
     )
 
 
 def stored_resolved(resolved: Mapping[str, Any], split: FormattedSplit) -> dict[str, Any]:
-    """``suite.resolved.json`` as :func:`write_run` writes it: ``resolved`` with the digest of
-    the split bytes the run loaded."""
+    """``suite.resolved.json`` as :func:`write_run` writes it, in its stored form
+    (:func:`stored_form`): ``resolved`` with the digest of the split bytes the run loaded."""
     recorded = {**resolved.get("test_split", {}), "sha256": split.sha256}
     if split.sample is not None:  # a seeded sample (data.split.sample): the identity says so
         recorded["sample"] = dict(split.sample)
-    return {**resolved, "test_split": recorded}
-
-
-def as_stored(value: Any) -> Any:
-    """``value`` as reading its artifact back would give it (keys sorted, tuples as lists,
-    numbers through JSON), without reading anything: what a view built from memory sees is
-    what a view built from the files sees."""
-    return json.loads(dumps(value))
+    return cast(dict[str, Any], stored_form({**resolved, "test_split": recorded}))
 
 
 def write_verdict(run_dir: Path, verdict: Verdict) -> None:
@@ -345,11 +401,17 @@ def install_run(stage: Path, target: Path) -> None:
         copy_input(target / path.relative_to(stage), path.read_bytes())
 
 
+def arm_order(configured: Sequence[str], names: Iterable[str]) -> list[str]:
+    """The order a run's arms are read and shown in: ``configured`` (the resolved suite's
+    order), then every other of ``names`` by name."""
+    return [*configured, *sorted(set(names) - set(configured))]
+
+
 def arm_names(run_dir: Path, configured: list[str]) -> list[str]:
-    """The arms of a stored run to read: ``configured`` (the resolved suite's order), then any
-    other folder under ``eval/`` by name (a folder there need not hold a report)."""
-    folders = sorted(p.name for p in runlayout.eval_dir(run_dir).glob("*") if p.is_dir())
-    return configured + [name for name in folders if name not in configured]
+    """The arms of a stored run to read (:func:`arm_order`): ``configured``, then any other
+    folder under ``eval/`` by name (a folder there need not hold a report)."""
+    folders = (p.name for p in runlayout.eval_dir(run_dir).glob("*") if p.is_dir())
+    return arm_order(configured, folders)
 
 
 def read_json(path: Path, *, expect: str | None = None) -> Any:

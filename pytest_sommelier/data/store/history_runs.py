@@ -7,13 +7,20 @@ cannot be compared with the previous comparable run of its suite: incomplete, an
 arm, or refused by the identity gate (``core.report_identity.check_identity``, whose field is
 named). The views (``view.history_page``) render these values and read nothing themselves.
 
+A training callback's runs (an entry with ``training``) are grouped into training runs
+(:func:`training_lines`): one ``Trainer.train()`` each, by the id the callback records
+(``training.run``, kept across ``resume_from_checkpoint``); a store written before that id
+was recorded is split where a step does not rise. A sampled and a full evaluation are never
+one training run. "Adapter changed" compares the adapters' content only
+(``core.report_identity.adapter_differs``: the digest, not the arm's name or preflight).
+
 Invariants kept: every number is read from a stored report or record (nothing is re-scored
 here); comparability is decided only by the identity gate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,7 +28,7 @@ from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.call_sets import CALL_SET_ADDED
 from pytest_sommelier.core.canonical import sha256_json
 from pytest_sommelier.core.metrics import METRIC_NAMES
-from pytest_sommelier.core.report_identity import check_identity
+from pytest_sommelier.core.report_identity import adapter_differs, check_identity
 from pytest_sommelier.core.types import EvaluationReport
 from pytest_sommelier.data.store import artifacts
 from pytest_sommelier.data.store.history import StoredRun, read_record, stored_runs
@@ -122,9 +129,9 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
             key = (str(run.suite), arm)
             mark = _mark(previous.get(key), run, arm, report, resolved)
             before = previous.get(key)
-            adapter_changed = before is not None and sha256_json(
-                before[1].get("adapter_identity")
-            ) != sha256_json(report.get("adapter_identity"))
+            adapter_changed = before is not None and adapter_differs(
+                before[1].get("adapter_identity"), report.get("adapter_identity")
+            )
             arms[arm] = {
                 "model_kind": report.get("model_kind"),
                 "values": _values(report, record, arm),
@@ -159,6 +166,42 @@ def history_runs(store: Path) -> list[dict[str, Any]]:
                 "sample": (resolved.get("test_split") or {}).get("sample"),  # a seeded sample
             }
         )
+    for entry, line in zip(out, training_lines(out), strict=True):
+        entry["training_run"] = line
+    return out
+
+
+def training_lines(runs: Sequence[Mapping[str, Any]]) -> list[int | None]:
+    """Per run (``suite``, ``training``, ``sample`` as :func:`history_runs` gives them), the
+    number of its training run within its suite (1, 2, ... in order of first appearance), or
+    None for a run that is no training callback's. Runs are one training run when they share
+    the suite, the trained arm, the sample (or both are full) and the recorded id
+    (``training.run``); runs without a recorded id (stored before it was recorded) of the same
+    suite, arm and sample are one training run while their steps rise."""
+    keys: dict[str, dict[tuple[Any, ...], int]] = {}
+    chains: dict[tuple[Any, ...], tuple[int, int]] = {}  # unnamed chain -> (number, last step)
+    out: list[int | None] = []
+    counted = 0
+    for run in runs:
+        training = run.get("training")
+        if not isinstance(training, Mapping) or not isinstance(training.get("step"), int):
+            out.append(None)
+            continue
+        suite = str(run.get("suite"))
+        step = int(training["step"])
+        base = (str(training.get("arm")), sha256_json(run.get("sample")))
+        named = training.get("run")
+        if isinstance(named, str) and named:
+            key: tuple[Any, ...] = (*base, "id", named)
+        else:
+            number, last = chains.get((suite, *base), (0, step))
+            if number == 0 or step <= last:
+                counted += 1  # a new chain, under a number no other chain has
+                number = counted
+            chains[(suite, *base)] = (number, step)
+            key = (*base, "chain", number)
+        numbers = keys.setdefault(suite, {})
+        out.append(numbers.setdefault(key, len(numbers) + 1))
     return out
 
 
@@ -168,4 +211,4 @@ def _time(saved_at: Any) -> str:
     return text[:16].replace("T", " ") + "Z" if len(text) >= 16 else text
 
 
-__all__ = ["OVERALL", "history_runs"]
+__all__ = ["OVERALL", "history_runs", "training_lines"]

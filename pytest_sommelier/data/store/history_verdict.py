@@ -16,6 +16,8 @@ Invariants kept:
   CI run), except when ``gated`` (compare-fail gates given) and the store holds a comparable
   run of another suite name over the same split: the suite was renamed, and its regression
   gates must not vanish with the name, so that is a refusal (``SOM-HISTORY-RENAMED``).
+- ``label:NAME`` before any stored run of the suite carries the label is *missing* too (the
+  baseline run that will be stored under it), except when ``gated``.
 - Nothing here computes an interval, a test or a gate (``tests/test_layering.py``).
 """
 
@@ -34,7 +36,7 @@ from pytest_sommelier.data.store.history import StoredRun, resolve_stored, store
 from pytest_sommelier.data.store.history_compare import write_compare
 from pytest_sommelier.data.store.stored import load_run_inputs, stored_arm, stored_scorers
 from pytest_sommelier.errors import InputError, SommelierError
-from pytest_sommelier.numbers import BASELINE_WORDS, LAST_ANY
+from pytest_sommelier.numbers import BASELINE_WORDS, LABEL_PREFIX, LAST_ANY
 
 
 def recorded_selection(run: RunRef) -> Recorded:
@@ -156,7 +158,7 @@ def look_up_stored(
                     read[key] = str(error)
             looked_up.append((spec, (reference, read[key])))
         except SommelierError as error:
-            looked_up.append((spec, str(error)))
+            looked_up.append((spec, None if _not_labelled_yet(spec, error, gated) else str(error)))
     return StoredEvidence(
         store=store,
         suite=suite,
@@ -166,6 +168,17 @@ def look_up_stored(
         looked_up=tuple(looked_up),
         lookup=lookup,
     )
+
+
+def _not_labelled_yet(spec: str, error: SommelierError, gated: bool) -> bool:
+    """Whether a failed lookup is ``label:NAME`` before any stored run of the suite carries
+    the label: nothing stored yet, as ``last`` with nothing stored (the baseline run that will
+    be stored under that label fails its stored gates with that reason, and is stored),
+    except when ``gated``: compare-fail gates must not vanish for a mistyped label."""
+    return (
+        spec.startswith(LABEL_PREFIX) and not gated
+        and getattr(error, "code", None) == "SOM-HISTORY-UNKNOWN"
+    )  # fmt: skip
 
 
 def _renamed_from(store: Path, suite: str, split: str | None) -> StoredRun | None:

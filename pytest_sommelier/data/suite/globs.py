@@ -19,6 +19,7 @@ import glob
 import os
 import re
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -108,14 +109,67 @@ def _no_revision(name: str, table: Mapping[str, Any], where: str) -> None:
         )
 
 
-def expand_globs(data: dict[str, Any], folder: Path, label: str) -> dict[str, Any]:
-    """The suite's tables with every glob arm expanded (module docstring); ``data`` itself is
-    left as it is. Without a glob arm the tables are returned unchanged."""
+ARMS_OPTION = "--sommelier-arms / ini sommelier_arms"
+"""Where an error about an arm given on the command line points (``plugin.settings``)."""
+
+
+def with_arms(
+    data: dict[str, Any], arms: Mapping[str, str], label: str
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """The suite's tables with each arm ``arms`` names evaluated from the folder it gives
+    (``--sommelier-arms adapter=PATH``: an absolute path, checked by the plugin) in place of
+    the adapter the file writes, glob or not (``adapter_revision`` dropped: a folder is
+    identified by its content digest); and the names of those arms, which
+    :func:`expand_globs` leaves as they are. An arm the suite does not have, or its base arm
+    (no adapter to replace), is an error naming the option. ``data`` itself is left as it
+    is."""
+    if not arms:
+        return data, frozenset()
+    tables = dict(data["arms"])
+    for name, folder in arms.items():
+        table = tables.get(name)
+        if table is None or table.get("adapter") is None:
+            what = "does not have" if table is None else "has as its base arm (no adapter)"
+            raise InputError(
+                "SOM-OPTION-VALUE",
+                f"names arm {name!r}, which the suite {data['suite']['name']!r} ({label}) {what}",
+                "name one of its adapter arms: "
+                + ", ".join(n for n, t in tables.items() if t.get("adapter") is not None),
+                where=ARMS_OPTION,
+            )
+        kept = {key: value for key, value in table.items() if key != "adapter_revision"}
+        tables[name] = {**kept, "adapter": folder}
+    return {**data, "arms": tables}, frozenset(arms)
+
+
+def without_idle_selection(data: dict[str, Any]) -> dict[str, Any]:
+    """The tables without the ``[selection]`` and its gates (``selected``) when its ``among``
+    matches no arm (the sweep it chose among was replaced by one arm, :func:`with_arms`:
+    nothing to choose among), as the training callback reads the file; else as they are."""
+    selection = data.get("selection")
+    if selection is None or any(fnmatchcase(name, selection["among"]) for name in data["arms"]):
+        return data
+    return _without_selection(data)
+
+
+def _without_selection(data: dict[str, Any]) -> dict[str, Any]:
+    """The tables less ``[selection]`` and every ``selected`` gate."""
+    kept = {key: value for key, value in data.items() if key != "selection"}
+    kept["gates"] = [entry for entry in data.get("gates", []) if "selected" not in entry]
+    return kept
+
+
+def expand_globs(
+    data: dict[str, Any], folder: Path, label: str, fixed: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The suite's tables with every glob arm expanded (module docstring), except the arms
+    ``fixed`` names (given a folder by :func:`with_arms`); ``data`` itself is left as it is.
+    Without a glob arm the tables are returned unchanged."""
     arms: dict[str, Any] = {}
     sweeps: dict[str, list[str]] = {}
     for name, table in data["arms"].items():
         adapter = table.get("adapter")
-        if not is_glob(adapter):
+        if name in fixed or not is_glob(adapter):
             arms[name] = table
             continue
         where = f"{label}: [arms.{name}]"
@@ -169,9 +223,16 @@ def live_tables(data: dict[str, Any], label: str) -> dict[str, Any]:
             _no_revision(name, table, f"{label}: [arms.{name}]")
     if "selection" not in data and not any("selected" in g for g in data.get("gates", [])):
         return data
-    kept = {key: value for key, value in data.items() if key != "selection"}
-    kept["gates"] = [entry for entry in data.get("gates", []) if "selected" not in entry]
-    return kept
+    return _without_selection(data)
 
 
-__all__ = ["GLOB_CHARS", "expand_globs", "is_glob", "live_tables", "step_name"]
+__all__ = [
+    "ARMS_OPTION",
+    "GLOB_CHARS",
+    "expand_globs",
+    "is_glob",
+    "live_tables",
+    "step_name",
+    "with_arms",
+    "without_idle_selection",
+]

@@ -23,6 +23,7 @@ defaulted other than the documented defaults.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,12 @@ from pytest_sommelier.data.suite.arms import (
 )
 from pytest_sommelier.data.suite.gates import GATE_METRICS as GATE_METRICS
 from pytest_sommelier.data.suite.gates import gate_configs
-from pytest_sommelier.data.suite.globs import expand_globs, live_tables
+from pytest_sommelier.data.suite.globs import (
+    expand_globs,
+    live_tables,
+    with_arms,
+    without_idle_selection,
+)
 from pytest_sommelier.data.suite.identity import SUITE_IDENTITY_VERSION as SUITE_IDENTITY_VERSION
 from pytest_sommelier.data.suite.identity import reference_identity as reference_identity
 from pytest_sommelier.data.suite.identity import suite_identity as suite_identity
@@ -81,18 +87,26 @@ def suite_file(path: str | os.PathLike[str]) -> Path:
     return given / SUITE_FILE if given.is_dir() else given
 
 
-def load_suite(path: str | os.PathLike[str], *, live: bool = False) -> Suite:
+def load_suite(
+    path: str | os.PathLike[str], *, live: bool = False, given: Mapping[str, str] | None = None
+) -> Suite:
     """Read, validate and resolve one suite file (or a folder's ``sommelier.toml``,
     ``suite_file``); raise a ``SommelierError`` on any problem. ``live``: the suite as the
     training callback reads it (``data.suite.globs.live_tables``: a glob arm is one arm, its
-    adapter kept as written; no ``[selection]``)."""
+    adapter kept as written; no ``[selection]``). ``given``: arm name -> an adapter folder
+    (absolute) evaluated in place of what the file writes (``--sommelier-arms``,
+    ``data.suite.globs.with_arms``): a glob arm so given is one arm of its own name, and a
+    ``[selection]`` left with nothing to choose among is left out with its gates."""
     suite_path = suite_file(path)
     label = str(suite_path)
     data = read_toml(suite_path, label)
     validate_structure(data, label)
     folder = suite_path.resolve().parent
+    data, fixed = with_arms(data, given or {}, label)
     # checkpoint sweeps: one arm per folder (a live reading expands nothing)
-    data = live_tables(data, label) if live else expand_globs(data, folder, label)
+    data = live_tables(data, label) if live else expand_globs(data, folder, label, fixed)
+    if fixed:
+        data = without_idle_selection(data)
     section = data["suite"]
     slices = tuple(section["slices"])
     model = model_config(data["model"], folder, label)

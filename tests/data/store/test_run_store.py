@@ -507,7 +507,8 @@ def test_history_table_and_page(pytester: pytest.Pytester, capsys) -> None:
     assert main(["history", str(store)]) == 0
     out = capsys.readouterr().out.splitlines()
     header = out[0].split()
-    assert header[:7] == ["run", "commit", "time", "suite", "verdict", "arm", "slice"]
+    assert header[:10] == ["run", "commit", "time", "suite", "verdict", "label", "step",
+                           "checkpoint", "arm", "slice"]  # fmt: skip
     firsts = [line.split()[0] for line in out if line[:4].isdigit()]
     assert firsts == ["0001", "0002", "0003"]
     assert len([line for line in out if " overall " in line]) == 6  # 3 runs x 2 arms

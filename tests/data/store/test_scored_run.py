@@ -71,7 +71,7 @@ def write(
     # what the gates need of the store, looked up first, as the session and the callback do
     evidence = look_up_stored(
         run_dir, store_options.store, stored_specs(suite, store_options.compare),
-        suite=suite.name, resolved=artifacts.as_stored(artifacts.stored_resolved(resolved, split)),
+        suite=suite.name, resolved=artifacts.stored_resolved(resolved, split),
         flips=store_options.flips, pinned=store_options.pinned,
     )  # fmt: skip
     outcome = evaluate_run(

@@ -117,3 +117,57 @@ def test_the_live_reading_keeps_a_glob_arm_whole_whatever_the_folders(
     assert list(suite.arms) == ["base", "adapter"] and suite.arms["adapter"].adapter == pattern
     assert [(g.name, g.arm) for g in suite.gates] == [("parses", gate_arm)]
     assert suite.selection is None
+
+
+# --- the glob suite with its arm given a folder (--sommelier-arms ARM=DIR) --------------------
+
+SELECTED = {"name": "best", "selected": True, "metric": "full_call_exact_match",
+            "ci_lower_above": 0.0}  # fmt: skip
+UP = {"name": "up", "candidate": "adapter", "reference": "base",
+      "metric": "full_call_exact_match", "ci_lower_at_least": -1.0}  # fmt: skip
+
+
+def test_a_glob_arm_given_a_folder_is_one_arm_and_the_selection_is_left_out(
+    tmp_path: Path,
+) -> None:
+    path = sweep_suite(tmp_path, ["checkpoint-1", "checkpoint-2"], gates=[UP, SELECTED],
+                       comparisons=[{"candidate": "adapter", "reference": "base"}],
+                       selection={"metric": "full_call_exact_match", "among": "adapter@*"},
+                       arms={"base": {}, "adapter": {"adapter": "out/checkpoint-*"}})  # fmt: skip
+    shipped = tmp_path / "shipped[1]"  # a folder whose name reads as a glob is taken as written
+    checkpoints(tmp_path, [shipped.name])
+    suite = load_suite(path, given={"adapter": str(shipped)})
+    assert list(suite.arms) == ["base", "adapter"] and suite.selection is None
+    assert suite.arms["adapter"].adapter == str(shipped)
+    assert [g.name for g in suite.gates] == ["up"] and suite.gates[0].candidate == "adapter"
+    assert [c.name for c in suite.comparisons] == ["adapter-vs-base"]
+    swept = load_suite(path)  # the same file, swept
+    assert swept.selection is not None and [g.name for g in swept.gates] == ["up@1", "up@2",
+                                                                             "best"]  # fmt: skip
+
+
+def test_a_selection_among_other_arms_is_kept(tmp_path: Path) -> None:
+    path = sweep_suite(tmp_path, ["checkpoint-1"], gates=[SELECTED],
+                       arms={"base": {}, "adapter": {"adapter": "out/checkpoint-*"},
+                             "v2": {"adapter": "adapter"}},
+                       selection={"metric": "full_call_exact_match", "among": "v*"})  # fmt: skip
+    suite = load_suite(path, given={"adapter": str(tmp_path / "suite" / "out" / "checkpoint-1")})
+    assert suite.selection is not None and suite.selection.candidates == ("v2",)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(min_size=1, max_size=20))
+def test_an_arm_the_suite_lacks_or_its_base_is_one_line_naming_the_option(
+    tmp_path_factory: pytest.TempPathFactory, name: str
+) -> None:
+    root = tmp_path_factory.mktemp("a")
+    path = sweep_suite(root, ["checkpoint-1"])
+    folder = str(root / "suite" / "out" / "checkpoint-1")
+    if name == "adapter":
+        assert "adapter" in load_suite(path, given={name: folder}).arms
+        return
+    with pytest.raises(InputError) as caught:
+        load_suite(path, given={name: folder})
+    text = str(caught.value)
+    assert caught.value.code == "SOM-OPTION-VALUE" and "\n" not in text.replace(repr(name), "")
+    assert "--sommelier-arms / ini sommelier_arms" in text and "adapter" in caught.value.hint

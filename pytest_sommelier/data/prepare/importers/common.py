@@ -20,7 +20,10 @@ Invariants kept:
   (``ImportOptions.strict``) any skip is fatal: a malformed row its own line, another skip
   ``SOM-IMPORT-STRICT`` (:func:`strict_refusal`);
 - a ``--sample`` draw is seeded (``random.Random(seed)``), keeps file order, and keeps a root
-  and its translations together.
+  and its translations together;
+- a row with several calls is the ``several_calls`` skip under ``--parser v1`` (the default,
+  as before 0.5); under ``--parser v2`` its calls are read (:func:`several_calls`: the skip
+  carries how) and the row is kept with ``gold_calls``.
 """
 
 from __future__ import annotations
@@ -67,6 +70,9 @@ class Skip:
     reason: str
     detail: str
     error: InputError | None = field(default=None, compare=False)
+    several: Callable[[], Candidate | Skip] | None = field(default=None, compare=False)
+    """A ``several_calls`` skip's reading of every call, run under ``--parser v2`` only
+    (:func:`several_calls`)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,16 @@ class Candidate:
     expect: str = "call"  # "no_call": the assistant answered without a call (core.abstention)
     answer: str | None = None  # the assistant's text answer of an abstention row
     note: tuple[str, str] | None = None
+    gold_calls: list[dict[str, Any]] | None = None
+    """Every call of a row with several (``--parser v2``), in order; ``gold_call`` is the
+    first."""
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        """The gold calls: ``gold_calls``, else the one ``gold_call`` (none for abstention)."""
+        if self.gold_calls is not None:
+            return self.gold_calls
+        return [] if self.gold_call is None else [self.gold_call]
 
 
 MALFORMED_ROW = "malformed_row"
@@ -132,6 +148,9 @@ class ImportOptions:
     strict: bool = False
     """Any skipped row is fatal (``--strict``): a malformed row its own line, another skip
     ``SOM-IMPORT-STRICT``; nothing is written."""
+    parser: str = "v1"
+    """``--parser v1|v2``: the parser the rows are for; under ``v2`` a row with several calls
+    is kept (prepared ``gold_calls``) instead of skipped as ``several_calls``."""
 
 
 @dataclass
@@ -268,6 +287,20 @@ def convert_row(
         return Skip(MALFORMED_ROW, error.message)
 
 
+SEVERAL_CALLS = "several_calls"
+"""The skip reason of a row with more than one call under ``--parser v1``."""
+PARSERS = ("v1", "v2")
+"""``sommelier import ... --parser``: v1 (one call per row, the default) or v2 (several)."""
+
+
+def several_calls(detail: str, read: Callable[[], Candidate | Skip]) -> Skip:
+    """The ``several_calls`` skip of a row with more than one call (``detail`` says how many),
+    carrying how ``--parser v2`` keeps it: ``read()`` reads every call and returns the row's
+    candidate (``gold_calls`` set), or the skip (or the ``InputError``) a one-call row with such
+    a call gets. Nothing of it runs under v1."""
+    return Skip(SEVERAL_CALLS, detail, several=read)
+
+
 def unreadable_gold(error: InputError, text: str | None = None) -> Skip:
     """The ``gold_unreadable`` skip of a gold call that could not be read (``error``, from the
     shared decoders); ``text``, the call as written, adds what is wrong with it when it holds
@@ -399,7 +432,8 @@ def gold_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | Non
 
 def check_candidate(candidate: Candidate) -> Skip | None:
     """The skip reasons every importer shares, in this order: ``empty_query``,
-    ``duplicate_tool``, ``invalid_schema``, ``undeclared_tool``, ``gold_invalid``."""
+    ``duplicate_tool``, ``invalid_schema``, ``undeclared_tool``, ``gold_invalid`` (the last two
+    for each gold call, in order; the detail names the call of a row with several)."""
     if not candidate.query.strip():
         return Skip("empty_query", "the user turn is empty")
     names = [tool["name"] for tool in candidate.tools]
@@ -411,14 +445,14 @@ def check_candidate(candidate: Candidate) -> Skip | None:
         if problem is not None:
             return Skip("invalid_schema", f"tool {tool['name']!r}: {problem}")
     by_name = {tool["name"]: tool for tool in candidate.tools}
-    gold = candidate.gold_call
-    if gold is None:  # an abstention row: nothing to check against the tools
-        return None
-    if gold["name"] not in by_name:
-        return Skip("undeclared_tool", f"the call names {gold['name']!r}, not a declared tool")
-    problem = gold_problem(by_name[gold["name"]]["parameters"], gold["arguments"])
-    if problem is not None:
-        return Skip("gold_invalid", problem)
+    calls = candidate.calls  # none for an abstention row: nothing to check against the tools
+    for index, gold in enumerate(calls):
+        which = f"call {index}" if len(calls) > 1 else "the call"
+        if gold["name"] not in by_name:
+            return Skip("undeclared_tool", f"{which} names {gold['name']!r}, not a declared tool")
+        problem = gold_problem(by_name[gold["name"]]["parameters"], gold["arguments"])
+        if problem is not None:
+            return Skip("gold_invalid", problem if len(calls) == 1 else f"{which}: {problem}")
     return None
 
 

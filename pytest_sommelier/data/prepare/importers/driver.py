@@ -14,6 +14,10 @@ Ids, languages and roots:
 - ``source_example_id``: the ``--source-field`` value (null or absent: a root row). A
   translation whose root was skipped is skipped too (``root_skipped``).
 
+Under ``--parser v2`` (``ImportOptions.parser``) a row with several calls is read (the
+converter's ``several_calls`` skip carries how) and written with ``gold_calls``; under v1 it is
+skipped as before.
+
 Invariant kept: the output holds exactly the converted rows (or a seeded sample of them), each
 valid for ``sommelier format``; nothing is written when any row is malformed.
 """
@@ -31,6 +35,8 @@ from pytest_sommelier.data.prepare.formatting import (
 )
 from pytest_sommelier.data.prepare.importers.common import (
     DEFAULT_LANGUAGE,
+    PARSERS,
+    SEVERAL_CALLS,
     Candidate,
     Importer,
     ImportOptions,
@@ -133,6 +139,13 @@ def check_options(options: ImportOptions) -> None:
             where="--source-field",
         )
     sample_rows([], options.sample, options.seed)
+    if options.parser not in PARSERS:
+        raise InputError(
+            "SOM-IMPORT-OPTIONS",
+            f"--parser {str(options.parser)[:40]!r} is not one of {', '.join(PARSERS)}",
+            "give --parser v1 (one call per row, the default) or v2 (rows with several calls)",
+            where="--parser",
+        )
 
 
 def _example_id(record: dict[str, Any], where: str, options: ImportOptions, default: str) -> str:
@@ -200,8 +213,12 @@ def import_file(
         language = _language(record, where, options)
         source = _source(record, where, options)
         outcome = convert_row(convert, record, where, strict=options.strict)
+        if isinstance(outcome, Skip) and outcome.several is not None and options.parser == "v2":
+            outcome = convert_row(_reader(outcome.several), record, where, strict=options.strict)
         if isinstance(outcome, Candidate):
             outcome = abstention_skip(outcome, options.abstention) or outcome
+        if isinstance(outcome, Candidate) and len(outcome.calls) > 1 and options.parser != "v2":
+            outcome = Skip(SEVERAL_CALLS, f"the row holds {len(outcome.calls)} calls")
         if isinstance(outcome, Candidate):
             outcome = check_candidate(outcome) or outcome
         if isinstance(outcome, Skip):
@@ -220,7 +237,9 @@ def import_file(
             row["system"] = outcome.system
             result.with_system += 1
         row.update(query=outcome.query, tools=outcome.tools)
-        if outcome.expect == "call":
+        if outcome.expect == "call" and outcome.gold_calls is not None:  # --parser v2
+            row["gold_calls"] = outcome.gold_calls
+        elif outcome.expect == "call":
             row["gold_call"] = outcome.gold_call
         else:  # an abstention example (--abstention keep)
             row["expect"] = outcome.expect
@@ -247,6 +266,12 @@ def import_file(
     result.rows = rows
     result.written = len(rows)
     return result
+
+
+def _reader(read: Callable[[], Candidate | Skip]) -> Converter:
+    """A ``several_calls`` skip's reading of every call as a converter (so an unreadable call
+    is a counted skip, or fatal under ``--strict``, as in any row)."""
+    return lambda record, where: read()
 
 
 def _drop_orphans(converted: list[Converted], result: ImportResult) -> list[Converted]:

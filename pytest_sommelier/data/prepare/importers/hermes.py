@@ -16,7 +16,8 @@ Rules (each skip reason is counted, see ``common``):
   is not kept as the prepared ``system``, since the chat template writes its own tool block
   under the native policy and tools-in-system writes its own system turn;
 - ``no_tools``: no ``<tools>`` block; ``no_call``: no ``<tool_call>`` in the reply, or no reply;
-  ``several_calls``: more than one; ``multi_turn``: anything but ``[system?, human, gpt]``;
+  ``several_calls``: more than one (kept, one gold call per block, under ``--parser v2``);
+  ``multi_turn``: anything but ``[system?, human, gpt]``;
 - then the shared checks (``common.check_candidate``).
 """
 
@@ -35,6 +36,7 @@ from pytest_sommelier.data.prepare.importers.common import (
     is_python_literal,
     malformed,
     need,
+    several_calls,
     tool_from_spec,
     unreadable_gold,
     wrong_type,
@@ -103,23 +105,31 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
     if not calls:  # a text answer while tools are offered: an abstention candidate
         answer = values[-1].strip() or None
         return Candidate(values[-2], tools, None, expect="no_call", answer=answer)
-    if len(calls) > 1:
-        return Skip("several_calls", f"the reply holds {len(calls)} <tool_call> blocks")
     field = f"conversations[{len(turns) - 1}] <tool_call>"
-    text = calls[0].strip()
-    try:
-        gold = call_from_spec(decode_text(text, where, field, literal=True), where, field,
-                              literal=True)  # fmt: skip
-    except InputError as error:  # one unreadable call skips its row, never the file
-        return unreadable_gold(error, text)
-    note = None
-    if is_python_literal(text):
-        note = (
-            PYTHON_LITERAL_GOLD,
-            "the gold call is a Python literal, converted to JSON; a model trained on this "
-            "form writes it, which parser v1 reads as invalid_json",
-        )
-    return Candidate(query=values[-2], tools=tools, gold_call=gold, note=note)
+
+    def read() -> Candidate | Skip:
+        golds = []
+        for index, block in enumerate(calls):
+            text = block.strip()
+            name = field if len(calls) == 1 else f"{field}[{index}]"
+            try:
+                golds.append(call_from_spec(decode_text(text, where, name, literal=True), where,
+                                            name, literal=True))  # fmt: skip
+            except InputError as error:  # one unreadable call skips its row, never the file
+                return unreadable_gold(error, text)
+        note = None
+        if any(is_python_literal(block.strip()) for block in calls):
+            note = (
+                PYTHON_LITERAL_GOLD,
+                "the gold call is a Python literal, converted to JSON; a model trained on this "
+                "form writes it, which parser v1 reads as invalid_json",
+            )
+        several = golds if len(golds) > 1 else None
+        return Candidate(values[-2], tools, golds[0], note=note, gold_calls=several)
+
+    if len(calls) > 1:
+        return several_calls(f"the reply holds {len(calls)} <tool_call> blocks", read)
+    return read()
 
 
 IMPORTER = Importer(

@@ -1,7 +1,8 @@
 """``sommelier import openai-chat``: OpenAI / HF chat rows ``{"messages": [...], "tools": [...]}``.
 
 A row converts when its messages are ``[system?, user, assistant]`` and the assistant turn holds
-exactly one ``tool_calls`` entry (``{"type": "function", "function": {"name", "arguments"}}``,
+exactly one ``tool_calls`` entry (one or more under ``--parser v2``) (``{"type": "function",
+"function": {"name", "arguments"}}``,
 arguments a JSON string as OpenAI writes them or an object as HF datasets do). ``tools`` is a
 list of OpenAI function specs (or a JSON string holding one, as Parquet datasets store it).
 
@@ -11,7 +12,8 @@ Rules (each skip reason is counted, see ``common``):
   parts; text the assistant writes beside its call is not part of the gold call (the method
   scores the call);
 - ``no_call``: the conversation has no assistant turn after ``[system?, user]``, or the
-  assistant turn has no tool call; ``several_calls``: more than one; ``multi_turn``: anything
+  assistant turn has no tool call; ``several_calls``: more than one (kept under ``--parser
+  v2``, each ``tool_calls`` entry a gold call, in order); ``multi_turn``: anything
   else before the call (earlier assistant turns, tool results, a second user turn) or after it;
 - then the shared checks (``common.check_candidate``).
 """
@@ -29,6 +31,7 @@ from pytest_sommelier.data.prepare.importers.common import (
     decode_text,
     malformed,
     need,
+    several_calls,
     text_content,
     tool_from_spec,
     unreadable_gold,
@@ -98,18 +101,26 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
         return _answered(messages, roles, where, tools)
     if not isinstance(calls, list):
         raise malformed(where, f"messages[{last}].tool_calls", "must be a list")
+
+    def read() -> Candidate | Skip:
+        try:
+            golds = [
+                call_from_spec(call, where, f"messages[{last}].tool_calls[{index}]")
+                for index, call in enumerate(calls)
+            ]
+        except InputError as error:  # one unreadable call skips its row, never the file
+            return unreadable_gold(error)
+        user = last - 1
+        query = text_content(messages[user].get("content"), where, f"messages[{user}].content")
+        system = None
+        if roles[0] == "system":
+            system = text_content(messages[0].get("content"), where, "messages[0].content")
+        several = golds if len(golds) > 1 else None
+        return Candidate(query, tools, golds[0], system=system or None, gold_calls=several)
+
     if len(calls) > 1:
-        return Skip("several_calls", f"the assistant turn makes {len(calls)} calls")
-    try:
-        gold = call_from_spec(calls[0], where, f"messages[{last}].tool_calls[0]")
-    except InputError as error:  # one unreadable call skips its row, never the file
-        return unreadable_gold(error)
-    user = last - 1
-    query = text_content(messages[user].get("content"), where, f"messages[{user}].content")
-    system = None
-    if roles[0] == "system":
-        system = text_content(messages[0].get("content"), where, "messages[0].content")
-    return Candidate(query=query, tools=tools, gold_call=gold, system=system or None)
+        return several_calls(f"the assistant turn makes {len(calls)} calls", read)
+    return read()
 
 
 def _answered(

@@ -3,7 +3,8 @@
 A row is ``{"query": str, "tools": str, "answers": str}`` where ``tools`` and ``answers`` are JSON
 strings (or already decoded lists): ``tools`` a list of ``{name, description, parameters}`` and
 ``answers`` a list of calls ``{name, arguments}``. ``no_call``: no answer; ``several_calls``: more
-than one; then the shared checks (``common.check_candidate``).
+than one (kept, every call read, under ``--parser v2``); then the shared checks
+(``common.check_candidate``).
 
 xLAM writes a tool's parameters as ``{arg: {type, description, default?}}``; they become JSON
 Schema by these rules (:func:`parameters_schema`):
@@ -42,6 +43,7 @@ from pytest_sommelier.data.prepare.importers.common import (
     decode_text,
     malformed,
     need,
+    several_calls,
     type_name,
     wrong_type,
 )
@@ -222,7 +224,12 @@ def convert(record: dict[str, Any], where: str) -> Candidate | Skip:
     if not answers:  # xLAM's irrelevance rows: no offered tool fits (an abstention candidate)
         return Candidate(query=query, tools=tools, gold_call=None, expect="no_call")
     if len(answers) > 1:
-        return Skip("several_calls", f"answers holds {len(answers)} calls")
+
+        def read() -> Candidate:
+            calls = [call_from_spec(a, where, f"answers[{i}]") for i, a in enumerate(answers)]
+            return Candidate(query=query, tools=tools, gold_call=calls[0], gold_calls=calls)
+
+        return several_calls(f"answers holds {len(answers)} calls", read)
     gold = call_from_spec(answers[0], where, "answers[0]")
     return Candidate(query=query, tools=tools, gold_call=gold)
 
