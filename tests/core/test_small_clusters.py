@@ -16,8 +16,10 @@ from pytest_sommelier.core.clusters import (
     cluster_index,
     cr2_design_effect_from_sums,
     design_effect,
+    effective_clusters,
     informative_clusters,
     informative_df,
+    informative_sizes,
     kish_design_effect,
 )
 from pytest_sommelier.core.intervals import rate_interval
@@ -181,3 +183,78 @@ def test_the_views_warn_of_few_or_dominant_clusters() -> None:
     assert text is not None and text.endswith("the intervals rest on few independent units")
     assert text.startswith("minimum detectable difference in full_call_exact_match at 80% power "
                            "(one-sided 2.5%), at the observed discordance 0.300: 0.20")  # fmt: skip
+
+
+# --- the effective number of informative clusters (Carter, Schnepel & Steigerwald 2017) ------
+
+
+def css_g_star(gammas: np.ndarray) -> float:
+    """G* from the paper's definition: ``G / (1 + Gamma)``, ``Gamma = mean((gamma_g -
+    mean gamma)^2) / mean(gamma)^2`` (the squared coefficient of variation of the clusters'
+    variance contributions)."""
+    gamma = float(np.mean((gammas - gammas.mean()) ** 2) / gammas.mean() ** 2)
+    return gammas.size / (1.0 + gamma)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.floats(0.0, 1.0))
+def test_effective_clusters_is_g_star_at_correlation_one(sizes: list[int], rho: float) -> None:
+    m = np.array(sizes, dtype=float)
+    g_star = effective_clusters(sizes)
+    # the definition with gamma_g = m_g^2 (a mean at within-cluster correlation 1)
+    assert g_star == pytest.approx(css_g_star(m * m), rel=1e-9)
+    # between 1 and the count, the count for equal sizes
+    assert 1.0 - 1e-9 <= g_star <= len(sizes) + 1e-9
+    assert effective_clusters([sizes[0]] * len(sizes)) == pytest.approx(len(sizes))
+    # the smallest over rho in [0, 1] (gamma_g = m_g (1 + (m_g - 1) rho)): the worst case
+    assert g_star <= css_g_star(m * (1.0 + (m - 1.0) * rho)) + 1e-9
+    # it depends on the sizes' proportions only
+    assert effective_clusters([3 * x for x in sizes]) == pytest.approx(g_star, rel=1e-9)
+
+
+def test_effective_clusters_worked_cases() -> None:
+    assert effective_clusters([]) == 0.0
+    # one cluster of 20 among 20 single pairs: (400 + 20)^2 / (20^4 + 20), about one cluster
+    assert effective_clusters([20] + [1] * 20) == pytest.approx(420**2 / 160020)
+    assert effective_clusters([1, 10]) == pytest.approx(101**2 / 10001)
+
+
+@settings(max_examples=60, deadline=None)
+@given(SIZES, st.integers(0, 2**32 - 1))
+def test_informative_sizes_are_the_clusters_holding_a_discordant_pair(
+    sizes: list[int], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    index = np.repeat(np.arange(len(sizes)), sizes)
+    discordant = rng.random(index.size) < rng.random()
+    held = informative_sizes(discordant, index)
+    assert held.size == informative_clusters(discordant, index)
+    expected = [m for g, m in enumerate(sizes) if discordant[index == g].any()]
+    assert held.tolist() == expected
+
+
+def test_unequal_informative_clusters_lower_the_degrees_of_freedom() -> None:
+    # 12 clusters; the discordant pairs sit in three of sizes 1, 2 and 12: their count gives
+    # df 2, their effective number (Carter et al.'s G* at correlation 1) about 1.07 -> 0.07,
+    # too few for an interval narrower than [-1, 1]
+    sizes = [1, 2, 12] + [5] * 9
+    index = np.repeat(np.arange(len(sizes)), sizes)
+    ref = [1] * index.size
+    cand = list(ref)
+    cand[0] = 0  # cluster 0 (size 1)
+    cand[1] = 0  # cluster 1 (size 2)
+    for position in range(3, 9):  # cluster 2 (size 12)
+        cand[position] = 0
+    entry = rate_interval(rows_of(ref, cand), index, 0.95)
+    g_star = effective_clusters([1, 2, 12])
+    assert entry["informative_clusters"] == 3
+    assert entry["df"] == pytest.approx(g_star - 1.0) and entry["df"] < 2.0
+    assert (entry["lower"], entry["upper"]) == (-1.0, 1.0)
+    # equal sizes: the effective number is the count (the first round's df)
+    index = np.repeat(np.arange(12), 5)
+    cand = [1] * 60
+    for position in (0, 5, 10, 11):  # clusters 0, 1 and 2
+        cand[position] = 0
+    entry = rate_interval(rows_of([1] * 60, cand), index, 0.95)
+    assert entry["informative_clusters"] == 3 and entry["df"] == pytest.approx(2.0)
+    assert -1.0 < entry["lower"] < entry["upper"] < 1.0
