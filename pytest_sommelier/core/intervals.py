@@ -187,6 +187,25 @@ def t_p_from_normal_p(p_value: float, df: float | None) -> float:
     return two_sided_t_p(-normal_inverse_cdf(p_value / 2.0), df)
 
 
+SIZE_WEIGHTED_CLUSTER_WARN = 10.0
+"""The size-weighted mean cluster size (:func:`size_weighted_cluster`) from which the views
+warn that a clustered margin or equivalence gate may pass falsely above its level: measured in
+benchmarks/bench_clustered_margins.py, every design of clusters of 1-10 pairs (about 7) holds
+its level, 40 clusters of 1-20 pairs (about 14) reach 0.043-0.061 against 0.025
+(docs/statistics.md)."""
+
+
+def size_weighted_cluster(index: np.ndarray) -> float:
+    """Kish's size-weighted mean cluster size ``sum(m^2) / sum(m)`` of the pairs' clusters: the
+    number of pairs the average pair shares its cluster with (itself included); 1.0 for
+    distinct clusters, the cluster size for equal ones, larger than the mean when large
+    clusters dominate (Kish 1965, "Survey Sampling", section 5.4). 0.0 with no pairs."""
+    if not index.size:
+        return 0.0
+    sizes = np.bincount(index).astype(np.float64)
+    return float((sizes @ sizes) / sizes.sum())
+
+
 def cluster_adjustment(difference: np.ndarray, index: np.ndarray) -> tuple[float, float]:
     """``(design effect, degrees of freedom)`` of a mean over clustered pairs: the CR2 design
     effect of the per-pair differences (Kish's worst case where none varies) and Bell &
@@ -411,7 +430,8 @@ def paired_interval_block(
     unit rows (clusters), drawn the same way; ``percentile`` is the seed's percentile rule.
     ``p_value`` is each method's two-sided test of ``difference == null`` (a gate's margin;
     0 by default). Returns ``{confidence_level, interval, pairs, clusters, clustered,
-    largest_cluster (the pairs of the largest cluster), null, intervals: {metric: {estimate,
+    largest_cluster (the pairs of the largest cluster), size_weighted_cluster (clustered
+    only: :func:`size_weighted_cluster`), null, intervals: {metric: {estimate,
     lower, upper, method, discordant, degenerate, design_effect, p_value, ...}}}`` (a rate
     entry adds ``pairs``, and ``df`` over clusters; a jackknife-t entry ``standard_error`` and
     ``df``).
@@ -429,6 +449,8 @@ def paired_interval_block(
         "largest_cluster": int(np.bincount(index).max()) if index.size else 0,
         "null": float(null),
     }
+    if clustered:
+        block["size_weighted_cluster"] = size_weighted_cluster(index)
     if pair_sums_needed(interval, index) and pair_sums is None:
         raise InvariantError("SOM-STATS-SHAPE", "pair resample sums are missing",
                              "pass the seed's resampled sums of the stacked pair rows")  # fmt: skip

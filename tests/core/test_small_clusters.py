@@ -22,7 +22,12 @@ from pytest_sommelier.core.clusters import (
     informative_sizes,
     kish_design_effect,
 )
-from pytest_sommelier.core.intervals import rate_interval
+from pytest_sommelier.core.intervals import (
+    SIZE_WEIGHTED_CLUSTER_WARN,
+    rate_interval,
+    size_weighted_cluster,
+)
+from pytest_sommelier.core.stats import paired_intervals_arrays
 from pytest_sommelier.view.text import cluster_warning, power_text
 
 SIZES = st.lists(st.integers(1, 12), min_size=2, max_size=25)
@@ -183,6 +188,48 @@ def test_the_views_warn_of_few_or_dominant_clusters() -> None:
     assert text is not None and text.endswith("the intervals rest on few independent units")
     assert text.startswith("minimum detectable difference in full_call_exact_match at 80% power "
                            "(one-sided 2.5%), at the observed discordance 0.300: 0.20")  # fmt: skip
+
+
+def test_large_dominant_clusters_warn_where_margin_gates_were_measured_above_their_level() -> None:
+    """40 clusters of 1-20 pairs (size-weighted about 14) passed a margin gate falsely
+    0.043-0.061 against 0.025 (bench_clustered_margins); clusters of 1-10 pairs (about 7) held.
+    The block records the size-weighted cluster size and the views warn from 10 on."""
+    wide = block(40, 420, 20)
+    wide["intervals"]["size_weighted_cluster"] = 13.7
+    assert cluster_warning(wide) == (
+        "few clusters: pairs per cluster, weighted by size, 13.7 (from 10, a margin gate may "
+        "pass falsely above its level): the intervals rest on few independent units")  # fmt: skip
+    held = block(50, 275, 10)
+    held["intervals"]["size_weighted_cluster"] = 7.0
+    assert cluster_warning(held) is None
+    assert size_weighted_cluster(np.repeat(np.arange(40), np.arange(1, 41) % 20 + 1)) == (
+        pytest.approx(sum(k * k for k in range(1, 21)) / sum(range(1, 21)))
+    )
+    assert size_weighted_cluster(np.repeat(np.arange(10), np.arange(1, 11))) == pytest.approx(7.0)
+    assert size_weighted_cluster(np.arange(30)) == 1.0
+    assert size_weighted_cluster(np.repeat(np.arange(5), 12)) == 12.0 >= SIZE_WEIGHTED_CLUSTER_WARN
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(1, 30), min_size=1, max_size=40))
+def test_the_size_weighted_cluster_lies_between_the_mean_and_the_largest(sizes: list[int]) -> None:
+    index = np.repeat(np.arange(len(sizes)), sizes)
+    weighted = size_weighted_cluster(index)
+    mean = sum(sizes) / len(sizes)
+    assert mean - 1e-9 <= weighted <= max(sizes) + 1e-9
+
+
+def test_a_clustered_block_records_its_size_weighted_cluster_and_a_plain_one_does_not() -> None:
+    ref = np.array([[1], [0], [1], [1], [0], [1]])
+    cand = np.array([[1], [1], [1], [0], [1], [1]])
+    den = np.ones((6, 1), dtype=int)
+    clustered = paired_intervals_arrays(ref, den, cand, den, seed=1, resamples=50,
+                                        clusters=["a", "a", "a", "b", "b", "c"],
+                                        metric_names=("m",))  # fmt: skip
+    assert clustered["size_weighted_cluster"] == pytest.approx((9 + 4 + 1) / 6)
+    plain = paired_intervals_arrays(ref, den, cand, den, seed=1, resamples=50,
+                                    metric_names=("m",))  # fmt: skip
+    assert "size_weighted_cluster" not in plain
 
 
 # --- the effective number of informative clusters (Carter, Schnepel & Steigerwald 2017) ------
