@@ -287,10 +287,13 @@ def json_path_text(path: Iterable[Any]) -> str:
 def parameters_validator(parameters: Any) -> Any:
     """The JSON Schema validator class a tool's ``parameters`` are checked with: the draft its
     ``$schema`` names (draft 3, 4, 6, 7, 2019-09, 2020-12), else Draft 2020-12; None for a
-    ``$schema`` that names no draft jsonschema knows."""
+    ``$schema`` that names no draft jsonschema knows (a ``$schema`` that is not a string
+    included: jsonschema's lookup raises on a list and on ``true``)."""
     default = jsonschema.Draft202012Validator
     if not isinstance(parameters, dict) or "$schema" not in parameters:
         return default
+    if not isinstance(parameters["$schema"], str):
+        return None
     return jsonschema.validators.validator_for(parameters, default=None)
 
 
