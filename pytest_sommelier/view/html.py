@@ -28,6 +28,7 @@ Invariants kept:
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import math
@@ -461,7 +462,10 @@ def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
+@functools.cache
 def _environment() -> jinja2.Environment:
+    """The page's Jinja environment, one per process: its compiled templates are kept (a
+    template file changed on disk is compiled again, Jinja's ``auto_reload``)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
