@@ -13,13 +13,21 @@ In one run:
    arm's ``inference_telemetry.json``; cached examples are not timed, so the rerun's is 0) and
    the *generation phase*: the summed time of the runner's per-batch step (cache lookups,
    warm-up and ``generate`` calls; model loading excluded), measured by a small probe plugin,
-   which also reports the model-load time (the runner loads the generators even when every
-   output is cached).
-   The ratios cold / cached are printed for wall time and the generation phase (goal: >= 20x);
-4. checks that the rerun's outputs are byte-identical to the cold run's and all marked cached.
+   which also reports the model-load time (the runner asks for the generators even when every
+   output is cached; no weights load then);
+4. runs the cached rerun ``--reruns`` times (default 3) and prints the ratios cold / cached for
+   wall time (the issue's goal: >= 50x), for the CPU time of the pytest process (user + sys, the
+   figure a loaded machine disturbs least) and for the generation phase, against the median
+   rerun (and the fastest beside it);
+5. checks that every rerun's outputs are byte-identical to the cold run's and all marked cached.
+
+``PYTHONDONTWRITEBYTECODE`` is unset for the subprocesses (as in bench_idle and
+bench_collection): with it, every session compiles and assertion-rewrites the plugin's modules
+again, a cost no ordinary install pays.
 
     python benchmarks/bench_cache.py [--tiny] [--limit N] [--examples 48] [--threads 1]
                                      [--max-new-tokens 48] [--batch-size 1] [--device cpu]
+                                     [--reruns 3]
 
 ``--limit N`` keeps the first N examples of every slice of the demo suite (gates are turned off,
 since a subset cannot pass them); ``--examples`` sizes the tiny suite.
@@ -30,7 +38,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,7 +49,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "eval_suites" / "demo" / "sommelier.toml"
-GOAL_RATIO = 20.0
+GOAL_RATIO = 50.0
+"""cold / cached wall time of the pytest process (issue 40)."""
 
 PROBE = '''
 """Benchmark probe: times the runner's per-batch step and writes it at session finish."""
@@ -48,6 +59,7 @@ import os
 import time
 
 import pytest
+from pytest_sommelier.inference import transformers_engine
 from pytest_sommelier.plugin import runner
 
 TOTAL = {"seconds": 0.0, "batches": 0, "load_seconds": 0.0}
@@ -76,12 +88,23 @@ runner.Runner._generate_batch = _timed
 runner.Runner.generator = _timed_generator
 
 
-def pytest_configure(config):
-    threads = int(os.environ.get("BENCH_THREADS", "0"))
-    if threads:
-        import torch
+def _threaded_load(original):
+    """``load_base`` that sets torch's thread count once the model is loaded: importing torch
+    up front would charge a rerun that never generates (nor imports torch) for it."""
 
-        torch.set_num_threads(threads)
+    def load(*args, **kwargs):
+        loaded = original(*args, **kwargs)
+        threads = int(os.environ.get("BENCH_THREADS", "0"))
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        return loaded
+
+    return load
+
+
+transformers_engine.load_base = _threaded_load(transformers_engine.load_base)
 
 
 @pytest.hookimpl(trylast=True)
@@ -196,7 +219,7 @@ def run_pytest(
     ini = folder / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
         "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")]),
         "BENCH_PROBE_OUT": str(probe),
         "BENCH_THREADS": str(threads),
@@ -208,9 +231,12 @@ def run_pytest(
         "--sommelier-cache-dir", str(folder / "cache"), "--sommelier-out", str(out),
         "--sommelier-misses", "0", *extra, *(selection or [suite.name]),
     ]  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=suite.parent, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(
             f"{name} run failed ({done.returncode}):\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
@@ -226,6 +252,7 @@ def run_pytest(
     }
     return {
         "wall": wall,
+        "cpu": cpu,
         "generation_phase": sum(p["seconds"] for p in probes),
         "batches": sum(p["batches"] for p in probes),
         "load": sum(p["load_seconds"] for p in probes),
@@ -246,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=1, help="tiny suite decoding")
     parser.add_argument("--device", default="cpu", help="tiny suite model.device")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: default)")
+    parser.add_argument("--reruns", type=int, default=3, help="cached reruns (median reported)")
     args = parser.parse_args(argv)
 
     reason = "--tiny was given" if args.tiny else demo_usable()
@@ -266,31 +294,48 @@ def main(argv: list[str] | None = None) -> int:
                 f"batch {args.batch_size}, device {args.device}"
             )
         cold = run_pytest(suite, folder, "cold", selection, extra, args.threads)
-        warm = run_pytest(suite, folder, "cached", selection, extra, args.threads)
+        reruns = [
+            run_pytest(suite, folder, f"cached{index}", selection, extra, args.threads)
+            for index in range(max(args.reruns, 1))
+        ]
 
+    keys = ("wall", "cpu", "generation_phase", "load", "telemetry_seconds")
+    warm = {**reruns[0], **{k: statistics.median(r[k] for r in reruns) for k in keys}}
+    best = {k: min(r[k] for r in reruns) for k in keys}
     print(f"cold   : {cold['summary']}")
-    print(f"cached : {warm['summary']}")
+    print(f"cached : {warm['summary']} ({len(reruns)} reruns; median, fastest in brackets)")
     print(f"{'':26s}{'cold':>12s}{'cached':>12s}{'ratio':>10s}")
     rows = [
         ("wall time (s)", "wall"),
+        ("CPU time, user+sys (s)", "cpu"),
         ("generation phase (s)", "generation_phase"),
         ("model load (s)", "load"),
         ("telemetry seconds", "telemetry_seconds"),
     ]
     for label, key in rows:
         ratio = cold[key] / warm[key] if warm[key] > 0 else float("inf")
-        print(f"{label:26s}{cold[key]:12.3f}{warm[key]:12.3f}{ratio:9.1f}x")
+        fastest = cold[key] / best[key] if best[key] > 0 else float("inf")
+        print(f"{label:26s}{cold[key]:12.3f}{warm[key]:12.3f}{ratio:9.1f}x  [{fastest:.1f}x]")
     print(f"{'timed / cached examples':26s}{cold['timed']:>6d}/{cold['cached']:<5d}"
           f"{warm['timed']:>6d}/{warm['cached']:<5d}")  # fmt: skip
     same = all(
-        [r["raw_text"] for r in warm["records"][k]] == [r["raw_text"] for r in cold["records"][k]]
-        for k in cold["records"]
-    ) and set(warm["records"]) == set(cold["records"])
-    all_cached = all(r["cached"] for records in warm["records"].values() for r in records)
+        set(rerun["records"]) == set(cold["records"])
+        and all(
+            [r["raw_text"] for r in rerun["records"][k]]
+            == [r["raw_text"] for r in cold["records"][k]]
+            for k in cold["records"]
+        )
+        for rerun in reruns
+    )
+    all_cached = all(
+        r["cached"] for rerun in reruns for records in rerun["records"].values() for r in records
+    )
     print(f"rerun outputs identical to cold run: {same}; all marked cached: {all_cached}")
-    ratio = cold["generation_phase"] / max(warm["generation_phase"], 1e-9)
+    ratio = cold["wall"] / max(warm["wall"], 1e-9)
+    cpu_ratio = cold["cpu"] / max(warm["cpu"], 1e-9)
     print(
-        f"goal generation phase >= {GOAL_RATIO:.0f}x faster: {'met' if ratio >= 20 else 'NOT met'}"
+        f"goal cold / cached wall time >= {GOAL_RATIO:.0f}x: {ratio:.1f}x "
+        f"({'met' if ratio >= GOAL_RATIO else 'NOT met'}; CPU time {cpu_ratio:.1f}x)"
     )
     return 0 if same and all_cached else 1
 

@@ -19,9 +19,11 @@ Invariants kept:
   the cluster sizes, Kish's ``sum(m^2) / n`` (:func:`kish_design_effect`), in
   :func:`design_effect` and :func:`cr2_design_effect_from_sums`
   (:func:`design_effect_from_moments`, which sees only sums, uses the mean size ``n / K``).
-- The degrees of freedom of a clustered interval never exceed the *informative* clusters
-  minus one (:func:`informative_clusters`, :func:`informative_df`): a cluster without a
-  discordant pair adds nothing to the spread the variance is estimated from.
+- The degrees of freedom of a clustered interval never exceed the *effective number* of the
+  informative clusters minus one (:func:`informative_clusters`, :func:`effective_clusters`,
+  :func:`informative_df`): a cluster without a discordant pair adds nothing to the spread the
+  variance is estimated from, and among those that hold one, large clusters weigh more. The
+  effective number is at most the informative clusters' count and equals it for equal sizes.
 """
 
 from __future__ import annotations
@@ -202,12 +204,46 @@ def informative_clusters(discordant: Any, index: np.ndarray) -> int:
     return int(np.unique(np.asarray(index)[flags]).size)
 
 
-def informative_df(size_df: float, informative: int) -> float:
+def effective_clusters(sizes: Any) -> float:
+    """The effective number of clusters of a mean over clusters of sizes ``m_g`` at a
+    within-cluster correlation of 1: ``G* = (sum m_g^2)^2 / sum m_g^4`` (0.0 for none).
+
+    Carter, Schnepel & Steigerwald (2017), "Asymptotic behavior of a t-test robust to cluster
+    heterogeneity", Rev Econ Stat 99:698-709, show that a cluster-robust t behaves like a t over
+    ``G* = G / (1 + Gamma)`` clusters, ``Gamma`` the squared coefficient of variation of the
+    clusters' variance contributions ``gamma_g``. For a mean under an exchangeable correlation
+    ``rho``, ``gamma_g`` is proportional to ``m_g (1 + (m_g - 1) rho)``, so ``G* = (sum
+    gamma)^2 / sum gamma^2``; at ``rho = 1`` (Kish's worst case, the one the design effect
+    falls back on) ``gamma_g = m_g^2``, the smallest ``G*`` over ``rho`` in [0, 1]. It equals
+    ``G`` for equal sizes and is never more than ``G`` (Cauchy-Schwarz). Passed the sizes of
+    the informative clusters (:func:`informative_clusters`), it bounds a clustered interval's
+    degrees of freedom (:func:`informative_df`)."""
+    m = np.asarray(sizes, dtype=np.float64)
+    squares = m * m
+    fourth = float(squares @ squares)
+    return float(squares.sum()) ** 2 / fourth if fourth > 0 else 0.0
+
+
+def informative_sizes(discordant: Any, index: np.ndarray) -> np.ndarray:
+    """The sizes (pairs) of the clusters that hold a discordant pair (``discordant``: one bool
+    per pair; ``index``: a :func:`cluster_index` result), in cluster order; empty without a
+    discordant pair. Their count is :func:`informative_clusters`."""
+    groups = np.asarray(index, dtype=np.int64)
+    k = cluster_count(groups)
+    sizes = np.bincount(groups, minlength=k)
+    held = np.bincount(groups, weights=np.asarray(discordant, dtype=np.float64), minlength=k)
+    return sizes[held > 0].astype(np.float64)
+
+
+def informative_df(size_df: float, informative: float) -> float:
     """A clustered interval's degrees of freedom: Bell & McCaffrey's ``size_df`` (from the
-    cluster sizes, :func:`bell_mccaffrey_df`), never more than the informative clusters minus
-    one (:func:`informative_clusters`). With no discordant pair at all the variance is not
-    estimated (the design effect is Kish's worst case) and ``size_df`` stands; with one
-    informative cluster it is 0 (no interval narrower than [-1, 1] can be formed)."""
+    cluster sizes, :func:`bell_mccaffrey_df`), never more than ``informative`` minus one:
+    the effective number of the informative clusters (:func:`effective_clusters` of
+    :func:`informative_sizes`; 0.4 and the first round of 0.5 passed their count,
+    :func:`informative_clusters`, which the effective number equals for equal sizes). With no
+    discordant pair at all the variance is not estimated (the design effect is Kish's worst
+    case) and ``size_df`` stands; with one informative cluster it is 0 (no interval narrower
+    than [-1, 1] can be formed)."""
     if informative <= 0:
         return float(size_df)
     return float(min(size_df, informative - 1.0))

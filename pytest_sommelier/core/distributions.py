@@ -12,6 +12,7 @@ Invariants kept: every p-value lies in ``[0, 1]``; ``t_quantile`` inverts ``t_cd
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 from typing import Any
@@ -98,9 +99,11 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(confidence_level: float, df: float) -> float:
     """The two-sided critical value ``t_{1 - (1 - cl)/2, df}`` (bisection on the tail p-value,
-    which is monotone in t)."""
+    which is monotone in t). Memoised per process: a run asks for the same few (level, df)
+    pairs once per metric, slice and comparison (each bisection is ~50 continued fractions)."""
     if df > _NORMAL_DF:
         return normal_quantile(confidence_level)
     alpha = 1.0 - confidence_level

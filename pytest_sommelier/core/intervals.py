@@ -12,8 +12,8 @@ What ``auto`` chooses (docs/statistics.md shows the coverage benchmark behind it
 - the four rate metrics: the Bonett-Price adjusted Wald interval on the discordance table
   (:mod:`pytest_sommelier.core.proportions`); with clusters, the same interval on the counts
   divided by the CR2 design effect of the paired difference, at Bell & McCaffrey's (2002)
-  Satterthwaite degrees of freedom, never more than the clusters holding a discordant pair
-  minus one (``_cr2_bm``; the sandwich design effect with z, 0.3's
+  Satterthwaite degrees of freedom, never more than the effective number of the clusters
+  holding a discordant pair minus one (``_cr2_bm``; the sandwich design effect with z, 0.3's
   ``_cluster_adjusted``, covered 0.907 with one dominant cluster);
 - ``argument_f1`` (a ratio of sums): the jackknife-t interval with two half-weight
   pseudo-units (:func:`~pytest_sommelier.core.ratio_intervals.pseudo_jackknife_t_interval`),
@@ -45,8 +45,10 @@ from pytest_sommelier.core.clusters import (
     cluster_sums,
     cr2_design_effect_from_sums,
     design_effect,
+    effective_clusters,
     informative_clusters,
     informative_df,
+    informative_sizes,
 )
 from pytest_sommelier.core.distributions import (
     normal_cdf,
@@ -185,13 +187,35 @@ def t_p_from_normal_p(p_value: float, df: float | None) -> float:
     return two_sided_t_p(-normal_inverse_cdf(p_value / 2.0), df)
 
 
+SIZE_WEIGHTED_CLUSTER_WARN = 10.0
+"""The size-weighted mean cluster size (:func:`size_weighted_cluster`) from which the views
+warn that a clustered margin or equivalence gate may pass falsely above its level: measured in
+benchmarks/bench_clustered_margins.py, every design of clusters of 1-10 pairs (about 7) holds
+its level, 40 clusters of 1-20 pairs (about 14) reach 0.043-0.061 against 0.025
+(docs/statistics.md)."""
+
+
+def size_weighted_cluster(index: np.ndarray) -> float:
+    """Kish's size-weighted mean cluster size ``sum(m^2) / sum(m)`` of the pairs' clusters: the
+    number of pairs the average pair shares its cluster with (itself included); 1.0 for
+    distinct clusters, the cluster size for equal ones, larger than the mean when large
+    clusters dominate (Kish 1965, "Survey Sampling", section 5.4). 0.0 with no pairs."""
+    if not index.size:
+        return 0.0
+    sizes = np.bincount(index).astype(np.float64)
+    return float((sizes @ sizes) / sizes.sum())
+
+
 def cluster_adjustment(difference: np.ndarray, index: np.ndarray) -> tuple[float, float]:
     """``(design effect, degrees of freedom)`` of a mean over clustered pairs: the CR2 design
     effect of the per-pair differences (Kish's worst case where none varies) and Bell &
     McCaffrey's Satterthwaite degrees of freedom of the cluster sizes, never more than the
-    clusters holding a discordant pair minus one
-    (:func:`~pytest_sommelier.core.clusters.cr2_design_effect_from_sums`,
+    effective number of the clusters holding a discordant pair minus one (Carter, Schnepel &
+    Steigerwald's ``G*`` of their sizes at a within-cluster correlation of 1: their count for
+    equal sizes, fewer when large clusters dominate;
+    :func:`~pytest_sommelier.core.clusters.cr2_design_effect_from_sums`,
     :func:`~pytest_sommelier.core.clusters.bell_mccaffrey_df`,
+    :func:`~pytest_sommelier.core.clusters.effective_clusters`,
     :func:`~pytest_sommelier.core.clusters.informative_df`). 0 degrees of freedom with a
     single cluster, or a single cluster holding every discordant pair: no interval narrower
     than [-1, 1] can be formed."""
@@ -200,8 +224,8 @@ def cluster_adjustment(difference: np.ndarray, index: np.ndarray) -> tuple[float
     residuals = difference - difference.mean()
     sums = np.bincount(index, weights=residuals, minlength=k)
     deff = float(cr2_design_effect_from_sums(sums, sizes, float(residuals @ residuals)))
-    informative = informative_clusters(difference != 0.0, index)
-    return deff, informative_df(bell_mccaffrey_df(sizes), informative)
+    effective = effective_clusters(informative_sizes(difference != 0.0, index))
+    return deff, informative_df(bell_mccaffrey_df(sizes), effective)
 
 
 def rate_interval(
@@ -215,9 +239,10 @@ def rate_interval(
 
     With clusters the counts are divided by the CR2 design effect of the per-pair difference
     ``cand - ref`` and the method is applied at the confidence level whose normal critical
-    value is Bell & McCaffrey's t quantile, at no more degrees of freedom than the clusters
-    holding a discordant pair minus one (:func:`cluster_adjustment`; the method name gains
-    ``_cr2_bm``, the entry records ``df`` and ``informative_clusters``). The coverage
+    value is Bell & McCaffrey's t quantile, at no more degrees of freedom than the effective
+    number of the clusters holding a discordant pair minus one (:func:`cluster_adjustment`;
+    the method name gains ``_cr2_bm``, the entry records ``df`` and ``informative_clusters``,
+    their count). The coverage
     benchmarks behind the choice: benchmarks/bench_coverage_small.py and
     benchmarks/bench_clustered_margins.py (docs/statistics.md has the tables). With one
     cluster, or one cluster holding every discordant pair, the interval is [-1, 1].
@@ -405,7 +430,8 @@ def paired_interval_block(
     unit rows (clusters), drawn the same way; ``percentile`` is the seed's percentile rule.
     ``p_value`` is each method's two-sided test of ``difference == null`` (a gate's margin;
     0 by default). Returns ``{confidence_level, interval, pairs, clusters, clustered,
-    largest_cluster (the pairs of the largest cluster), null, intervals: {metric: {estimate,
+    largest_cluster (the pairs of the largest cluster), size_weighted_cluster (clustered
+    only: :func:`size_weighted_cluster`), null, intervals: {metric: {estimate,
     lower, upper, method, discordant, degenerate, design_effect, p_value, ...}}}`` (a rate
     entry adds ``pairs``, and ``df`` over clusters; a jackknife-t entry ``standard_error`` and
     ``df``).
@@ -423,6 +449,8 @@ def paired_interval_block(
         "largest_cluster": int(np.bincount(index).max()) if index.size else 0,
         "null": float(null),
     }
+    if clustered:
+        block["size_weighted_cluster"] = size_weighted_cluster(index)
     if pair_sums_needed(interval, index) and pair_sums is None:
         raise InvariantError("SOM-STATS-SHAPE", "pair resample sums are missing",
                              "pass the seed's resampled sums of the stacked pair rows")  # fmt: skip
@@ -519,7 +547,7 @@ benchmarks/bench_coverage_small.py (n 20-300, margins 0.02-0.2), where the Bonet
 reached 0.069 (its pseudo-pairs pull the estimate towards 0, the passing side of a negative
 margin); the supremum over the nuisance discordance for n 10-2000 and margins 0.01-0.2 is
 ``--part scan`` of the same benchmark (docs/statistics.md states it). Over clusters, at the
-informative clusters' degrees of freedom: benchmarks/bench_clustered_margins.py."""
+effective informative clusters' degrees of freedom: benchmarks/bench_clustered_margins.py."""
 
 EQUIVALENCE_RATE_METHOD = "tango_cc"
 """The rate interval an equivalence gate (a lower and an upper limit) reads: Tango's score

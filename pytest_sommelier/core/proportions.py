@@ -93,8 +93,18 @@ def tango_interval(
     far towards accepting, ``(b - c - n delta -+ continuity) / sd`` (the correction of Edwards
     1948 and of Tango 1998, sec. 5, to the score test), so each bound moves outwards.
     """
-    b, c, n = _arrays(candidate_only, reference_only, pairs)
-    z = normal_quantile(confidence_level)
+    return tango_bounds(
+        candidate_only, reference_only, pairs, normal_quantile(confidence_level), continuity
+    )
+
+
+def tango_bounds(
+    candidate_only: Any, reference_only: Any, pairs: Any, critical: Any,
+    continuity: float = 0.0,
+) -> tuple[Any, Any]:  # fmt: skip
+    """:func:`tango_interval` at a two-sided critical value ``critical`` (which broadcasts
+    with the counts: a benchmark passes one t quantile per table)."""
+    b, c, n, z = _arrays(candidate_only, reference_only, pairs, critical)
     estimate = (b - c) / n
     bounds = []
     for side in (-1.0, 1.0):

@@ -448,6 +448,7 @@ class PairedIntervals(TypedDict):
     clusters: int
     clustered: bool
     largest_cluster: NotRequired[int]  # the pairs of the largest cluster (the views' warning)
+    size_weighted_cluster: NotRequired[float]  # clustered: sum(m^2)/sum(m) (the views' warning)
     null: float
     seed: int
     resamples: int

@@ -26,9 +26,13 @@ Invariants kept here:
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import importlib.metadata
+import importlib.util
 import re
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,6 +78,8 @@ def device_info(device: str | None = None) -> DeviceInfo:
     With ``device`` (a generator's ``device``, e.g. ``"cuda:1"``) the kind is that device's; else
     CUDA when available. The count is the number of visible devices of that kind (1 for cpu).
     """
+    if device == "cpu":  # no torch import: a cached rerun asks this for its cache keys
+        return {"device": "cpu", "device_count": 1}
     import torch
 
     kind = torch.device(device).type if device else ("cuda" if torch.cuda.is_available() else "cpu")
@@ -82,7 +88,15 @@ def device_info(device: str | None = None) -> DeviceInfo:
 
 
 def choose_device(configured: str | None, worker_index: int = 0) -> str:
-    """The configured device, else CUDA device ``worker_index % device_count``, else ``cpu``."""
+    """The configured device, else CUDA device ``worker_index % device_count``, else ``cpu``.
+
+    ``cpu`` is known without importing torch when configured so, or when torch is not imported
+    yet and its build has no GPU backend (:func:`torch_build_without_gpu`): a rerun that finds
+    every output in the generation cache then never imports torch (issue 40)."""
+    if configured == "cpu" or (
+        not configured and sys.modules.get("torch") is None and torch_build_without_gpu()
+    ):
+        return "cpu"
     import torch
 
     if configured:
@@ -106,6 +120,55 @@ def choose_device(configured: str | None, worker_index: int = 0) -> str:
     if torch.cuda.is_available() and torch.cuda.device_count() > 0:
         return f"cuda:{worker_index % torch.cuda.device_count()}"
     return "cpu"
+
+
+@functools.cache
+def torch_build_without_gpu() -> bool:
+    """True when the installed torch is built with neither CUDA nor ROCm, read without
+    importing it (:func:`version_file_without_gpu` on its ``torch/version.py``; once per
+    process): then ``torch.cuda.is_available()`` is False on any machine. False when unsure
+    (no torch, no such file): torch then decides."""
+    try:
+        spec = importlib.util.find_spec("torch")
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        if not locations:
+            return False
+        text = (Path(locations[0]) / "version.py").read_text(encoding="utf-8")
+    except (OSError, ValueError, ImportError):
+        return False
+    return version_file_without_gpu(text)
+
+
+def version_file_without_gpu(text: str) -> bool:
+    """True when ``text`` (torch's generated ``version.py``) binds ``cuda`` and ``hip`` only by
+    top-level ``cuda = None`` / ``hip = None`` assignments, as a CPU-only build's does; False
+    for anything else (either name missing, assigned a version or a computed value, bound in a
+    block or by an import, text that is not Python)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    names = ("cuda", "hip")
+    plain = set()  # the top-level `name = None` statements
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if (
+                len(targets) == 1
+                and isinstance(targets[0], ast.Name)
+                and isinstance(node.value, ast.Constant)
+                and node.value.value is None
+            ):
+                plain.add(id(targets[0]))
+    found = set()
+    for each in ast.walk(tree):
+        if isinstance(each, ast.Name) and each.id in names and isinstance(each.ctx, ast.Store):
+            if id(each) not in plain:
+                return False
+            found.add(each.id)
+        elif isinstance(each, ast.alias) and (each.asname or each.name) in names:
+            return False
+    return found == set(names)
 
 
 def parse_dtype(model: ModelConfig) -> Any:
@@ -422,7 +485,7 @@ def load_generators(
     and digests, the base is loaded (and adapters attached by name) on the first generation."""
     suite_dir = Path(suite_dir)
     base = engines.base_ref(model, suite_dir)
-    parse_dtype(model)
+    engines.dtype_name(model)  # refused here, before anything loads (torch is not imported)
     identity = {**base.identity, "engine": engine_fields()}
     handle = BaseHandle(model, suite_dir, worker_index, choose_device(model.device, worker_index))
     return {

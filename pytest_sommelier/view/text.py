@@ -15,6 +15,7 @@ from pytest_sommelier.core.abstention import LABELS as ABSTENTION_LABELS
 from pytest_sommelier.core.acceptable import METRIC_LABEL as ACCEPTABLE_LABEL
 from pytest_sommelier.core.acceptable import METRIC_NAME as ACCEPTABLE
 from pytest_sommelier.core.call_sets import LABELS as CALL_SET_LABELS
+from pytest_sommelier.core.intervals import SIZE_WEIGHTED_CLUSTER_WARN
 from pytest_sommelier.core.metrics import (
     ARGUMENT_EXACT_MATCH,
     ARGUMENT_F1,
@@ -173,6 +174,9 @@ LARGEST_CLUSTER_SHARE = 0.1
 def cluster_warning(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str | None:
     """``few informative clusters: 4 of 12 hold a discordant pair (under 30); the largest holds
     20 of 40 pairs (over 10%)``: a clustered block's intervals rest on few independent units.
+    Also when the pairs' size-weighted cluster size (``size_weighted_cluster``) reaches
+    ``core.intervals.SIZE_WEIGHTED_CLUSTER_WARN``: there clustered margin gates were measured
+    above their level (docs/statistics.md).
     It counts the clusters that hold a discordant pair of ``metric`` (its entry's
     ``informative_clusters``: a cluster where the arms agree on every pair carries no spread,
     and the interval's degrees of freedom never exceed these minus one), or every cluster for
@@ -195,6 +199,12 @@ def cluster_warning(block: Mapping[str, Any], metric: str = POWER_METRIC) -> str
         parts.append(f"{clusters} (under {FEW_CLUSTERS})")
     if isinstance(largest, int) and pairs and largest > LARGEST_CLUSTER_SHARE * pairs:
         parts.append(f"the largest holds {largest} of {pairs} pairs (over 10%)")
+    weighted = selected.get("size_weighted_cluster")
+    if isinstance(weighted, int | float) and weighted >= SIZE_WEIGHTED_CLUSTER_WARN:
+        parts.append(
+            f"pairs per cluster, weighted by size, {weighted:.1f} (from "
+            f"{SIZE_WEIGHTED_CLUSTER_WARN:g}, a margin gate may pass falsely above its level)"
+        )
     if not parts:
         return None
     return head + "; ".join(parts) + ": the intervals rest on few independent units"

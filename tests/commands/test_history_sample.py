@@ -29,7 +29,9 @@ def stored_pair(pytester: pytest.Pytester, *xdist: str) -> Path:
     return pytester.path / ".sommelier"
 
 
-@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["plain", "xdist"])
+@pytest.mark.parametrize(  # -n 2 starts two worker processes per session: slow tier
+    "xdist", [(), pytest.param(("-n", "2"), marks=pytest.mark.slow)], ids=["plain", "xdist"]
+)
 def test_every_view_says_a_sampled_run_was_a_sample(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], xdist: tuple[str, ...]
 ) -> None:

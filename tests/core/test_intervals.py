@@ -185,6 +185,28 @@ def test_intervals_broadcast_over_arrays_like_scalars() -> None:
             assert (vector[0][i], vector[1][i]) == pytest.approx(one(i), abs=1e-15)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(1, 60),
+                          st.floats(0.5, 5.0)), min_size=1, max_size=8),
+       st.sampled_from([0.0, 0.5]))  # fmt: skip
+def test_tango_bounds_take_one_critical_value_per_table(rows, continuity: float) -> None:
+    # each table at its own critical value (a t quantile per run, as the clustered benchmark
+    # passes them) gives what tango_interval gives at the level of that critical value (up to
+    # the level's round trip through the normal tail)
+    b, c, extra, z = (np.array(column, dtype=float) for column in zip(*rows, strict=True))
+    n = b + c + extra
+    lower, upper = proportions.tango_bounds(b, c, n, z, continuity)
+    for i in range(b.size):
+        level = 1.0 - 2.0 * distributions.normal_cdf(-float(z[i]))
+        one = proportions.tango_interval(b[i], c[i], n[i], level, continuity)
+        assert (float(np.atleast_1d(lower)[i]), float(np.atleast_1d(upper)[i])) == \
+            pytest.approx(one, abs=1e-8)
+    # a larger critical value never narrows the interval
+    wider = proportions.tango_bounds(b, c, n, z + 0.5, continuity)
+    assert np.all(np.atleast_1d(wider[0]) <= np.atleast_1d(lower) + 1e-12)
+    assert np.all(np.atleast_1d(wider[1]) >= np.atleast_1d(upper) - 1e-12)
+
+
 # --- properties of the rate intervals ----------------------------------------------------------
 
 tables = st.tuples(st.integers(0, 60), st.integers(0, 60), st.integers(0, 60), st.integers(0, 60))

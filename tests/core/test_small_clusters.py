@@ -16,11 +16,18 @@ from pytest_sommelier.core.clusters import (
     cluster_index,
     cr2_design_effect_from_sums,
     design_effect,
+    effective_clusters,
     informative_clusters,
     informative_df,
+    informative_sizes,
     kish_design_effect,
 )
-from pytest_sommelier.core.intervals import rate_interval
+from pytest_sommelier.core.intervals import (
+    SIZE_WEIGHTED_CLUSTER_WARN,
+    rate_interval,
+    size_weighted_cluster,
+)
+from pytest_sommelier.core.stats import paired_intervals_arrays
 from pytest_sommelier.view.text import cluster_warning, power_text
 
 SIZES = st.lists(st.integers(1, 12), min_size=2, max_size=25)
@@ -181,3 +188,120 @@ def test_the_views_warn_of_few_or_dominant_clusters() -> None:
     assert text is not None and text.endswith("the intervals rest on few independent units")
     assert text.startswith("minimum detectable difference in full_call_exact_match at 80% power "
                            "(one-sided 2.5%), at the observed discordance 0.300: 0.20")  # fmt: skip
+
+
+def test_large_dominant_clusters_warn_where_margin_gates_were_measured_above_their_level() -> None:
+    """40 clusters of 1-20 pairs (size-weighted about 14) passed a margin gate falsely
+    0.043-0.061 against 0.025 (bench_clustered_margins); clusters of 1-10 pairs (about 7) held.
+    The block records the size-weighted cluster size and the views warn from 10 on."""
+    wide = block(40, 420, 20)
+    wide["intervals"]["size_weighted_cluster"] = 13.7
+    assert cluster_warning(wide) == (
+        "few clusters: pairs per cluster, weighted by size, 13.7 (from 10, a margin gate may "
+        "pass falsely above its level): the intervals rest on few independent units")  # fmt: skip
+    held = block(50, 275, 10)
+    held["intervals"]["size_weighted_cluster"] = 7.0
+    assert cluster_warning(held) is None
+    assert size_weighted_cluster(np.repeat(np.arange(40), np.arange(1, 41) % 20 + 1)) == (
+        pytest.approx(sum(k * k for k in range(1, 21)) / sum(range(1, 21)))
+    )
+    assert size_weighted_cluster(np.repeat(np.arange(10), np.arange(1, 11))) == pytest.approx(7.0)
+    assert size_weighted_cluster(np.arange(30)) == 1.0
+    assert size_weighted_cluster(np.repeat(np.arange(5), 12)) == 12.0 >= SIZE_WEIGHTED_CLUSTER_WARN
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(1, 30), min_size=1, max_size=40))
+def test_the_size_weighted_cluster_lies_between_the_mean_and_the_largest(sizes: list[int]) -> None:
+    index = np.repeat(np.arange(len(sizes)), sizes)
+    weighted = size_weighted_cluster(index)
+    mean = sum(sizes) / len(sizes)
+    assert mean - 1e-9 <= weighted <= max(sizes) + 1e-9
+
+
+def test_a_clustered_block_records_its_size_weighted_cluster_and_a_plain_one_does_not() -> None:
+    ref = np.array([[1], [0], [1], [1], [0], [1]])
+    cand = np.array([[1], [1], [1], [0], [1], [1]])
+    den = np.ones((6, 1), dtype=int)
+    clustered = paired_intervals_arrays(ref, den, cand, den, seed=1, resamples=50,
+                                        clusters=["a", "a", "a", "b", "b", "c"],
+                                        metric_names=("m",))  # fmt: skip
+    assert clustered["size_weighted_cluster"] == pytest.approx((9 + 4 + 1) / 6)
+    plain = paired_intervals_arrays(ref, den, cand, den, seed=1, resamples=50,
+                                    metric_names=("m",))  # fmt: skip
+    assert "size_weighted_cluster" not in plain
+
+
+# --- the effective number of informative clusters (Carter, Schnepel & Steigerwald 2017) ------
+
+
+def css_g_star(gammas: np.ndarray) -> float:
+    """G* from the paper's definition: ``G / (1 + Gamma)``, ``Gamma = mean((gamma_g -
+    mean gamma)^2) / mean(gamma)^2`` (the squared coefficient of variation of the clusters'
+    variance contributions)."""
+    gamma = float(np.mean((gammas - gammas.mean()) ** 2) / gammas.mean() ** 2)
+    return gammas.size / (1.0 + gamma)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.floats(0.0, 1.0))
+def test_effective_clusters_is_g_star_at_correlation_one(sizes: list[int], rho: float) -> None:
+    m = np.array(sizes, dtype=float)
+    g_star = effective_clusters(sizes)
+    # the definition with gamma_g = m_g^2 (a mean at within-cluster correlation 1)
+    assert g_star == pytest.approx(css_g_star(m * m), rel=1e-9)
+    # between 1 and the count, the count for equal sizes
+    assert 1.0 - 1e-9 <= g_star <= len(sizes) + 1e-9
+    assert effective_clusters([sizes[0]] * len(sizes)) == pytest.approx(len(sizes))
+    # the smallest over rho in [0, 1] (gamma_g = m_g (1 + (m_g - 1) rho)): the worst case
+    assert g_star <= css_g_star(m * (1.0 + (m - 1.0) * rho)) + 1e-9
+    # it depends on the sizes' proportions only
+    assert effective_clusters([3 * x for x in sizes]) == pytest.approx(g_star, rel=1e-9)
+
+
+def test_effective_clusters_worked_cases() -> None:
+    assert effective_clusters([]) == 0.0
+    # one cluster of 20 among 20 single pairs: (400 + 20)^2 / (20^4 + 20), about one cluster
+    assert effective_clusters([20] + [1] * 20) == pytest.approx(420**2 / 160020)
+    assert effective_clusters([1, 10]) == pytest.approx(101**2 / 10001)
+
+
+@settings(max_examples=60, deadline=None)
+@given(SIZES, st.integers(0, 2**32 - 1))
+def test_informative_sizes_are_the_clusters_holding_a_discordant_pair(
+    sizes: list[int], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    index = np.repeat(np.arange(len(sizes)), sizes)
+    discordant = rng.random(index.size) < rng.random()
+    held = informative_sizes(discordant, index)
+    assert held.size == informative_clusters(discordant, index)
+    expected = [m for g, m in enumerate(sizes) if discordant[index == g].any()]
+    assert held.tolist() == expected
+
+
+def test_unequal_informative_clusters_lower_the_degrees_of_freedom() -> None:
+    # 12 clusters; the discordant pairs sit in three of sizes 1, 2 and 12: their count gives
+    # df 2, their effective number (Carter et al.'s G* at correlation 1) about 1.07 -> 0.07,
+    # too few for an interval narrower than [-1, 1]
+    sizes = [1, 2, 12] + [5] * 9
+    index = np.repeat(np.arange(len(sizes)), sizes)
+    ref = [1] * index.size
+    cand = list(ref)
+    cand[0] = 0  # cluster 0 (size 1)
+    cand[1] = 0  # cluster 1 (size 2)
+    for position in range(3, 9):  # cluster 2 (size 12)
+        cand[position] = 0
+    entry = rate_interval(rows_of(ref, cand), index, 0.95)
+    g_star = effective_clusters([1, 2, 12])
+    assert entry["informative_clusters"] == 3
+    assert entry["df"] == pytest.approx(g_star - 1.0) and entry["df"] < 2.0
+    assert (entry["lower"], entry["upper"]) == (-1.0, 1.0)
+    # equal sizes: the effective number is the count (the first round's df)
+    index = np.repeat(np.arange(12), 5)
+    cand = [1] * 60
+    for position in (0, 5, 10, 11):  # clusters 0, 1 and 2
+        cand[position] = 0
+    entry = rate_interval(rows_of([1] * 60, cand), index, 0.95)
+    assert entry["informative_clusters"] == 3 and entry["df"] == pytest.approx(2.0)
+    assert -1.0 < entry["lower"] < entry["upper"] < 1.0

@@ -106,22 +106,24 @@ def test_prose_before_the_first_bracket_changes_nothing(before: str, text: str, 
         assert parse_tool_call(before + text + after) == (None, "no_json")
 
 
+# built once (were built again inside every draw of calls(): the same strategies, cheaper)
+CALL_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=5), st.just(0.5)
+)
+CALL_VALUES = st.recursive(
+    CALL_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+CALL_NAMES = st.text(min_size=1, max_size=8)
+CALL_ARGUMENTS = st.dictionaries(st.text(max_size=4), CALL_VALUES, max_size=4)
+
+
 @st.composite
 def calls(draw: st.DrawFn) -> dict[str, Any]:
-    scalars = st.one_of(
-        st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=5), st.just(0.5)
-    )
-    values = st.recursive(
-        scalars,
-        lambda inner: (
-            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
-        ),
-        max_leaves=6,
-    )
-    return {
-        "name": draw(st.text(min_size=1, max_size=8)),
-        "arguments": draw(st.dictionaries(st.text(max_size=4), values, max_size=4)),
-    }
+    return {"name": draw(CALL_NAMES), "arguments": draw(CALL_ARGUMENTS)}
 
 
 @FUZZ

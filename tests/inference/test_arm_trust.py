@@ -387,7 +387,9 @@ def _noise_suite(pytester: pytest.Pytester, special: str | None, **statistics: A
     )
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["serial", "n2"])
+@pytest.mark.parametrize(  # -n 2 starts two worker processes: slow tier (serial stays fast)
+    "xdist", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["serial", "n2"]
+)
 def test_a_batch_dependent_fake_has_a_noise_floor_and_the_gate_sees_it(
     pytester: pytest.Pytester, xdist: bool
 ) -> None:

@@ -14,12 +14,21 @@ from fakes import NO_LOAD_CONFTEST
 from plugin_helpers import read_json, tiny_suite
 from suite_factory import to_toml
 
+from pytest_sommelier.inference.transformers_engine import torch_build_without_gpu
+
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from fault_server import FaultServer
 
 pytestmark = pytest.mark.slow  # subprocess sessions on a tiny real model
 
 pytest_plugins = ["pytester"]
+# appended to a rerun's conftest: whether the session imported torch, written at its end
+TORCH_RECORDER = (
+    "import pathlib, sys\n"
+    "def pytest_sessionfinish(session):\n"
+    "    imported = str('torch' in sys.modules)\n"
+    "    (pathlib.Path(__file__).parent / 'torch.txt').write_text(imported, encoding='utf-8')\n"
+)
 SECRET = "sk-test-0123456789-secret"
 
 
@@ -179,11 +188,16 @@ def test_e08_a_fully_cached_rerun_loads_no_model(
     cache = ["--sommelier-cache-dir", str(pytester.path / "gen-cache")]
     first = run(pytester, *cache)
     assert first.ret == 0, first.stdout.str()[-2000:]
-    (pytester.path / "suite" / "conftest.py").write_text(NO_LOAD_CONFTEST, encoding="utf-8")
+    (pytester.path / "suite" / "conftest.py").write_text(
+        NO_LOAD_CONFTEST + TORCH_RECORDER, encoding="utf-8"
+    )
     second = pytester.runpytest_subprocess(
         "-m", "eval", "-p", "no:cacheprovider", "--sommelier-out", "out2", *cache
     )  # fmt: skip
     assert second.ret == 0, second.stdout.str()[-3000:]
+    # nor import torch, where its build has no GPU backend (the device is then known without it)
+    imported = (pytester.path / "suite" / "torch.txt").read_text(encoding="utf-8")
+    assert imported == str(not torch_build_without_gpu())
     records = [
         json.loads(line)
         for path in (pytester.path / "out2" / "eval").rglob("generations.*.jsonl")

@@ -287,10 +287,13 @@ def json_path_text(path: Iterable[Any]) -> str:
 def parameters_validator(parameters: Any) -> Any:
     """The JSON Schema validator class a tool's ``parameters`` are checked with: the draft its
     ``$schema`` names (draft 3, 4, 6, 7, 2019-09, 2020-12), else Draft 2020-12; None for a
-    ``$schema`` that names no draft jsonschema knows."""
+    ``$schema`` that names no draft jsonschema knows (a ``$schema`` that is not a string
+    included: jsonschema's lookup raises on a list and on ``true``)."""
     default = jsonschema.Draft202012Validator
     if not isinstance(parameters, dict) or "$schema" not in parameters:
         return default
+    if not isinstance(parameters["$schema"], str):
+        return None
     return jsonschema.validators.validator_for(parameters, default=None)
 
 
@@ -358,14 +361,44 @@ def ref_problem(parameters: Any) -> str | None:
     return None
 
 
+_PARAMETERS_ERRORS: dict[str, str | None] = {}
+""":func:`parameters_error`'s answers by the JSON text of the parameters (a split or an import
+offers the same few tools on many rows; jsonschema's meta-schema check is ~7 ms each)."""
+_PARAMETERS_ERRORS_LIMIT = 4096
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether ``value`` is made of JSON's own types only (str keys), so its ``json.dumps``
+    text names it exactly."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain_json(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain_json(v) for v in value)
+    return value is None or isinstance(value, str | int | float)
+
+
 def parameters_error(parameters: Any) -> str | None:
     """Why a tool's ``parameters`` is not a valid JSON Schema (of the draft its ``$schema``
     names, else Draft 2020-12; :func:`parameters_validator`), or holds a ``$ref`` that cannot
     be resolved locally (:func:`ref_problem`), or nests deeper than ``FIELD_DEPTH_LIMIT``
-    (checked first, so validation never runs out of stack), or None."""
+    (checked first, so validation never runs out of stack), or None. The answer for a
+    parameters value of JSON's own types is remembered per process by its JSON text (the same
+    text is the same schema, key order included)."""
     deep = depth_problem(parameters, FIELD_DEPTH_LIMIT)
     if deep is not None:
         return deep
+    if not _plain_json(parameters):
+        return _parameters_error(parameters)
+    key = json.dumps(parameters, ensure_ascii=False)
+    if key not in _PARAMETERS_ERRORS:
+        if len(_PARAMETERS_ERRORS) >= _PARAMETERS_ERRORS_LIMIT:
+            _PARAMETERS_ERRORS.clear()
+        _PARAMETERS_ERRORS[key] = _parameters_error(parameters)
+    return _PARAMETERS_ERRORS[key]
+
+
+def _parameters_error(parameters: Any) -> str | None:
+    """:func:`parameters_error` past the depth check, never remembered."""
     validator = parameters_validator(parameters)
     if validator is None:
         return (

@@ -134,3 +134,42 @@ def test_the_digest_pattern_is_jsonschemas() -> None:
         assert (CHECK is not None) and CHECK(
             edited(base_row(), ("prompt_sha256",), "replace", text)
         ) is bool(re.search(r"^[0-9a-f]{64}$(?!\n)", text))
+
+
+# ---------------------------------------------------------------- parameters_error, remembered
+
+PARAMETER_SCHEMAS = st.recursive(
+    st.sampled_from(
+        [None, True, 0, 1, 1.0, "", "object", "string", "#", "#/$defs/a", "#/nope",
+         "https://json-schema.org/draft/2020-12/schema", "http://x/y"]
+    ),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(
+        st.sampled_from(["type", "properties", "required", "items", "$ref", "$defs", "a",
+                         "$schema", "$id", "minimum", "enum"]), inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+
+
+@settings(max_examples=150)
+@given(PARAMETER_SCHEMAS)
+def test_a_remembered_parameters_answer_is_the_fresh_one(parameters: Any) -> None:
+    """The per-process memory of ``parameters_error`` (keyed by the JSON text) answers as the
+    check itself: first call, second call (remembered) and the unremembered check agree."""
+    from pytest_sommelier.data.split import schema
+
+    fresh = schema._parameters_error(parameters)
+    assert schema.parameters_error(parameters) == fresh
+    assert schema.parameters_error(json.loads(json.dumps(parameters))) == fresh
+
+
+def test_values_json_text_cannot_tell_apart_are_never_remembered() -> None:
+    """A tuple dumps as the list it is not (jsonschema's ``array`` is a list only): the
+    remembered answer for the list must not answer for the tuple."""
+    from pytest_sommelier.data.split import schema
+
+    listed = {"type": "object", "required": ["a"]}
+    assert schema.parameters_error(listed) is None  # remembered under its JSON text
+    tupled = {"type": "object", "required": ("a",)}
+    assert json.dumps(tupled) == json.dumps(listed)
+    assert schema.parameters_error(tupled) is not None
+    assert schema.parameters_error(tupled) == schema._parameters_error(tupled)
