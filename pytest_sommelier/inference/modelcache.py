@@ -34,7 +34,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.errors import SommelierEnvironmentError, exception_text
@@ -232,6 +232,72 @@ def load_gguf(
             return CachedLoad(model.to(dtype), tokenizer, "disabled", None)
     model, tokenizer = loader(folder, dtype)
     return CachedLoad(model, tokenizer, status, folder)
+
+
+class ResolvedBase(Protocol):
+    """What :func:`load_base_model` reads of a resolved base (``engines.BaseSource``, which
+    imports this module: the shape, not the class)."""
+
+    @property
+    def kind(self) -> str: ...  # "hub", "directory" or "gguf"
+    @property
+    def ref(self) -> str: ...
+    @property
+    def location(self) -> str: ...
+    @property
+    def revision(self) -> str | None: ...
+
+
+def load_base_model(source: ResolvedBase, dtype: Any, suite_dir: Path) -> tuple[Any, Any, str]:
+    """The one loader of a resolved base (``engines.resolve_base``) as (model, tokenizer, load
+    status), on CPU in ``dtype``: a ``.gguf`` file through this cache (:func:`load_gguf`,
+    status hit, miss or disabled), a folder or a hub id pinned to its revision with
+    ``transformers`` (safetensors only, no remote code; status the source's kind). The
+    transformers engine loads its base so, and so does ``training.load_base``."""
+    from pytest_sommelier.data.digests import sha256_path
+    from pytest_sommelier.inference import modelref
+
+    if source.kind == "gguf":
+        path = Path(source.location)
+        loaded = load_gguf(path, sha256_path(path), dtype)
+        return loaded.model, loaded.tokenizer, loaded.status
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = modelref.load_tokenizer(source.ref, revision=source.revision, base_dir=suite_dir)
+    kwargs: dict[str, Any] = {"use_safetensors": True, "trust_remote_code": False}
+    kwargs.update(dtype_kwargs(dtype))
+    if source.kind == "hub":
+        kwargs["revision"] = source.revision
+    try:
+        model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
+    except Exception as exc:
+        raise SommelierEnvironmentError(
+            "SOM-BACKEND-MODEL-LOAD",
+            f"could not load the base model: {exception_text(exc, 200)}",
+            "for a hub id, make sure it is cached or the hub is reachable and the revision "
+            "exists; for a folder, check it holds config.json and safetensors weights",
+            where="model.base",
+        ) from exc
+    return model, tokenizer, source.kind
+
+
+def load_base_tokenizer(source: ResolvedBase, suite_dir: Path) -> Any:
+    """The tokenizer :func:`load_base_model` returns for ``source``, without the weights: a
+    ``.gguf`` base's from this cache's folder when it holds a valid copy (a tokenizer read
+    from the GGUF file itself parses the whole file: seconds for the demo model, per call),
+    else ``modelref.load_tokenizer`` (the GGUF file, a folder, a hub id at its revision)."""
+    from pytest_sommelier.inference import modelref
+
+    if source.kind == "gguf" and cache_enabled():
+        from pytest_sommelier.data.digests import sha256_path
+
+        digest = sha256_path(source.location)
+        folder = cache_root() / digest
+        if is_valid_cache(folder, digest):
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    return modelref.load_tokenizer(source.ref, revision=source.revision, base_dir=suite_dir)
 
 
 @contextlib.contextmanager

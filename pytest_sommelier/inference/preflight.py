@@ -25,8 +25,10 @@ The rules, each failure one ``SommelierError`` line naming the adapter (see docs
 - the vLLM engine's limits: a rank above ``max_lora_rank``, ``modules_to_save``, trainable
   tokens, saved embedding or LM-head weights and DoRA are errors naming the feature and the
   engine (the transformers engine applies all of them);
-- warnings, not errors: a ``base_model_name_or_path`` that names another base than the suite's,
-  and tokenizer files in the adapter folder that differ from the split's tokenizer.
+- warnings, not errors: a ``base_model_name_or_path`` that names another base than the suite's
+  (a ``.gguf`` base's converted copy in the model cache, a folder named by the GGUF file's
+  digest, is the suite's base), and tokenizer files in the adapter folder that differ from the
+  split's tokenizer.
 
 Invariant kept: nothing here reads tensor data, loads a tokenizer or a model's weights, or
 imports torch, except the GGUF fallback, which builds the model skeleton on the ``meta``
@@ -349,10 +351,13 @@ def check_adapter(
     suite_base: str | None = None,
     split_tokenizer: tuple[str, str] | None = None,
     max_lora_rank: int | None = None,
+    base_sha256: str | None = None,
 ) -> AdapterPreflight:
     """Check ``adapter_dir`` against ``base`` for ``engine``; raise the first failure.
 
-    ``suite_base`` is ``[model].base`` (for the ``base_model_name_or_path`` warning),
+    ``suite_base`` is ``[model].base`` (for the ``base_model_name_or_path`` warning; with
+    ``base_sha256``, a ``.gguf`` base's content digest, the model cache's folder of that digest
+    names the same base),
     ``split_tokenizer`` the split's ``(tokenizer_id, tokenizer_revision)`` (for the tokenizer
     warning), ``max_lora_rank`` the vLLM limit (default: the largest rank vLLM supports, since
     the vllm engine sizes ``max_lora_rank`` from the adapters). Reads headers and configs only.
@@ -374,7 +379,7 @@ def check_adapter(
     if engine == VLLM:
         _check_vllm_limits(config, others, rank, max_lora_rank, where)
     warnings = [
-        *_base_warning(config, suite_base),
+        *_base_warning(config, suite_base, base_sha256),
         *_tokenizer_warning(folder, base, split_tokenizer),
     ]
     if peft_type != "LORA":
@@ -776,15 +781,19 @@ def _check_vllm_limits(
 # --------------------------------------------------------------------------- warnings
 
 
-def _base_warning(config: Mapping[str, Any], suite_base: str | None) -> list[str]:
+def _base_warning(
+    config: Mapping[str, Any], suite_base: str | None, base_sha256: str | None = None
+) -> list[str]:
     """A line when the adapter names another base than the suite's. Two references name the
-    same base when their last path parts agree (moved folders, a hub id and its local copy);
-    the line quotes a hub id as the file or the suite writes it, a path by its last part only,
-    so no machine path reaches it."""
+    same base when their last path parts agree (moved folders, a hub id and its local copy),
+    or when the adapter names the model cache's converted copy of the suite's ``.gguf`` base
+    (``inference.modelcache``: a folder named by the GGUF file's digest, ``base_sha256``; a
+    model loaded through the cache names it, issue 41); the line quotes a hub id as the file or
+    the suite writes it, a path by its last part only, so no machine path reaches it."""
     named = config.get("base_model_name_or_path")
     if not suite_base or not isinstance(named, str) or not named:
         return []
-    if _last_part(named) == _last_part(suite_base):
+    if _last_part(named) in (_last_part(suite_base), base_sha256):
         return []
     return [
         f"adapter_config.json names base_model_name_or_path {_shown(named)!r}, the "
@@ -872,6 +881,7 @@ def preflight_suite(suite: Suite, engine: str | None = None) -> SuitePreflight:
     suite_dir = Path(suite.path).parent
     base_ref = engines.base_ref(suite.model, suite_dir)
     base = read_base(base_ref.source)
+    gguf = base_ref.source.kind == "gguf"
     split_tokenizer = split_tokenizer_identity(Path(suite.test_split))
     outcomes: dict[str, AdapterPreflight | SommelierError] = {}
     for key, arm in suite.arms.items():
@@ -887,6 +897,7 @@ def preflight_suite(suite: Suite, engine: str | None = None) -> SuitePreflight:
                 arm=key,
                 suite_base=suite.model.base,
                 split_tokenizer=split_tokenizer,
+                base_sha256=base_ref.identity.get("sha256") if gguf else None,
             )
         except SommelierError as error:
             outcomes[key] = error

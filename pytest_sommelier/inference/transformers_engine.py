@@ -46,7 +46,6 @@ from pytest_sommelier.core.types import (
     EngineConfig,
     ModelConfig,
 )
-from pytest_sommelier.data import digests
 from pytest_sommelier.errors import (
     EvaluationError,
     InputError,
@@ -54,7 +53,7 @@ from pytest_sommelier.errors import (
     SommelierEnvironmentError,
     exception_text,
 )
-from pytest_sommelier.inference import engines, gencache, modelcache, modelref, preflight
+from pytest_sommelier.inference import engines, gencache, modelcache, preflight
 from pytest_sommelier.inference.engines import BaseSource
 from pytest_sommelier.registry import TRANSFORMERS
 
@@ -218,29 +217,9 @@ _BASES: dict[tuple[str, str, str | None, str, str], LoadedBase] = {}
 def _load_model_and_tokenizer(
     source: BaseSource, dtype: Any, suite_dir: Path
 ) -> tuple[Any, Any, str]:
-    """Load weights and tokenizer for a resolved base; returns (model, tokenizer, load status)."""
-    from transformers import AutoModelForCausalLM
-
-    if source.kind == "gguf":
-        path = Path(source.location)
-        loaded = modelcache.load_gguf(path, digests.sha256_path(path), dtype)
-        return loaded.model, loaded.tokenizer, loaded.status
-    tokenizer = modelref.load_tokenizer(source.ref, revision=source.revision, base_dir=suite_dir)
-    kwargs: dict[str, Any] = {"use_safetensors": True, "trust_remote_code": False}
-    kwargs.update(modelcache.dtype_kwargs(dtype))
-    if source.kind == "hub":
-        kwargs["revision"] = source.revision
-    try:
-        model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
-    except Exception as exc:
-        raise SommelierEnvironmentError(
-            "SOM-BACKEND-MODEL-LOAD",
-            f"could not load the base model: {exception_text(exc, 200)}",
-            "for a hub id, make sure it is cached or the hub is reachable and the revision "
-            "exists; for a folder, check it holds config.json and safetensors weights",
-            where="model.base",
-        ) from exc
-    return model, tokenizer, source.kind
+    """Load weights and tokenizer for a resolved base; returns (model, tokenizer, load status)
+    (``modelcache.load_base_model``, the one loader: the training layer's ``load_base`` too)."""
+    return modelcache.load_base_model(source, dtype, suite_dir)
 
 
 def prepare_tokenizer(tokenizer: Any) -> Any:
@@ -531,6 +510,23 @@ def load_engine(
     return load_generators(model, arms, suite_dir=suite_dir, worker_index=worker_index)
 
 
+_LIVE_TOKENIZERS: dict[tuple[str, str, str | None, str], Any] = {}
+
+
+def live_tokenizer(source: BaseSource, identity: Mapping[str, Any], suite_dir: Path) -> Any:
+    """The base's tokenizer for generators over a model in memory, set up as :func:`load_base`
+    sets it, loaded once per process per base and tokenizer content (the training callback
+    builds generators at each checkpoint; a GGUF base's tokenizer read from the file took
+    seconds each time): ``modelcache.load_base_tokenizer``, the tokenizer a pytest run's
+    :func:`load_base` has."""
+    key = (source.kind, source.location, source.revision, str(identity.get("tokenizer_revision")))
+    tokenizer = _LIVE_TOKENIZERS.get(key)
+    if tokenizer is None:
+        tokenizer = prepare_tokenizer(modelcache.load_base_tokenizer(source, suite_dir))
+        _LIVE_TOKENIZERS[key] = tokenizer
+    return tokenizer
+
+
 def live_generators(
     model: ModelConfig,
     arms: Mapping[str, ArmConfig],
@@ -543,9 +539,10 @@ def live_generators(
     ``training.SommelierCallback``): no weights are loaded or copied. The base arms generate
     with peft's ``disable_adapter()``, the adapter arm (exactly one) with ``adapter_name``, the
     adapter being trained; the tokenizer is the suite base's, set up as :func:`load_base` sets
-    it. Identities are :func:`load_generators`' (the adapter arm's folder is the checkpoint its
-    ``ArmConfig`` names), so the outputs key the generation cache exactly as a pytest run of the
-    same checkpoint does. The caller owns the model's mode, gradients and RNG states."""
+    it (:func:`live_tokenizer`, loaded once per process). Identities are
+    :func:`load_generators`' (the adapter arm's folder is the checkpoint its ``ArmConfig``
+    names), so the outputs key the generation cache exactly as a pytest run of the same
+    checkpoint does. The caller owns the model's mode, gradients and RNG states."""
     suite_dir = Path(suite_dir)
     base = engines.base_ref(model, suite_dir)
     parameter = next(iter(live_model.parameters()), None)
@@ -558,13 +555,11 @@ def live_generators(
             f"set [model] dtype = {live_dtype!r} in the suite, or train in {base.dtype}",
             where="model.dtype",
         )
-    tokenizer = modelref.load_tokenizer(
-        base.source.ref, revision=base.source.revision, base_dir=suite_dir
-    )
     device = str(parameter.device) if parameter is not None else "cpu"
     loaded = LoadedBase(
-        live_model, prepare_tokenizer(tokenizer), device, dict(base.identity), "live"
-    )
+        live_model, live_tokenizer(base.source, base.identity, suite_dir), device,
+        dict(base.identity), "live",
+    )  # fmt: skip
     identity = {**base.identity, "engine": engine_fields()}
     handle = BaseHandle(model, suite_dir, 0, device, loaded)
     generators: dict[str, TransformersGenerator] = {}
