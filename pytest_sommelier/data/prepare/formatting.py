@@ -45,6 +45,7 @@ from pytest_sommelier.core.acceptable import (
     acceptable_shape_error,
     call_acceptable,
 )
+from pytest_sommelier.core.call_sets import GOLD_CALLS_LIMIT
 from pytest_sommelier.core.canonical import canonical_json_text as canonical_json
 from pytest_sommelier.core.canonical import prompt_digest
 from pytest_sommelier.core.parse import call_shape_error
@@ -369,11 +370,18 @@ def validate_prepared_row(row: Any, where: str, line: int) -> PreparedExample:
 
 
 def _check_calls(value: Any, tools: Sequence[dict[str, Any]], where: str) -> tuple[Call, ...]:
-    """Validate ``gold_calls``: an array of two or more gold calls, each as ``gold_call``."""
+    """Validate ``gold_calls``: an array of two to ``GOLD_CALLS_LIMIT`` gold calls (the split
+    loader's bound, so no formatted row is refused at run time), each as ``gold_call``."""
     if not isinstance(value, list) or len(value) < 2:
         raise _bad(
             where, CALLS_KEY, "must be an array of two or more calls",
             "write a row with one call as gold_call",
+        )  # fmt: skip
+    if len(value) > GOLD_CALLS_LIMIT:
+        raise _bad(
+            where, CALLS_KEY,
+            f"holds {len(value)} calls, more than the {GOLD_CALLS_LIMIT} one row may hold",
+            "split the request into rows of fewer calls",
         )  # fmt: skip
     return tuple(
         _check_gold(call, tools, where, f"{CALLS_KEY}[{index}]") for index, call in enumerate(value)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tool_templates import HERMES, build_tokenizer
 
 from pytest_sommelier.cli import main
+from pytest_sommelier.core.call_sets import GOLD_CALLS_LIMIT
 from pytest_sommelier.data.prepare.formatting import (
     POLICY_TOOLS_IN_SYSTEM_V1,
     POLICY_TOOLS_IN_SYSTEM_V2,
@@ -246,6 +247,22 @@ def test_hostile_gold_calls_are_one_line_naming_the_field(value: Any):
         assert "\n" not in str(error)
     else:
         assert isinstance(value, list) and len(value) >= 2 and example.calls == tuple(value)
+
+
+@settings(max_examples=10, deadline=None)
+@given(extra=st.integers(1, 500))
+def test_gold_calls_over_the_split_limit_are_refused_before_formatting(extra: int):
+    """A prepared row holds no more gold calls than a split row may (GOLD_CALLS_LIMIT, V36):
+    one line at format time, not a formatted split the run then refuses; the limit passes."""
+    at_limit = [PARIS, LONDON] * (GOLD_CALLS_LIMIT // 2)
+    example = validate_prepared_row(prepared(gold_calls=at_limit), "p.jsonl:1", 1)
+    assert len(example.calls) == GOLD_CALLS_LIMIT
+    with pytest.raises(InputError) as caught:
+        validate_prepared_row(prepared(gold_calls=at_limit + [PARIS] * extra), "p.jsonl:1", 1)
+    text = str(caught.value)
+    assert caught.value.code == "SOM-PREPARED-FIELD" and "\n" not in text
+    assert f"holds {GOLD_CALLS_LIMIT + extra} calls, more than the {GOLD_CALLS_LIMIT}" in text
+    assert "p.jsonl:1" in text and "'gold_calls'" in text
 
 
 def test_gold_calls_beside_gold_call_or_on_an_abstention_row_is_refused():
