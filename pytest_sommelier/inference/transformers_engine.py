@@ -53,7 +53,7 @@ from pytest_sommelier.errors import (
     SommelierEnvironmentError,
     exception_text,
 )
-from pytest_sommelier.inference import engines, gencache, modelcache, preflight
+from pytest_sommelier.inference import engines, gencache, greedy_rows, modelcache, preflight
 from pytest_sommelier.inference.engines import BaseSource
 from pytest_sommelier.registry import TRANSFORMERS
 
@@ -204,6 +204,9 @@ class LoadedBase:
     identity: dict[str, Any]
     load_status: str
     adapters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rowwise: bool | None = None
+    """Whether batches go through :func:`greedy_rows.greedy_batch` (None: not known yet; False
+    once the model or one of its prefills does not qualify, for the rest of the process)."""
 
     @property
     def is_peft(self) -> bool:
@@ -390,6 +393,12 @@ class TransformersGenerator:
         return self._peft_name
 
     @property
+    def cache_identity(self) -> dict[str, Any]:
+        """For the generation cache key: the batching procedure (:data:`greedy_rows.PROCEDURE`),
+        so outputs generated before it changed are generated again, not served."""
+        return {"batching": greedy_rows.PROCEDURE}
+
+    @property
     def device(self) -> str:
         """The torch device the arm generates on (e.g. ``"cpu"``, ``"cuda:0"``)."""
         return self.handle.device
@@ -443,17 +452,22 @@ class TransformersGenerator:
         return outputs
 
     def _generate_batch(self, batch: list[str], config: Any) -> list[Completion]:
-        """One left-padded batch through ``model.generate``; decodes only the new tokens."""
+        """One batch: through :func:`greedy_rows.greedy_batch` (each prompt prefilled alone,
+        finished rows leaving the batch) where the model qualifies and the batch has several
+        prompts, else one left-padded ``model.generate``; decodes only the new tokens."""
         tokenizer = self.base.tokenizer
-        encoded = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(
-            self.base.device
-        )
         try:
-            generated = self.base.model.generate(
-                input_ids=encoded["input_ids"],
-                attention_mask=encoded["attention_mask"],
-                generation_config=config,
-            )
+            new_tokens = self._rowwise(batch, config)
+            if new_tokens is None:
+                encoded = tokenizer(
+                    batch, return_tensors="pt", padding=True, add_special_tokens=False
+                ).to(self.base.device)
+                generated = self.base.model.generate(
+                    input_ids=encoded["input_ids"],
+                    attention_mask=encoded["attention_mask"],
+                    generation_config=config,
+                )
+                new_tokens = generated[:, encoded["input_ids"].shape[1] :].tolist()
         except Exception as exc:
             raise EvaluationError(
                 "SOM-BACKEND-GENERATE",
@@ -461,17 +475,46 @@ class TransformersGenerator:
                 "check the model, the device and the prompt lengths",
                 where=f"arm {self.name}",
             ) from exc
-        new_tokens = generated[:, encoded["input_ids"].shape[1] :]
         texts = engines.decode_token_rows(tokenizer, new_tokens)
-        eos = config.eos_token_id
-        stops = [] if eos is None else [int(eos)] if isinstance(eos, int) else [int(e) for e in eos]
         finishes = [
-            engines.finish_of(row, stops, int(config.max_new_tokens)) for row in new_tokens.tolist()
+            engines.finish_of(row, _stop_ids(config), int(config.max_new_tokens))
+            for row in new_tokens
         ]
         return [
             Completion(text, reason, count)
             for text, (reason, count) in zip(texts, finishes, strict=True)
         ]
+
+    def _rowwise(self, batch: list[str], config: Any) -> list[list[int]] | None:
+        """The batch's new token rows from :func:`greedy_rows.greedy_batch`, or None where it
+        does not apply (one prompt, no pad id, a model or cache it does not support: then
+        ``model.generate`` runs, and keeps running for this base once a prefill was refused)."""
+        loaded = self.base
+        if len(batch) < 2 or config.pad_token_id is None or loaded.rowwise is False:
+            return None
+        if loaded.rowwise is None:
+            loaded.rowwise = greedy_rows.supported(loaded.model)
+            if not loaded.rowwise:
+                return None
+        rows = loaded.tokenizer(batch, add_special_tokens=False)["input_ids"]
+        try:
+            return greedy_rows.greedy_batch(
+                loaded.model,
+                rows,
+                stop_ids=_stop_ids(config),
+                max_new_tokens=int(config.max_new_tokens),
+                pad_id=int(config.pad_token_id),
+                device=loaded.device,
+            )
+        except greedy_rows.Unsupported:
+            loaded.rowwise = False
+            return None
+
+
+def _stop_ids(config: Any) -> list[int]:
+    """The generation config's end-of-sequence ids as a list (none, one or several)."""
+    eos = config.eos_token_id
+    return [] if eos is None else [int(eos)] if isinstance(eos, int) else [int(e) for e in eos]
 
 
 def load_generators(

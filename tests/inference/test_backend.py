@@ -213,13 +213,14 @@ def test_max_new_tokens_respected(suite_dir: Path, monkeypatch: pytest.MonkeyPat
     original = tokenizer.batch_decode
 
     def spying(tokens: Any, **kwargs: Any) -> Any:
-        widths.append(int(tokens.shape[1]))
+        widths.append(max(len(row) for row in tokens))  # lists of ids (a tensor at batch 1)
         return original(tokens, **kwargs)
 
     monkeypatch.setattr(tokenizer, "batch_decode", spying)
-    for limit in (1, 5):
+    for limit, size in ((1, 1), (5, 1), (1, 3), (5, 3)):  # batch 3: the row-wise loop
         widths.clear()
-        outputs = generator.generate(PROMPTS, {**DECODING, "max_new_tokens": limit})
+        decoding = {**DECODING, "max_new_tokens": limit, "batch_size": size}
+        outputs = generator.generate(PROMPTS, decoding)
         assert len(outputs) == len(PROMPTS)
         assert widths and max(widths) == limit  # some prompt runs to the limit, none past it
     assert all(
