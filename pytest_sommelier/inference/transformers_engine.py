@@ -462,11 +462,12 @@ class TransformersGenerator:
                 encoded = tokenizer(
                     batch, return_tensors="pt", padding=True, add_special_tokens=False
                 ).to(self.base.device)
-                generated = self.base.model.generate(
-                    input_ids=encoded["input_ids"],
-                    attention_mask=encoded["attention_mask"],
-                    generation_config=config,
-                )
+                with only_this_config(self.base.model, config):
+                    generated = self.base.model.generate(
+                        input_ids=encoded["input_ids"],
+                        attention_mask=encoded["attention_mask"],
+                        generation_config=config,
+                    )
                 new_tokens = generated[:, encoded["input_ids"].shape[1] :].tolist()
         except Exception as exc:
             raise EvaluationError(
@@ -509,6 +510,25 @@ class TransformersGenerator:
         except greedy_rows.Unsupported:
             loaded.rowwise = False
             return None
+
+
+@contextlib.contextmanager
+def only_this_config(model: Any, config: Any) -> Any:
+    """While ``model.generate`` runs, the (peft-unwrapped) model's own ``generation_config`` is
+    ``config``: transformers 5 fills every field a passed config leaves unset from the model's
+    ``generation_config.json`` (a repetition penalty, no-repeat n-grams), which would make the
+    clean greedy config not clean. Restored afterwards (the model may be the user's, in
+    training); a public attribute, set and put back."""
+    inner = greedy_rows.underlying_model(model)
+    own = getattr(inner, "generation_config", None)
+    if own is None:
+        yield
+        return
+    inner.generation_config = config
+    try:
+        yield
+    finally:
+        inner.generation_config = own
 
 
 def _stop_ids(config: Any) -> list[int]:

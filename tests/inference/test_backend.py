@@ -206,6 +206,30 @@ def test_pickle_base_refused(tmp_path: Path) -> None:
     assert "pytorch_model.bin" in str(caught.value)
 
 
+@pytest.mark.parametrize("size", [1, 3])
+def test_the_model_s_own_generation_config_changes_nothing(suite_dir: Path, size: int) -> None:
+    """A model whose generation_config.json sets a repetition penalty and no-repeat n-grams is
+    still decoded by plain greedy (transformers 5 fills a passed config's unset fields from the
+    model's own: the engine shields generate from it; the row-wise loop applies no processor),
+    and the model's own settings are left as they were."""
+    from transformers import GenerationConfig
+
+    decoding = {**DECODING, "max_new_tokens": 12, "batch_size": size}
+    generator = two_arms(suite_dir)["base"]
+    clean = generator.generate(PROMPTS, decoding)
+    model = generator.base.model
+    inner = model.get_base_model() if generator.base.is_peft else model
+    original = inner.generation_config
+    noisy = GenerationConfig(**{**original.to_dict(), "repetition_penalty": 3.0})
+    noisy.no_repeat_ngram_size = 1
+    inner.generation_config = noisy
+    try:
+        assert generator.generate(PROMPTS, decoding) == clean
+        assert inner.generation_config is noisy  # put back
+    finally:
+        inner.generation_config = original
+
+
 def test_max_new_tokens_respected(suite_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     generator = two_arms(suite_dir)["adapter"]
     tokenizer = generator.base.tokenizer
