@@ -78,6 +78,7 @@ def load_split(
     examples: list[Example] = []
     lines_by_id: dict[str, int] = {}
     split_value: tuple[str, int] | None = None
+    tokenizers: dict[tuple[str, str], None] = {}
     for line, record in _records(Path(path), label, digest):
         where = f"{label}:{line}"
         example = _example(record, line, where, arguments_key, parser_version, parser_order)
@@ -100,6 +101,8 @@ def load_split(
                 where=where,
             )
         examples.append(example)
+        # as inference.split_check.split_tokenizers reads them (a null revision is "None")
+        tokenizers[str(record["tokenizer_id"]), str(record["tokenizer_revision"])] = None
     by_slice = _partition(examples, slice_names, label)
     pairs = _pairs(by_slice, slice_names, label)
     return FormattedSplit(
@@ -120,6 +123,7 @@ def load_split(
             )
             for target, p in pairs.items()
         },
+        tokenizers=tuple(tokenizers),
     )
 
 
