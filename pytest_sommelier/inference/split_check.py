@@ -28,6 +28,7 @@ from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.data.references import is_hub_id
+from pytest_sommelier.data.split.load import row_tokenizer
 from pytest_sommelier.errors import InputError, SommelierError
 from pytest_sommelier.inference import engines, modelref
 
@@ -41,8 +42,7 @@ def split_tokenizers(path: Path) -> list[tuple[str, str]]:
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             try:
-                row = strict_json(line)
-                found[(str(row["tokenizer_id"]), str(row["tokenizer_revision"]))] = None
+                found[row_tokenizer(strict_json(line))] = None
             except (ValueError, KeyError, TypeError):
                 continue
     return list(found)

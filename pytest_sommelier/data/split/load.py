@@ -101,8 +101,7 @@ def load_split(
                 where=where,
             )
         examples.append(example)
-        # as inference.split_check.split_tokenizers reads them (a null revision is "None")
-        tokenizers[str(record["tokenizer_id"]), str(record["tokenizer_revision"])] = None
+        tokenizers[row_tokenizer(record)] = None
     by_slice = _partition(examples, slice_names, label)
     pairs = _pairs(by_slice, slice_names, label)
     return FormattedSplit(
@@ -125,6 +124,13 @@ def load_split(
         },
         tokenizers=tuple(tokenizers),
     )
+
+
+def row_tokenizer(record: dict[str, Any]) -> tuple[str, str]:
+    """A formatted row's tokenizer identity, ``(tokenizer_id, tokenizer_revision)`` as text (a
+    null revision reads as ``"None"``): what the loader records in ``FormattedSplit.tokenizers``
+    and ``inference.split_check`` compares with the base's."""
+    return str(record["tokenizer_id"]), str(record["tokenizer_revision"])
 
 
 def load_suite_split(suite: Suite) -> FormattedSplit:
