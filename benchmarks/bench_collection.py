@@ -11,13 +11,18 @@ In one run, in a temporary folder:
    for the subprocesses, or every run would compile and assertion-rewrite every module of the
    plugin again, which the suite's side pays and the plain side does not), then ``--repeat``
    rounds, the three interleaved in each round (a machine whose load drifts drifts for all);
-4. prints each side's best and median time, the ratio suite / plain of the best times and of
-   each round's pair (median), the same for the CPU time of each subprocess (user + sys, the
-   figure a loaded machine disturbs least), and whether the goals are met: the suite collects
-   in at most 1.5x the plain tests' time (issue 40), and in at most 10 s.
+4. prints each side's best and median wall time, the ratio suite / plain of the best times
+   and of each round's pair (median), the same for the CPU time of each subprocess (user +
+   sys), and whether the goals are met: the suite collects in at most 1.5x the plain tests'
+   time (issue 40), judged on CPU time, the figure a loaded machine disturbs least (another
+   process's load stretches the wall time of whichever side it lands on; it barely changes the
+   CPU time either side spends), with the larger of its best and paired ratios; and in at most
+   10 s of wall time.
 
 ``--profile`` also runs the suite's collection in-process under cProfile and prints the
-functions with the largest cumulative and own time (where the collection time goes).
+functions with the largest cumulative and own time (where the collection time goes), and the
+modules the suite's collection imports that an empty session does not (``python -X
+importtime``, by cumulative time: what collecting a suite costs in imports).
 
     python benchmarks/bench_collection.py [--examples 10000] [--repeat 5] [--profile]
 """
@@ -167,6 +172,41 @@ def profile_collection(suite_dir: Path, top: int) -> None:
         print("\n".join(text.getvalue().splitlines()[4:]))
 
 
+def imported(cwd: Path, args: list[str], env: dict[str, str]) -> dict[str, tuple[int, int]]:
+    """Module -> (self, cumulative) import time in microseconds of ``pytest <args>`` run under
+    ``python -X importtime`` (``-s``: pytest's capture would swallow the interpreter's report)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pytest", "-s", *PYTEST_FLAGS, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found: dict[str, tuple[int, int]] = {}
+    for line in done.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[0].strip().isdigit():
+            found[parts[2].strip()] = (int(parts[0]), int(parts[1]))
+    return found
+
+
+def profile_imports(suite_dir: Path, empty_dir: Path, top: int) -> None:
+    """The modules collecting the suite imports beyond an empty session, largest first."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    empty = imported(empty_dir, [], env)
+    suite = imported(suite_dir, ["-m", "eval"], env)
+    extra = {name: times for name, times in suite.items() if name not in empty}
+    total = sum(own for own, _ in extra.values())
+    print(
+        f"\n--- imports of the suite collection beyond an empty session: {len(extra)} modules, "
+        f"{total / 1000:.0f} ms (own times; top {top} by cumulative time) ---"
+    )
+    ranked = sorted(extra.items(), key=lambda item: -item[1][1])
+    for name, (own, cumulative) in ranked[:top]:
+        print(f"{cumulative / 1000:8.1f} ms cumulative {own / 1000:7.1f} ms own  {name}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=10_000)
@@ -206,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
             f"   [{runs['plain'][1]}]"
         )
         ratio = best["suite"] / best["plain"]
-        print(f"ratio suite / plain (best)    : {ratio:7.2f}x")
-        print(f"ratio suite / plain (paired)  : {paired:7.2f}x  (median of each round's ratio)")
+        print(
+            f"ratio suite / plain, wall     : {ratio:7.2f}x best, {paired:.2f}x paired"
+            " (median of each round's ratio)"
+        )
         cpu_best = {name: min(times) for name, times in cpu.items()}
         cpu_paired = statistics.median(
             s / p for s, p in zip(cpu["suite"], cpu["plain"], strict=True)
@@ -221,13 +263,18 @@ def main(argv: list[str] | None = None) -> int:
             f" {cpu_paired:.2f}x paired"
         )
         net = (best["suite"] - best["empty"]) / max(best["plain"] - best["empty"], 1e-9)
-        print(f"ratio net of startup          : {net:7.2f}x")
-        verdict = "met" if ratio <= GOAL_RATIO else "NOT met"
-        print(f"goal suite / plain <= {GOAL_RATIO}x     : {verdict}")
+        print(f"ratio net of startup (wall)   : {net:7.2f}x")
+        judged = max(cpu_best["suite"] / cpu_best["plain"], cpu_paired)
+        verdict = "met" if judged <= GOAL_RATIO else "NOT met"
+        print(
+            f"goal suite / plain <= {GOAL_RATIO}x     : {verdict} (CPU time: {judged:.2f}x, the "
+            f"larger of best and paired; wall {ratio:.2f}x best, {paired:.2f}x paired)"
+        )
         verdict = "met" if best["suite"] <= GOAL_SECONDS else "NOT met"
         print(f"goal suite collection <= {GOAL_SECONDS:.0f} s : {verdict}")
         if args.profile:
             profile_collection(suite_dir, args.top)
+            profile_imports(suite_dir, empty_dir, args.top)
     return 0
 
 

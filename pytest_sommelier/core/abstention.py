@@ -38,14 +38,15 @@ example is never written as 0.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_sommelier.core.metric_parts import column_totals, component_columns
 from pytest_sommelier.core.parse import STATUS_NO_JSON, STATUS_OK
 from pytest_sommelier.core.types import Example, MetricValue
+
+if TYPE_CHECKING:  # numpy is imported where an array is built (collection builds none)
+    import numpy as np
+    import numpy.typing as npt
 
 EXPECT_CALL: Final = "call"
 EXPECT_NO_CALL: Final = "no_call"

@@ -45,15 +45,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from pytest_sommelier.core.call_sets import max_assignment
 from pytest_sommelier.core.parse_v2 import ORDER_EXACT
 from pytest_sommelier.core.types import Call, MetricValue, ScoringRecord
 from pytest_sommelier.errors import InvariantError
+
+if TYPE_CHECKING:  # numpy is imported where an array is built (collection builds none)
+    import numpy as np
+    import numpy.typing as npt
 
 METRIC_NAME = "acceptable_call_match"
 METRIC_LABEL = "acceptable-values match (BFCL rules)"
@@ -365,6 +366,8 @@ def acceptable_arrays(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Numerators and denominators as two int64 arrays of shape ``(len(records), 1)``: the
     column the paired bootstrap appends after the five."""
+    import numpy as np
+
     rows = [acceptable_component(record) for record in records]
     array = np.array(rows, dtype=np.int64).reshape(len(rows), 2)
     return array[:, :1].copy(), array[:, 1:].copy()

@@ -44,10 +44,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, cast
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from pytest_sommelier.core.metric_parts import (
     BAD_CALL_HINT,
@@ -64,6 +61,10 @@ from pytest_sommelier.core.parse import call_shape_error
 from pytest_sommelier.core.parse_v2 import ORDER_ANY, ORDER_EXACT, ORDERS
 from pytest_sommelier.core.types import Call, Metrics
 from pytest_sommelier.errors import InvariantError
+
+if TYPE_CHECKING:  # numpy is imported where an array is built (collection builds none)
+    import numpy as np
+    import numpy.typing as npt
 
 CALL_COUNT_MATCH = "call_count_match"
 CALL_PRECISION = "call_precision"

@@ -9,10 +9,7 @@ what they were. Invariant: :func:`extra_arrays` column ``j`` is metric ``names[j
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from pytest_sommelier.core.abstention import (
     ABSTENTION_METRICS,
@@ -27,6 +24,10 @@ from pytest_sommelier.core.call_sets import (
     call_set_names,
 )
 from pytest_sommelier.core.types import Metrics
+
+if TYPE_CHECKING:  # numpy is imported where an array is built (collection builds none)
+    import numpy as np
+    import numpy.typing as npt
 
 EXTRA_METRICS: tuple[str, ...] = (*CALL_SET_ADDED, *ABSTENTION_METRICS)
 """Every built-in metric beyond the five that some runs hold (what a stop rule, a selection or
@@ -52,6 +53,8 @@ def extra_arrays(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Numerators and denominators of the named added metrics, shape
     ``(len(records), len(names))``."""
+    import numpy as np
+
     calls, abstention = _parts(names)
     num_a, den_a = call_set_arrays(records, calls)
     num_b, den_b = abstention_arrays(records, abstention)

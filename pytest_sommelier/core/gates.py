@@ -37,16 +37,6 @@ from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
 from pytest_sommelier.core import multiplicity
-from pytest_sommelier.core.intervals import (
-    EQUIVALENCE_RATE_METHOD,
-    MARGIN_RATE_METHOD,
-    RATIO_OF_SUMS,
-    entry_at,
-    is_margin,
-    ratio_margin_unevaluable,
-)
-from pytest_sommelier.core.power import design_power, minimum_detectable_effect
-from pytest_sommelier.core.scorers import is_ratio
 from pytest_sommelier.core.text import selected_block, selected_entries, selected_key
 from pytest_sommelier.core.types import (
     ComparisonReport,
@@ -280,6 +270,8 @@ def _interval_observation(
             if margin_entry is not None:  # else a block of a report written before 0.4,
                 entry, null = margin_entry, margin_null  # read as it was recorded
         observed.null = null
+        from pytest_sommelier.core.intervals import ratio_margin_unevaluable
+
         observed.not_evaluable = zero_width(entry, gate.metric) or ratio_margin_unevaluable(
             gate.metric, [limit for _, limit in interval_limits(gate)], entry)
         for key in INTERVAL_THRESHOLDS:
@@ -521,6 +513,9 @@ def interval_limits(gate: GateConfig) -> list[tuple[str, float]]:
 def is_margin_gate(gate: GateConfig) -> bool:
     """A rate-metric interval gate with a non-zero limit (non-inferiority, a bounded loss,
     equivalence): judged on Tango's score interval (``core.intervals.MARGIN_RATE_METHOD``)."""
+    from pytest_sommelier.core.intervals import is_margin
+    from pytest_sommelier.core.scorers import is_ratio
+
     limits = [limit for _, limit in interval_limits(gate)]
     return (
         bool(limits) and not is_ratio(gate.metric) and gate.metric != IDENTICAL_METRIC
@@ -532,6 +527,8 @@ def margin_method(gate: GateConfig) -> str:
     """The rate method a margin gate reads: Tango's score interval, continuity-corrected for an
     equivalence gate (both bounds: its uncorrected size at 90% reached 0.069 for a nominal
     0.05, ``core.intervals.EQUIVALENCE_RATE_METHOD``)."""
+    from pytest_sommelier.core.intervals import EQUIVALENCE_RATE_METHOD, MARGIN_RATE_METHOD
+
     return EQUIVALENCE_RATE_METHOD if len(interval_limits(gate)) > 1 else MARGIN_RATE_METHOD
 
 
@@ -549,6 +546,8 @@ def margin_evidence(
 ) -> tuple[dict[str, Any] | None, float]:
     """A margin gate's Tango interval at ``level`` from its entry, with the p-value (and its
     null) of the threshold that binds: the largest over its limits, as for Holm."""
+    from pytest_sommelier.core.intervals import entry_at
+
     best: tuple[float, float, dict[str, Any]] | None = None
     for key, limit in interval_limits(gate):
         tango = entry_at(dict(entry), level, limit, margin_method(gate))
@@ -582,6 +581,8 @@ def zero_width(entry: Any, metric: str) -> str | None:
 def _power_at(observed: _Observed) -> tuple[float | None, float | None, int | None]:
     """``(power, minimum detectable effect, pairs)`` at the level the gate's interval was
     read at, from the block's power summary of the metric (Nones without one)."""
+    from pytest_sommelier.core.power import minimum_detectable_effect
+
     summary, level = observed.power, observed.confidence_level
     if not summary or level is None or not summary.get("pairs"):
         return None, None, None
@@ -605,6 +606,9 @@ def _effect_power(gate: GateConfig, observed: _Observed) -> tuple[float, float |
     effect``) declares the difference it cares about, the design's power for the gate's claim
     at that difference (``core.power.design_power``: Connor for a limit at 0, Nam's score test
     at a margin), at the observed discordance and the level the gate read; None without one."""
+    from pytest_sommelier.core.intervals import RATIO_OF_SUMS
+    from pytest_sommelier.core.power import design_power
+
     summary, level = observed.power, observed.confidence_level
     effect = gate.effect if gate.effect is not None else (summary or {}).get("effect")
     if effect is None or gate.metric in RATIO_OF_SUMS:
@@ -744,6 +748,8 @@ def _gate_p_value(
     threshold (a difference in the wrong direction never counts as evidence, and so never
     eases another member's test), the largest of them (an equivalence gate passes only when
     both reject); ``(None, None)`` when its subject is unavailable."""
+    from pytest_sommelier.core.intervals import entry_at
+
     found: list[tuple[float, float]] = []
     margin = is_margin_gate(gate)
     for key, limit in interval_limits(gate):
@@ -901,6 +907,8 @@ def _with_recorded(
     comparison_reports: Mapping[str, ComparisonReport],
 ) -> IntervalAt:
     """``interval_at``, falling back to recomputing the recorded entry where it gives none."""
+    from pytest_sommelier.core.intervals import entry_at
+
 
     def at(gate: GateConfig, level: float, null: float) -> Mapping[str, Any] | None:
         found = interval_at(gate, level, null) if interval_at is not None else None

@@ -9,15 +9,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.parse import STATUS_OK, STATUSES
 from pytest_sommelier.core.types import MetricValue
 from pytest_sommelier.errors import InvariantError
+
+if TYPE_CHECKING:  # numpy is imported where an array is built (collection builds none)
+    import numpy as np
+    import numpy.typing as npt
 
 VALID_JSON_RATE = "valid_json_rate"
 FUNCTION_NAME_ACCURACY = "function_name_accuracy"
@@ -136,6 +137,8 @@ def component_columns(
     """Numerators and denominators of per-record components (one row of ``width`` pairs per
     record), two int64 arrays of shape ``(len(rows), width)``: the columns the paired intervals
     resample. The one builder of the extra metrics' columns (abstention, call sets)."""
+    import numpy as np
+
     components = np.array(rows, dtype=np.int64).reshape(len(rows), width, 2)
     return components[:, :, 0].copy(), components[:, :, 1].copy()
 

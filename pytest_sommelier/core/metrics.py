@@ -24,10 +24,7 @@ A record of parser v2 (one carrying ``call_order``: a ``call`` example of a v2 s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple, cast
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from pytest_sommelier.core.abstention import EXPECT_CALL, decision_right, expect_of
 from pytest_sommelier.core.call_sets import CALL_ORDER_FIELD, call_set_components
@@ -49,6 +46,10 @@ from pytest_sommelier.core.metric_parts import (
 from pytest_sommelier.core.parse import call_shape_error
 from pytest_sommelier.core.types import Call, Metrics, ScoringRecord
 from pytest_sommelier.errors import InvariantError
+
+if TYPE_CHECKING:  # numpy is imported where an array is built (collection builds none)
+    import numpy as np
+    import numpy.typing as npt
 
 FULL_CALL = METRIC_NAMES.index(FULL_CALL_EXACT_MATCH)
 """The column of ``full_call_exact_match`` in components and arrays."""
@@ -255,6 +256,8 @@ def component_arrays(
     Invariant: row ``i`` holds ``example_components(records[i])`` in METRIC_NAMES order (this is
     what the paired bootstrap resamples).
     """
+    import numpy as np
+
     rows = [example_components(record) for record in records]
     components = np.array(rows, dtype=np.int64).reshape(len(rows), len(METRIC_NAMES), 2)
     return components[:, :, 0].copy(), components[:, :, 1].copy()

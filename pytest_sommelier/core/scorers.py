@@ -32,10 +32,7 @@ import copy
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from pytest_sommelier.core.call_sets import CALL_PRECISION, CALL_RECALL
 from pytest_sommelier.core.metrics import ARGUMENT_F1
@@ -48,6 +45,10 @@ from pytest_sommelier.errors import (
     exception_text,
 )
 from pytest_sommelier.registry import Registry
+
+if TYPE_CHECKING:  # numpy is imported where an array is built (collection builds none)
+    import numpy as np
+    import numpy.typing as npt
 
 KINDS: tuple[str, ...] = ("rate", "ratio")
 """A scorer's kinds: ``rate`` (0/1 of 1 per example) or ``ratio`` (a ratio of sums)."""
@@ -197,6 +198,8 @@ def example_view(example: Example) -> dict[str, Any]:
 
 def _is_int(value: Any) -> bool:
     """A Python ``int`` or a numpy integer, never a ``bool`` (numpy's either)."""
+    import numpy as np
+
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
@@ -345,6 +348,8 @@ def score_arrays(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Numerators and denominators of the named scorer metrics, two int64 arrays of shape
     ``(len(records), len(names))``; a record lacking a score is an InvariantError."""
+    import numpy as np
+
     rows = []
     for record in records:
         scores = record.get("scores") or {}

@@ -236,6 +236,11 @@ class FormattedSplit:
     sample: dict[str, Any] | None = field(default=None, compare=False)
     """A seeded sample of the file (``data.split.sample``: roots, seed, of_roots, of_sha256),
     None for the whole split."""
+    tokenizers: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """The distinct ``(tokenizer_id, tokenizer_revision)`` of every row of the file (left out or
+    not), in file order, as the split loader read them (``inference.split_check`` compares them
+    with the base's tokenizer without reading the file again); empty for a split not built by
+    the loader."""
 
 
 # --------------------------------------------------------------------------- records

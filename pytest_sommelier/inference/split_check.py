@@ -28,6 +28,7 @@ from pytest_sommelier.core.canonical import canonical_json_text
 from pytest_sommelier.core.types import FormattedSplit, Suite
 from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.data.references import is_hub_id
+from pytest_sommelier.data.split.load import row_tokenizer
 from pytest_sommelier.errors import InputError, SommelierError
 from pytest_sommelier.inference import engines, modelref
 
@@ -41,8 +42,7 @@ def split_tokenizers(path: Path) -> list[tuple[str, str]]:
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             try:
-                row = strict_json(line)
-                found[(str(row["tokenizer_id"]), str(row["tokenizer_revision"]))] = None
+                found[row_tokenizer(strict_json(line))] = None
             except (ValueError, KeyError, TypeError):
                 continue
     return list(found)
@@ -83,24 +83,27 @@ def base_tokenizer(suite: Suite) -> tuple[str, str]:
     return str(identity["tokenizer_id"]), str(identity["tokenizer_revision"])
 
 
-def check_split_tokenizer(suite: Suite) -> None:
+def check_split_tokenizer(suite: Suite, split: FormattedSplit | None = None) -> None:
     """Refuse a split formatted with another tokenizer than the base's (see the module
     docstring); ``[suite] split_tokenizer = "any"`` skips the check. A base the engines would
     refuse (no safetensors, no tokenizer files) is not judged here: the engine's own error
-    names it when its arm is set up."""
+    names it when its arm is set up. ``split``: the suite's split as the loader returned it,
+    whose rows' tokenizers it recorded (``FormattedSplit.tokenizers``), so the file is not read
+    again; without it the file is read (:func:`split_tokenizers`)."""
     if suite.split_tokenizer == "any":
         return
     try:
         base = base_tokenizer(suite)
     except SommelierError:
         return
-    for split in split_tokenizers(Path(suite.test_split)):
-        if not same_tokenizer(split, base):
+    found = split_tokenizers(Path(suite.test_split)) if split is None else split.tokenizers
+    for split_identity in found:
+        if not same_tokenizer(split_identity, base):
             raise InputError(
                 "SOM-SPLIT-TOKENIZER",
-                f"the split was formatted with tokenizer {_shown(split)}, the base model's "
-                f"tokenizer is {_shown(base)}: the prompts are in another tokenizer's chat "
-                "template",
+                f"the split was formatted with tokenizer {_shown(split_identity)}, the base "
+                f"model's tokenizer is {_shown(base)}: the prompts are in another tokenizer's "
+                "chat template",
                 "re-run sommelier format with --tokenizer set to the base model, or set "
                 '[suite] split_tokenizer = "any" if the split uses another tokenizer on purpose',
                 where=f"{suite.path.name}: [suite] test_split",
@@ -131,7 +134,7 @@ def load_checked_suite(
     suite = load_suite(path, live=live, given=arms)
     split = load_suite_split(suite)
     check_gates_against_split(suite, split)
-    check_split_tokenizer(suite)
+    check_split_tokenizer(suite, split)
     check_split_template_kwargs(suite, split)
     return suite, split
 
@@ -143,9 +146,10 @@ def check_split_template_kwargs(suite: Suite, split: FormattedSplit) -> None:
     row that was not is one InputError line naming both."""
     declared = dict(suite.template_kwargs)
     wanted = canonical_json_text(declared)
+    none = canonical_json_text({})  # most rows record none: their text once, not per row
     for example in split.examples:
         recorded = dict(example.template_kwargs or {})
-        if canonical_json_text(recorded) != wanted:
+        if (canonical_json_text(recorded) if recorded else none) != wanted:
             raise InputError(
                 "SOM-SPLIT-TEMPLATE-KWARGS",
                 f"example {example.example_id!r} was formatted with template_kwargs "

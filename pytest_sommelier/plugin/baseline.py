@@ -15,18 +15,16 @@ refused with one line (``data.store.history_compare.refuse_borrowed_stand_in``) 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_sommelier.core import runlayout
-from pytest_sommelier.core.pipeline import ArmRun
-from pytest_sommelier.data.split.load import FormattedSplit
-from pytest_sommelier.data.store.history import describe_arm_folder
-from pytest_sommelier.data.store.history_compare import refuse_borrowed_stand_in
-from pytest_sommelier.data.store.stored import stored_arm
-from pytest_sommelier.data.suite.load import Suite, suite_identity
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.plugin.settings import settings_of
+
+if TYPE_CHECKING:  # the store and the pipeline are imported where a stored arm is read
+    from pytest_sommelier.core.pipeline import ArmRun
+    from pytest_sommelier.core.types import FormattedSplit, Suite
 
 
 def baseline_map(config: pytest.Config) -> dict[str, Path]:
@@ -45,6 +43,11 @@ def baseline_map(config: pytest.Config) -> dict[str, Path]:
 def baseline_arms(config: pytest.Config, suite: Suite, split: FormattedSplit) -> dict[str, ArmRun]:
     """The suite's arms that come from stored runs, read (``data.store.stored.stored_arm``) and
     checked against the session's split."""
+    from pytest_sommelier.core import runlayout
+    from pytest_sommelier.data.store.history_compare import refuse_borrowed_stand_in
+    from pytest_sommelier.data.store.stored import stored_arm
+    from pytest_sommelier.data.suite.load import suite_identity
+
     arms: dict[str, ArmRun] = {}
     configured: dict | None = None
     for name, folder in baseline_map(config).items():
@@ -63,4 +66,6 @@ def baseline_arms(config: pytest.Config, suite: Suite, split: FormattedSplit) ->
 
 def baseline_origins(config: pytest.Config) -> dict[str, str]:
     """Arm name -> where its stored arm comes from (``stored arm 0003 (commit abc1234)``)."""
+    from pytest_sommelier.data.store.history import describe_arm_folder
+
     return {name: describe_arm_folder(folder) for name, folder in baseline_map(config).items()}

@@ -23,7 +23,6 @@ from pytest_sommelier.numbers import bool_word
 from pytest_sommelier.plugin.keys import RESULT_KEY, batch_index_map
 from pytest_sommelier.plugin.role import role_of
 from pytest_sommelier.plugin.settings import settings_of
-from pytest_sommelier.view.terminal import describe_miss
 
 JUNIT_OUTCOME = "sommelier_outcome"
 """The ``--junitxml`` property of every evaluated example: ``hit`` or ``miss``."""
@@ -42,6 +41,8 @@ REASONING_WARNED_KEY = pytest.StashKey[set[str]]()
 """The suites whose reasoning preflight was written (once per session)."""
 FIXTUREINFO_KEY = pytest.StashKey[Any]()
 """A suite file's fixture closure, shared by its items (set by the first)."""
+NOISE_KEY = pytest.StashKey[dict[str, frozenset[str]]]()
+"""A suite file's noise-floor plan (``SuiteFile.noise``), set by its first item's setup."""
 
 
 def load_suite_once(config: pytest.Config, path: Path) -> tuple[Suite, FormattedSplit]:
@@ -281,9 +282,6 @@ class SuiteFile(pytest.Module):
         warn_reasoning(self.config, suite, split)
         self.suite: Suite = suite
         self.split: FormattedSplit = split
-        from pytest_sommelier.core.pipeline import noise_plan
-
-        self.noise = noise_plan(suite, split)
         # marked once here, inherited by every item (cheaper than 2 marks on each item)
         self.add_marker(pytest.mark.eval)
         self.add_marker(pytest.mark.usefixtures("sommelier_model"))
@@ -294,6 +292,18 @@ class SuiteFile(pytest.Module):
             if arm in stored:
                 continue  # comes from an earlier run (--sommelier-baseline)
             yield ArmNode.from_parent(self, name=arm)
+
+    @property
+    def noise(self) -> dict[str, frozenset[str]]:
+        """arm -> the example ids its noise floor re-batches (``core.pipeline.noise_plan``),
+        computed when the file's first item is set up and kept on the node: collection alone
+        never imports the evaluation pipeline."""
+        noise = self.stash.get(NOISE_KEY, None)
+        if noise is None:
+            from pytest_sommelier.core.pipeline import noise_plan
+
+            noise = self.stash[NOISE_KEY] = noise_plan(self.suite, self.split)
+        return noise
 
     def _getobj(self) -> Any:  # pragma: no cover - never imported
         return None
@@ -426,6 +436,8 @@ class EvalItem(pytest.Function):
         self.user_properties.append((JUNIT_OUTCOME, "hit" if payload["hit"] else "miss"))
         text = None
         if not payload["hit"]:
+            from pytest_sommelier.view.terminal import describe_miss
+
             text = describe_miss(payload["record"], self.example.gold_call, self.example.expect)
             self.user_properties.append((JUNIT_MISS, " ".join(text.split())))
         if self.suite.scorers:  # each enabled scorer after the built-ins, in name order

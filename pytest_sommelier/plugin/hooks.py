@@ -8,7 +8,9 @@ Invariant kept: the plugin is free when idle. This module, and what it imports a
 (``keys``, ``role``, ``settings``, ``fixture``), import only pytest and the standard library;
 collection, the session aggregator and with them ``core``, ``data``, ``inference``, numpy,
 jsonschema and jinja2 are imported when a ``sommelier.toml`` is collected or a suite item
-reports (tests/plugin/test_idle_cost.py, benchmarks/bench_idle.py).
+reports (tests/plugin/test_idle_cost.py, benchmarks/bench_idle.py); collecting imports what
+reading the suite and its split needs, never numpy, the statistics, the pipeline, the store or
+a view (tests/plugin/test_collect.py, benchmarks/bench_collection.py).
 """
 
 from __future__ import annotations

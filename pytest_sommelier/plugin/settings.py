@@ -526,7 +526,7 @@ def settings_of(config: pytest.Config) -> Settings:
 def store_path(config: pytest.Config) -> Path:
     """The run store's folder: ``--sommelier-storage`` (relative to the invocation folder,
     like every path option), else ``.sommelier`` at the rootdir."""
-    from pytest_sommelier.data.store.history import DEFAULT_STORE  # called at session finish only
+    from pytest_sommelier.data.store.layout import DEFAULT_STORE  # the store's names only
 
     storage = settings_of(config).storage
     if storage is None:

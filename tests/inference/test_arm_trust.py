@@ -32,6 +32,7 @@ from pytest_sommelier import cli
 from pytest_sommelier.core.misses import finish_counts, miss_category
 from pytest_sommelier.core.noise import noise_floor_block, noise_sample
 from pytest_sommelier.core.types import Completion
+from pytest_sommelier.data.split.load import load_suite_split
 from pytest_sommelier.data.suite.load import load_suite, suite_identity
 from pytest_sommelier.errors import EvaluationError, InputError
 from pytest_sommelier.inference import engines, split_check
@@ -285,6 +286,13 @@ def test_hub_ids_compare_by_id_and_revision(tmp_path: Path) -> None:
     other = _suite_with_split_tokenizer(tmp_path / "b", "fake-org/fake-model", "f" * 40)
     with pytest.raises(InputError):
         split_check.check_split_tokenizer(load_suite(other))
+    # the tokenizers the split loader recorded are the file's: the same answer without a re-read
+    split = load_suite_split(load_suite(other))
+    assert list(split.tokenizers) == split_check.split_tokenizers(load_suite(other).test_split)
+    with pytest.raises(InputError) as caught:
+        split_check.check_split_tokenizer(load_suite(other), split)
+    assert caught.value.code == "SOM-SPLIT-TOKENIZER"
+    split_check.check_split_tokenizer(load_suite(same), load_suite_split(load_suite(same)))
     accepted = _suite_with_split_tokenizer(
         tmp_path / "c", "fake-org/fake-model", "f" * 40, split_tokenizer="any"
     )

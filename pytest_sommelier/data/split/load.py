@@ -78,6 +78,7 @@ def load_split(
     examples: list[Example] = []
     lines_by_id: dict[str, int] = {}
     split_value: tuple[str, int] | None = None
+    tokenizers: dict[tuple[str, str], None] = {}
     for line, record in _records(Path(path), label, digest):
         where = f"{label}:{line}"
         example = _example(record, line, where, arguments_key, parser_version, parser_order)
@@ -100,6 +101,7 @@ def load_split(
                 where=where,
             )
         examples.append(example)
+        tokenizers[row_tokenizer(record)] = None
     by_slice = _partition(examples, slice_names, label)
     pairs = _pairs(by_slice, slice_names, label)
     return FormattedSplit(
@@ -120,7 +122,15 @@ def load_split(
             )
             for target, p in pairs.items()
         },
+        tokenizers=tuple(tokenizers),
     )
+
+
+def row_tokenizer(record: dict[str, Any]) -> tuple[str, str]:
+    """A formatted row's tokenizer identity, ``(tokenizer_id, tokenizer_revision)`` as text (a
+    null revision reads as ``"None"``): what the loader records in ``FormattedSplit.tokenizers``
+    and ``inference.split_check`` compares with the base's."""
+    return str(record["tokenizer_id"]), str(record["tokenizer_revision"])
 
 
 def load_suite_split(suite: Suite) -> FormattedSplit:

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_sommelier.core import runlayout
-from pytest_sommelier.core.report_blocks import EVALUATION_SCHEMA
 from pytest_sommelier.core.types import (
     ComparisonReport,
     EvaluationReport,
@@ -577,6 +576,8 @@ def read_arm(arm_dir: Path) -> StoredArm:
             f"{arm_dir}: not a folder",
             "give a stored arm folder such as runs/<run_id>/eval/<arm>",
         )
+    from pytest_sommelier.core.report_blocks import EVALUATION_SCHEMA  # the report builders
+
     report_path = runlayout.arm_report(arm_dir)
     report = read_json(report_path, expect=EVALUATION_SCHEMA)
     if not isinstance(report, dict) or "slices" not in report or "arm" not in report:

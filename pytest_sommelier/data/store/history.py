@@ -27,7 +27,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import secrets
 import shutil
 from collections.abc import Iterator, Mapping
@@ -44,23 +43,20 @@ from pytest_sommelier.data.store.history_record import (
     git_state,
     run_entry,
 )
+from pytest_sommelier.data.store.layout import DEFAULT_STORE as DEFAULT_STORE
+from pytest_sommelier.data.store.layout import FOLDER as FOLDER
+from pytest_sommelier.data.store.layout import INDEX as INDEX
+from pytest_sommelier.data.store.layout import LOCK as LOCK
+from pytest_sommelier.data.store.layout import PAGE as PAGE
+from pytest_sommelier.data.store.layout import RECORD as RECORD
 from pytest_sommelier.data.store.validate import check_stored
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 from pytest_sommelier.numbers import LABEL_PREFIX, LAST, LAST_ANY, run_number
 
-DEFAULT_STORE = ".sommelier"
-INDEX = "index.json"
-LOCK = ".lock"
-RECORD = "stored_run.json"
-PAGE = "history.html"
 INDEX_SCHEMA = "sommelier.run_store_index.v1"
 RECORD_SCHEMA = "sommelier.stored_run.v1"
 UNVERSIONED = "unversioned"
 SHORT_COMMIT = 7
-FOLDER = re.compile(
-    r"^(?P<number>\d{4,})_(?P<commit>[0-9a-f]{7,40}|unversioned)(?P<dirty>-dirty)?"
-    r"_(?P<time>\d{8}T\d{6}Z)$"
-)
 _KNOWN_FILES = {INDEX, PAGE}
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.data.store import artifacts
-from pytest_sommelier.data.store.history import FOLDER, INDEX, LOCK, RECORD
+from pytest_sommelier.data.store.layout import FOLDER, INDEX, LOCK, RECORD
 from pytest_sommelier.errors import InputError, SommelierEnvironmentError
 
 CODE = "SOM-OUTPUT-PATH"

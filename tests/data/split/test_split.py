@@ -234,6 +234,7 @@ def test_slice_list_must_be_distinct_and_non_empty(tmp_path: Path, slices: tuple
 
 
 LANGUAGES = ("en", "he", "ar")
+TOKENIZERS = (("org/a", "r1"), ("org/a", None), ("org/b", "r1"), ("dir:tok", "sha256:" + "0" * 64))
 
 
 @st.composite
@@ -255,7 +256,17 @@ def splits(draw: st.DrawFn) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
             if free:
                 source = draw(st.sampled_from(free))
                 used[language].add(source)
-        rows.append(make_row(f"r{index}", language, source, prompt_text=f"prompt {index}"))
+        tokenizer_id, revision = draw(st.sampled_from(TOKENIZERS))
+        rows.append(
+            make_row(
+                f"r{index}",
+                language,
+                source,
+                prompt_text=f"prompt {index}",
+                tokenizer_id=tokenizer_id,
+                tokenizer_revision=revision,
+            )
+        )
     return rows, slices
 
 
@@ -283,3 +294,8 @@ def test_split_properties(case: tuple[list[dict[str, Any]], tuple[str, ...]]) ->
         assert list(pairs) == expected
         assert all(root in roots for root, _ in pairs)
         assert len({root for root, _ in pairs}) == len(pairs)
+    # every row's tokenizer (left out or not), distinct, in file order; a null revision reads as
+    # "None", as inference.split_check.split_tokenizers reads the file
+    assert split.tokenizers == tuple(
+        dict.fromkeys((r["tokenizer_id"], str(r["tokenizer_revision"])) for r in rows)
+    )
