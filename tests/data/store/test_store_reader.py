@@ -13,7 +13,7 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.data.store.history import stored_runs
+from pytest_sommelier.data.store import validate
 from pytest_sommelier.data.store.validate import problem
 
 EXAMPLES = 15  # max_examples of the generated property below (reported in docs/hardening.md)
@@ -255,6 +256,39 @@ def test_a_hostile_value_in_any_stored_file_is_one_line_or_harmless(
             assert compare != 0, (where, value)  # a refused file never passes a gate
     after = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
     assert after == before
+
+
+def _tuple_twins(value: Any) -> Iterator[Any]:
+    """``value`` with one of its lists made a tuple, for each list: the same JSON text, not the
+    same value for the schema where it asks for an array (a tuple is not a JSON array)."""
+    if isinstance(value, list):
+        yield tuple(value)
+        for i, item in enumerate(value):
+            for twin in _tuple_twins(item):
+                yield [*value[:i], twin, *value[i + 1 :]]
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            for twin in _tuple_twins(item):
+                yield {**value, key: twin}
+
+
+def test_a_remembered_answer_is_the_schemas_answer(pristine: Path) -> None:
+    """``problem`` remembers its answer by the document's JSON text: asked again it answers what
+    the schema check alone answers, and a twin with the same text that is not JSON's own types
+    (a tuple for a list) is checked, never given the remembered answer."""
+    refused = 0
+    for target, (_, kind) in sorted(TARGETS.items()):
+        document = json.loads(_target(pristine, target).read_text(encoding="utf-8"))
+        assert problem(kind, document) is None and problem(kind, document) is None
+        for twin in _tuple_twins(document):
+            assert json.dumps(twin) == json.dumps(document)
+            expected = validate._problem(kind, twin)
+            assert problem(kind, twin) == expected, (target, expected)
+            refused += expected is not None
+        broken = {**document, "schema_version": 7}
+        assert problem(kind, broken) == validate._problem(kind, broken) is not None
+        assert problem(kind, broken) == validate._problem(kind, broken)
+    assert refused, "no list of any stored document is checked as an array"
 
 
 def test_the_reader_is_used_by_the_session(pristine: Path, tmp_path: Path) -> None:
