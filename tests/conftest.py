@@ -19,6 +19,8 @@ settings.load_profile("sommelier")
 # first in-process pytester session would import them, numpy included, and pytester drops
 # every module first imported inside a session when it ends; numpy cannot be imported twice in
 # one process. The test process imports them once, here, before any pytester session.
+_COMMANDS = ("check", "compare", "history", "imports", "parity", "plan", "plugins", "report",
+             "rescore")  # fmt: skip
 for _module in (
     "numpy",
     "jinja2",
@@ -36,13 +38,11 @@ for _module in (
     "pytest_sommelier.inference.gencache",
     "pytest_sommelier.data.split.sample",
     "pytest_sommelier.data.prepare.formatting",
+    "pytest_sommelier.data.prepare.bfcl",
     "pytest_sommelier.data.prepare.importers.xlam",
     "pytest_sommelier.data.prepare.importers.hermes",
     "pytest_sommelier.cli",
-    *(f"pytest_sommelier.commands.{name}" for name in (
-        "check", "compare", "history", "imports", "parity", "plan", "plugins", "report",
-        "rescore",
-    )),  # fmt: skip
+    *(f"pytest_sommelier.commands.{name}" for name in _COMMANDS),
 ):
     importlib.import_module(_module)
 

@@ -72,7 +72,9 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
 
 
-@pytest.mark.parametrize("chunks", ["text\n", ["te", "xt\n"], b"text\n"], ids=["str", "list", "bytes"])
+@pytest.mark.parametrize(
+    "chunks", ["text\n", ["te", "xt\n"], b"text\n"], ids=["str", "list", "bytes"]
+)
 def test_the_whole_temporary_file_is_flushed_to_disk_before_the_rename(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: str | list[str] | bytes
 ) -> None:

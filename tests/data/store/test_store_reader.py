@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
-from pytest_sommelier.data.store.history import stored_runs
 from pytest_sommelier.data.store import validate
+from pytest_sommelier.data.store.history import stored_runs
 from pytest_sommelier.data.store.validate import problem
 
 EXAMPLES = 15  # max_examples of the generated property below (reported in docs/hardening.md)
