@@ -291,10 +291,9 @@ def test_a_remembered_answer_is_the_schemas_answer(pristine: Path) -> None:
     assert refused, "no list of any stored document is checked as an array"
 
 
-def test_the_reader_is_used_by_the_session(pristine: Path, tmp_path: Path) -> None:
-    """A session comparing with a damaged stored run (``--sommelier-compare=1``) fails with
-    one line naming the file, and writes no passing verdict."""
-    folder = tmp_path / "session"
+def damaged_session_folder(pristine: Path, folder: Path) -> list[str]:
+    """``folder``: the store with run 1's record and report damaged, and the scripted suite;
+    returns the session's arguments (compare with run 1, a compare-fail gate)."""
     folder.mkdir()
     copy_store(pristine, folder / ".sommelier")
     record = run_folder(folder / ".sommelier", 1) / "stored_run.json"
@@ -304,17 +303,39 @@ def test_the_reader_is_used_by_the_session(pristine: Path, tmp_path: Path) -> No
         lambda data: data.__setitem__("slices", ["en"]),
     )
     write_scripted_suite_at(folder)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--sommelier-no-cache",
-         str(folder / "suite"), "--sommelier-out", "three", "--sommelier-compare=1",
-         "--sommelier-compare-fail=full_call_exact_match:0.02"],
-        cwd=folder, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode != 0
-    assert "Traceback" not in done.stdout + done.stderr
-    assert "evaluation_report.json" in done.stdout and "SOM-STORED-" in done.stdout
+    return ["-p", "no:cacheprovider", "-q", "--sommelier-no-cache", str(folder / "suite"),
+            "--sommelier-out", "three", "--sommelier-compare=1",
+            "--sommelier-compare-fail=full_call_exact_match:0.02"]  # fmt: skip
+
+
+def assert_refused_by_the_reader(folder: Path, status: int, out: str, err: str) -> None:
+    assert status != 0
+    assert "Traceback" not in out + err
+    assert "evaluation_report.json" in out and "SOM-STORED-" in out
     verdict = folder / "three" / "gate_verdict.json"
     assert not verdict.exists() or json.loads(verdict.read_text())["verdict"] != "pass"
+
+
+def test_the_reader_is_used_by_the_session(
+    pristine: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session comparing with a damaged stored run (``--sommelier-compare=1``) fails with
+    one line naming the file, and writes no passing verdict (in-process; the same session in a
+    subprocess is the slow twin below)."""
+    folder = pytester.path / "session"
+    args = damaged_session_folder(pristine, folder)
+    monkeypatch.chdir(folder)
+    result = pytester.runpytest(*args)
+    assert_refused_by_the_reader(folder, result.ret, result.stdout.str(), result.stderr.str())
+
+
+@pytest.mark.slow
+def test_the_reader_is_used_by_the_session_in_a_subprocess(pristine: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "session"
+    args = damaged_session_folder(pristine, folder)
+    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert_refused_by_the_reader(folder, done.returncode, done.stdout, done.stderr)
 
 
 def write_scripted_suite_at(folder: Path) -> None:
