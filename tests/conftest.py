@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ settings.load_profile("sommelier")
 # first in-process pytester session would import them, numpy included, and pytester drops
 # every module first imported inside a session when it ends; numpy cannot be imported twice in
 # one process. The test process imports them once, here, before any pytester session.
+_COMMANDS = ("check", "compare", "history", "imports", "parity", "plan", "plugins", "report",
+             "rescore")  # fmt: skip
 for _module in (
     "numpy",
     "jinja2",
@@ -27,8 +31,37 @@ for _module in (
     "pytest_sommelier.plugin.history",
     "pytest_sommelier.view.html",
     "pytest_sommelier.view.ci_summary",
+    # imported by every session's collection or run (the split check, the engine choice) or by
+    # the CLI's commands: kept here, so that no session pays for importing them again
+    "pytest_sommelier.inference.split_check",
+    "pytest_sommelier.inference.select_engine",
+    "pytest_sommelier.inference.gencache",
+    "pytest_sommelier.data.split.sample",
+    "pytest_sommelier.data.prepare.formatting",
+    "pytest_sommelier.data.prepare.bfcl",
+    "pytest_sommelier.data.prepare.importers.xlam",
+    "pytest_sommelier.data.prepare.importers.hermes",
+    "pytest_sommelier.cli",
+    *(f"pytest_sommelier.commands.{name}" for name in _COMMANDS),
 ):
     importlib.import_module(_module)
+
+
+def _fsync_skipped(fd: int) -> None:
+    """``os.fsync`` in the test process: the file descriptor is checked, nothing is flushed."""
+    os.fstat(fd)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_fsync() -> Iterator[None]:
+    """The atomic writer's ``os.fsync`` (a disk flush, ~0.5-3 ms each, thousands per tier) is a
+    check of the descriptor in this process and its in-process sessions: what a test can see
+    (whole files, the rename, the mode) is unchanged. Subprocess sessions flush as the product
+    does; tests of the flush itself patch ``os.fsync`` over this (tests/data/test_atomic.py,
+    tests/hardening/test_faults.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", _fsync_skipped)
+        yield
 
 
 @pytest.fixture(autouse=True)

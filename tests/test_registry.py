@@ -4,7 +4,9 @@ both sources named, and ``sommelier plugins`` listing what was found and from wh
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -103,6 +105,38 @@ def test_entry_points_join_the_registry_and_a_clash_names_both(
     text = str(caught.value)
     assert caught.value.code == "SOM-PLUGIN-DUPLICATE"
     assert "by built-in and by entry point sommelier.engines:vllm of clash-ext 1.0" in text
+
+
+def test_entry_points_are_read_again_exactly_when_the_import_path_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry points are read once per state of the import path: asked again with nothing
+    changed, importlib.metadata is not read; a distribution installed into a folder already on
+    ``sys.path``, a folder put on it, or one taken off it is seen at the next ask."""
+    reads: list[str] = []
+    real = importlib.metadata.entry_points
+
+    def entry_points(**kwargs: Any) -> Any:
+        reads.append(kwargs["group"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    assert "late" not in reg.registry("engines").entries
+    assert "late" not in reg.registry("engines").entries
+    assert reads == ["sommelier.engines"]  # the second ask read nothing
+    (tmp_path / "late_ext.py").write_text("def loader(*a, **k):\n    return {}\n")
+    fake_distribution(site, "late-ext", {"sommelier.engines": {"late": "late_ext:loader"}})
+    assert reg.registry("engines").entries["late"].source.endswith("of late-ext 1.0")
+    other = tmp_path / "other"
+    fake_distribution(other, "other-ext", {"sommelier.engines": {"other": "late_ext:loader"}})
+    with monkeypatch.context() as inner:
+        inner.syspath_prepend(str(other))
+        assert "other" in reg.registry("engines").entries
+    assert "other" not in reg.registry("engines").entries
+    assert len(reads) == 3  # the path as it was before the folder came: remembered
 
 
 def test_an_entry_point_that_cannot_load_is_one_line_naming_it(

@@ -106,18 +106,19 @@ def tango_bounds(
     with the counts: a benchmark passes one t quantile per table)."""
     b, c, n, z = _arrays(candidate_only, reference_only, pairs, critical)
     estimate = (b - c) / n
-    bounds = []
-    for side in (-1.0, 1.0):
-        inner, outer = estimate.copy(), np.full_like(estimate, side)
-        for _ in range(_BISECTIONS):
-            middle = 0.5 * (inner + outer)
-            numerator, sd = _tango_parts(middle, b, c, n)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = (numerator + side * continuity) / sd
-            rejected = np.isnan(t) | (t >= z if side < 0 else t <= -z)
-            outer = np.where(rejected, middle, outer)
-            inner = np.where(rejected, inner, middle)
-        bounds.append(0.5 * (inner + outer))
+    # both sides bisected together (axis 0: lower, upper), each element on its own as before
+    side = np.array([-1.0, 1.0]).reshape((2,) + (1,) * estimate.ndim)
+    lower_side = side < 0
+    inner, outer = np.stack([estimate, estimate]), np.broadcast_to(side, (2, *estimate.shape))
+    for _ in range(_BISECTIONS):
+        middle = 0.5 * (inner + outer)
+        numerator, sd = _tango_parts(middle, b, c, n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (numerator + side * continuity) / sd
+        rejected = np.isnan(t) | np.where(lower_side, t >= z, t <= -z)
+        outer = np.where(rejected, middle, outer)
+        inner = np.where(rejected, inner, middle)
+    bounds = 0.5 * (inner + outer)
     return _scalar_or_array(bounds[0]), _scalar_or_array(bounds[1])
 
 

@@ -20,6 +20,7 @@ is placed inside its SVG (the estimate ``CHAR`` bounds a character's width).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import math
 import os
@@ -599,6 +600,14 @@ def render_history(store: Path, page: Path | None, runs: list[dict[str, Any]]) -
         f"default-src 'none'; style-src {_csp_hash(style)}; img-src data:; "
         "base-uri 'none'; form-action 'none'"
     )
+    return _environment().get_template("history.html.j2").render(**context)
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """The history page's Jinja environment, one per process: its compiled template is kept (a
+    template file changed on disk is compiled again, Jinja's ``auto_reload``), as the run
+    page's (``view.html``); a render no longer compiles the template first."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
@@ -607,7 +616,7 @@ def render_history(store: Path, page: Path | None, runs: list[dict[str, Any]]) -
         lstrip_blocks=True,
     )
     env.filters["fmt"] = fmt
-    return env.get_template("history.html.j2").render(**context)
+    return env
 
 
 __all__ = [

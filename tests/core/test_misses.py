@@ -124,14 +124,21 @@ def records(draw):
         parsed = None
     elif draw(st.booleans()):
         parsed = gold  # a hit
+    elif gold["arguments"] and draw(st.booleans()):
+        # a near miss: one argument's value drawn again (wrong_value, wrong_type, or a hit);
+        # two independent calls almost never differ in a value alone
+        key = draw(st.sampled_from(sorted(gold["arguments"])))
+        parsed = {"name": gold["name"], "arguments": {**gold["arguments"], key: draw(VALUES)}}
     else:
         parsed = draw(CALLS)
     return record(parsed, status, gold)
 
 
-@settings(max_examples=300, deadline=None)
-# batches of up to 10 (was 25): the sums hold for any batch, and 300 batches still reach every
-# category many times; the draw of 25 records of nested calls was most of this test's time
+@settings(max_examples=150, deadline=None)
+# batches of up to 10 (was 25) and 150 of them (was 300): the sums hold for any batch; with the
+# near misses above, 150 batches reach each category the records can have (wrong_value too,
+# which 300 batches of independent calls reached about once); drawing nested calls is most of
+# this test's time
 @given(st.lists(records(), max_size=10), st.booleans())
 def test_counts_sum_to_the_misses_exactly(batch, translated):
     counts = miss_counts(batch, translated=translated)

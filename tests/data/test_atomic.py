@@ -72,6 +72,32 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
 
 
+@pytest.mark.parametrize(
+    "chunks", ["text\n", ["te", "xt\n"], b"text\n"], ids=["str", "list", "bytes"]
+)
+def test_the_whole_temporary_file_is_flushed_to_disk_before_the_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: str | list[str] | bytes
+) -> None:
+    """The test process skips the disk flush (tests/conftest.py); the writer still asks for it,
+    on the temporary file holding the whole text, before the rename."""
+    target = tmp_path / "a.txt"
+    events: list[str] = []
+    real_replace = os.replace
+
+    def fsync(fd: int) -> None:
+        events.append(f"fsync {os.fstat(fd).st_size}")
+
+    def replace(src: str, dst: str) -> None:
+        events.append(f"replace {Path(dst).name}")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    write_atomic(target, chunks)
+    assert events == ["fsync 5", "replace a.txt"]
+    assert target.read_bytes() == b"text\n"
+
+
 def test_an_unwritable_folder_is_cannot_create(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")

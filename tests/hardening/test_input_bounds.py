@@ -350,10 +350,19 @@ JSON_LEAVES = st.one_of(
 
 @st.composite
 def deep_values(draw: st.DrawFn) -> Any:
-    """A JSON value nested 0-200 levels (arrays and objects mixed), or a wide shallow one."""
+    """A JSON value nested 0-600 levels (arrays and objects mixed), or a wide shallow one.
+
+    The levels repeat a drawn pattern of up to 8 array-or-object choices and up to 4 keys (a
+    draw per level, up to 1,200 of them, was most of the hostile properties' time; what they
+    check is the depth and that both kinds occur at any depth)."""
     value: Any = draw(JSON_LEAVES)
-    for _ in range(draw(st.sampled_from([0, 1, 5, 31, 33, 63, 65, 200, 600]))):
-        value = [value] if draw(st.booleans()) else {draw(st.text(max_size=2)): value}
+    depth = draw(st.sampled_from([0, 1, 5, 31, 33, 63, 65, 200, 600]))
+    if depth:
+        arrays = draw(st.lists(st.booleans(), min_size=1, max_size=8))
+        keys = draw(st.lists(st.text(max_size=2), min_size=1, max_size=4))
+        for level in range(depth):
+            array = arrays[level % len(arrays)]
+            value = [value] if array else {keys[level % len(keys)]: value}
     return value
 
 
@@ -457,8 +466,12 @@ def hostile_schemas(draw: st.DrawFn) -> Any:
             ),
         )
     )
-    for _ in range(draw(st.sampled_from([0, 2, 15, 16, 40, 200]))):
-        wrap = draw(st.sampled_from(["properties", "items", "anyOf"]))
+    depth = draw(st.sampled_from([0, 2, 15, 16, 40, 200]))
+    # the wraps repeat a drawn pattern of up to 8 (as deep_values' levels do)
+    wraps = draw(st.lists(st.sampled_from(["properties", "items", "anyOf"]), min_size=1,
+                          max_size=8))  # fmt: skip
+    for level in range(depth):
+        wrap = wraps[level % len(wraps)]
         if wrap == "properties":
             schema = {"type": "object", "properties": {"a": schema}}
         elif wrap == "items":

@@ -403,9 +403,9 @@ def test_a_batch_dependent_fake_has_a_noise_floor_and_the_gate_sees_it(
 ) -> None:
     _noise_suite(pytester, "batchflip")
     args = ("-n", "2") if xdist else ()
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--sommelier-out", "out", *args
-    )
+    # serial in-process (the fast tier's rule: subprocess sessions are slow), -n 2 in a subprocess
+    run = pytester.runpytest_subprocess if xdist else pytester.runpytest
+    result = run("-p", "no:cacheprovider", "--sommelier-out", "out", *args)
     text = "\n".join(result.outlines + result.errlines)
     report = read_json(pytester.path / "out" / "report" / "adapter-vs-base.json")
     block = report["noise_floor"]

@@ -38,7 +38,9 @@ def by_name(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {gate["name"]: gate for gate in verdict["gates"]}
 
 
-@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+@pytest.mark.parametrize(  # -n 2 starts two worker processes per session: slow tier
+    "workers", [(), pytest.param(("-n", "2"), marks=pytest.mark.slow)], ids=["serial", "xdist"]
+)
 def test_compare_fail_gates_are_members_of_the_family(
     pytester: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:

@@ -76,7 +76,9 @@ def store_shipped(pytester: pytest.Pytester, suite: Path) -> Path:
     return run_dir
 
 
-@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+@pytest.mark.parametrize(  # -n 2 starts two worker processes per session: slow tier
+    "workers", [(), pytest.param(("-n", "2"), marks=pytest.mark.slow)], ids=["serial", "xdist"]
+)
 def test_one_suite_file_is_the_baseline_the_sweep_and_the_chosen_checkpoint(
     pytester: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:

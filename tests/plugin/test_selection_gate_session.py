@@ -13,7 +13,9 @@ from sweep_helpers import BEATS_BASE, LEVEL, STORED, gate_of, junit_gates, sessi
 pytest_plugins = ["pytester"]
 
 
-@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+@pytest.mark.parametrize(  # -n 2 starts two worker processes per session: slow tier
+    "workers", [(), pytest.param(("-n", "2"), marks=pytest.mark.slow)], ids=["serial", "xdist"]
+)
 def test_the_selected_checkpoint_beats_the_base_at_the_adjusted_level(
     pytester: pytest.Pytester, workers: tuple[str, ...]
 ) -> None:

@@ -146,6 +146,18 @@ def test_label_step_and_checkpoint_columns() -> None:
     assert '<td class="mono" data-cell="step">20 (T3)</td>' in page
 
 
+def test_the_pages_template_is_compiled_once_per_process_and_renders_alike() -> None:
+    from pytest_sommelier.view.history_page import _environment
+
+    runs = training_store_runs()
+    first = render_history(Path("store"), None, runs)
+    assert _environment() is _environment()  # the compiled template is kept
+    assert _environment().get_template("history.html.j2") is _environment().get_template(
+        "history.html.j2"
+    )
+    assert render_history(Path("store"), None, runs) == first
+
+
 def test_adapter_changed_is_said_only_for_an_arm_marked_so() -> None:
     runs = [synthetic_run(1), synthetic_run(2), synthetic_run(3)]
     runs[2]["arms"]["adapter"]["adapter_changed"] = True

@@ -7,11 +7,12 @@ Which definition applies is decided by the document's own ``schema_version`` (th
 caller expects to read at that path (``expect``): a document that claims another schema, or
 none, where one is expected is refused too.
 
-Invariants kept: the schema file is read, checked and compiled once per process; a document
-that does not fit is one ``InputError`` naming the file and the field (``runs[0].git.commit``)
-with the code the caller's command uses (``SOM-STORED-FIELD`` for a run's files,
-``SOM-HISTORY-INDEX`` for the index); the reported violation depends on the document alone
-(shallowest first, then by path); nothing is coerced or repaired.
+Invariants kept: the schema file is read, checked and compiled once per process, and each
+document's answer is remembered by its JSON text; a document that does not fit is one
+``InputError`` naming the file and the field (``runs[0].git.commit``) with the code the
+caller's command uses (``SOM-STORED-FIELD`` for a run's files, ``SOM-HISTORY-INDEX`` for the
+index); the reported violation depends on the document alone (shallowest first, then by path);
+nothing is coerced or repaired.
 """
 
 from __future__ import annotations
@@ -57,9 +58,38 @@ def _schema() -> dict[str, Any]:
     return dict(schema)
 
 
+_PROBLEMS: dict[tuple[str, str], str | None] = {}
+_PROBLEMS_MAX = 1024
+
+
 def problem(kind: str, value: Any) -> str | None:
     """``runs[0].git: 'abc' is not of type 'object', 'null'``: the first violation of ``value``
-    against definition ``kind`` (shallowest, then by path), or None when it fits."""
+    against definition ``kind`` (shallowest, then by path), or None when it fits.
+
+    Remembered per process by the document's JSON text (exact for JSON values: ``1``, ``1.0``
+    and ``true`` differ): a session, ``sommelier history`` or ``compare`` reads the same stored
+    files again and again, and a schema check of a report is ~10 ms. A value that is not made
+    of JSON's own types (a tuple, a key that is not a string: its text reads back as another
+    value) is checked every time."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+        plain = json.loads(text) == value
+    except (TypeError, ValueError, RecursionError):
+        plain = False
+    if not plain:
+        return _problem(kind, value)
+    key = (kind, text)
+    if key in _PROBLEMS:
+        return _PROBLEMS[key]
+    found = _problem(kind, value)
+    if len(_PROBLEMS) >= _PROBLEMS_MAX:
+        _PROBLEMS.clear()
+    _PROBLEMS[key] = found
+    return found
+
+
+def _problem(kind: str, value: Any) -> str | None:
+    """:func:`problem` without the memo."""
     errors = list(_validator(kind).iter_errors(value))
     if not errors:
         return None

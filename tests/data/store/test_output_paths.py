@@ -149,18 +149,43 @@ def test_an_input_reached_through_a_link_is_still_an_input(tmp_path: Path) -> No
         check_output(hard, inputs=[data])
 
 
-def test_the_session_out_is_never_the_run_it_compares_with(pristine: Path, tmp_path: Path) -> None:
+def test_the_session_out_is_never_the_run_it_compares_with(
+    pristine: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """R15: ``--sommelier-compare=PATH`` equal to ``--sommelier-out`` deleted the reference the
-    run was asked to compare with."""
+    run was asked to compare with. In-process sessions (the refusal is the plugin's, at the
+    session's start; a subprocess twin runs the same arguments in the slow tier)."""
+    folder = fresh(pristine, pytester.path / "w")
+    monkeypatch.chdir(folder)
+    before = snapshot(folder / "one")
+    for args in out_is_the_reference(folder):
+        result = pytester.runpytest("-p", "no:cacheprovider", "-q", "--sommelier-no-cache",
+                                    str(folder / "suite"), *args)  # fmt: skip
+        text = result.stdout.str() + result.stderr.str()
+        assert result.ret != 0 and "SOM-OUTPUT-PATH" in text, text
+        assert "Traceback" not in text
+        assert snapshot(folder / "one") == before
+
+
+def out_is_the_reference(folder: Path) -> list[list[str]]:
+    """The session's out equal to (or holding) the run it compares with, or a stored run."""
+    return [["--sommelier-out", "one", "--sommelier-compare=one"],
+            ["--sommelier-out", ".", "--sommelier-compare=one"],
+            ["--sommelier-out", str(stored(folder, 1))]]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_session_out_is_never_the_run_it_compares_with_in_a_subprocess(
+    pristine: Path, tmp_path: Path
+) -> None:
+    """R15 as a user meets it: the same refusals from ``python -m pytest`` in a subprocess."""
     import sys
 
     folder = fresh(pristine, tmp_path / "w")
     before = snapshot(folder / "one")
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                "--sommelier-no-cache", str(folder / "suite")]  # fmt: skip
-    for args in (["--sommelier-out", "one", "--sommelier-compare=one"],
-                 ["--sommelier-out", ".", "--sommelier-compare=one"],
-                 ["--sommelier-out", str(stored(folder, 1))]):  # fmt: skip
+    for args in out_is_the_reference(folder):
         done = subprocess.run(command + args, cwd=folder, capture_output=True, text=True,
                               timeout=300)  # fmt: skip
         text = done.stdout + done.stderr

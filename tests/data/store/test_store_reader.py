@@ -13,7 +13,7 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
+from pytest_sommelier.data.store import validate
 from pytest_sommelier.data.store.history import stored_runs
 from pytest_sommelier.data.store.validate import problem
 
@@ -257,10 +258,42 @@ def test_a_hostile_value_in_any_stored_file_is_one_line_or_harmless(
     assert after == before
 
 
-def test_the_reader_is_used_by_the_session(pristine: Path, tmp_path: Path) -> None:
-    """A session comparing with a damaged stored run (``--sommelier-compare=1``) fails with
-    one line naming the file, and writes no passing verdict."""
-    folder = tmp_path / "session"
+def _tuple_twins(value: Any) -> Iterator[Any]:
+    """``value`` with one of its lists made a tuple, for each list: the same JSON text, not the
+    same value for the schema where it asks for an array (a tuple is not a JSON array)."""
+    if isinstance(value, list):
+        yield tuple(value)
+        for i, item in enumerate(value):
+            for twin in _tuple_twins(item):
+                yield [*value[:i], twin, *value[i + 1 :]]
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            for twin in _tuple_twins(item):
+                yield {**value, key: twin}
+
+
+def test_a_remembered_answer_is_the_schemas_answer(pristine: Path) -> None:
+    """``problem`` remembers its answer by the document's JSON text: asked again it answers what
+    the schema check alone answers, and a twin with the same text that is not JSON's own types
+    (a tuple for a list) is checked, never given the remembered answer."""
+    refused = 0
+    for target, (_, kind) in sorted(TARGETS.items()):
+        document = json.loads(_target(pristine, target).read_text(encoding="utf-8"))
+        assert problem(kind, document) is None and problem(kind, document) is None
+        for twin in _tuple_twins(document):
+            assert json.dumps(twin) == json.dumps(document)
+            expected = validate._problem(kind, twin)
+            assert problem(kind, twin) == expected, (target, expected)
+            refused += expected is not None
+        broken = {**document, "schema_version": 7}
+        assert problem(kind, broken) == validate._problem(kind, broken) is not None
+        assert problem(kind, broken) == validate._problem(kind, broken)
+    assert refused, "no list of any stored document is checked as an array"
+
+
+def damaged_session_folder(pristine: Path, folder: Path) -> list[str]:
+    """``folder``: the store with run 1's record and report damaged, and the scripted suite;
+    returns the session's arguments (compare with run 1, a compare-fail gate)."""
     folder.mkdir()
     copy_store(pristine, folder / ".sommelier")
     record = run_folder(folder / ".sommelier", 1) / "stored_run.json"
@@ -270,17 +303,39 @@ def test_the_reader_is_used_by_the_session(pristine: Path, tmp_path: Path) -> No
         lambda data: data.__setitem__("slices", ["en"]),
     )
     write_scripted_suite_at(folder)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--sommelier-no-cache",
-         str(folder / "suite"), "--sommelier-out", "three", "--sommelier-compare=1",
-         "--sommelier-compare-fail=full_call_exact_match:0.02"],
-        cwd=folder, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode != 0
-    assert "Traceback" not in done.stdout + done.stderr
-    assert "evaluation_report.json" in done.stdout and "SOM-STORED-" in done.stdout
+    return ["-p", "no:cacheprovider", "-q", "--sommelier-no-cache", str(folder / "suite"),
+            "--sommelier-out", "three", "--sommelier-compare=1",
+            "--sommelier-compare-fail=full_call_exact_match:0.02"]  # fmt: skip
+
+
+def assert_refused_by_the_reader(folder: Path, status: int, out: str, err: str) -> None:
+    assert status != 0
+    assert "Traceback" not in out + err
+    assert "evaluation_report.json" in out and "SOM-STORED-" in out
     verdict = folder / "three" / "gate_verdict.json"
     assert not verdict.exists() or json.loads(verdict.read_text())["verdict"] != "pass"
+
+
+def test_the_reader_is_used_by_the_session(
+    pristine: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session comparing with a damaged stored run (``--sommelier-compare=1``) fails with
+    one line naming the file, and writes no passing verdict (in-process; the same session in a
+    subprocess is the slow twin below)."""
+    folder = pytester.path / "session"
+    args = damaged_session_folder(pristine, folder)
+    monkeypatch.chdir(folder)
+    result = pytester.runpytest(*args)
+    assert_refused_by_the_reader(folder, result.ret, result.stdout.str(), result.stderr.str())
+
+
+@pytest.mark.slow
+def test_the_reader_is_used_by_the_session_in_a_subprocess(pristine: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "session"
+    args = damaged_session_folder(pristine, folder)
+    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert_refused_by_the_reader(folder, done.returncode, done.stdout, done.stderr)
 
 
 def write_scripted_suite_at(folder: Path) -> None:
