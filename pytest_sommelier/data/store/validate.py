@@ -68,8 +68,9 @@ def problem(kind: str, value: Any) -> str | None:
     against definition ``kind`` (shallowest, then by path), or None when it fits.
 
     Remembered per process by the sha256 of the document's JSON text (exact for JSON values:
-    ``1``, ``1.0`` and ``true`` differ; at most ``_PROBLEMS_MAX`` answers): a session, ``sommelier history`` or ``compare`` reads the same stored
-    files again and again, and a schema check of a report is ~10 ms. A value that is not made
+    ``1``, ``1.0`` and ``true`` differ; at most ``_PROBLEMS_MAX`` answers): a session,
+    ``sommelier history`` or ``compare`` reads the same stored files again and again, and a
+    schema check of a report is ~10 ms. A value that is not made
     of JSON's own types (a tuple, a key that is not a string: its text reads back as another
     value) is checked every time."""
     try:
