@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_sommelier.cli import main
+from pytest_sommelier.registry import NAME_LIMIT
 
 IMPORTER = """
 from pytest_sommelier import Candidate, Importer, Skip
@@ -188,6 +189,7 @@ conftest's Importer, every other value is returned as it is)."""
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(value=RETURNED)
+@example(value={"\x1b": "KV", "kv": "KV"})  # a name that is not printable: one line
 def test_whatever_the_hook_returns_the_import_works_or_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], value: Any
 ) -> None:
@@ -205,7 +207,8 @@ def test_whatever_the_hook_returns_the_import_works_or_is_one_line(
                    "--conftest-dir", str(folder)])  # fmt: skip
     captured = capsys.readouterr()
     works = isinstance(value, dict) and value.get("kv") == "KV" and "xlam" not in value and all(
-        isinstance(k, str) and k.strip() and k == k.strip() for k in value)  # fmt: skip
+        isinstance(k, str) and k.strip() and k == k.strip() and k.isprintable()
+        and len(k) <= NAME_LIMIT for k in value)  # fmt: skip  (registry.merge's name rule)
     if works:
         assert status == 0, captured.err
         assert len(read_rows(out)) == 2
