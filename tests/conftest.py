@@ -109,3 +109,15 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
         return True if marks_whole_module_slow(collection_path) else None
     return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """No log capture for this suite's own tests (no test reads ``caplog``): pytest's logging
+    plugin attaches its handlers to every non-propagating logger at every test phase, and with
+    torch imported (the fast tier's real tokenizers import it) that is ~45 loggers, 6 times a
+    test, ~5% of the fast tier's CPU time. A library's warning still reaches stderr (logging's
+    last-resort handler), which pytest captures and shows for a failing test. Sessions the
+    tests start (pytester, subprocesses) keep their own logging plugin."""
+    if config.pluginmanager.has_plugin("logging-plugin"):
+        config.pluginmanager.unregister(name="logging-plugin")

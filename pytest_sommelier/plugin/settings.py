@@ -429,12 +429,14 @@ def _arms(config: pytest.Config) -> tuple[tuple[str, str], ...]:
             raise pytest.UsageError(
                 f"SOM-OPTION-VALUE: {_flag('sommelier_arms')}: arm {name!r} is given twice"
             )
-        folder = Path(where.strip()).expanduser()
-        if not folder.is_absolute():
-            folder = config.invocation_params.dir / folder
         try:
+            folder = Path(where.strip()).expanduser()
+            if not folder.is_absolute():
+                folder = config.invocation_params.dir / folder
             is_folder = folder.is_dir()
         except (OSError, ValueError):  # a name the file system refuses (too long, NUL)
+            is_folder = False
+        except RuntimeError:  # '~name' of no such user: pathlib cannot expand it
             is_folder = False
         if not is_folder:
             raise pytest.UsageError(

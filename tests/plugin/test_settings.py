@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given
+from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, settings, write_scripted_suite
@@ -401,6 +401,8 @@ def test_any_engine_text_is_a_name_or_one_usage_line(ini: bool) -> None:
     st.sampled_from(["adapter=.", "adapter= ", "adapter=\x00", "a=" + "x" * 5000, "overall=.",
                      "adapter=.\nv2=.", "adapter=out/checkpoint-*", "-x=.", "adapter==."]),
 ))  # fmt: skip
+@example(value="0=~0")  # '~0' names no user: pathlib raised RuntimeError (a traceback)
+@example(value="adapter=~no-such-user-here/x")
 def test_any_arms_value_is_an_arm_and_a_folder_or_one_usage_line(
     pytester: pytest.Pytester, value: str
 ) -> None:
