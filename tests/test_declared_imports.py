@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from source_trees import parsed
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("tests", "benchmarks", "tools", "scripts", "examples")
@@ -52,7 +53,7 @@ def declared() -> tuple[set[str], set[str]]:
 def top_level_imports(path: Path) -> dict[str, int]:
     """Top-level module name -> first line, of every absolute import anywhere in ``path``."""
     found: dict[str, int] = {}
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in ast.walk(parsed(path)):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from source_trees import parsed
 
 PACKAGE = "pytest_sommelier"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
@@ -101,7 +102,7 @@ def imports_of(root: Path, path: Path, modules: set[str]) -> list[tuple[int, str
     name = module_name(root, path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -304,7 +305,7 @@ def defined_names(root: Path) -> set[str]:
     arguments, import aliases) and every identifier-shaped string literal (a field or key)."""
     names: set[str] = set()
     for path in root.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 names.add(node.name)
             elif isinstance(node, ast.Name | ast.arg):
@@ -321,7 +322,7 @@ def defined_names(root: Path) -> set[str]:
 def top_level_names(path: Path) -> set[str]:
     """The names a module defines or imports at its top level."""
     names: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in parsed(path).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
@@ -431,7 +432,7 @@ def view_store_imports(root: Path) -> list[str]:
     ``artifacts`` itself: a view renders, the caller reads and writes)."""
     found = []
     for path in sorted((root / "view").glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         for node in ast.walk(tree):
             if not isinstance(node, ast.ImportFrom) or not node.module:
                 continue
@@ -482,7 +483,7 @@ def data_statistics_imports(root: Path) -> list[str]:
     such module imported whole."""
     found = []
     for path in sorted((root / "data").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             where = f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Import):
                 found += [f"{where}: {alias.name}" for alias in node.names
@@ -535,7 +536,7 @@ def test_training_reads_statistics_from_core_only() -> None:
     imported = {
         path.name: [
             node.module
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            for node in ast.walk(parsed(path))
             if isinstance(node, ast.ImportFrom) and node.module
             and node.module.startswith(f"{PACKAGE}.")
         ]

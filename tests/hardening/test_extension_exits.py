@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, SCORER_HOOK, call_text, write_scripted_suite
+from source_trees import parsed
 
 from pytest_sommelier.core.types import Example
 from pytest_sommelier.errors import EXTENSION_ERRORS, EvaluationError, SommelierError
@@ -187,7 +188,7 @@ def test_every_call_into_extension_code_catches_system_exit() -> None:
     ``extensions.call_event``."""
     assert SystemExit in EXTENSION_ERRORS and KeyboardInterrupt not in EXTENSION_ERRORS
     for module, function in CALLS_INTO_EXTENSIONS.items():
-        tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
+        tree = parsed(PACKAGE / module)
         found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
                  and n.name == function]  # fmt: skip
         assert found, (module, function)

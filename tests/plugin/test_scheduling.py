@@ -20,6 +20,7 @@ from fakes import FAKE_CONFTEST
 from hypothesis import given
 from hypothesis import strategies as st
 from plugin_helpers import read_json, read_jsonl
+from source_trees import parsed
 from suite_factory import make_row, write_suite
 
 from pytest_sommelier.plugin.keys import batch_index_map
@@ -225,7 +226,7 @@ def test_the_package_writes_no_private_attribute_of_another_object() -> None:
     root = Path(pytest_sommelier.__file__).parent
     offences: list[str] = []
     for path in sorted(root.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         for node in ast.walk(tree):
             targets: list[ast.expr] = []
             if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):

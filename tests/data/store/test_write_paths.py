@@ -26,6 +26,7 @@ import pytest
 from history_helpers import V1, session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from source_trees import parsed
 from test_output_paths import IN_STORE, NOT_REGULAR, PLACES, _place, fresh, pristine, snapshot
 
 from pytest_sommelier.cli import main
@@ -200,14 +201,14 @@ def _writes() -> set[tuple[str, str, str]]:
     found: set[tuple[str, str, str]] = set()
     for path in sorted(PACKAGE.rglob("*.py")):
         visitor = _Writes(".".join(path.relative_to(PACKAGE).with_suffix("").parts))
-        visitor.visit(ast.parse(path.read_text(encoding="utf-8")))
+        visitor.visit(parsed(path))
         found |= visitor.found
     return found
 
 
 def _calls_the_rule(where: str) -> bool:
     module, _, qualname = where.partition(":")
-    tree = ast.parse((PACKAGE / Path(*module.split("."))).with_suffix(".py").read_text())
+    tree = parsed((PACKAGE / Path(*module.split("."))).with_suffix(".py"))
     node: ast.AST = tree
     for part in qualname.split("."):
         node = next(
