@@ -80,7 +80,8 @@ def plain_greedy(
             encoded = tokenizer([prompt], return_tensors="pt", add_special_tokens=False)
             encoded = encoded.to(device)
             generated = model.generate(
-                **encoded,
+                input_ids=encoded["input_ids"],  # the engine's inputs (no token_type_ids)
+                attention_mask=encoded["attention_mask"],
                 do_sample=False,
                 max_new_tokens=max_new_tokens,
                 pad_token_id=tokenizer.pad_token_id,
