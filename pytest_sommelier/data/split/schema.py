@@ -27,6 +27,7 @@ from urllib.parse import unquote
 import jsonschema
 
 from pytest_sommelier.data.json_input import FIELD_DEPTH_LIMIT, depth_problem
+from pytest_sommelier.data.json_memo import JsonMemo
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 SUITE_SCHEMA_FILE = SCHEMAS / "suite.schema.json"
@@ -361,20 +362,9 @@ def ref_problem(parameters: Any) -> str | None:
     return None
 
 
-_PARAMETERS_ERRORS: dict[str, str | None] = {}
-""":func:`parameters_error`'s answers by the JSON text of the parameters (a split or an import
-offers the same few tools on many rows; jsonschema's meta-schema check is ~7 ms each)."""
-_PARAMETERS_ERRORS_LIMIT = 4096
-
-
-def _plain_json(value: Any) -> bool:
-    """Whether ``value`` is made of JSON's own types only (str keys), so its ``json.dumps``
-    text names it exactly."""
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain_json(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_plain_json(v) for v in value)
-    return value is None or isinstance(value, str | int | float)
+_PARAMETERS_ERRORS: JsonMemo[str | None] = JsonMemo(4096)
+""":func:`parameters_error`'s answers (a split or an import offers the same few tools on many
+rows; jsonschema's meta-schema check is ~7 ms each)."""
 
 
 def parameters_error(parameters: Any) -> str | None:
@@ -382,19 +372,12 @@ def parameters_error(parameters: Any) -> str | None:
     names, else Draft 2020-12; :func:`parameters_validator`), or holds a ``$ref`` that cannot
     be resolved locally (:func:`ref_problem`), or nests deeper than ``FIELD_DEPTH_LIMIT``
     (checked first, so validation never runs out of stack), or None. The answer for a
-    parameters value of JSON's own types is remembered per process by its JSON text (the same
-    text is the same schema, key order included)."""
+    parameters value of JSON's own types is remembered per process by its JSON text
+    (``data.json_memo``: the same text is the same schema, key order included)."""
     deep = depth_problem(parameters, FIELD_DEPTH_LIMIT)
     if deep is not None:
         return deep
-    if not _plain_json(parameters):
-        return _parameters_error(parameters)
-    key = json.dumps(parameters, ensure_ascii=False)
-    if key not in _PARAMETERS_ERRORS:
-        if len(_PARAMETERS_ERRORS) >= _PARAMETERS_ERRORS_LIMIT:
-            _PARAMETERS_ERRORS.clear()
-        _PARAMETERS_ERRORS[key] = _parameters_error(parameters)
-    return _PARAMETERS_ERRORS[key]
+    return _PARAMETERS_ERRORS.answer("parameters", parameters, _parameters_error)
 
 
 def _parameters_error(parameters: Any) -> str | None:

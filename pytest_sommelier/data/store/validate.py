@@ -8,16 +8,15 @@ caller expects to read at that path (``expect``): a document that claims another
 none, where one is expected is refused too.
 
 Invariants kept: the schema file is read, checked and compiled once per process, and each
-document's answer is remembered by the digest of its JSON text; a document that does not fit is one
-``InputError`` naming the file and the field (``runs[0].git.commit``) with the code the
-caller's command uses (``SOM-STORED-FIELD`` for a run's files, ``SOM-HISTORY-INDEX`` for the
-index); the reported violation depends on the document alone (shallowest first, then by path);
-nothing is coerced or repaired.
+document's answer is remembered by its JSON text (``data.json_memo``); a document that does
+not fit is one ``InputError`` naming the file and the field (``runs[0].git.commit``) with the
+code the caller's command uses (``SOM-STORED-FIELD`` for a run's files, ``SOM-HISTORY-INDEX``
+for the index); the reported violation depends on the document alone (shallowest first, then
+by path); nothing is coerced or repaired.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from functools import cache
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import jsonschema
 
+from pytest_sommelier.data.json_memo import JsonMemo
 from pytest_sommelier.data.split.schema import SCHEMAS, json_path_text
 from pytest_sommelier.errors import InputError
 
@@ -59,35 +59,20 @@ def _schema() -> dict[str, Any]:
     return dict(schema)
 
 
-_PROBLEMS: dict[tuple[str, str], str | None] = {}
-_PROBLEMS_MAX = 1024
+_PROBLEMS: JsonMemo[str | None] = JsonMemo(1024)
+""":func:`problem`'s answers by definition and document."""
 
 
 def problem(kind: str, value: Any) -> str | None:
     """``runs[0].git: 'abc' is not of type 'object', 'null'``: the first violation of ``value``
     against definition ``kind`` (shallowest, then by path), or None when it fits.
 
-    Remembered per process by the sha256 of the document's JSON text (exact for JSON values:
-    ``1``, ``1.0`` and ``true`` differ; at most ``_PROBLEMS_MAX`` answers): a session,
-    ``sommelier history`` or ``compare`` reads the same stored files again and again, and a
-    schema check of a report is ~10 ms. A value that is not made
-    of JSON's own types (a tuple, a key that is not a string: its text reads back as another
-    value) is checked every time."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-        plain = json.loads(text) == value
-    except (TypeError, ValueError, RecursionError):
-        plain = False
-    if not plain:
-        return _problem(kind, value)
-    key = (kind, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
-    if key in _PROBLEMS:
-        return _PROBLEMS[key]
-    found = _problem(kind, value)
-    if len(_PROBLEMS) >= _PROBLEMS_MAX:
-        _PROBLEMS.clear()
-    _PROBLEMS[key] = found
-    return found
+    Remembered per process by the document's JSON text (``data.json_memo``: exact for JSON
+    values, ``1``, ``1.0`` and ``true`` differ; at most 1024 answers): a session, ``sommelier
+    history`` or ``compare`` reads the same stored files again and again, and a schema check
+    of a report is ~10 ms. A value that is not made of JSON's own types (a tuple, a key that
+    is not a string) is checked every time."""
+    return _PROBLEMS.answer(kind, value, lambda document: _problem(kind, document))
 
 
 def _problem(kind: str, value: Any) -> str | None:
