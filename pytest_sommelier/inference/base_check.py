@@ -21,7 +21,12 @@ from typing import Any
 from pytest_sommelier.core.types import ModelConfig
 from pytest_sommelier.data.json_input import strict_json
 from pytest_sommelier.errors import InputError, SommelierError
-from pytest_sommelier.inference.engines import BaseSource, local_model_folder, resolve_base
+from pytest_sommelier.inference.engines import (
+    BaseSource,
+    local_model_folder,
+    resolve_base,
+    underlying_model,
+)
 
 CONFIG_FIELDS = ("architectures", "model_type", "vocab_size", "hidden_size", "num_hidden_layers")
 """The ``config.json`` fields compared, in this order (absent on either side: not compared)."""
@@ -105,7 +110,7 @@ def check_live_base(model: ModelConfig, suite_dir: Path, live_model: Any, *, whe
     folder = base_folder(source)
     if folder is None:
         return
-    base = live_model.get_base_model() if hasattr(live_model, "get_base_model") else live_model
+    base = underlying_model(live_model)
     problem = None
     config_path = folder / "config.json"
     if config_path.is_file():

@@ -362,9 +362,18 @@ def eos_token_ids(source: BaseSource, folder: str, tokenizer: Any) -> list[int]:
     eos = config.eos_token_id
     if eos is None:
         eos = tokenizer.eos_token_id
-    if eos is None:
-        return []
-    return [int(eos)] if isinstance(eos, int) else [int(e) for e in eos]
+    return stop_id_list(eos)
+
+
+def stop_id_list(eos: Any) -> list[int]:
+    """An ``eos_token_id`` as transformers holds it (None, one id or several) as a list of ids."""
+    return [] if eos is None else [int(eos)] if isinstance(eos, int) else [int(e) for e in eos]
+
+
+def underlying_model(model: Any) -> Any:
+    """The transformers model under a peft wrapper (``get_base_model()``), else ``model``."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
 
 
 # --------------------------------------------------------------------------- decoding

@@ -32,15 +32,11 @@ import inspect
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from pytest_sommelier.inference import engines
+
 PROCEDURE = "rowwise-prefill.v1"
 """Names this module's batching procedure in the generation cache key (bumped when it changes
 what a batch can output); ``model.generate``'s fallback is part of the same procedure."""
-
-
-def underlying_model(model: Any) -> Any:
-    """The transformers model under a peft wrapper (``get_base_model()``), else ``model``."""
-    get_base = getattr(model, "get_base_model", None)
-    return get_base() if callable(get_base) else model
 
 
 def forward_parameters(model_class: Any) -> frozenset[str]:
@@ -54,7 +50,7 @@ def forward_parameters(model_class: Any) -> frozenset[str]:
 def cache_keyword(model: Any) -> str | None:
     """The keyword the (peft-unwrapped) model's forward takes its key/value cache by:
     ``cache`` (transformers 5), ``past_key_values`` (before), None if neither."""
-    parameters = forward_parameters(type(underlying_model(model)))
+    parameters = forward_parameters(type(engines.underlying_model(model)))
     for name in ("cache", "past_key_values"):
         if name in parameters:
             return name
@@ -75,7 +71,7 @@ def supported(model: Any) -> bool:
     forward takes a cache keyword and ``logits_to_keep``, on a transformers with layered dynamic
     caches. (Each prefill's cache is checked again in :func:`greedy_batch`.)"""
     classes = _layered_cache_classes()
-    inner = underlying_model(model)
+    inner = engines.underlying_model(model)
     config = getattr(inner, "config", None)
     if classes is None or config is None or getattr(config, "is_encoder_decoder", False):
         return False

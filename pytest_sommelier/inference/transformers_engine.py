@@ -477,9 +477,9 @@ class TransformersGenerator:
                 where=f"arm {self.name}",
             ) from exc
         texts = engines.decode_token_rows(tokenizer, new_tokens)
+        stops = engines.stop_id_list(config.eos_token_id)
         finishes = [
-            engines.finish_of(row, _stop_ids(config), int(config.max_new_tokens))
-            for row in new_tokens
+            engines.finish_of(row, stops, int(config.max_new_tokens)) for row in new_tokens
         ]
         return [
             Completion(text, reason, count)
@@ -502,7 +502,7 @@ class TransformersGenerator:
             return greedy_rows.greedy_batch(
                 loaded.model,
                 rows,
-                stop_ids=_stop_ids(config),
+                stop_ids=engines.stop_id_list(config.eos_token_id),
                 max_new_tokens=int(config.max_new_tokens),
                 pad_id=int(config.pad_token_id),
                 device=loaded.device,
@@ -519,7 +519,7 @@ def only_this_config(model: Any, config: Any) -> Any:
     ``generation_config.json`` (a repetition penalty, no-repeat n-grams), which would make the
     clean greedy config not clean. Restored afterwards (the model may be the user's, in
     training); a public attribute, set and put back."""
-    inner = greedy_rows.underlying_model(model)
+    inner = engines.underlying_model(model)
     own = getattr(inner, "generation_config", None)
     if own is None:
         yield
@@ -529,12 +529,6 @@ def only_this_config(model: Any, config: Any) -> Any:
         yield
     finally:
         inner.generation_config = own
-
-
-def _stop_ids(config: Any) -> list[int]:
-    """The generation config's end-of-sequence ids as a list (none, one or several)."""
-    eos = config.eos_token_id
-    return [] if eos is None else [int(eos)] if isinstance(eos, int) else [int(e) for e in eos]
 
 
 def load_generators(
