@@ -115,6 +115,9 @@ def test_entry_points_are_read_again_exactly_when_the_import_path_changes(
     ``sys.path``, a folder put on it, or one taken off it is seen at the next ask."""
     reads: list[str] = []
     real = importlib.metadata.entry_points
+    # an empty memo, so that what other tests in this process remembered (up to its bound,
+    # where it is cleared) cannot drop a state this test counts on
+    monkeypatch.setattr(reg, "_POINTS", {})
 
     def entry_points(**kwargs: Any) -> Any:
         reads.append(kwargs["group"])
