@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import property_budget
 import pytest
 from hypothesis import settings
 
@@ -111,6 +112,15 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """The property tests' budget, on the header, so a run says which counts it drew."""
+    if property_budget.fast_tier(config.option.markexpr, os.environ):
+        return (f"property examples: the fast tier's share, {property_budget.FAST_SHARE:.2f} of "
+                f"each count and at least min(count, {property_budget.FLOOR}) "
+                f"({property_budget.ENV}=full: the full counts)")  # fmt: skip
+    return "property examples: the full counts"
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """No log capture for this suite's own tests (no test reads ``caplog``): pytest's logging
@@ -118,6 +128,10 @@ def pytest_configure(config: pytest.Config) -> None:
     torch imported (the fast tier's real tokenizers import it) that is ~45 loggers, 6 times a
     test, ~5% of the fast tier's CPU time. A library's warning still reaches stderr (logging's
     last-resort handler), which pytest captures and shows for a failing test. Sessions the
-    tests start (pytester, subprocesses) keep their own logging plugin."""
+    tests start (pytester, subprocesses) keep their own logging plugin.
+
+    The tier's property budget (tests/property_budget.py) is chosen here too: before any test
+    module, and so any count, is read."""
+    property_budget.choose(property_budget.fast_tier(config.option.markexpr, os.environ))
     if config.pluginmanager.has_plugin("logging-plugin"):
         config.pluginmanager.unregister(name="logging-plugin")

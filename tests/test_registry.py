@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier import registry as reg
 from pytest_sommelier.cli import main
@@ -51,6 +52,7 @@ SOURCES = st.lists(
 )
 
 
+@settings(max_examples=examples(100))
 @given(SOURCES)
 def test_merge_keeps_every_name_once_or_names_both_sources(
     sources: list[tuple[str, list[str]]],

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 from fakes import FAKE_CONFTEST
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import read_json, read_jsonl
+from property_budget import examples
 from suite_factory import make_row, write_suite
 
 from pytest_sommelier.cli import main
@@ -67,6 +68,7 @@ def score(parsed: Any, gold: Any, tools: list[dict[str, Any]]) -> tuple[int, int
     return result
 
 
+@settings(max_examples=examples(100))
 @given(st.integers(-(10**6), 10**6))
 def test_a_number_and_its_numeric_string_are_equivalent(number: int) -> None:
     gold = {"name": "tag", "arguments": {"n": number}}
@@ -75,6 +77,7 @@ def test_a_number_and_its_numeric_string_are_equivalent(number: int) -> None:
     assert score({"name": "tag", "arguments": {"n": str(number + 1)}}, gold, [TAG_TOOL]) == (0, 1)
 
 
+@settings(max_examples=examples(100))
 @given(st.permutations(["a", "b", "c", "d"]))
 def test_an_array_the_schema_calls_unique_is_unordered(order: list[str]) -> None:
     gold = {"name": "tag", "arguments": {"tags": ["a", "b", "c", "d"]}}
@@ -198,6 +201,7 @@ JSON = st.recursive(
 )  # fmt: skip
 
 
+@settings(max_examples=examples(100))
 @given(st.dictionaries(st.text(max_size=6), JSON, max_size=5), st.booleans())
 def test_semantic_args_is_reflexive_and_total(arguments: dict[str, Any], unique: bool) -> None:
     schema = {"type": "object", "properties": {
@@ -208,6 +212,7 @@ def test_semantic_args_is_reflexive_and_total(arguments: dict[str, Any], unique:
     assert score(None, call, tools) == (0, 1)
 
 
+@settings(max_examples=examples(100))
 @given(st.dictionaries(st.sampled_from(["system", "chat", "other"]), JSON | st.text(), max_size=3))
 def test_a_hostile_glaive_row_is_a_candidate_a_skip_or_one_input_error(row: dict[str, Any]) -> None:
     from pytest_sommelier import Candidate, Skip

@@ -7,7 +7,8 @@
   docs/hardening.md (faults, bad input, hostile inputs, fuzzing, security), which cross layers
   by design; the project-wide checks (layering, declared imports, docs, moved paths, the
   public API, the reference extension, this file) and the tests of the package's top-level
-  modules (``test_registry.py``) stay in ``tests/``.
+  modules (``test_registry.py``) stay in ``tests/``, with the check of the property tests'
+  budget (``test_property_budget.py``).
 - A test module named after a package module (``test_<module>.py``) lives in the folder that
   mirrors the module's place (``tests/core/test_verdict.py`` tests ``core/verdict.py``).
 - No module is named by an issue (``issue``, ``part``, a bare number) and basenames are unique
@@ -29,6 +30,7 @@ PROJECT_WIDE = {
     "test_docs.py",
     "test_layering.py",
     "test_moved.py",
+    "test_property_budget.py",  # the property tests' examples per tier (tests/property_budget.py)
     "test_public_api.py",  # docs/api.md's names
     "test_semantic_extension.py",  # the reference extension, examples/sommelier-semantic
     "test_tests_layout.py",

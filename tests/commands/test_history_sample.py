@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from history_helpers import V1, session
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.view.history_page import history_lines
@@ -82,6 +83,7 @@ JSON = st.recursive(
 )
 
 
+@settings(max_examples=examples(100))
 @given(sample=JSON)
 def test_the_history_table_marks_a_sample_only_for_a_recorded_draw(sample: object) -> None:
     run = {"label": "0001", "commit": None, "dirty": False, "time": "t", "suite": "s",

@@ -18,6 +18,7 @@ from history_helpers import V1, script
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, write_scripted_suite
+from property_budget import examples
 from scipy import optimize, stats
 
 from pytest_sommelier import cli
@@ -75,7 +76,7 @@ def nam_pairs(margin: float, psi: float, delta: float = 0.0, power: float = 0.8)
     return (Z * sigma0 + z_beta * math.sqrt(psi - delta**2)) ** 2 / (delta - margin) ** 2
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.floats(0.05, 0.9), st.floats(0.01, 0.3), st.floats(-0.5, 0.5))
 def test_nams_size_matches_the_constrained_likelihood(psi: float, margin: float,
                                                       shift: float) -> None:  # fmt: skip
@@ -238,7 +239,7 @@ HOSTILE = st.one_of(
 )
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(HOSTILE)
 def test_a_gate_effect_is_a_finite_size_or_one_line_naming_the_key(value: object) -> None:
     import tempfile
@@ -266,7 +267,7 @@ def test_a_gate_effect_is_a_finite_size_or_one_line_naming_the_key(value: object
             assert suite.gates[0].effect == pytest.approx(abs(float(value)))  # type: ignore[arg-type]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.text(max_size=30))
 def test_a_plan_comparison_name_is_a_stored_run_or_not_one(text: str) -> None:
     """``--comparison`` with any text: not ``ARM-vs-ARM@SPEC`` is left to the comparison check;
@@ -289,7 +290,7 @@ def test_a_plan_comparison_name_is_a_stored_run_or_not_one(text: str) -> None:
             assert found == {} and STORED_COMPARISON.match(text) is None
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(HOSTILE)
 def test_a_resolved_gates_effect_is_checked_when_read_back(value: object) -> None:
     """A run's ``suite.resolved.json`` edited to hold any ``effect``: read back as recorded
@@ -318,7 +319,7 @@ def test_a_resolved_gates_effect_is_checked_when_read_back(value: object) -> Non
         assert ok and suite.gates[0].effect == value
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.floats(0.05, 0.9), st.floats(0.01, 0.3), st.floats(0.5, 0.99), st.floats(1.0, 3.0))
 def test_nams_power_inverts_its_size(psi: float, margin: float, power: float,
                                      deff: float) -> None:  # fmt: skip

@@ -8,6 +8,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.abstention import (
     ABSTAINED,
@@ -55,20 +56,20 @@ prose = st.text(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(prose)
 def test_prose_without_brackets_or_markers_abstains(text: str) -> None:
     assert outcome(text) == ABSTAINED
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(prose, st.sampled_from("{["), prose)
 def test_any_bracket_is_never_an_abstention(before: str, opener: str, after: str) -> None:
     """Prose with a bracket counts as an attempt: the conservative edge, by design."""
     assert outcome(before + opener + after) != ABSTAINED
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(prose, st.sampled_from(MARKERS), prose)
 def test_a_marker_alone_or_with_anything_after_it_is_an_attempt(
     before: str, marker: str, after: str
@@ -76,7 +77,7 @@ def test_a_marker_alone_or_with_anything_after_it_is_an_attempt(
     assert outcome(before + marker + after) == ATTEMPTED_CALL
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(prose, st.sampled_from(MARKERS), st.text(max_size=80))
 def test_an_unparseable_tool_call_is_never_an_abstention(
     before: str, marker: str, after: str
@@ -86,14 +87,14 @@ def test_an_unparseable_tool_call_is_never_an_abstention(
     assert not decision_right(record(text))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(prose, prose)
 def test_a_valid_call_is_an_over_call_wherever_it_is(before: str, after: str) -> None:
     text = before + json.dumps(CALL) + after
     assert outcome(text) == OVER_CALL
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=80), st.lists(st.sampled_from(MARKERS), max_size=3))
 def test_abstained_exactly_when_no_json_and_no_marker(text: str, markers: list[str]) -> None:
     _, status = parse_tool_call(text)
@@ -184,6 +185,7 @@ def test_an_abstention_record_whose_status_contradicts_its_parse_is_refused() ->
         example_components(bad)
 
 
+@settings(max_examples=examples(100))
 @given(prose)
 def test_an_unclosed_reasoning_span_is_never_an_abstention(thought: str) -> None:
     """A declared reasoning span that never closed leaves no answer (``content_text`` null):

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.acceptable import (
     acceptable_arrays,
@@ -197,7 +198,7 @@ def acceptable_sets(draw):
     return {"language": "python", "required": required, "arguments": arguments}, call
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(acceptable_sets())
 def test_first_acceptable_values_always_accepted(pair):
     acceptable, arguments = pair
@@ -206,6 +207,7 @@ def test_first_acceptable_values_always_accepted(pair):
     assert not call_acceptable({"name": "f", "arguments": {**arguments, "zz": 1}}, "f", acceptable)
 
 
+@settings(max_examples=examples(100))
 @given(st.text(alphabet=string.printable, max_size=20))
 def test_standardize_idempotent_and_case_free(text):
     once = standardize_string(text)
@@ -326,7 +328,7 @@ def test_several_calls_need_as_many_calls_each_accepted():
                                 TRAP_ENTRIES, "any")  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.permutations(range(3)), st.sampled_from(["any", "exact"]))
 def test_order_any_is_permutation_invariant_and_exact_is_not(order, mode):
     gold = [call("Microsoft", "2022-01-01"), call("Apple", "2022-01-01"), call("IBM", "2022-03")]
@@ -368,7 +370,7 @@ def test_a_list_of_acceptable_values_on_a_v1_record_is_a_broken_record():
         acceptable_component(record)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.one_of(st.lists(st.none() | st.integers() | st.text(max_size=3), max_size=3),
                  st.lists(st.just(ACCEPTABLE), max_size=1)))  # fmt: skip
 def test_hostile_acceptable_lists_are_named(value):

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_call_sets import CALL_LISTS, FAILURES, SMALL_CALLS
 
 from pytest_sommelier.core.call_sets import CALL_SET_ADDED, call_set_components, call_set_metrics
@@ -51,6 +52,7 @@ def v1(parsed: dict[str, Any] | None, gold: dict[str, Any], status: str) -> dict
             "gold_call": gold}  # fmt: skip
 
 
+@settings(max_examples=examples(100))
 @given(st.one_of(st.none(), CALL_LISTS), CALL_LISTS, ORDERS, FAILURES)
 def test_a_v2_record_scores_its_call_sets(
     parsed: Any, gold: Any, order: str, failure: str
@@ -74,6 +76,7 @@ def test_a_v2_record_scores_its_call_sets(
             assert category in MISS_CATEGORIES
 
 
+@settings(max_examples=examples(100))
 @given(st.one_of(st.none(), SMALL_CALLS), SMALL_CALLS, ORDERS, FAILURES)
 def test_a_one_call_v2_record_is_a_v1_record(
     parsed: Any, gold: Any, order: str, failure: str
@@ -87,6 +90,7 @@ def test_a_one_call_v2_record_is_a_v1_record(
     assert miss_category(new) not in CALL_SET_CATEGORIES  # type: ignore[arg-type]
 
 
+@settings(max_examples=examples(100))
 @given(CALL_LISTS, st.randoms(use_true_random=False))
 def test_a_permutation_hits_under_any_and_exact_sees_the_order(
     gold: list[dict[str, Any]], random: Any
@@ -97,6 +101,7 @@ def test_a_permutation_hits_under_any_and_exact_sees_the_order(
     assert record_hit(v2(permuted, gold, "exact")) == (permuted == gold)
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(st.tuples(st.one_of(st.none(), CALL_LISTS), CALL_LISTS), max_size=6), ORDERS)
 def test_run_totals_are_the_call_set_metrics(rows: list[Any], order: str) -> None:
     records = [v2(parsed, gold, order) for parsed, gold in rows]
@@ -110,6 +115,7 @@ def test_run_totals_are_the_call_set_metrics(rows: list[Any], order: str) -> Non
     assert np.all(num <= den)
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(st.tuples(st.one_of(st.none(), SMALL_CALLS), SMALL_CALLS), max_size=4))
 def test_v1_records_add_no_columns_and_no_categories(rows: list[Any]) -> None:
     records = [v1(p, g, STATUS_OK if p is not None else "no_json") for p, g in rows]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from scipy.optimize import linear_sum_assignment
 from test_parse_properties import CALLS
 
@@ -66,7 +67,7 @@ def shared(p: dict[str, Any], g: dict[str, Any]) -> int:
 # -- the assignment ----------------------------------------------------------------------------
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     st.integers(0, 6).flatmap(
         lambda rows: st.integers(0, 6).flatmap(
@@ -92,7 +93,7 @@ def test_the_assignment_is_optimal_as_scipys(weights: list[list[int]]) -> None:
     assert sum(weights[r][c] for r, c in pairs) == best
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(CALL_LISTS, CALL_LISTS)
 def test_exact_pairs_first_keeps_the_optimum(predicted: list[Any], gold: list[Any]) -> None:
     """Pairing equal calls first never lowers the pairs matched (scipy's unconstrained optimum)."""
@@ -107,7 +108,8 @@ def test_exact_pairs_first_keeps_the_optimum(predicted: list[Any], gold: list[An
 # -- one call is v1 ----------------------------------------------------------------------------
 
 
-@settings(max_examples=150)  # was 300: a call pair and a status, scored both ways per example
+# was 300: a call pair and a status, scored both ways per example
+@settings(max_examples=examples(150))
 @given(st.one_of(CALLS, SMALL_CALLS), st.one_of(st.none(), CALLS, SMALL_CALLS), FAILURES)
 def test_one_call_scores_as_v1(gold: Any, parsed: Any, failure: str) -> None:
     status = STATUS_OK if parsed is not None else failure
@@ -119,6 +121,7 @@ def test_one_call_scores_as_v1(gold: Any, parsed: Any, failure: str) -> None:
         assert v2[: len(METRIC_NAMES)] == v1
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(st.tuples(SMALL_CALLS, st.one_of(st.none(), SMALL_CALLS)), max_size=6))
 def test_one_call_totals_equal_compute_metrics(rows: list[tuple[Any, Any]]) -> None:
     v1 = compute_metrics(
@@ -144,7 +147,7 @@ def test_one_call_totals_equal_compute_metrics(rows: list[tuple[Any, Any]]) -> N
 # -- permutations and duplicates ---------------------------------------------------------------
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(CALL_LISTS, CALL_LISTS, st.randoms(use_true_random=False))
 def test_any_order_is_permutation_invariant(
     predicted: list[Any], gold: list[Any], rnd: Any
@@ -160,6 +163,7 @@ DISTINCT_GOLDS = st.lists(
 ).map(lambda keys: [{"name": name, "arguments": {"a": value}} for name, value in keys])
 
 
+@settings(max_examples=examples(100))
 @given(DISTINCT_GOLDS.flatmap(lambda gold: st.tuples(st.just(gold), st.permutations(gold))))
 def test_a_permuted_correct_answer_hits_under_any_and_misses_under_exact(
     pair: tuple[list[Any], list[Any]],
@@ -172,7 +176,7 @@ def test_a_permuted_correct_answer_hits_under_any_and_misses_under_exact(
     assert components(reversed_answer, gold, "exact")["full_call_exact_match"] == (0, 1)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(CALL_LISTS, CALL_LISTS, st.sampled_from(["any", "exact"]))
 def test_components_are_bounded_and_consistent(
     predicted: list[Any], gold: list[Any], order: str

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from scipy import optimize, stats
 
 from pytest_sommelier.core import proportions
@@ -40,7 +41,7 @@ def corrected_statistic(delta: float, b: float, c: float, n: float, side: float)
     return numerator / math.sqrt(variance)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(tables, st.sampled_from([0.8, 0.9, 0.95]))
 def test_the_corrected_interval_matches_root_finding(table: tuple[int, int, int],
                                                      level: float) -> None:  # fmt: skip
@@ -62,7 +63,7 @@ def test_the_corrected_interval_matches_root_finding(table: tuple[int, int, int]
         assert bound == pytest.approx(root, abs=1e-9)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(tables, st.floats(-0.9, 0.9))
 def test_the_corrected_p_value_and_interval_agree(table: tuple[int, int, int],
                                                   null: float) -> None:  # fmt: skip

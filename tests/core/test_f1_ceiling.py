@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.distributions import t_quantile
 from pytest_sommelier.core.ratio_intervals import pseudo_jackknife_t_interval
@@ -43,7 +44,7 @@ UNIT = st.tuples(st.integers(0, 8), st.integers(1, 8), st.integers(0, 8), st.int
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.lists(UNIT, min_size=1, max_size=12))
 def test_the_interval_matches_its_definition_written_out(units: list[list[float]]) -> None:
     got = pseudo_jackknife_t_interval(np.array(units), 0.95)
@@ -53,7 +54,7 @@ def test_the_interval_matches_its_definition_written_out(units: list[list[float]
     assert got["df"] == pytest.approx(len(units))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(st.lists(UNIT, min_size=1, max_size=30))
 def test_never_zero_width_holds_the_estimate_and_swapping_arms_negates(
     units: list[list[float]],

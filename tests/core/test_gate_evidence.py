@@ -14,6 +14,7 @@ from history_helpers import V1, script
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, write_scripted_suite
+from property_budget import examples
 
 from pytest_sommelier.core import proportions
 from pytest_sommelier.core.gates import evaluate_gate, evaluate_gates, gate_text
@@ -49,7 +50,7 @@ def reports(entry: dict, metric: str = METRIC) -> dict:
 # --- no zero-width evidence -------------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.floats(-1, 1),
     st.sampled_from(["ci_lower_above", "ci_lower_at_least", "ci_upper_below", "ci_upper_at_most"]),
@@ -107,7 +108,7 @@ def test_auto_gives_the_same_identical_slice_a_width(pytester: pytest.Pytester) 
 # --- margins on Tango's score interval ----------------------------------------------------------
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.integers(0, 40), st.integers(0, 40), st.integers(0, 200),
        st.floats(0.01, 0.5))  # fmt: skip
 def test_a_margin_gate_reads_tangos_interval(b: int, c: int, extra: int, margin: float) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.gates import (
     evaluate_gate,
@@ -432,6 +433,7 @@ def test_the_selected_copy_decides_under_the_gates_name_over_k_candidates() -> N
     assert reported == (sweep[1],)
 
 
+@settings(max_examples=examples(100))
 @given(steps=st.lists(st.integers(0, 10**6), min_size=1, max_size=6, unique=True),
        pick=st.integers(0, 5), names=st.lists(st.sampled_from(["a", "b@x", "c@1", "@"]),
                                               min_size=1, max_size=3, unique=True))  # fmt: skip

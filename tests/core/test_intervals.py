@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from scipy import optimize
 from scipy import stats as scipy_stats
 
@@ -159,7 +160,7 @@ def tango_reference(b: int, c: int, n: int, level: float) -> tuple[float, float]
     return lower, upper
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(st.integers(1, 200), st.integers(0, 200), st.integers(0, 200),
        st.sampled_from([0.8, 0.9, 0.95, 0.99]))  # fmt: skip
 def test_tango_matches_scipy_root_finding(n_extra: int, b: int, c: int, level: float) -> None:
@@ -185,7 +186,7 @@ def test_intervals_broadcast_over_arrays_like_scalars() -> None:
             assert (vector[0][i], vector[1][i]) == pytest.approx(one(i), abs=1e-15)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(1, 60),
                           st.floats(0.5, 5.0)), min_size=1, max_size=8),
        st.sampled_from([0.0, 0.5]))  # fmt: skip
@@ -213,7 +214,7 @@ tables = st.tuples(st.integers(0, 60), st.integers(0, 60), st.integers(0, 60), s
 levels = st.floats(0.85, 0.999)
 
 
-@settings(max_examples=150)  # was 300 (tables of four counts under 60: a small space)
+@settings(max_examples=examples(150))  # was 300 (tables of four counts under 60: a small space)
 @given(tables, levels)
 def test_rate_intervals_contain_the_estimate_and_are_never_zero_width(table, level) -> None:
     both, b, c, neither = table
@@ -229,7 +230,7 @@ def test_rate_intervals_contain_the_estimate_and_are_never_zero_width(table, lev
         assert upper - lower > 1e-6
 
 
-@settings(max_examples=100)  # was 200 (as above)
+@settings(max_examples=examples(100))  # was 200 (as above)
 @given(tables, levels)
 def test_swapping_the_arms_negates_every_rate_interval(table, level) -> None:
     both, b, c, neither = table
@@ -247,7 +248,7 @@ def test_swapping_the_arms_negates_every_rate_interval(table, level) -> None:
         assert upper == pytest.approx(-swapped_lower, abs=1e-9)
 
 
-@settings(max_examples=100)  # was 200 (as above)
+@settings(max_examples=examples(100))  # was 200 (as above)
 @given(tables, st.sampled_from([0.9, 0.95, 0.99]), st.sampled_from([0.0, -0.05, 0.1]))
 def test_each_p_value_rejects_exactly_when_its_interval_excludes_the_null(table, level, null):
     both, b, c, neither = table
@@ -330,6 +331,7 @@ def expanded(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.repeat(rows, weights.astype(int), axis=0)
 
 
+@settings(max_examples=examples(100))
 @given(unit_rows, st.lists(st.integers(1, 4), min_size=25, max_size=25))
 def test_jackknife_values_and_weights_match_brute_force(rows, weights) -> None:
     matrix = np.array(rows, dtype=float)
@@ -345,7 +347,7 @@ def test_jackknife_values_and_weights_match_brute_force(rows, weights) -> None:
         ratio_intervals.acceleration(ratio_intervals.jackknife_values(full)), abs=1e-9)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(unit_rows, st.integers(0, 2**32 - 1))
 def test_is_constant_agrees_with_random_weightings(rows, seed) -> None:
     matrix = np.array(rows, dtype=float)
@@ -355,7 +357,7 @@ def test_is_constant_agrees_with_random_weightings(rows, seed) -> None:
     assert ratio_intervals.is_constant(matrix) == (spread < 1e-9)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(unit_rows, levels)
 def test_jackknife_t_contains_the_estimate_and_is_zero_width_only_when_degenerate(rows, level):
     matrix = np.array(rows, dtype=float)
@@ -534,7 +536,7 @@ def test_the_result_has_the_documented_keys() -> None:
         "bonett_price_adjusted_wald_cr2_bm")
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(st.integers(2, 60), st.integers(0, 10_000), st.integers(0, 2**62))
 def test_auto_is_invariant_to_the_order_of_pairs(n, data_seed, seed) -> None:
     ref, cand = random_pair(n, data_seed)
@@ -550,7 +552,7 @@ def test_auto_is_invariant_to_the_order_of_pairs(n, data_seed, seed) -> None:
         assert (a["lower"], a["upper"]) == pytest.approx((b["lower"], b["upper"]), abs=1e-12)
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(st.integers(1, 60), st.integers(0, 10_000), st.integers(0, 2**62),
        st.sampled_from(["auto", "bootstrap"]), st.booleans())  # fmt: skip
 def test_results_are_determined_by_the_seed(n, data_seed, seed, interval, clustered) -> None:
@@ -563,7 +565,7 @@ def test_results_are_determined_by_the_seed(n, data_seed, seed, interval, cluste
     assert first == again
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(st.integers(1, 60), st.integers(0, 10_000), levels)
 def test_swapping_the_arms_negates_every_auto_interval(n, data_seed, level) -> None:
     ref, cand = random_pair(n, data_seed)
@@ -577,7 +579,7 @@ def test_swapping_the_arms_negates_every_auto_interval(n, data_seed, level) -> N
                                    "reference_only": b["discordant"]["candidate_only"]}
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(st.integers(1, 80), st.integers(0, 10_000), st.floats(0.5, 0.999), st.booleans())
 def test_every_interval_contains_its_estimate(n, data_seed, level, clustered) -> None:
     ref, cand = random_pair(n, data_seed)
@@ -660,6 +662,7 @@ def test_holm_and_bonferroni_on_a_hand_computed_family() -> None:
     assert multiplicity.holm_rejections([0.01, None], 0.05) == [True, False]
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(st.one_of(st.none(), st.floats(0, 1)), max_size=12), st.floats(0.001, 0.2))
 def test_holm_is_between_the_raw_p_and_bonferroni_and_keeps_the_order(p_values, alpha) -> None:
     holm = multiplicity.holm_adjusted(p_values)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.metrics import example_components
 from pytest_sommelier.core.misses import (
@@ -134,7 +135,7 @@ def records(draw):
     return record(parsed, status, gold)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 # batches of up to 10 (was 25) and 150 of them (was 300): the sums hold for any batch; with the
 # near misses above, 150 batches reach each category the records can have (wrong_value too,
 # which 300 batches of independent calls reached about once); drawing nested calls is most of

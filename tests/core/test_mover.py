@@ -20,6 +20,7 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from scipy import stats as scipy_stats
 
 from pytest_sommelier.core.ratio_intervals import _mover_bounds, mover_interval
@@ -80,7 +81,7 @@ UNIT = st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(0, 4), st.int
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(UNIT, min_size=1, max_size=25), st.floats(0.5, 0.99), st.floats(0.001, 0.009))
 def test_mover_interval_holds_the_estimate_and_widens_with_the_level(
     rows: list[tuple[int, int, int, int]], level: float, step: float

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_parse_properties import ANY_TEXT, CALLS, PROSE, STRUCTURAL, _serialize, _walk
 
 from pytest_sommelier.core import parse, parse_v2
@@ -101,6 +102,7 @@ def test_refusals_of_the_arguments() -> None:
         parse_tool_calls("{}", arguments_key="args")
 
 
+@settings(max_examples=examples(100))
 @given(ANY_TEXT)
 @example(C * 20_000)
 @example(("[" + C + "] x ") * 10_000)
@@ -113,6 +115,7 @@ def test_never_raises_and_statuses_are_consistent(text: str) -> None:
     _consistent(text, calls, status)
 
 
+@settings(max_examples=examples(100))
 @given(
     st.lists(st.tuples(SPANS, st.booleans(), st.integers(0, 11), PROSE), min_size=1, max_size=4),
     PROSE,
@@ -127,6 +130,7 @@ def test_a_sequence_of_spans_between_prose_is_read_in_order(
     assert parse_tool_calls(text) == (expected, STATUS_OK)
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(CALLS, min_size=1, max_size=4), st.integers(1, 3), PROSE)
 def test_duplicates_are_kept_as_written(
     calls: list[dict[str, Any]], times: int, prose: str
@@ -135,6 +139,7 @@ def test_duplicates_are_kept_as_written(
     assert parse_tool_calls(text) == (calls * times, STATUS_OK)
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(CALLS, min_size=1, max_size=3), st.integers(0, 2), st.integers(2, 4), PROSE)
 def test_nested_arrays_are_invalid_shape(
     calls: list[dict[str, Any]], where: int, depth: int, before: str
@@ -147,6 +152,7 @@ def test_nested_arrays_are_invalid_shape(
     assert parse_tool_calls(text) == (None, STATUS_INVALID_SHAPE)
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(CALLS, min_size=1, max_size=3), st.sampled_from(["[1]", "{}", "[]", "[[]]"]), PROSE)
 def test_a_span_that_is_not_calls_fails_the_whole_answer(
     calls: list[dict[str, Any]], bad: str, prose: str
@@ -162,7 +168,7 @@ def test_a_span_that_is_not_calls_fails_the_whole_answer(
 TAILS = st.text(alphabet=st.characters(blacklist_characters="{["), max_size=40)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(ANY_TEXT, STRUCTURAL, CALLS.map(json.dumps)), TAILS)
 @example('{"name": "f", "arguments": {}}', " trailing")
 @example('[{"name": "f", "arguments": {}}]', "")
@@ -200,7 +206,7 @@ def _span_end(text: str) -> int | None:
     return int(end)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(ANY_TEXT, st.builds(lambda a, b: a + b, ANY_TEXT, ANY_TEXT)))
 @example(C + " and then { nothing")
 @example(C + " [1]")
@@ -216,6 +222,7 @@ def test_whenever_v2_reads_one_call_v1_reads_the_same(text: str) -> None:
         assert calls is not None and calls[0] == call
 
 
+@settings(max_examples=examples(100))
 @given(CALLS, st.booleans(), PROSE, PROSE)
 def test_one_call_answers_equal_v1(
     call: dict[str, Any], wrap: bool, before: str, after: str
@@ -225,6 +232,7 @@ def test_one_call_answers_equal_v1(
     assert parse_tool_call(text) == (call, STATUS_OK)
 
 
+@settings(max_examples=examples(100))
 @given(st.text(alphabet='{}[]"ab \\', max_size=40), st.integers(0, 45))
 def test_the_opener_search_is_v1s_rule_from_a_position(text: str, position: int) -> None:
     openers = _Openers(text)
@@ -301,7 +309,7 @@ NEAR_SEQUENCES = st.builds(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(ANY_TEXT, NEAR_SEQUENCES))
 @example('{"name": "f", "arguments": {}} [{"name": "g", "arguments": {"x": 1e999}}]')
 @example('{"name": "f", "arguments": {}} "{ in a string" [1]')

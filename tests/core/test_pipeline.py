@@ -10,6 +10,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core import canonical
 from pytest_sommelier.core.metrics import full_call_hit
@@ -96,7 +97,7 @@ def records_of(texts: list[str], stale: list[dict[str, Any]]) -> list[dict[str, 
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.sampled_from(OUTPUTS), min_size=6, max_size=6),
     st.lists(STALE, min_size=6, max_size=6),

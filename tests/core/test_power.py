@@ -7,6 +7,7 @@ import math
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core import power
 from pytest_sommelier.errors import InputError
@@ -93,7 +94,7 @@ def test_a_clustered_pilot_sizes_on_an_upper_limit_of_its_design_effect() -> Non
     assert few["pairs_needed"] > many["pairs_needed"]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.integers(0, 50), st.integers(0, 50), st.integers(1, 400), st.floats(1.0, 4.0))
 def test_the_upper_limit_never_sizes_below_the_estimate(
     b: int, c: int, extra: int, deff: float
@@ -115,6 +116,7 @@ def test_minimum_detectable_effect_inverts_connor_by_hand() -> None:
     assert clustered == pytest.approx(mde, rel=1e-12)
 
 
+@settings(max_examples=examples(100))
 @given(st.floats(5, 100_000), st.floats(0.01, 1.0), st.floats(1.0, 3.0),
        st.sampled_from([0.8, 0.9, 0.95, 0.99]), st.sampled_from([0.5, 0.8, 0.9]))  # fmt: skip
 def test_required_pairs_and_minimum_detectable_effect_are_inverse(n, psi, deff, level, pw):
@@ -127,6 +129,7 @@ def test_required_pairs_and_minimum_detectable_effect_are_inverse(n, psi, deff, 
     assert needed == math.ceil(n * (1 - 1e-9))
 
 
+@settings(max_examples=examples(100))
 @given(st.integers(10, 50_000), st.floats(0.02, 1.0))
 def test_more_pairs_detect_smaller_effects_and_more_power_needs_larger_ones(n, psi) -> None:
     small, large = (power.minimum_detectable_effect(k, psi) for k in (n, n + 1))

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import write_suite
 
 from pytest_sommelier.core.canonical import prompt_digest, sha256_text
@@ -106,7 +107,7 @@ answer_text = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.sampled_from(["", " ", "\n\n", "\t "]), reasoning_text, answer_text)
 def test_a_closed_span_never_reaches_the_parser(lead: str, reasoning: str, answer: str) -> None:
     """Brackets, quotes and delimiters inside the reasoning never change the parse: the
@@ -119,7 +120,7 @@ def test_a_closed_span_never_reaches_the_parser(lead: str, reasoning: str, answe
     assert lead + "<think>" + split.reasoning_text + "</think>" + split.content_text == raw
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(reasoning_text)
 def test_an_unclosed_span_leaves_no_answer(reasoning: str) -> None:
     split = split_output("<think>" + reasoning + CALL_TEXT, THINK_DELIMITERS)
@@ -127,7 +128,7 @@ def test_an_unclosed_span_leaves_no_answer(reasoning: str) -> None:
     assert parse_split(split) == (None, "no_json")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=60))
 def test_without_a_leading_start_the_text_is_read_whole(text: str) -> None:
     split = split_output(text, THINK_DELIMITERS)
@@ -156,7 +157,7 @@ def test_rules_and_their_identities(value, rule) -> None:
     assert checked_rule(rule_identity(rule)) == rule  # a report's record reads back
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(
     st.text(max_size=10), st.integers(), st.none(), st.lists(st.text(), max_size=2),
     st.dictionaries(st.sampled_from(["start", "end", "x"]),

@@ -5,8 +5,9 @@ same adapter digest)."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.report_identity import (
     ADAPTER_NAME_KEY,
@@ -43,6 +44,7 @@ JSON = st.recursive(
 )
 
 
+@settings(max_examples=examples(100))
 @given(
     content=st.dictionaries(st.sampled_from(["sha256", "hub_id", "revision", "served_name"]),
                             st.text(max_size=12), max_size=3),

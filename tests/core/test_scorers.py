@@ -8,8 +8,9 @@ import itertools
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier import Scorer
 from pytest_sommelier.core import scorers as sc
@@ -44,6 +45,7 @@ OUTPUTS = st.one_of(
 )
 
 
+@settings(max_examples=examples(100))
 @given(OUTPUTS, st.sampled_from(sc.KINDS))
 def test_an_output_is_accepted_exactly_when_it_is_a_valid_component(output: Any, kind: str) -> None:
     valid = (
@@ -144,6 +146,7 @@ def test_a_checked_scorer_declares_its_kind() -> None:
     assert not sc.is_ratio("kind_probe")
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(st.tuples(st.booleans(), st.integers(0, 3), st.integers(0, 3)), max_size=12))
 def test_scores_sum_like_a_metric_and_parse_failures_count(
     rows: list[tuple[bool, int, int]],

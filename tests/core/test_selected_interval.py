@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core import gates
 from pytest_sommelier.core.gates import evaluate_gate
@@ -55,7 +56,8 @@ def without_method(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in entry.items() if key != "method"}
 
 
-@settings(max_examples=200)  # was 500: the blocks vary by which keys they hold, a few dozen shapes
+# was 500: the blocks vary by which keys they hold, a few dozen shapes
+@settings(max_examples=examples(200))
 @given(report_blocks)
 def test_the_gate_and_the_view_pick_the_same_entry(block: dict[str, Any]) -> None:
     view = selected_interval(block, METRIC)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.clusters import (
     bell_mccaffrey_df,
@@ -63,7 +64,7 @@ def matrix_df(sizes: list[int]) -> float:
     return float(eigen.sum() ** 2 / (eigen**2).sum())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(SIZES, st.integers(0, 2**32 - 1))
 def test_the_closed_forms_match_the_matrix_definitions(sizes: list[int], seed: int) -> None:
     if len(sizes) < 2:
@@ -80,7 +81,7 @@ def test_the_closed_forms_match_the_matrix_definitions(sizes: list[int], seed: i
     assert bell_mccaffrey_df(sizes) == pytest.approx(matrix_df(sizes), rel=1e-9)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(SIZES)
 def test_degrees_of_freedom_never_exceed_k_minus_1_and_equal_it_for_equal_sizes(
     sizes: list[int],
@@ -104,7 +105,7 @@ def rows_of(ref: list[int], cand: list[int]) -> np.ndarray:
     return np.array([[r, 1, c, 1] for r, c in zip(ref, cand, strict=True)], dtype=float)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.data())
 def test_a_clustered_rate_interval_is_never_zero_width_and_agrees_with_its_p_value(
     data: st.DataObject,
@@ -210,7 +211,7 @@ def test_large_dominant_clusters_warn_where_margin_gates_were_measured_above_the
     assert size_weighted_cluster(np.repeat(np.arange(5), 12)) == 12.0 >= SIZE_WEIGHTED_CLUSTER_WARN
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(sizes=st.lists(st.integers(1, 30), min_size=1, max_size=40))
 def test_the_size_weighted_cluster_lies_between_the_mean_and_the_largest(sizes: list[int]) -> None:
     index = np.repeat(np.arange(len(sizes)), sizes)
@@ -243,7 +244,7 @@ def css_g_star(gammas: np.ndarray) -> float:
     return gammas.size / (1.0 + gamma)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.floats(0.0, 1.0))
 def test_effective_clusters_is_g_star_at_correlation_one(sizes: list[int], rho: float) -> None:
     m = np.array(sizes, dtype=float)
@@ -266,7 +267,7 @@ def test_effective_clusters_worked_cases() -> None:
     assert effective_clusters([1, 10]) == pytest.approx(101**2 / 10001)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(SIZES, st.integers(0, 2**32 - 1))
 def test_informative_sizes_are_the_clusters_holding_a_discordant_pair(
     sizes: list[int], seed: int

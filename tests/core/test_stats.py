@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.metrics import METRIC_NAMES, component_arrays
 from pytest_sommelier.core.stats import (
@@ -69,6 +70,7 @@ def test_derive_seed_is_pinned_and_in_range() -> None:
     assert derive_seed(41, "adapter-vs-base") == int.from_bytes(digest[:8], "big") >> 1
 
 
+@settings(max_examples=examples(100))
 @given(st.integers(min_value=0, max_value=2**64), st.text(max_size=30))
 def test_derive_seed_range_and_name_sensitivity(seed: int, name: str) -> None:
     value = derive_seed(seed, name)
@@ -189,7 +191,7 @@ def test_zero_pairs_give_null_bounds() -> None:
     assert all(v == {"lower": None, "upper": None} for v in block["intervals"].values())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["exact", "half", "fail"]),
                           st.sampled_from(["exact", "half", "fail"])), min_size=1, max_size=25),
        st.integers(min_value=0, max_value=2**32))

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.verdict import Recorded, stored_gate_arm
 
@@ -54,6 +55,7 @@ def test_an_unreadable_selection_fails_only_where_it_could_decide() -> None:
         None, "SOM-STORED-FIELD: selection.json: edited")  # fmt: skip
 
 
+@settings(max_examples=examples(100))
 @given(arm=st.from_regex(r"[a-z]{1,3}(@[0-9]{1,3})?", fullmatch=True),
        stored=st.frozensets(st.from_regex(r"[a-z]{1,3}(@[0-9]{1,3})?", fullmatch=True),
                             max_size=5),

@@ -7,8 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.canonical import (
     pair_set_sha256,
@@ -58,6 +59,7 @@ json_values = st.recursive(
 )
 
 
+@settings(max_examples=examples(100))
 @given(st.dictionaries(st.text(max_size=4), json_values, max_size=5))
 def test_json_digest_ignores_key_order(value: dict) -> None:
     reordered = dict(reversed(list(value.items())))
@@ -76,6 +78,7 @@ def test_prompt_set_digest_definition_and_inputs() -> None:
     assert prompt_set_sha256(records) == expected
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(st.text(min_size=1, max_size=4), min_size=2, max_size=6, unique=True))
 def test_prompt_set_digest_depends_on_order(ids: list[str]) -> None:
     rows = [_example(i, sha256_text(i)) for i in ids]

@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.data.json_memo import JsonMemo, plain_json
 
@@ -30,7 +31,7 @@ class Counting:
         return json.dumps(value, sort_keys=False, default=repr)
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(value=JSON)
 def test_a_json_value_is_checked_once_and_answered_the_same(value: Any) -> None:
     memo: JsonMemo[str] = JsonMemo(16)
@@ -43,7 +44,7 @@ def test_a_json_value_is_checked_once_and_answered_the_same(value: Any) -> None:
     assert check.calls == 3
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(value=JSON, wrap=st.sampled_from(["tuple", "int-key", "object"]))
 def test_what_is_not_plain_json_is_checked_every_time(value: Any, wrap: str) -> None:
     odd = {"tuple": (value,), "int-key": {1: value}, "object": [object()]}[wrap]

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 pytest.importorskip("torch")
 pytest.importorskip("peft")
@@ -110,6 +111,7 @@ JSON = st.recursive(
 )  # fmt: skip
 
 
+@settings(max_examples=examples(100))
 @given(
     base=st.dictionaries(st.sampled_from([*CONFIG_FIELDS, "other"]), JSON, max_size=6),
     model=st.dictionaries(st.sampled_from([*CONFIG_FIELDS, "other"]), JSON, max_size=6),
@@ -128,6 +130,7 @@ def test_config_difference_over_hostile_configs_names_a_compared_field_or_nothin
         assert "\n" not in found and any(f"config.json {key} " in found for key in CONFIG_FIELDS)
 
 
+@settings(max_examples=examples(100))
 @given(
     base=st.dictionaries(st.text(max_size=6), st.tuples(st.integers(0, 9)), max_size=5),
     model=st.dictionaries(st.text(max_size=6), st.tuples(st.integers(0, 9)), max_size=5),

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.inference.engines import stop_id_list, underlying_model
 
 
+@settings(max_examples=examples(100))
 @given(eos=st.none() | st.integers(0, 10**6) | st.lists(st.integers(0, 10**6), max_size=4))
 def test_an_eos_token_id_is_a_list_of_ints_in_order(eos: Any) -> None:
     expected = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)

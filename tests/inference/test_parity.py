@@ -7,9 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import read_jsonl, tiny_suite
+from property_budget import examples
 
 from pytest_sommelier.errors import EvaluationError, InputError
 from pytest_sommelier.inference import parity
@@ -112,6 +113,7 @@ def test_another_adapter_is_refused(stored_run: tuple[Path, Path], tmp_path: Pat
     assert "adapter.adapter_identity" in str(caught.value)
 
 
+@settings(max_examples=examples(100))
 @given(
     ids=st.lists(st.text(min_size=1, max_size=5), unique=True, max_size=30),
     sample=st.integers(min_value=1, max_value=40),

@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.inference import transformers_engine as engine
 
@@ -53,6 +54,7 @@ VALUES = st.one_of(
 )
 
 
+@settings(max_examples=examples(100))
 @given(cuda=VALUES, hip=VALUES)
 def test_no_gpu_exactly_when_both_are_the_constant_none(cuda: str | None, hip: str | None) -> None:
     lines = [
@@ -63,6 +65,7 @@ def test_no_gpu_exactly_when_both_are_the_constant_none(cuda: str | None, hip: s
     assert engine.version_file_without_gpu("\n".join(lines) + "\n") is expected
 
 
+@settings(max_examples=examples(100))
 @given(st.text(max_size=200))
 def test_hostile_text_is_an_answer_never_an_error(text: str) -> None:
     assert engine.version_file_without_gpu(text) in (True, False)

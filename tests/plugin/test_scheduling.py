@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 from fakes import FAKE_CONFTEST
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import read_json, read_jsonl
+from property_budget import examples
 from source_trees import parsed
 from suite_factory import make_row, write_suite
 
@@ -162,6 +163,7 @@ identifiers = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,8}", fullmatch=True)  #
 MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
 
 
+@settings(max_examples=examples(100))
 @given(
     a=st.tuples(identifiers, identifiers, st.integers(0, 99)),
     b=st.tuples(identifiers, identifiers, st.integers(0, 99)),
@@ -172,6 +174,7 @@ def test_groups_differ_exactly_when_batches_differ(
     assert (batch_group(SUITE, *a) == batch_group(SUITE, *b)) == (a == b)
 
 
+@settings(max_examples=examples(100))
 @given(
     slices=st.dictionaries(identifiers, st.lists(names, unique=True, max_size=30), max_size=4),
     size=st.integers(1, 8),
@@ -194,6 +197,7 @@ def test_a_suite_item_goes_with_exactly_its_batch(
             assert (scope[lang_a, a] == scope[lang_b, b]) == same_batch
 
 
+@settings(max_examples=examples(100))
 @given(example=names, dist=st.sampled_from(MODES))
 def test_an_unknown_batch_goes_with_its_whole_slice(example: str, dist: str) -> None:
     # the suite did not load on the controller, or the split does not hold the example

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -51,7 +52,7 @@ def expected_period(value: Any) -> int | str | None:
     return "refused"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     value=st.one_of(
         st.sampled_from(HOSTILE), st.text(max_size=12),

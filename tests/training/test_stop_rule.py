@@ -3,14 +3,16 @@ or are one line naming the option; the rule's evidence over paired records."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.types import StatisticsConfig
 from pytest_sommelier.errors import InputError
 from pytest_sommelier.training.stop_rule import StopRule
 
 
+@settings(max_examples=examples(100))
 @given(st.text(max_size=40))
 def test_any_stop_rule_text_parses_or_is_one_line_naming_stop_when(text: str) -> None:
     from pytest_sommelier.core.metrics import METRIC_NAMES
@@ -25,6 +27,7 @@ def test_any_stop_rule_text_parses_or_is_one_line_naming_stop_when(text: str) ->
     assert text == f"no_improvement:{metric}:{text.rsplit(':', 1)[1]}"
 
 
+@settings(max_examples=examples(100))
 @given(st.one_of(st.text(max_size=40), st.text(max_size=30).map(lambda t: "gate_fail:" + t),
                  st.integers(), st.none(), st.lists(st.text(max_size=3), max_size=2)))
 def test_any_stop_when_parses_to_one_form_or_is_one_line_naming_stop_when(value: object) -> None:
@@ -58,6 +61,7 @@ def test_gate_fail_without_a_name_is_refused() -> None:
     assert parse_stop_when("gate_fail:not-worse").gate == "not-worse"
 
 
+@settings(max_examples=examples(100))
 @given(st.sampled_from(["pass", "fail", "incomplete", None]),
        st.dictionaries(st.text(min_size=1, max_size=8), st.booleans(), max_size=4))
 def test_the_logged_verdict_is_one_zero_or_nan_never_a_bare_pass(

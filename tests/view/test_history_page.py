@@ -15,6 +15,7 @@ from typing import Any
 from history_helpers import SAMPLE, synthetic_run, training_store_runs
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH, METRIC_NAMES
 from pytest_sommelier.view.history_page import (
@@ -106,6 +107,7 @@ def test_every_label_lies_inside_its_chart() -> None:
             assert chart["top"] <= ref["label_y"] <= chart["height"] - 4
 
 
+@settings(max_examples=examples(100))
 @given(st.floats(0, CURVE_WIDTH), st.text(min_size=1, max_size=60))
 def test_a_left_anchored_label_is_placed_within_the_bounds(x: float, text: str) -> None:
     start = _text_x(x, text, 2.0, CURVE_WIDTH - 2.0)
@@ -174,7 +176,7 @@ HOSTILE = st.lists(
 ).map("".join).filter(bool)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(label=HOSTILE, checkpoint=HOSTILE)
 def test_hostile_labels_and_checkpoints_are_bounded_and_escaped(
     label: str, checkpoint: str
@@ -219,6 +221,7 @@ class Cells(HTMLParser):
             self.open = None
 
 
+@settings(max_examples=examples(100))
 @given(st.one_of(st.none(), st.integers(), st.text(max_size=80)), st.integers(4, 40))
 def test_cell_is_one_bounded_printable_line(value: Any, limit: int) -> None:
     text = cell(value, limit)

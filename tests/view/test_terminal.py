@@ -4,8 +4,9 @@ refused stored gate put several hundred characters into each checkpoint's line).
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.view.terminal import REASON_LIMIT, bounded_reason
 
@@ -30,6 +31,7 @@ def test_a_long_reason_is_cut_and_names_the_file_with_the_whole_reason() -> None
     assert len(text) <= REASON_LIMIT + len(f" (whole reason: {WHERE})")
 
 
+@settings(max_examples=examples(100))
 @given(st.text(max_size=600), st.integers(10, 300))
 def test_any_reason_is_one_bounded_line(reason: str, limit: int) -> None:
     text = bounded_reason(reason, WHERE, limit)

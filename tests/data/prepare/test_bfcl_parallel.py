@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.core.acceptable import calls_acceptable
@@ -94,7 +95,7 @@ def test_parallel_categories_under_v1_are_one_line_naming_the_option(category, t
     assert "\n" not in str(error.value) and not (tmp_path / "out.jsonl").exists()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.text(max_size=10).filter(lambda text: text not in ("v1", "v2")))
 def test_hostile_parser_values_are_refused_before_any_file_is_read(value):
     with pytest.raises(InputError) as error:

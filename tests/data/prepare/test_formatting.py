@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.cli import format_split, main
 from pytest_sommelier.data.prepare.formatting import (
@@ -189,7 +190,7 @@ json_value = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     arguments=st.dictionaries(st.text(min_size=1, max_size=6), json_value, max_size=4),
     query=st.text(min_size=1, max_size=40).filter(lambda q: q.strip()),

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.data.prepare.formatting import read_prepared
@@ -139,7 +140,7 @@ def test_hostile_answer_content_is_one_line(tmp_path: Path, content: Any, field:
     assert skip.reason == "malformed_row" and field in skip.detail
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.text(max_size=40))
 def test_any_text_answer_keeps_or_skips_but_never_breaks(answer: str) -> None:
     import tempfile

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from tool_templates import HERMES, build_tokenizer
 
 from pytest_sommelier.cli import main
@@ -159,7 +160,7 @@ def test_the_cli_option_imports_several_calls(tmp_path: Path, capsys: pytest.Cap
     assert "invalid choice: 'v3'" in capsys.readouterr().err
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.text(max_size=12).filter(lambda text: text not in ("v1", "v2")))
 def test_hostile_parser_values_are_one_line(value: str):
     with tempfile.TemporaryDirectory() as folder:
@@ -204,7 +205,7 @@ def hostile_row(fmt: str, calls: list[Any]) -> dict[str, Any]:
         {"from": "human", "value": "q"}, {"from": "gpt", "value": blocks}]}  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(sorted(ROWS)), st.lists(HOSTILE_CALL, min_size=2, max_size=4))
 def test_hostile_several_call_rows_convert_or_are_counted_skips(fmt: str, calls: list[Any]):
     with tempfile.TemporaryDirectory() as folder:
@@ -236,7 +237,7 @@ def prepared(**fields: Any) -> dict[str, Any]:
     return row
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.one_of(JSON_SCALARS, st.lists(HOSTILE_CALL, max_size=3),
                  st.just([PARIS]), st.just([PARIS, "x"])))  # fmt: skip
 def test_hostile_gold_calls_are_one_line_naming_the_field(value: Any):
@@ -249,7 +250,7 @@ def test_hostile_gold_calls_are_one_line_naming_the_field(value: Any):
         assert isinstance(value, list) and len(value) >= 2 and example.calls == tuple(value)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(extra=st.integers(1, 500))
 def test_gold_calls_over_the_split_limit_are_refused_before_formatting(extra: int):
     """A prepared row holds no more gold calls than a split row may (GOLD_CALLS_LIMIT, V36):

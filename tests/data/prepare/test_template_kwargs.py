@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import write_suite
 
 from pytest_sommelier.cli import format_split, main
@@ -177,7 +178,7 @@ toml_values = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(reasoning=toml_values, kwargs=toml_values)
 def test_hostile_values_of_the_new_keys_are_one_line(tmp_path: Path, reasoning, kwargs) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import make_row, write_split
 
 from pytest_sommelier.data.split import load_split
@@ -69,7 +70,7 @@ TARGETS = st.one_of(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(TARGETS)
 def test_hostile_targets_load_or_fail_in_one_line(target: str) -> None:
     with tempfile.TemporaryDirectory() as folder:

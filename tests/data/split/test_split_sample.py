@@ -10,9 +10,10 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, read_json, write_scripted_suite
+from property_budget import examples
 from suite_factory import make_row, write_split
 
 from pytest_sommelier.data.split.load import load_split
@@ -28,6 +29,7 @@ def split_of(tmp_path: Path, roots: int, translated: int) -> Path:
     return write_split(tmp_path / "test.jsonl", rows)
 
 
+@settings(max_examples=examples(100))
 @given(roots=st.integers(1, 12), translated=st.integers(0, 12), n=st.integers(1, 15),
        seed=st.integers(0, 2**32))
 def test_a_sample_keeps_n_roots_with_every_translation(
@@ -54,6 +56,7 @@ def test_a_sample_keeps_n_roots_with_every_translation(
     assert sample_split(split, n, seed).slices == sample.slices  # the same draw every time
 
 
+@settings(max_examples=examples(100))
 @given(st.text(max_size=12))
 def test_a_bad_sample_option_is_one_line_naming_it(text: str) -> None:
     try:

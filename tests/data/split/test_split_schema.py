@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import make_row
 
 from pytest_sommelier.data.split.schema import (
@@ -114,7 +115,7 @@ def test_removed_and_added_fields(path: tuple[Any, ...], how: str) -> None:
 # 300 examples: each draws one path of about 40 and one value of about 60 shapes; the check
 # is pure and fast, so the budget goes to covering the pairs (shrinking is cut short, since a
 # failure names its instance in full)
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(path=st.sampled_from(ROW_PATHS), value=VALUES)
 def test_any_field_replaced_by_any_json_value(path: tuple[Any, ...], value: Any) -> None:
     agree(edited(base_row(), path, "replace", value))
@@ -150,7 +151,7 @@ PARAMETER_SCHEMAS = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(PARAMETER_SCHEMAS)
 def test_a_remembered_parameters_answer_is_the_fresh_one(parameters: Any) -> None:
     """The per-process memory of ``parameters_error`` (keyed by the JSON text) answers as the

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.data.store.artifacts import dumps, jsonl, stored_form
 
@@ -55,7 +56,8 @@ VALUES = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)  # was 300: each value nests up to 20 scalars of 9 kinds
+# was 300: each value nests up to 20 scalars of 9 kinds
+@settings(max_examples=examples(150), deadline=None)
 @given(VALUES)
 def test_a_written_value_reads_back_as_its_stored_form(value: Any) -> None:
     held = stored_form(value)

@@ -23,8 +23,9 @@ from history_helpers import (
     session,
     with_run_id,
 )
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.commands.rescore import summary_markdown, write_summary
@@ -483,6 +484,7 @@ def test_a_bad_fail_spec_is_one_line_naming_the_part(text: str, part: str) -> No
     assert f"{text!r}: {part} " in message and "\n" not in message
 
 
+@settings(max_examples=examples(100))
 @given(
     metric=st.sampled_from(GATE_METRICS),
     slice_=st.one_of(st.none(), st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,8}", fullmatch=True)),

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from synthetic_run import synthetic_inputs
 
 from pytest_sommelier.core.pipeline import RunOutcome, evaluate_run
@@ -66,7 +67,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, RunOu
     return suite, split, outcome, {**identity, "run_id": RUN_ID}
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(extra=st.dictionaries(st.text("zyxba", min_size=1, max_size=3), HOSTILE, max_size=4))
 def test_the_records_from_memory_equal_the_records_read_back_and_render_the_same(
     evaluated: tuple[Any, Any, RunOutcome, dict], extra: dict[str, Any]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from synthetic_run import synthetic_inputs
 
 from pytest_sommelier.core import runlayout
@@ -197,7 +198,9 @@ def test_pinned_specs_refuses_a_spec_naming_no_usable_run(tmp_path: Path, inputs
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     spec=st.one_of(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import write_suite
 
 from pytest_sommelier.data.store.stored import suite_from_resolved
@@ -41,7 +42,7 @@ HOSTILE = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(HOSTILE)
 def test_hostile_recorded_parsers_are_read_or_refused_in_one_line(value: Any) -> None:
     with tempfile.TemporaryDirectory() as folder:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import write_suite
 
 from pytest_sommelier.core.parse_v2 import ORDERS, PARSER_VERSIONS
@@ -58,7 +59,7 @@ def test_an_unknown_parser_key_is_named(tmp_path: Path) -> None:
     assert info.value.code == "SOM-SUITE-UNKNOWN-KEY" and "ordr" in str(info.value)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["version", "order"]), HOSTILE)
 def test_hostile_values_load_or_fail_in_one_line_naming_the_key(key: str, value: Any) -> None:
     accepted = {"version": ["v1", "v2"], "order": list(ORDERS)}[key]

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, read_json, write_scripted_suite
+from property_budget import examples
 from suite_factory import write_suite
 from test_suite_globs import checkpoints
 
@@ -74,7 +75,7 @@ def test_a_bad_selection_is_one_line_naming_the_key(
 
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(metric=st.one_of(st.sampled_from([*METRIC_NAMES, "lenient_call", "semantic_args"]),
                         st.text(min_size=1, max_size=20)),
        scorers=st.lists(st.sampled_from(["lenient_call", "semantic_args", "x_y"]), unique=True,

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, write_scripted_suite
+from property_budget import examples
 from suite_factory import write_suite
 
 from pytest_sommelier import cli
@@ -35,7 +36,7 @@ HOSTILE = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(HOSTILE)
 def test_power_is_a_finite_number_in_its_range_or_refused(value: object) -> None:
     ok = (
@@ -51,7 +52,7 @@ def test_power_is_a_finite_number_in_its_range_or_refused(value: object) -> None
         assert found is not None and found[0] == "power" and "\n" not in found[1]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(HOSTILE)
 def test_effect_is_a_finite_difference_in_its_range_or_refused(value: object) -> None:
     ok = (
@@ -68,7 +69,7 @@ def test_effect_is_a_finite_difference_in_its_range_or_refused(value: object) ->
         assert found is not None and found[0] == "effect" and "\n" not in found[1]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.floats(MIN_EFFECT, MAX_EFFECT), st.floats(MIN_POWER, MAX_POWER), st.floats(1e-4, 1.0),
 )
@@ -83,7 +84,7 @@ def test_every_accepted_setting_gives_numbers_not_a_traceback(
     assert at is None or 0.0 <= at <= 1.0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.floats(MIN_POWER, MAX_POWER - 0.01), st.floats(0.001, 0.01))
 def test_pairs_needed_grow_with_the_power_asked_for(power: float, step: float) -> None:
     lower = required_pairs(0.05, 0.3, power=power)
