@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given
+from hypothesis import example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, settings, write_scripted_suite
@@ -393,25 +393,19 @@ def test_any_engine_text_is_a_name_or_one_usage_line(ini: bool) -> None:
 
 # --- --sommelier-arms ARM=DIR: hostile values -------------------------------------------------
 
-@hypothesis_settings(max_examples=60, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(value=st.one_of(
-    st.text(max_size=40),
-    st.builds(lambda n, p: f"{n}={p}", st.text(max_size=12), st.text(max_size=300)),
-    st.sampled_from(["adapter=.", "adapter= ", "adapter=\x00", "a=" + "x" * 5000, "overall=.",
-                     "adapter=.\nv2=.", "adapter=out/checkpoint-*", "-x=.", "adapter==."]),
-))  # fmt: skip
-@example(value="0=~0")  # '~0' names no user: pathlib raised RuntimeError (a traceback)
-@example(value="adapter=~no-such-user-here/x")
-def test_any_arms_value_is_an_arm_and_a_folder_or_one_usage_line(
-    pytester: pytest.Pytester, value: str
-) -> None:
+ARMS_ROWS = ["adapter=.", "adapter= ", "adapter=\x00", "a=" + "x" * 5000, "overall=.",
+             "adapter=.\nv2=.", "adapter=out/checkpoint-*", "-x=.", "adapter==.",
+             "0=~0",  # '~0' names no user: pathlib raised RuntimeError (a traceback)
+             "adapter=~no-such-user-here/x"]  # fmt: skip
+
+
+def _check_arms(build: Callable[[str], Settings], value: str) -> None:
     """Whatever the value: an arm name by the suite's rule and an existing folder, made
     absolute, or a usage error of one line naming the option; never a traceback."""
     from pytest_sommelier.data.suite.names import NAME
 
     try:
-        built = settings(pytester, f"--sommelier-arms={value}")
+        built = build(value)
     except pytest.UsageError as error:
         text = str(error)
         assert text.startswith("SOM-OPTION-VALUE: --sommelier-arms / ini sommelier_arms: ")
@@ -420,3 +414,37 @@ def test_any_arms_value_is_an_arm_and_a_folder_or_one_usage_line(
     ((name, folder),) = built.arms
     assert NAME.match(name) and name != "overall"
     assert os.path.isabs(folder) and os.path.isdir(folder)
+
+
+def test_any_arms_value_is_an_arm_and_a_folder_or_one_usage_line(
+    pytester: pytest.Pytester,
+) -> None:
+    """Hostile ``--sommelier-arms`` values, drawn: the command line is parsed once (pytest's own
+    parser passes ``--opt=VALUE`` through as it is) and each drawn value is the parsed option's
+    value, so every example costs the settings rule, not a new pytest config (16-32 ms each);
+    the fixed rows go through the real command line below."""
+    config = pytester.parseconfig("--sommelier-arms=adapter=.")
+    assert config.option.sommelier_arms == ["adapter=."]
+
+    def build(value: str) -> Settings:
+        config.option.sommelier_arms = [value]
+        return build_settings(config)
+
+    @hypothesis_settings(max_examples=60, deadline=None)
+    @given(value=st.one_of(
+        st.text(max_size=40),
+        st.builds(lambda n, p: f"{n}={p}", st.text(max_size=12), st.text(max_size=300)),
+        st.sampled_from(ARMS_ROWS),
+    ))  # fmt: skip
+    @example(value="0=~0")
+    @example(value="adapter=~no-such-user-here/x")
+    def check(value: str) -> None:
+        _check_arms(build, value)
+
+    check()
+
+
+@pytest.mark.parametrize("value", ARMS_ROWS)
+def test_hostile_arms_rows_on_the_real_command_line(pytester: pytest.Pytester, value: str) -> None:
+    """The fixed hostile rows through a real command line, as a user types them."""
+    _check_arms(lambda text: settings(pytester, f"--sommelier-arms={text}"), value)
