@@ -17,7 +17,7 @@ from test_parse_properties import (
     ANY_TEXT,
     CALLS,
     PROSE,
-    SCALARS,
+    SMALL_CALLS,
     STRUCTURAL,
     _serialize,
     _walk,
@@ -40,29 +40,10 @@ CALL = {"name": "get_weather", "arguments": {"city": "Paris"}}
 OTHER = {"name": "get_weather", "arguments": {"city": "London"}}
 C, C2 = json.dumps(CALL), json.dumps(OTHER)
 
-# The calls of a sequence: CALLS of test_parse_properties, smaller (3 arguments, containers of
-# 3, 6 leaves, not 5, 4 and 12). Where several calls are drawn, how the sequence is read is the
-# point; each call's content is drawn in full where one call is (the round trips of
-# test_parse_properties, the one-call agreements below). Up to 12 full calls an example were
-# most of these properties' time, and the naive-reference texts are cut at 300 characters.
-SEQ_VALUES = st.recursive(
-    SCALARS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
-SEQ_CALLS = st.fixed_dictionaries(
-    {
-        "name": st.text(min_size=1, max_size=20),
-        "arguments": st.dictionaries(st.text(max_size=10), SEQ_VALUES, max_size=3),
-    }
-)
-
 # A span of a sequence: one call, or a non-empty array of calls.
 SPANS = st.one_of(
-    SEQ_CALLS.map(lambda call: [call]),
-    st.lists(SEQ_CALLS, min_size=1, max_size=3).map(lambda calls: calls),
+    SMALL_CALLS.map(lambda call: [call]),
+    st.lists(SMALL_CALLS, min_size=1, max_size=3).map(lambda calls: calls),
 )
 
 
@@ -158,7 +139,7 @@ def test_a_sequence_of_spans_between_prose_is_read_in_order(
 
 
 @settings(max_examples=examples(100))
-@given(st.lists(SEQ_CALLS, min_size=1, max_size=4), st.integers(1, 3), PROSE)
+@given(st.lists(SMALL_CALLS, min_size=1, max_size=4), st.integers(1, 3), PROSE)
 def test_duplicates_are_kept_as_written(
     calls: list[dict[str, Any]], times: int, prose: str
 ) -> None:
@@ -167,7 +148,7 @@ def test_duplicates_are_kept_as_written(
 
 
 @settings(max_examples=examples(100))
-@given(st.lists(SEQ_CALLS, min_size=1, max_size=3), st.integers(0, 2), st.integers(2, 4), PROSE)
+@given(st.lists(SMALL_CALLS, min_size=1, max_size=3), st.integers(0, 2), st.integers(2, 4), PROSE)
 def test_nested_arrays_are_invalid_shape(
     calls: list[dict[str, Any]], where: int, depth: int, before: str
 ) -> None:
@@ -181,7 +162,7 @@ def test_nested_arrays_are_invalid_shape(
 
 @settings(max_examples=examples(100))
 @given(
-    st.lists(SEQ_CALLS, min_size=1, max_size=3),
+    st.lists(SMALL_CALLS, min_size=1, max_size=3),
     st.sampled_from(["[1]", "{}", "[]", "[[]]"]),
     PROSE,
 )
@@ -333,7 +314,7 @@ def _reference(text: str) -> tuple[Any, str]:
 
 NEAR_SEQUENCES = st.builds(
     lambda calls, cut, junk, prose: prose.join(json.dumps(c) for c in calls)[:cut] + junk,
-    st.lists(SEQ_CALLS, min_size=1, max_size=3),
+    st.lists(SMALL_CALLS, min_size=1, max_size=3),
     st.integers(min_value=0, max_value=300),
     STRUCTURAL,
     st.text(max_size=6),
