@@ -101,9 +101,9 @@ def test_the_stored_documents_fit(documents: dict[str, tuple[str, Any]]) -> None
         assert jsonschema_fits(kind, document)
 
 
-# 400 examples: one of ~1,000 paths of six documents, one of three edits, one small JSON
-# value; each example runs jsonschema once (~10 ms)
-@settings(max_examples=400, deadline=None, suppress_health_check=[
+# 200 examples: one of ~1,000 paths of six documents, one of three edits, one small JSON
+# value; each example runs jsonschema once (~5-10 ms), the fast tier's budget for it
+@settings(max_examples=200, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
 @given(
     name=st.sampled_from(sorted(DOCUMENTS)),
@@ -120,8 +120,6 @@ def test_any_edit_of_a_stored_document_is_judged_as_jsonschema_does(
     check = validate.fits(kind)
     assert check is not None
     assert check(changed) is jsonschema_fits(kind, changed)
-    expected = None if jsonschema_fits(kind, changed) else "refused"
-    assert (validate._problem(kind, changed) is None) is (expected is None)
 
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
