@@ -7,7 +7,9 @@ Which definition applies is decided by the document's own ``schema_version`` (th
 caller expects to read at that path (``expect``): a document that claims another schema, or
 none, where one is expected is refused too.
 
-Invariants kept: the schema file is read, checked and compiled once per process, and each
+Invariants kept: the schema file is read, checked and compiled once per process (also into a
+plain check per definition, :func:`fits`, which says a document fits exactly when jsonschema
+does; jsonschema runs on a document it refuses, to name the violation), and each
 document's answer is remembered by its JSON text (``data.json_memo``); a document that does
 not fit is one ``InputError`` naming the file and the field (``runs[0].git.commit``) with the
 code the caller's command uses (``SOM-STORED-FIELD`` for a run's files, ``SOM-HISTORY-INDEX``
@@ -146,4 +148,4 @@ def _refused(path: Path, code: str, message: str) -> InputError:
     )
 
 
-__all__ = ["ENTRY", "KINDS", "STORE_SCHEMA_FILE", "check_stored", "problem"]
+__all__ = ["ENTRY", "KINDS", "STORE_SCHEMA_FILE", "check_stored", "fits", "problem"]
