@@ -4,7 +4,6 @@ docs/hardening.md)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -59,6 +58,8 @@ def test_a_command_builds_the_parser_of_its_own_subcommand_alone() -> None:
     """``build_parser(argv)`` registers only the subcommand argv names: its parser is the one
     the full parser hands the words to (the same help and usage), and any other first word
     (none, ``-h``, a module's name that is not a command word, a typo) gets every one."""
+    import argparse
+
     full = cli.build_parser()
     choices = next(
         a for a in full._actions if isinstance(a, argparse._SubParsersAction)
@@ -80,15 +81,17 @@ def test_a_command_builds_the_parser_of_its_own_subcommand_alone() -> None:
 
 def test_usage_errors_and_help_read_as_before(capsys: pytest.CaptureFixture[str]) -> None:
     for words in (["histry"], [], ["history", "--no-such"], ["import"], ["plan", "-h"]):
-        expected_status = _exit_status(cli.build_parser(), words)
+        expected_status = _exit_status(words)
         expected = capsys.readouterr()
         assert cli.main(words) == expected_status
         assert capsys.readouterr() == expected
 
 
-def _exit_status(parser: argparse.ArgumentParser, words: list[str]) -> int:
+def _exit_status(words: list[str]) -> int:
+    """The exit status of the full parser's ``parse_args(words)`` (argparse exits on usage
+    errors and help)."""
     try:
-        parser.parse_args(words)
+        cli.build_parser().parse_args(words)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
     raise AssertionError(words)
