@@ -52,3 +52,46 @@ def test_a_reader_that_goes_away_leaves_no_traceback(tmp_path: Path) -> None:
     assert done.returncode == 141, done.stderr
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr
     assert "Exception ignored" not in done.stderr
+
+
+def test_a_command_builds_the_parser_of_its_own_subcommand_alone() -> None:
+    """``build_parser(argv)`` registers only the subcommand argv names: its parser is the one
+    the full parser hands the words to (the same help and usage), and any other first word
+    (none, ``-h``, a module's name that is not a command word, a typo) gets every one."""
+    import argparse
+
+    full = cli.build_parser()
+    choices = next(
+        a for a in full._actions if isinstance(a, argparse._SubParsersAction)
+    ).choices
+    assert len(choices) == len(cli.COMMANDS)
+    for word, subparser in choices.items():
+        alone = cli.build_parser([word, "--help"])
+        own = next(a for a in alone._actions if isinstance(a, argparse._SubParsersAction))
+        assert list(own.choices) == [word]
+        assert own.choices[word].format_help() == subparser.format_help()
+        assert alone.format_usage() == full.format_usage()
+    for words in ([], ["-h"], ["imports"], ["histry"], ["--", "history"]):
+        every = next(
+            a for a in cli.build_parser(words)._actions
+            if isinstance(a, argparse._SubParsersAction)
+        )
+        assert list(every.choices) == list(choices)
+
+
+def test_usage_errors_and_help_read_as_before(capsys: pytest.CaptureFixture[str]) -> None:
+    for words in (["histry"], [], ["history", "--no-such"], ["import"], ["plan", "-h"]):
+        expected_status = _exit_status(words)
+        expected = capsys.readouterr()
+        assert cli.main(words) == expected_status
+        assert capsys.readouterr() == expected
+
+
+def _exit_status(words: list[str]) -> int:
+    """The exit status of the full parser's ``parse_args(words)`` (argparse exits on usage
+    errors and help)."""
+    try:
+        cli.build_parser().parse_args(words)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 2
+    raise AssertionError(words)

@@ -105,6 +105,8 @@ def tango_bounds(
     """:func:`tango_interval` at a two-sided critical value ``critical`` (which broadcasts
     with the counts: a benchmark passes one t quantile per table)."""
     b, c, n, z = _arrays(candidate_only, reference_only, pairs, critical)
+    if b.ndim == 0 and all(math.isfinite(x) for x in (b, c, n, z, continuity)) and n > 0:
+        return _tango_bounds_one(float(b), float(c), float(n), float(z), float(continuity))
     estimate = (b - c) / n
     # both sides bisected together (axis 0: lower, upper), each element on its own as before
     side = np.array([-1.0, 1.0]).reshape((2,) + (1,) * estimate.ndim)
@@ -120,6 +122,49 @@ def tango_bounds(
         inner = np.where(rejected, inner, middle)
     bounds = 0.5 * (inner + outer)
     return _scalar_or_array(bounds[0]), _scalar_or_array(bounds[1])
+
+
+def _tango_bounds_one(
+    b: float, c: float, n: float, z: float, continuity: float
+) -> tuple[float, float]:
+    """:func:`tango_bounds` of one table (finite counts, ``n > 0``) in Python floats: the same
+    operations in the same order as the array path (IEEE double arithmetic and a correctly
+    rounded square root either way, so the same bits; ``tests/core/test_proportions.py``
+    compares them on random tables), without numpy's per-operation cost on 0-d arrays."""
+    estimate = (b - c) / n
+    bounds = []
+    for side in (-1.0, 1.0):
+        inner, outer = estimate, side
+        for _ in range(_BISECTIONS):
+            middle = 0.5 * (inner + outer)
+            if _tango_rejects(middle, b, c, n, z, side, continuity):
+                outer = middle
+            else:
+                inner = middle
+        bounds.append(0.5 * (inner + outer))
+    return bounds[0], bounds[1]
+
+
+def _tango_rejects(
+    delta: float, b: float, c: float, n: float, z: float, side: float, continuity: float
+) -> bool:
+    """Whether one side's score test rejects ``delta``: :func:`_tango_parts` and the test of
+    :func:`tango_bounds` in Python floats (``np.maximum`` keeps a NaN; a vanishing variance
+    is a NaN statistic, which rejects)."""
+    a2 = 2.0 * n
+    bq = -b - c + (2.0 * n - b + c) * delta
+    cq = -c * delta * (1.0 - delta)
+    discriminant = bq * bq - 4.0 * a2 * cq
+    kept = discriminant >= 0.0 or discriminant != discriminant
+    root = math.sqrt(discriminant if kept else 0.0)
+    p21 = -2.0 * cq / (root + bq) if bq > 0 else (root - bq) / (2.0 * a2)
+    variance = n * (2.0 * p21 + delta * (1.0 - delta))
+    if not variance > 0:
+        return True
+    t = (b - c - n * delta + side * continuity) / math.sqrt(variance)
+    if t != t:
+        return True
+    return t >= z if side < 0 else t <= -z
 
 
 def tango_p_value(

@@ -161,25 +161,63 @@ def compiled_check(schema_file: Path) -> Check | None:
     (applied only to instances of its type)."""
     schema_validator(schema_file)  # the schema itself checked, as for jsonschema's own use
     schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    return compiled_schema_check(schema, extended=False, name=schema_file.name)
+
+
+def compiled_schema_check(schema: Any, *, extended: bool, name: str) -> Check | None:
+    """:func:`compiled_check` of a decoded (already checked) Draft 2020-12 ``schema``.
+
+    ``extended`` also compiles the keywords the run store's schema uses: ``type`` of
+    ``number``/``integer``, ``enum`` of strings and null, ``minimum``, ``maximum``,
+    ``exclusiveMinimum``, ``exclusiveMaximum``, ``maxLength``, ``allOf``, ``anyOf``, a local
+    ``$ref`` to ``#/$defs/<name>`` (``$defs`` compiled where referenced) and
+    ``unevaluatedProperties: false`` where the properties evaluated beside it are known from
+    the schema alone (``properties`` and ``$ref`` only; anything else leaves the schema to
+    jsonschema). ``name`` names the compiled code in a traceback."""
     if not isinstance(schema, dict) or schema.get("$schema") != _DRAFT_2020_12:
         return None
-    code = _Code()
+    code = _Code(schema, extended)
     if not code.schema(schema, "v0", 1):
         return None
-    source = "def check(v0):\n" + "\n".join(code.lines) + "\n    return True\n"
+    source = "\n".join(
+        [*code.functions, "def check(v0):", *code.lines, "    return True", ""]
+    )
     namespace: dict[str, Any] = dict(code.constants)
-    exec(compile(source, f"<compiled {schema_file.name}>", "exec"), namespace)
+    exec(compile(source, f"<compiled {name}>", "exec"), namespace)
     return cast(Check, namespace["check"])
 
 
-class _Code:
-    """The lines of a compiled check (``return False`` at the first failing keyword) and the
-    constants they name (key sets, compiled patterns, allowed strings)."""
+_NUMBER = "(isinstance({v}, (int, float)) and not isinstance({v}, bool))"
+_EXTENDED_TYPE_TESTS = {
+    **_TYPE_TESTS,
+    "number": _NUMBER,
+    "integer": "((isinstance({v}, int) and not isinstance({v}, bool)) or "
+    "(isinstance({v}, float) and {v}.is_integer()))",
+}
+_BOUNDS = {"minimum": "<", "maximum": ">", "exclusiveMinimum": "<=", "exclusiveMaximum": ">="}
+"""Each numeric bound and the comparison of an instance with it that jsonschema refuses."""
+_NOT_STATIC = (
+    "additionalProperties", "patternProperties", "dependentSchemas", "allOf", "oneOf", "anyOf",
+    "if", "$dynamicRef", "$recursiveRef",
+)  # fmt: skip
+"""Keywords whose evaluated properties depend on the instance (jsonschema's
+``find_evaluated_property_keys_by_schema``): an ``unevaluatedProperties`` beside them is not
+compiled."""
 
-    def __init__(self) -> None:
+
+class _Code:
+    """The lines of a compiled check (``return False`` at the first failing keyword), the
+    functions it calls (one per ``$ref`` target and ``anyOf`` branch) and the constants they
+    name (key sets, compiled patterns, allowed strings, bounds)."""
+
+    def __init__(self, root: Any = None, extended: bool = False) -> None:
         self.lines: list[str] = []
+        self.functions: list[str] = []
         self.constants: dict[str, Any] = {"MISSING": object()}
         self.names = 0
+        self.root = root
+        self.extended = extended
+        self.refs: dict[str, str] = {}
 
     def fresh(self, prefix: str) -> str:
         self.names += 1
@@ -192,6 +230,63 @@ class _Code:
 
     def emit(self, depth: int, line: str) -> None:
         self.lines.append("    " * depth + line)
+
+    def function(self, schema: Any, name: str) -> bool:
+        """Compile ``schema`` as the function ``name`` (instance -> bool); False: not
+        compilable."""
+        outer = self.lines
+        self.lines = []
+        argument = self.fresh("v")
+        compiled = self.schema(schema, argument, 1)
+        body = [f"def {name}({argument}):", *self.lines, "    return True", ""]
+        self.lines = outer
+        self.functions.append("\n".join(body))
+        return compiled
+
+    def reference(self, ref: Any) -> str | None:
+        """The function checking the target of a local ``$ref`` (``#/$defs/<name>``), or None
+        when it is another reference or not compilable."""
+        if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+            return None
+        key = ref[len("#/$defs/"):]
+        definitions = self.root.get("$defs") if isinstance(self.root, dict) else None
+        if "/" in key or "~" in key or "%" in key or not isinstance(definitions, dict):
+            return None
+        if key not in definitions:
+            return None
+        if ref not in self.refs:
+            self.refs[ref] = self.fresh("ref")
+            if not self.function(definitions[key], self.refs[ref]):
+                return None
+        return self.refs[ref]
+
+    def evaluated(self, schema: Any, seen: frozenset[str] = frozenset()) -> frozenset[str] | None:
+        """The property names ``schema`` evaluates in place when that set does not depend on
+        the instance (``properties``, through ``$ref``s), else None."""
+        if isinstance(schema, bool):
+            return frozenset()
+        if not isinstance(schema, dict) or any(key in schema for key in _NOT_STATIC):
+            return None
+        unevaluated = schema.get("unevaluatedProperties", False)
+        if unevaluated is not False:
+            return None
+        names: set[str] = set()
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            names.update(properties)
+        if "$ref" in schema:
+            ref = schema["$ref"]
+            if not isinstance(ref, str) or not ref.startswith("#/$defs/") or ref in seen:
+                return None
+            key = ref[len("#/$defs/"):]
+            definitions = self.root.get("$defs") if isinstance(self.root, dict) else None
+            if not isinstance(definitions, dict) or key not in definitions:
+                return None
+            inner = self.evaluated(definitions[key], seen | {ref})
+            if inner is None:
+                return None
+            names.update(inner)
+        return frozenset(names)
 
     def schema(self, schema: Any, v: str, depth: int) -> bool:
         """Emit the checks of one (sub)schema on variable ``v``; False: not compilable."""
@@ -207,19 +302,67 @@ class _Code:
     def keyword(self, key: str, rule: Any, schema: dict[str, Any], v: str, depth: int) -> bool:
         if key in _ANNOTATIONS:
             return True
-        if key == "type":
-            names = rule if isinstance(rule, list) else [rule]
-            if not names or not all(isinstance(n, str) and n in _TYPE_TESTS for n in names):
+        if self.extended and key in _BOUNDS:
+            if type(rule) not in (int, float):
                 return False
-            test = " or ".join(_TYPE_TESTS[n].format(v=v) for n in names)
+            bound = self.constant(rule)
+            number = _NUMBER.format(v=v)
+            self.emit(depth, f"if {number} and {v} {_BOUNDS[key]} {bound}: return False")
+            return True
+        if self.extended and key == "maxLength":
+            if type(rule) is not int:
+                return False
+            self.emit(depth, f"if isinstance({v}, str) and len({v}) > {rule}: return False")
+            return True
+        if self.extended and key == "$defs":
+            return isinstance(rule, dict)  # compiled where a $ref names one
+        if self.extended and key == "$ref":
+            target = self.reference(rule)
+            if target is None:
+                return False
+            self.emit(depth, f"if not {target}({v}): return False")
+            return True
+        if self.extended and key == "allOf":
+            if not isinstance(rule, list) or not rule:
+                return False
+            return all(self.schema(sub, v, depth) for sub in rule)
+        if self.extended and key == "anyOf":
+            if not isinstance(rule, list) or not rule:
+                return False
+            branches = [self.fresh("any") for _ in rule]
+            if not all(self.function(sub, name) for sub, name in zip(rule, branches, strict=True)):
+                return False
+            test = " or ".join(f"{name}({v})" for name in branches)
+            self.emit(depth, f"if not ({test}): return False")
+            return True
+        if self.extended and key == "unevaluatedProperties":
+            evaluated = self.evaluated(schema) if rule is False else None
+            if evaluated is None:
+                return False
+            allowed_keys = self.constant(evaluated)
+            self.emit(depth, f"if isinstance({v}, dict) and not {v}.keys() <= {allowed_keys}:")
+            self.emit(depth + 1, "return False")
+            return True
+        if key == "type":
+            tests = _EXTENDED_TYPE_TESTS if self.extended else _TYPE_TESTS
+            types = rule if isinstance(rule, list) else [rule]
+            if not types or not all(isinstance(n, str) and n in tests for n in types):
+                return False
+            test = " or ".join(tests[n].format(v=v) for n in types)
             self.emit(depth, f"if not ({test}): return False")
             return True
         if key in ("const", "enum"):
             values = [rule] if key == "const" else rule
             if not isinstance(values, list) or not all(isinstance(x, str) for x in values):
-                return False  # jsonschema's equal() of strings is ==; nothing else compiled
-            allowed = self.constant(frozenset(values))
-            self.emit(depth, f"if not (isinstance({v}, str) and {v} in {allowed}): return False")
+                if not (self.extended and key == "enum" and isinstance(values, list)):
+                    return False  # jsonschema's equal() of strings is ==; nothing else compiled
+                if not all(isinstance(x, str) or x is None for x in values):
+                    return False
+            allowed = self.constant(frozenset(x for x in values if x is not None))
+            test = f"isinstance({v}, str) and {v} in {allowed}"
+            if None in values:
+                test = f"{v} is None or ({test})"
+            self.emit(depth, f"if not ({test}): return False")
             return True
         if key in ("minLength", "minItems"):
             if type(rule) is not int:

@@ -7,7 +7,9 @@ Which definition applies is decided by the document's own ``schema_version`` (th
 caller expects to read at that path (``expect``): a document that claims another schema, or
 none, where one is expected is refused too.
 
-Invariants kept: the schema file is read, checked and compiled once per process, and each
+Invariants kept: the schema file is read, checked and compiled once per process (also into a
+plain check per definition, :func:`fits`, which says a document fits exactly when jsonschema
+does; jsonschema runs on a document it refuses, to name the violation), and each
 document's answer is remembered by its JSON text (``data.json_memo``); a document that does
 not fit is one ``InputError`` naming the file and the field (``runs[0].git.commit``) with the
 code the caller's command uses (``SOM-STORED-FIELD`` for a run's files, ``SOM-HISTORY-INDEX``
@@ -24,8 +26,13 @@ from typing import Any
 
 import jsonschema
 
-from pytest_sommelier.data.json_memo import JsonMemo
-from pytest_sommelier.data.split.schema import SCHEMAS, json_path_text
+from pytest_sommelier.data.json_memo import JsonMemo, plain_json
+from pytest_sommelier.data.split.schema import (
+    SCHEMAS,
+    Check,
+    compiled_schema_check,
+    json_path_text,
+)
 from pytest_sommelier.errors import InputError
 
 STORE_SCHEMA_FILE = SCHEMAS / "run_store.v1.schema.json"
@@ -44,12 +51,26 @@ ENTRY = "entry"
 """The definition of one index entry (checked on its own by the index reader)."""
 
 
+def _rooted(kind: str) -> dict[str, Any]:
+    """The schema of one definition: the file's ``$defs``, rooted at ``#/$defs/<kind>``."""
+    schema = _schema()
+    return {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{kind}"}
+
+
 @cache
 def _validator(kind: str) -> Any:
     """The compiled validator of one definition (the schema file read and checked once)."""
-    schema = _schema()
-    rooted = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{kind}"}
-    return jsonschema.Draft202012Validator(rooted)
+    return jsonschema.Draft202012Validator(_rooted(kind))
+
+
+@cache
+def fits(kind: str) -> Check | None:
+    """``document -> bool``: whether a decoded JSON document fits definition ``kind``, the
+    answer jsonschema gives, as one function of plain comparisons
+    (``data.split.schema.compiled_schema_check``); None when the definition uses a keyword
+    it does not compile (jsonschema then checks every document)."""
+    _validator(kind)
+    return compiled_schema_check(_rooted(kind), extended=True, name=f"run_store {kind}")
 
 
 @cache
@@ -76,7 +97,11 @@ def problem(kind: str, value: Any) -> str | None:
 
 
 def _problem(kind: str, value: Any) -> str | None:
-    """:func:`problem` without the memo."""
+    """:func:`problem` without the memo: a document of JSON's own types that the compiled check
+    (:func:`fits`) passes fits; jsonschema runs on the others, to name the violation."""
+    check = fits(kind)
+    if check is not None and plain_json(value) and check(value):
+        return None
     errors = list(_validator(kind).iter_errors(value))
     if not errors:
         return None
@@ -123,4 +148,4 @@ def _refused(path: Path, code: str, message: str) -> InputError:
     )
 
 
-__all__ = ["ENTRY", "KINDS", "STORE_SCHEMA_FILE", "check_stored", "problem"]
+__all__ = ["ENTRY", "KINDS", "STORE_SCHEMA_FILE", "check_stored", "fits", "problem"]

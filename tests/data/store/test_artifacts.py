@@ -103,3 +103,53 @@ def test_what_json_cannot_hold_is_a_type_error(value: Any) -> None:
         stored_form(value)
     with pytest.raises(TypeError):
         dumps(value)
+
+
+def _json_dumps_text(value: Any) -> str:
+    """What ``dumps`` wrote before it had its own indenting writer: json's own."""
+    return json.dumps(stored_form(value), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+_DUMPS_ATOMS = (
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63)
+    | st.floats() | st.text(max_size=6)
+    | st.sampled_from([-0.0, 1e16, 5e-324, "\ud800", "\x00\u2028\"\\", "é", 1.0, 2**64])
+    | st.builds(np.float64, st.floats()) | st.builds(np.int64, st.integers(-(2**63), 2**63 - 1))
+    | st.builds(np.bool_, st.booleans())
+)  # fmt: skip
+_DUMPS_VALUES = st.recursive(
+    _DUMPS_ATOMS,
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    | st.dictionaries(st.integers(-3, 3) | st.booleans() | st.none(), inner, max_size=2),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(value=_DUMPS_VALUES)
+def test_dumps_writes_the_text_json_writes(value: Any) -> None:
+    """``dumps`` writes json.dumps(stored form, indent=2, ...)'s text byte for byte, and
+    refuses (a non-finite float) with json's own error."""
+    try:
+        expected: str | BaseException = _json_dumps_text(value)
+    except (ValueError, TypeError) as error:
+        expected = error
+    if isinstance(expected, str):
+        assert dumps(value) == expected
+    else:
+        with pytest.raises(type(expected)) as raised:
+            dumps(value)
+        assert str(raised.value) == str(expected)
+
+
+def test_dumps_of_nested_and_empty_containers_is_jsons() -> None:
+    for value in ({}, [], {"a": {}}, {"a": [[], [{}]]}, [[[1]]], "x", 0, None, True, -0.0,
+                  {"b": 1, "a": [1.5, "é", None]}, [math.nan], {"x": math.inf}):  # fmt: skip
+        try:
+            expected = _json_dumps_text(value)
+        except ValueError:
+            with pytest.raises(ValueError):
+                dumps(value)
+            continue
+        assert dumps(value) == expected
