@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core import proportions
 
@@ -55,7 +56,7 @@ TABLE = st.tuples(
 ).map(lambda t: (t[0] * t[1], t[0] * (1 - t[1]) * t[2], t[0], t[3], t[4]))  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)  # up to 20 tables each: ~1 s
+@settings(max_examples=examples(60), deadline=None)  # up to 20 tables each: ~1 s
 @given(tables=st.lists(TABLE, min_size=1, max_size=20))
 def test_random_scaled_tables_agree(tables: list[tuple[float, float, float, float, float]]) -> None:
     agree(tables)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
-import math
 import numbers
 import os
 import secrets
@@ -134,102 +133,8 @@ def stored_form(value: Any) -> JsonValue:
 
 def dumps(value: Any) -> str:
     """The one JSON rendering used for artifacts: :func:`stored_form` (sorted keys, lists,
-    plain numbers) as 2-space indented UTF-8 JSON.
-
-    The text is ``json.dumps(form, indent=2, ensure_ascii=False, allow_nan=False)``'s, byte
-    for byte: json writes an indented document with its pure-Python encoder, and
-    :func:`_indented` writes the same text from a stored form with less work per value (strings
-    through json's own C string encoder). Anything json would refuse (a non-finite float) or
-    that is not a stored form's type goes to ``json.dumps`` itself, for its error."""
-    form = stored_form(value)
-    parts: list[str] = []
-    try:
-        _indented(form, parts, "\n")
-    except (_NotStored, RecursionError):
-        return json.dumps(form, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    parts.append("\n")
-    return "".join(parts)
-
-
-class _NotStored(Exception):
-    """A value :func:`_indented` leaves to ``json.dumps`` (a non-finite float, another type)."""
-
-
-_ENCODE_STRING = json.encoder.encode_basestring
-"""json's string encoder for ``ensure_ascii=False`` (its C one where it has it)."""
-
-
-def _atom_text(value: Any) -> str:
-    """The JSON text of a stored form's scalar, as json's encoder writes it."""
-    kind = type(value)
-    if kind is str:
-        return _ENCODE_STRING(value)
-    if kind is int:
-        return int.__repr__(value)
-    if kind is float:
-        if value != value or value in (math.inf, -math.inf):
-            raise _NotStored
-        return float.__repr__(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    raise _NotStored
-
-
-def _indented(value: Any, parts: list[str], newline: str) -> None:
-    """Append the 2-space indented JSON text of a stored form to ``parts`` (``newline``: a line
-    break and the indent of the level ``value`` is at), as json's ``_make_iterencode`` writes
-    it with ``indent=2``: ``{``/``[`` then each item on its own line, ``,`` after each but the
-    last, ``": "`` after a key, ``{}``/``[]`` when empty."""
-    kind = type(value)
-    if kind is dict:
-        if not value:
-            parts.append("{}")
-            return
-        inner = newline + "  "
-        separator = "," + inner
-        parts.append("{" + inner)
-        first = True
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotStored
-            if first:
-                first = False
-            else:
-                parts.append(separator)
-            parts.append(_ENCODE_STRING(key))
-            parts.append(": ")
-            if type(item) in _CONTAINERS:
-                _indented(item, parts, inner)
-            else:
-                parts.append(_atom_text(item))
-        parts.append(newline + "}")
-    elif kind is list:
-        if not value:
-            parts.append("[]")
-            return
-        inner = newline + "  "
-        separator = "," + inner
-        parts.append("[" + inner)
-        first = True
-        for item in value:
-            if first:
-                first = False
-            else:
-                parts.append(separator)
-            if type(item) in _CONTAINERS:
-                _indented(item, parts, inner)
-            else:
-                parts.append(_atom_text(item))
-        parts.append(newline + "]")
-    else:
-        parts.append(_atom_text(value))
-
-
-_CONTAINERS = frozenset({dict, list})
+    plain numbers) as 2-space indented UTF-8 JSON."""
+    return json.dumps(stored_form(value), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def atomic_write_text(path: Path, text: str | bytes) -> None:

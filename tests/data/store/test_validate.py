@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.data.split.schema import compiled_schema_check
 from pytest_sommelier.data.store import validate
@@ -103,7 +104,7 @@ def test_the_stored_documents_fit(documents: dict[str, tuple[str, Any]]) -> None
 
 # 200 examples: one of ~1,000 paths of six documents, one of three edits, one small JSON
 # value; each example runs jsonschema once (~5-10 ms), the fast tier's budget for it
-@settings(max_examples=200, deadline=None, suppress_health_check=[
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
 @given(
     name=st.sampled_from(sorted(DOCUMENTS)),
@@ -137,7 +138,7 @@ SCHEMAS = [
 ]  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(schema=st.sampled_from(SCHEMAS), value=VALUES)
 def test_each_extended_keyword_is_jsonschemas(schema: dict[str, Any], value: Any) -> None:
     rooted = {"$schema": DRAFT, **schema}
