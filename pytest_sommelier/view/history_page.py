@@ -35,6 +35,7 @@ from pytest_sommelier.core.metrics import FULL_CALL_EXACT_MATCH, METRIC_NAMES
 from pytest_sommelier.data.store.history import PAGE
 from pytest_sommelier.view.text import (
     SHORT,
+    cell,
     fmt,
     fmt_interval,
     sample_text,
@@ -221,16 +222,6 @@ MARKERS = ("circle", "square", "triangle", "diamond", "cross", "plus", "bar")
 """One marker shape per metric of the checkpoints chart (with its colour, ``metric-N``), so
 two metrics at one value stay apart; the arms' colours (``arm-N``) are not used there."""
 DASHES = 4  # the training runs' line styles (``dash-N``), repeated beyond
-
-
-def cell(value: Any, limit: int) -> str:
-    """A stored text as one table cell: characters that are not printable (control, line and
-    paragraph separators) each shown as ``?``, cut to ``limit`` characters (ending ``...``);
-    ``-`` for none. Escaping is the template's (autoescape), never this function's."""
-    if value is None or value == "":
-        return "-"
-    text = "".join(c if c.isprintable() else "?" for c in str(value))
-    return text if len(text) <= limit else text[: max(limit - 3, 1)] + "..."
 
 
 def marker_path(shape: str, x: float, y: float, r: float = 3.6) -> str:

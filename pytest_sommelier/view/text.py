@@ -230,16 +230,27 @@ def discordant_text(entry: Mapping[str, Any] | None) -> str:
     return f"{counts['candidate_only']}/{counts['reference_only']}"
 
 
+def cell(value: Any, limit: int) -> str:
+    """A stored text as one table cell: characters that are not printable (control, line and
+    paragraph separators) each shown as ``?``, cut to ``limit`` characters (ending ``...``);
+    ``-`` for none. Escaping is the template's (autoescape), never this function's."""
+    if value is None or value == "":
+        return "-"
+    text = "".join(c if c.isprintable() else "?" for c in str(value))
+    return text if len(text) <= limit else text[: max(limit - 3, 1)] + "..."
+
+
 def sample_text(resolved: Mapping[str, Any]) -> str | None:
     """What every view says of a sampled run (``data.split.sample``: the resolved suite's
-    ``test_split.sample``), or None for a run of the whole split."""
+    ``test_split.sample``), or None for a run of the whole split: one line, whatever a stored
+    sample holds (each value a bounded printable :func:`cell`)."""
     sample = (resolved.get("test_split") or {}).get("sample")
     if not isinstance(sample, Mapping):
         return None
     return (
-        f"sample: {sample.get('roots')} of {sample.get('of_roots')} roots with their "
-        f"translations (seed {sample.get('seed')}); the verdict is the sample's, and this run "
-        "never compares as the full suite"
+        f"sample: {cell(sample.get('roots'), 12)} of {cell(sample.get('of_roots'), 12)} roots "
+        f"with their translations (seed {cell(sample.get('seed'), 24)}); the verdict is the "
+        "sample's, and this run never compares as the full suite"
     )
 
 
