@@ -8,7 +8,10 @@ loops) or write as much as it likes. Here:
 
 - a rendering that runs longer than ``RENDER_SECONDS`` is stopped (a ``SIGALRM`` timer, the
   standard way to interrupt Python code; it is armed only in the main thread, where ``sommelier
-  format`` runs, and any timer already armed is restored afterwards);
+  format`` runs, and any timer already armed is restored afterwards). The timer fires again
+  every ``REPEAT_SECONDS`` until the rendering stops, since Python ignores an exception raised
+  inside a finalizer, and an expiry the template's library turns into an error of its own is
+  still the bound;
 - a rendering longer than ``RENDER_CHARS`` characters is refused, and so is a template longer
   than ``TEMPLATE_CHARS``;
 - ``strftime_now`` (Llama 3.1's template calls it for "Today Date") gives ``TEMPLATE_DATE``,
@@ -27,6 +30,7 @@ callers that turn other template errors into their own lines must let through).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import signal
@@ -56,6 +60,18 @@ class TemplateBoundError(InputError):
 
 class _Expired(Exception):
     """Raised by the timer inside the template's code; turned into TemplateBoundError."""
+
+
+REPEAT_SECONDS = 0.1
+"""After the first expiry, the timer fires again this often until the rendering stops."""
+
+
+@dataclasses.dataclass
+class _Clock:
+    """One rendering's timer: ``expired`` once it fired; ``armed`` while it may raise."""
+
+    expired: bool = False
+    armed: bool = True
 
 
 _CALL = re.compile(r"""strftime_now\s*\(\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\)""")
@@ -115,13 +131,18 @@ def render_chat(
                 where=f"example_id={example_id}",
             )
         kwargs["chat_template"] = pinned
+    clock = _Clock(armed=False)
     try:
-        with _deadline(seconds):
+        with _deadline(seconds) as clock:
             text = tokenizer.apply_chat_template(
                 messages, tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
             )
     except _Expired:
         raise _bound(example_id, f"ran for more than {seconds:g} s") from None
+    except Exception:
+        if clock.expired:  # the expiry, turned into another error by the code it stopped
+            raise _bound(example_id, f"ran for more than {seconds:g} s") from None
+        raise
     if isinstance(text, str) and len(text) > chars:
         raise _bound(example_id, f"wrote {len(text)} characters, more than {chars}")
     return str(text)
@@ -191,22 +212,36 @@ def _bound(example_id: str, what: str) -> TemplateBoundError:
 
 
 @contextlib.contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
-    """Raise ``_Expired`` in the code running after ``seconds`` (main thread only; elsewhere
-    no timer is armed). The previous SIGALRM handler and timer are put back."""
+def _deadline(seconds: float) -> Iterator[_Clock]:
+    """Raise ``_Expired`` in the code running after ``seconds``, and again every
+    ``REPEAT_SECONDS`` until the block ends (main thread only; elsewhere no timer is armed):
+    Python ignores an exception raised where it cannot pass one on (a finalizer, a weakref
+    callback; "Exception ignored in ..."), so one alarm alone could be lost and leave a
+    runaway template running. The yielded clock says whether the time ran out, for code that
+    turned ``_Expired`` into an error of its own. The previous SIGALRM handler and timer are put
+    back; an alarm arriving while they are put back does nothing (the clock is disarmed first,
+    at two levels)."""
+    clock = _Clock()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        clock.armed = False
+        yield clock
         return
 
     def expire(signum: int, frame: FrameType | None) -> None:
-        raise _Expired
+        if clock.armed:
+            clock.expired = True
+            raise _Expired
 
     previous = signal.signal(signal.SIGALRM, expire)
     started = time.monotonic()
-    earlier, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    earlier, interval = signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_SECONDS)
     try:
-        yield
+        try:
+            yield clock
+        finally:
+            clock.armed = False
     finally:
+        clock.armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if earlier:
@@ -218,6 +253,7 @@ __all__ = [
     "KWARGS_CHARS",
     "RENDER_CHARS",
     "RENDER_SECONDS",
+    "REPEAT_SECONDS",
     "RESERVED_KWARGS",
     "TEMPLATE_CHARS",
     "TEMPLATE_DATE",
