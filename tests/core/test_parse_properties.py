@@ -31,36 +31,39 @@ SCALARS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=12),
 )
-JSON_VALUES = st.recursive(
-    SCALARS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
-CALLS = st.fixed_dictionaries(
-    {
-        "name": st.text(min_size=1, max_size=20),
-        "arguments": st.dictionaries(st.text(max_size=10), JSON_VALUES, max_size=5),
-    }
-)
+def json_values(containers: int, leaves: int) -> st.SearchStrategy[Any]:
+    """JSON values: scalars, lists and objects of at most ``containers`` items, ``leaves``
+    scalars in all."""
+    return st.recursive(
+        SCALARS,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=containers),
+            st.dictionaries(st.text(max_size=8), inner, max_size=containers),
+        ),
+        max_leaves=leaves,
+    )
+
+
+def calls(arguments: int, containers: int, leaves: int) -> st.SearchStrategy[dict[str, Any]]:
+    """Calls ``{"name", "arguments"}`` of at most ``arguments`` arguments, each a JSON value
+    of :func:`json_values`."""
+    return st.fixed_dictionaries(
+        {
+            "name": st.text(min_size=1, max_size=20),
+            "arguments": st.dictionaries(
+                st.text(max_size=10), json_values(containers, leaves), max_size=arguments
+            ),
+        }
+    )
+
+
+JSON_VALUES = json_values(4, 12)
+CALLS = calls(5, 4, 12)
 # CALLS, smaller (3 arguments, containers of 3, 6 leaves; not 5, 4 and 12), where a call's
 # content is not the point: texts cut short (NEAR_CALLS below, test_parse_v2's near sequences)
 # and several calls an example (test_parse_v2's sequences). Each call's content is drawn in full
 # where one call is read whole (the round trips). Full calls there were most of their time.
-SMALL_VALUES = st.recursive(
-    SCALARS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
-SMALL_CALLS = st.fixed_dictionaries(
-    {
-        "name": st.text(min_size=1, max_size=20),
-        "arguments": st.dictionaries(st.text(max_size=10), SMALL_VALUES, max_size=3),
-    }
-)
+SMALL_CALLS = calls(3, 3, 6)
 PROSE = st.text(alphabet=st.characters(blacklist_characters='{}[]"'), max_size=80)
 JSON_WHITESPACE = st.text(alphabet=" \t\n\r", max_size=4)
 
