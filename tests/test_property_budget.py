@@ -20,23 +20,22 @@ TESTS = Path(__file__).resolve().parent
 HARDENING = (TESTS.parent / "docs" / "hardening.md").read_text(encoding="utf-8")
 
 
-@pytest.fixture
-def tier() -> Iterator[None]:
-    """A test that sets the tier puts back the one this run chose."""
-    before = property_budget.examples(300) < 300
-    yield
-    property_budget.choose(before)
-
-
 @contextlib.contextmanager
 def restored() -> Iterator[None]:
-    """The tier this run chose, put back after a property sets another (hypothesis runs a
-    property's body many times inside one test, so a fixture would restore only once)."""
+    """The tier this run chose, put back after a test or a property's example sets another
+    (hypothesis runs a property's body many times inside one test)."""
     before = property_budget.examples(300) < 300
     try:
         yield
     finally:
         property_budget.choose(before)
+
+
+@pytest.fixture
+def tier() -> Iterator[None]:
+    """A test that sets the tier puts back the one this run chose."""
+    with restored():
+        yield
 
 
 @settings(max_examples=examples(100))
