@@ -172,15 +172,15 @@ HOSTILE = st.one_of(
 """Values a hand-edited or foreign file may hold where the store wrote something else."""
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def document_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every path to a value inside a JSON document (objects and arrays, depth first)."""
     found = [prefix] if prefix else []
     if isinstance(value, dict):
         for key, item in value.items():
-            found += _paths(item, (*prefix, key))
+            found += document_paths(item, (*prefix, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            found += _paths(item, (*prefix, index))
+            found += document_paths(item, (*prefix, index))
     return found
 
 
@@ -199,11 +199,16 @@ TARGETS = {
 }
 
 
-def _target(store: Path, name: str) -> Path:
-    relative = TARGETS[name][0]
+def stored_file(store: Path, relative: str) -> Path:
+    """A file of the two-run store by its place (``0002/...``: inside the second run's folder,
+    whatever its name)."""
     if relative.startswith("0002/"):
         return run_folder(store, 2) / relative.removeprefix("0002/")
     return store / relative
+
+
+def _target(store: Path, name: str) -> Path:
+    return stored_file(store, TARGETS[name][0])
 
 
 @settings(
@@ -224,7 +229,7 @@ def test_a_hostile_value_in_any_stored_file_is_one_line_or_harmless(
     path = _target(store, target)
     second = run_folder(store, 2)
     document = json.loads(path.read_text(encoding="utf-8"))
-    paths = _paths(document)
+    paths = document_paths(document)
     where = paths[pick % len(paths)]
     _set(document, where, value)
     path.write_text(json.dumps(document), encoding="utf-8")

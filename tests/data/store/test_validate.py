@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from property_budget import examples
+from test_store_reader import document_paths, stored_file
 
 from pytest_sommelier.data.split.schema import compiled_schema_check
 from pytest_sommelier.data.store import validate
@@ -49,29 +50,14 @@ VALUES = st.recursive(
 @pytest.fixture(scope="module")
 def documents(two_run_store: Path) -> dict[str, tuple[str, Any]]:
     store = two_run_store / ".sommelier"
-    runs = sorted(p for p in store.iterdir() if p.is_dir() and p.name[:1].isdigit())
-    found = {}
-    for relative, kind in DOCUMENTS.items():
-        path = store / relative
-        if relative.startswith("0002/"):
-            path = runs[1] / relative.removeprefix("0002/")
-        found[relative] = (kind, json.loads(path.read_text(encoding="utf-8")))
-    return found
+    return {
+        relative: (kind, json.loads(stored_file(store, relative).read_text(encoding="utf-8")))
+        for relative, kind in DOCUMENTS.items()
+    }
 
 
 def jsonschema_fits(kind: str, document: Any) -> bool:
     return next(iter(validate._validator(kind).iter_errors(document)), None) is None
-
-
-def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix] if prefix else []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += paths(item, (*prefix, index))
-    return found
 
 
 def edited(document: Any, where: tuple[Any, ...], how: str, value: Any) -> Any:
@@ -116,7 +102,7 @@ def test_any_edit_of_a_stored_document_is_judged_as_jsonschema_does(
     documents: dict[str, tuple[str, Any]], name: str, pick: int, how: str, value: Any
 ) -> None:
     kind, document = documents[name]
-    where = paths(document)
+    where = document_paths(document)
     changed = edited(document, where[pick % len(where)], how, value)
     check = validate.fits(kind)
     assert check is not None
