@@ -52,6 +52,13 @@ def _scalar_or_array(value: np.ndarray) -> Any:
 # --- Tango's asymptotic score interval ------------------------------------------------------
 
 
+def _tango_quadratic(delta: Any, b: Any, c: Any, n: Any) -> tuple[Any, Any, Any]:
+    """``(2n, B, C)`` of Tango's quadratic for the constrained ML estimate of p21 (1998, eq. 4):
+    ``B = -b - c + (2n - b + c) delta``, ``C = -c delta (1 - delta)``; arrays or Python floats
+    alike, the same operations in the same order either way."""
+    return 2.0 * n, -b - c + (2.0 * n - b + c) * delta, -c * delta * (1.0 - delta)
+
+
 def _tango_parts(
     delta: np.ndarray, b: np.ndarray, c: np.ndarray, n: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -60,9 +67,7 @@ def _tango_parts(
     estimate of p21, the root of ``2n p^2 + B p + C = 0`` with ``B = -b - c + (2n - b + c)
     delta`` and ``C = -c delta (1 - delta)`` (Tango 1998, eq. 4), taken in a cancellation-free
     form. The sd is NaN where the variance vanishes (only at the boundary delta = +-1)."""
-    a2 = 2.0 * n
-    bq = -b - c + (2.0 * n - b + c) * delta
-    cq = -c * delta * (1.0 - delta)
+    a2, bq, cq = _tango_quadratic(delta, b, c, n)
     root = np.sqrt(np.maximum(bq * bq - 4.0 * a2 * cq, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         p21 = np.where(bq > 0, -2.0 * cq / (root + bq), (root - bq) / (2.0 * a2))
@@ -151,9 +156,7 @@ def _tango_rejects(
     """Whether one side's score test rejects ``delta``: :func:`_tango_parts` and the test of
     :func:`tango_bounds` in Python floats (``np.maximum`` keeps a NaN; a vanishing variance
     is a NaN statistic, which rejects)."""
-    a2 = 2.0 * n
-    bq = -b - c + (2.0 * n - b + c) * delta
-    cq = -c * delta * (1.0 - delta)
+    a2, bq, cq = _tango_quadratic(delta, b, c, n)
     discriminant = bq * bq - 4.0 * a2 * cq
     kept = discriminant >= 0.0 or discriminant != discriminant
     root = math.sqrt(discriminant if kept else 0.0)
