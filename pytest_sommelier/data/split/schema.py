@@ -246,19 +246,27 @@ class _Code:
     def reference(self, ref: Any) -> str | None:
         """The function checking the target of a local ``$ref`` (``#/$defs/<name>``), or None
         when it is another reference or not compilable."""
-        if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
-            return None
-        key = ref[len("#/$defs/"):]
-        definitions = self.root.get("$defs") if isinstance(self.root, dict) else None
-        if "/" in key or "~" in key or "%" in key or not isinstance(definitions, dict):
-            return None
-        if key not in definitions:
+        found, target = self.definition(ref)
+        if not found:
             return None
         if ref not in self.refs:
             self.refs[ref] = self.fresh("ref")
-            if not self.function(definitions[key], self.refs[ref]):
+            if not self.function(target, self.refs[ref]):
                 return None
         return self.refs[ref]
+
+    def definition(self, ref: Any) -> tuple[bool, Any]:
+        """``(True, schema)`` for a local ``$ref`` to ``#/$defs/<name>`` of the root (a plain
+        name: no ``/``, ``~`` or ``%`` escapes), ``(False, None)`` for any other reference."""
+        if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+            return False, None
+        key = ref[len("#/$defs/"):]
+        definitions = self.root.get("$defs") if isinstance(self.root, dict) else None
+        if "/" in key or "~" in key or "%" in key or not isinstance(definitions, dict):
+            return False, None
+        if key not in definitions:
+            return False, None
+        return True, definitions[key]
 
     def evaluated(self, schema: Any, seen: frozenset[str] = frozenset()) -> frozenset[str] | None:
         """The property names ``schema`` evaluates in place when that set does not depend on
@@ -276,13 +284,10 @@ class _Code:
             names.update(properties)
         if "$ref" in schema:
             ref = schema["$ref"]
-            if not isinstance(ref, str) or not ref.startswith("#/$defs/") or ref in seen:
+            found, target = self.definition(ref)
+            if not found or ref in seen:
                 return None
-            key = ref[len("#/$defs/"):]
-            definitions = self.root.get("$defs") if isinstance(self.root, dict) else None
-            if not isinstance(definitions, dict) or key not in definitions:
-                return None
-            inner = self.evaluated(definitions[key], seen | {ref})
+            inner = self.evaluated(target, seen | {ref})
             if inner is None:
                 return None
             names.update(inner)
