@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 from collections.abc import Iterator
@@ -110,6 +111,25 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
         return True if marks_whole_module_slow(collection_path) else None
     return None
+
+
+GC_THRESHOLDS = (10_000, 10, 10)
+"""The cyclic collector's thresholds in the test process (CPython's default is 700, 10, 10)."""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The test process's cyclic garbage collector, set for a long session of short-lived
+    objects (the in-process pytester sessions, hypothesis' draws): once collection has imported
+    every test module, torch, transformers and the plugin (about half a million objects that
+    live until the process ends), they are frozen out of the collector's sight (``gc.freeze``),
+    and the young generations are collected less often (``GC_THRESHOLDS``). Measured on the
+    fast tier (2 cores): each worker spent ~9 s of CPU in ~30 full collections walking those
+    objects; now ~1.5 s. What is collected is the same: nothing the tests create is frozen,
+    and ``gc.collect()`` (pytest's own, the tests') still finds every cycle they leave. Sessions
+    the tests start in subprocesses keep CPython's defaults."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -11,7 +11,10 @@ loops) or write as much as it likes. Here:
   format`` runs, and any timer already armed is restored afterwards). The timer fires again
   every ``REPEAT_SECONDS`` until the rendering stops, since Python ignores an exception raised
   inside a finalizer, and an expiry the template's library turns into an error of its own is
-  still the bound;
+  still the bound. An expiry Python ignores that way is silent (it never reaches
+  ``sys.unraisablehook``'s earlier owner, pytest's warning included), and the cyclic garbage
+  collector is paused while the template runs, so no collector callback or finalizer of
+  unrelated objects runs at the depth of a runaway recursive macro, where it would fail;
 - a rendering longer than ``RENDER_CHARS`` characters is refused, and so is a template longer
   than ``TEMPLATE_CHARS``;
 - ``strftime_now`` (Llama 3.1's template calls it for "Today Date") gives ``TEMPLATE_DATE``,
@@ -31,9 +34,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import json
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -220,7 +225,11 @@ def _deadline(seconds: float) -> Iterator[_Clock]:
     runaway template running. The yielded clock says whether the time ran out, for code that
     turned ``_Expired`` into an error of its own. The previous SIGALRM handler and timer are put
     back; an alarm arriving while they are put back does nothing (the clock is disarmed first,
-    at two levels)."""
+    at two levels). While the block runs (main thread only): an ``_Expired`` that Python
+    ignores is dropped before ``sys.unraisablehook`` (every other ignored exception reaches the
+    hook that was there), and the cyclic garbage collector is paused (a collector callback or a
+    finalizer of other objects run at the depth of a recursive template would fail there).
+    The hook and the collector's state are put back afterwards, whatever happened."""
     clock = _Clock()
     if threading.current_thread() is not threading.main_thread():
         clock.armed = False
@@ -232,6 +241,15 @@ def _deadline(seconds: float) -> Iterator[_Clock]:
             clock.expired = True
             raise _Expired
 
+    earlier_hook = sys.unraisablehook
+
+    def unraisable(args: sys.UnraisableHookArgs) -> None:
+        if not isinstance(args.exc_value, _Expired):
+            earlier_hook(args)
+
+    collecting = gc.isenabled()
+    gc.disable()
+    sys.unraisablehook = unraisable
     previous = signal.signal(signal.SIGALRM, expire)
     started = time.monotonic()
     earlier, interval = signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_SECONDS)
@@ -244,6 +262,9 @@ def _deadline(seconds: float) -> Iterator[_Clock]:
         clock.armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = earlier_hook
+        if collecting:
+            gc.enable()
         if earlier:
             left = earlier - (time.monotonic() - started)
             signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)

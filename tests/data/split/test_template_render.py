@@ -1,10 +1,13 @@
 """The chat template's time bound (``data.split.template_render``): an expiry that the stopped
-code loses or turns into another error still ends the rendering as the one bound line, and the
-timer and handler are put back afterwards."""
+code loses or turns into another error still ends the rendering as the one bound line, a lost
+expiry is silent, the collector is paused while the template runs, and the timer, the handler,
+the unraisable hook and the collector's state are put back afterwards."""
 
 from __future__ import annotations
 
+import gc
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -76,6 +79,43 @@ class Converting:
         return "never"
 
 
+class InAFinalizer:
+    """A template whose first expiry lands in a finalizer (Python ignores it there: "Exception
+    ignored in ..."), which also notes whether the collector runs while the template does."""
+
+    chat_template = None
+
+    def __init__(self) -> None:
+        self.collecting: list[bool] = []
+
+    def apply_chat_template(self, *args: Any, **kwargs: Any) -> str:
+        self.collecting.append(gc.isenabled())
+        Spinning()  # dropped at once: its finalizer spins until the alarm
+        _spin()
+        return "never"
+
+
+class Spinning:
+    def __del__(self) -> None:
+        _spin()
+
+
+class LoudFinalizer:
+    """A template whose finalizer fails on its own: Python ignores that error too, and it must
+    still reach the unraisable hook."""
+
+    chat_template = None
+
+    def apply_chat_template(self, *args: Any, **kwargs: Any) -> str:
+        Loud()
+        return "rendered"
+
+
+class Loud:
+    def __del__(self) -> None:
+        raise ValueError("a finalizer's own error")
+
+
 class Failing:
     """A template that fails on its own, well inside the bound."""
 
@@ -123,3 +163,45 @@ def test_the_timer_and_the_handler_are_put_back(watchdog: None, tokenizer: type)
         time.sleep(3 * template_render.REPEAT_SECONDS)  # no late alarm reaches anyone
     finally:
         signal.signal(signal.SIGALRM, before)
+
+
+@pytest.fixture
+def unraisable() -> Iterator[list[sys.UnraisableHookArgs]]:
+    """What reaches ``sys.unraisablehook`` (pytest's own hook, which turns it into a warning or
+    a failure, is this test's earlier hook), and whether the hook is put back."""
+    seen: list[sys.UnraisableHookArgs] = []
+    before = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        yield seen
+        assert sys.unraisablehook == seen.append, "the rendering must put the hook back"
+    finally:
+        sys.unraisablehook = before
+
+
+def test_an_expiry_lost_in_a_finalizer_is_silent_and_the_collector_is_paused(
+    watchdog: None, unraisable: list[sys.UnraisableHookArgs]
+) -> None:
+    tokenizer = InAFinalizer()
+    assert gc.isenabled()
+    with pytest.raises(TemplateBoundError, match="ran for more than"):
+        render(tokenizer)
+    assert unraisable == []  # V40: the lost expiry reached nobody
+    assert tokenizer.collecting == [False]  # no collector run at a template's depth
+    assert gc.isenabled()  # and it runs again afterwards
+
+
+def test_another_error_a_finalizer_loses_still_reaches_the_hook(
+    unraisable: list[sys.UnraisableHookArgs],
+) -> None:
+    assert render(LoudFinalizer()) == "rendered"
+    assert [type(args.exc_value) for args in unraisable] == [ValueError]
+
+
+def test_a_paused_collector_stays_paused(unraisable: list[sys.UnraisableHookArgs]) -> None:
+    gc.disable()
+    try:
+        assert render(LoudFinalizer()) == "rendered"
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
