@@ -5,11 +5,11 @@ at the count its ``@settings`` names (hypothesis' default of 100 where it names 
 tier (``-m "not slow"``, the inner loop) runs a third of that count, never fewer than
 ``min(count, FLOOR)``: the same properties, the same strategies, a smaller draw.
 
-Two kinds of count are the same in every tier, because a document states them: the hostile and
-fuzzing properties that docs/hardening.md names (it gives each one's examples per run), whose
-``@settings`` name a plain number, never :func:`examples`; ``tests/test_docs.py`` holds that
-rule. The tier is chosen once per process, in ``tests/conftest.py``'s ``pytest_configure``,
-before any test module is imported (a count is read when its module is).
+Every property names its full count this way (``tests/test_property_budget.py`` holds it), the
+hostile and fuzzing properties docs/hardening.md lists included: the counts that document
+states are the full run's, drawn whole by the README's command and every CI job. The tier is
+chosen once per process, in ``tests/conftest.py``'s ``pytest_configure``, before any test
+module is imported (a count is read when its module is).
 """
 
 from __future__ import annotations

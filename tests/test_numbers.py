@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import settings as built_settings
 from plugin_helpers import write_scripted_suite
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.data.store.history_gate import parse_fail_spec
@@ -26,7 +27,7 @@ LOOKALIKES = ["²", "٢", "１", "1_0", "۳", "߃", "³", "Ⅻ", "0x1", "1e3", "
 """Strings ``str.isdigit``, ``int()`` or ``float()`` accept (or nearly) that are no number."""
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(EXAMPLES))
 @given(st.text(max_size=8))
 def test_a_whole_number_is_ascii_digits_and_nothing_else(text: str) -> None:
     value = whole_number(text)
@@ -42,7 +43,7 @@ def test_a_whole_number_is_ascii_digits_and_nothing_else(text: str) -> None:
         assert value == int(stripped)
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(EXAMPLES))
 @given(st.text(max_size=10))
 def test_a_decimal_is_finite_ascii_or_none(text: str) -> None:
     value = decimal_number(text)
@@ -52,7 +53,7 @@ def test_a_decimal_is_finite_ascii_or_none(text: str) -> None:
         assert value == float(text.strip())
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(EXAMPLES))
 @given(st.text(max_size=8))
 def test_a_run_number_is_one_to_eight_ascii_digits(text: str) -> None:
     value = run_number(text)
@@ -123,7 +124,7 @@ def test_a_margin_that_could_never_fail_or_is_no_number_is_refused(margin: str) 
         parse_fail_spec(f"full_call_exact_match:{margin}")
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(EXAMPLES))
 @given(st.text(max_size=6))
 def test_any_margin_text_is_a_margin_below_one_or_one_line(text: str) -> None:
     try:

@@ -1,11 +1,10 @@
 """The property tests' budget (tests/property_budget.py): the full counts outside the fast tier,
-a share of each in it, and the documented counts the same in every tier."""
+a share of each in it, and every property's count through the budget."""
 
 from __future__ import annotations
 
 import ast
 import contextlib
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,6 @@ from property_budget import examples
 from source_trees import parsed
 
 TESTS = Path(__file__).resolve().parent
-HARDENING = (TESTS.parent / "docs" / "hardening.md").read_text(encoding="utf-8")
 
 
 @contextlib.contextmanager
@@ -95,30 +93,58 @@ def test_a_bad_value_of_the_variable_is_refused_not_guessed(value: str) -> None:
         property_budget.fast_tier("not slow", {"SOMMELIER_TEST_EXAMPLES": value})
 
 
+def _settings_names(tree: ast.Module) -> set[str]:
+    """The names hypothesis' ``settings`` goes by in a module (``settings``, or its alias where
+    the module imports it ``as`` another name, e.g. beside a helper called ``settings``)."""
+    return {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module == "hypothesis"
+        for alias in node.names
+        if alias.name == "settings"
+    }
+
+
+def _settings_objects(tree: ast.Module) -> dict[str, ast.Call]:
+    """A module's top-level ``NAME = settings(...)`` objects, which a property may be
+    decorated with (``@FUZZ``)."""
+    found = {}
+    names = _settings_names(tree)
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and getattr(node.value.func, "id", "") in names
+        ):
+            found.update({t.id: node.value for t in node.targets if isinstance(t, ast.Name)})
+    return found
+
+
 def _properties() -> Iterator[tuple[Path, ast.FunctionDef, ast.expr | None]]:
-    """Every hypothesis property of the suite, with its ``max_examples`` (None: not given)."""
+    """Every hypothesis property of the suite, with its ``max_examples`` (None: not given),
+    whether its ``@settings(...)`` says it or a module-level settings object it is decorated
+    with does."""
     for path in sorted(TESTS.rglob("test_*.py")):
-        for node in ast.walk(parsed(path)):
+        tree = parsed(path)
+        objects = _settings_objects(tree)
+        aliases = _settings_names(tree) | {"hypothesis.settings"}
+        for node in ast.walk(tree):
             if not isinstance(node, ast.FunctionDef):
                 continue
             calls = [d for d in node.decorator_list if isinstance(d, ast.Call)]
             names = [getattr(d.func, "id", getattr(d.func, "attr", "")) for d in calls]
             if "given" not in names:
                 continue
+            settings_calls = [d for d in calls if ast.unparse(d.func) in aliases]
+            settings_calls += [
+                objects[d.id]
+                for d in node.decorator_list
+                if isinstance(d, ast.Name) and d.id in objects
+            ]
             counts = [
-                k.value
-                for d, name in zip(calls, names, strict=True)
-                if name == "settings"
-                for k in d.keywords
-                if k.arg == "max_examples"
+                k.value for d in settings_calls for k in d.keywords if k.arg == "max_examples"
             ]
             yield path, node, counts[0] if counts else None
-
-
-def documented(path: Path, name: str) -> bool:
-    """docs/hardening.md names the property or its file (by path or by name): its count is
-    stated there."""
-    return path.name in HARDENING or re.search(rf"\b{re.escape(name)}\b", HARDENING) is not None
 
 
 def _budgeted(count: ast.expr | None) -> bool:
@@ -129,29 +155,32 @@ def _budgeted(count: ast.expr | None) -> bool:
     )
 
 
-def test_documented_counts_are_the_same_in_every_tier_the_others_go_through_the_budget() -> None:
-    documented_budgeted = []
-    undocumented_fixed = []
+def test_every_count_goes_through_the_budget() -> None:
+    """Each property names its full count as ``max_examples=examples(N)``, so the fast tier
+    draws its share and every full run draws N (docs/hardening.md states N for the hostile
+    and fuzzing ones); a count left out would be hypothesis' 100 in every tier."""
+    fixed = []
     seen = 0
     for path, node, count in _properties():
         seen += 1
-        where = f"{path.relative_to(TESTS).as_posix()}::{node.name}"
-        if documented(path, node.name):
-            if _budgeted(count):
-                documented_budgeted.append(where)
-        elif not _budgeted(count):
-            undocumented_fixed.append(where)
+        if not _budgeted(count):
+            fixed.append(f"{path.relative_to(TESTS).as_posix()}::{node.name}")
     assert seen > 150  # the walk found the suite's properties
-    assert documented_budgeted == [], "docs/hardening.md states these counts: a plain number"
-    assert undocumented_fixed == [], "max_examples=examples(N): the fast tier draws a share"
+    assert fixed == [], "max_examples=examples(N): the fast tier draws a share"
 
 
-def test_the_rule_sees_a_budgeted_documented_count_and_a_fixed_undocumented_one() -> None:
-    """The check above can fail: both kinds of breach are told apart from the good cases."""
+def test_the_rule_sees_a_fixed_count_a_missing_one_and_a_settings_object() -> None:
+    """The check above can fail: a plain number and a missing count are told apart from a
+    budgeted one, and a module-level settings object is read for its count."""
     fixed = ast.parse("f(max_examples=300)").body[0].value.keywords[0].value  # type: ignore[attr-defined]
     budgeted = ast.parse("f(max_examples=examples(300))").body[0].value.keywords[0].value  # type: ignore[attr-defined]
     assert _budgeted(budgeted) and not _budgeted(fixed) and not _budgeted(None)
-    assert documented(TESTS / "hardening" / "test_fuzz.py", "test_anything")
-    misses = TESTS / "core" / "test_misses.py"
-    assert documented(misses, "test_a_whole_number_is_ascii_digits_and_nothing_else")
-    assert not documented(misses, "test_counts_sum_to_the_misses_exactly")
+    tree = ast.parse("FUZZ = settings(max_examples=examples(150))\nOTHER = 3\n"
+                     "from hypothesis import settings")  # fmt: skip
+    assert list(_settings_objects(tree)) == ["FUZZ"]
+    helper = ast.parse("from hypothesis import settings as hs\nfrom helpers import settings")
+    assert _settings_names(helper) == {"hs"}  # the helper called settings is not hypothesis'
+    aliased = [(n.name, c) for p, n, c in _properties() if p.name == "test_settings.py"]
+    assert aliased and all(_budgeted(c) for _, c in aliased)
+    fuzz = [(p, n.name, c) for p, n, c in _properties() if p.name == "test_fuzz.py"]
+    assert fuzz and all(_budgeted(c) for _, _, c in fuzz)

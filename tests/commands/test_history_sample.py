@@ -15,6 +15,7 @@ import pytest
 from history_helpers import V1, session
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.view.history_page import history_lines
@@ -82,7 +83,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=100)  # docs/hardening.md, V38: whole in every tier
+@settings(max_examples=examples(100))  # docs/hardening.md, V38: whole in every tier
 @given(sample=JSON)
 @example(sample={"roots": "\n"})  # a stored line break once printed a second line
 def test_the_history_table_marks_a_sample_only_for_a_recorded_draw(sample: object) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.registry import NAME_LIMIT
@@ -186,7 +187,9 @@ conftest's Importer, every other value is returned as it is)."""
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(value=RETURNED)
 @example(value={"\x1b": "KV", "kv": "KV"})  # a name that is not printable: one line

@@ -8,8 +8,9 @@ import json
 import re
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.metrics import (
     METRIC_NAMES,
@@ -77,6 +78,7 @@ def batches(draw: st.DrawFn) -> list[dict[str, Any]]:
     return draw(st.lists(records(st.sampled_from(pool)), max_size=12))
 
 
+@settings(max_examples=examples(100))
 @given(batches())
 def test_components_sum_to_totals(batch: list[dict[str, Any]]) -> None:
     metrics = compute_metrics(batch)
@@ -94,6 +96,7 @@ def test_components_sum_to_totals(batch: list[dict[str, Any]]) -> None:
     assert denominators.sum(axis=0).tolist() == [m["denominator"] for m in metrics.values()]
 
 
+@settings(max_examples=examples(100))
 @given(batches(), st.randoms(use_true_random=False))
 def test_record_order_does_not_matter(batch: list[dict[str, Any]], rng: Any) -> None:
     shuffled = list(batch)
@@ -101,6 +104,7 @@ def test_record_order_does_not_matter(batch: list[dict[str, Any]], rng: Any) -> 
     assert compute_metrics(shuffled) == compute_metrics(batch)
 
 
+@settings(max_examples=examples(100))
 @given(records())
 def test_component_bounds_and_denominators(r: dict[str, Any]) -> None:
     components = example_components(r)
@@ -117,6 +121,7 @@ def test_component_bounds_and_denominators(r: dict[str, Any]) -> None:
     assert components[4][0] == components[1][0] * components[2][0]
 
 
+@settings(max_examples=examples(100))
 @given(ARGUMENTS, ARGUMENTS)
 def test_flattening_is_faithful(one: dict[str, Any], other: dict[str, Any]) -> None:
     # Two argument objects flatten to the same pairs exactly when their canonical JSON agrees.
@@ -125,6 +130,7 @@ def test_flattening_is_faithful(one: dict[str, Any], other: dict[str, Any]) -> N
     assert (argument_diff_paths(one, other) == []) == same_json
 
 
+@settings(max_examples=examples(100))
 @given(ARGUMENTS)
 def test_flattening_paths_are_unique_and_sorted(arguments: dict[str, Any]) -> None:
     pairs = flatten_arguments(arguments)
@@ -176,6 +182,7 @@ def _unflatten(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     return root
 
 
+@settings(max_examples=examples(100))
 @given(ARGUMENTS)
 def test_flattening_is_invertible(arguments: dict[str, Any]) -> None:
     # Invertible means injective: no two different structures can share their pairs.
@@ -183,6 +190,7 @@ def test_flattening_is_invertible(arguments: dict[str, Any]) -> None:
     assert canonical_json(rebuilt) == canonical_json(arguments)
 
 
+@settings(max_examples=examples(100))
 @given(ARGUMENTS, ARGUMENTS)
 def test_diff_paths_are_symmetric(one: dict[str, Any], other: dict[str, Any]) -> None:
     assert argument_diff_paths(one, other) == argument_diff_paths(other, one)

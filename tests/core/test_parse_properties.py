@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.parse import (
     MAX_DEPTH,
@@ -81,6 +82,7 @@ def _assert_consistent(text: str, call: Any, status: str) -> None:
         json.dumps(call, allow_nan=False)
 
 
+@settings(max_examples=examples(100))
 @given(ANY_TEXT)
 @example("[" * 100_000)
 @example("{" * 100_000)
@@ -93,6 +95,7 @@ def test_never_raises_and_statuses_are_consistent(text: str) -> None:
     _assert_consistent(text, call, status)
 
 
+@settings(max_examples=examples(100))
 @given(st.integers(min_value=1, max_value=3 * MAX_DEPTH), st.sampled_from(["[]", "{}", "mix"]))
 @example(MAX_DEPTH, "[]")
 @example(MAX_DEPTH + 1, "[]")
@@ -120,6 +123,7 @@ def _serialize(call: dict[str, Any], style: int, wrap: bool, pads: list[str]) ->
     return f"[{body}]" if wrap else body
 
 
+@settings(max_examples=examples(100))
 @given(
     CALLS,
     st.integers(min_value=0, max_value=11),
@@ -135,6 +139,7 @@ def test_valid_call_round_trips_through_prose(
     assert parse_tool_call(text) == (call, STATUS_OK)
 
 
+@settings(max_examples=examples(100))
 @given(CALLS, st.booleans(), PROSE, st.text(max_size=80))
 def test_anything_after_the_span_is_ignored(
     call: dict[str, Any], wrap: bool, before: str, after: str
@@ -143,6 +148,7 @@ def test_anything_after_the_span_is_ignored(
     assert parse_tool_call(text) == (call, STATUS_OK)
 
 
+@settings(max_examples=examples(100))
 @given(CALLS, st.sampled_from(["extra", "no_args", "empty_name", "two", "list_args"]))
 def test_wrong_shapes_of_valid_json_are_invalid_shape(call: dict[str, Any], mutation: str) -> None:
     value: Any
@@ -174,6 +180,7 @@ def _dump_repeating(value: Any, target: int, seen: list[int]) -> str:
     return json.dumps(value)
 
 
+@settings(max_examples=examples(100))
 @given(CALLS, st.integers(min_value=0, max_value=20), st.booleans(), PROSE)
 def test_a_repeated_key_in_any_object_is_invalid_shape(
     call: dict[str, Any], which: int, wrap: bool, before: str
@@ -269,7 +276,7 @@ NEAR_CALLS = st.builds(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(ANY_TEXT, NEAR_CALLS))
 @example('{"a": "\\"}')
 @example('{"name": "f", "arguments": {"x": 1e999}}')
@@ -287,7 +294,7 @@ CALL_LIKE = st.dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(CALL_LIKE)
 def test_the_parser_accepts_exactly_what_the_call_shape_rule_accepts(value: dict) -> None:
     """``call_shape_error`` is the parser's rule 4: the split loader, ``sommelier format`` and

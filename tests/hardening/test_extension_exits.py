@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, SCORER_HOOK, call_text, write_scripted_suite
+from property_budget import examples
 from source_trees import parsed
 
 from pytest_sommelier.core.types import Example
@@ -153,7 +154,7 @@ def test_a_sys_exit_in_an_importer_or_an_entry_points_import_is_one_line(
         Entry("scorers", "exiting", "a test", "exiting_module:thing").load()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(code=st.one_of(st.none(), st.integers(-(2**70), 2**70), st.text(max_size=200)))
 def test_any_exit_code_from_a_scorer_is_its_line(code: object) -> None:
     """Any ``SystemExit`` code (0, None, a huge number, a text with newlines) from a scorer is

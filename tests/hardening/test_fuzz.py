@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import default_rows, make_row, write_suite
 
 from pytest_sommelier.core import parse
@@ -37,7 +38,9 @@ from pytest_sommelier.data.split.load import FormattedSplit, load_split
 from pytest_sommelier.data.suite.load import Suite, load_suite
 from pytest_sommelier.errors import SommelierError
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # ============================================================================ the parser
 
@@ -183,7 +186,7 @@ FRAMES = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(UNITS, FRAMES, st.integers(min_value=50, max_value=300))
 def test_parser_work_is_linear_in_the_output_length(
     unit: str, frame: tuple[str, str], repeats: int
@@ -457,7 +460,7 @@ def test_suite_values_replaced_load_or_fail_cleanly(suite_dir: Path, data: st.Da
     load_or_error(path, lambda: load_suite(path), check_suite)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=40), st.integers(min_value=0))
 def test_suite_files_with_random_bytes_spliced_in(suite_dir: Path, junk: bytes, at: int) -> None:
     original = suite_dir / "sommelier.toml.orig"

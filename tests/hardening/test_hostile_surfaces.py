@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, write_scripted_suite
+from property_budget import examples
 from suite_factory import make_row, write_split
 
 from pytest_sommelier.core.parse import MAX_INT_DIGITS, parse_tool_call
@@ -61,7 +62,7 @@ LONG_INTEGERS = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     value=st.one_of(
         st.floats(allow_nan=False, allow_infinity=False),
@@ -157,7 +158,7 @@ def test_a_split_formatted_with_0_is_not_one_formatted_with_false(tmp_path: Path
     check_split_template_kwargs(suite, split)
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(declared=JSON_SCALARS, recorded=st.one_of(st.none(), JSON_SCALARS))
 def test_recorded_options_pass_exactly_when_they_are_the_same_json(
@@ -214,7 +215,7 @@ def test_the_templates_own_names_are_no_template_options() -> None:
         )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(depth=st.integers(0, 80), where=st.sampled_from(["cli", "suite"]))
 def test_a_template_option_nests_at_most_as_deep_as_call_arguments(depth: int, where: str) -> None:
     """V32 (hypothesis): a value nested 400 levels in ``[format] template_kwargs`` (or 900
@@ -246,7 +247,7 @@ def test_a_template_option_nests_at_most_as_deep_as_call_arguments(depth: int, w
 NATIVE = "sommelier.native-tools.v1"
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(
     calls=st.lists(
@@ -297,7 +298,7 @@ def _expecting(example_id: str, language: str, expect: str, source: str | None =
                     target_text="Sorry.", tools=TOOLS, call_markers=["<tool_call>"])  # fmt: skip
 
 
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=examples(30), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(
     root=st.sampled_from(["call", "no_call", "any_call"]),
@@ -391,7 +392,7 @@ def test_a_gate_fail_name_the_suite_lacks_is_quoted_bounded(
 # -- V36: a gold call set larger than any answer is paired with in bounded time -------------
 
 
-@settings(max_examples=15, deadline=None,
+@settings(max_examples=examples(15), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(extra=st.integers(1, 3000))
 def test_a_gold_set_over_the_limit_is_one_line_and_the_limit_loads(

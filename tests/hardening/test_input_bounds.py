@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from tool_templates import build_tokenizer, tokenizer_folder
 
 from pytest_sommelier.cli import main
@@ -419,7 +420,7 @@ IMPORTER_EXAMPLES = 120
 
 
 @settings(
-    max_examples=IMPORTER_EXAMPLES,
+    max_examples=examples(IMPORTER_EXAMPLES),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -484,7 +485,11 @@ def hostile_schemas(draw: st.DrawFn) -> Any:
 SCHEMA_EXAMPLES = 200
 
 
-@settings(max_examples=SCHEMA_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(SCHEMA_EXAMPLES),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(hostile_schemas(), deep_values())
 def test_hostile_schemas_and_arguments_are_a_verdict_never_a_raise(
     schema: Any, arguments: Any
@@ -521,7 +526,7 @@ TEMPLATE_EXAMPLES = 60
 
 
 @settings(
-    max_examples=TEMPLATE_EXAMPLES,
+    max_examples=examples(TEMPLATE_EXAMPLES),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

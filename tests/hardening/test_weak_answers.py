@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plugin_helpers import settings as session_settings
+from property_budget import examples
 from suite_factory import write_suite
 
 from pytest_sommelier import Scorer
@@ -48,7 +49,7 @@ def test_a_ratio_beyond_64_bits_is_one_bound_line() -> None:
     assert output_problem("ratio", (COMPONENT_LIMIT, COMPONENT_LIMIT)) is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     output=st.tuples(
         st.one_of(st.integers(-(2**70), 2**70), st.booleans(), st.floats(), st.none(),
@@ -88,7 +89,7 @@ def test_a_scorer_hook_returning_something_else_in_its_list_names_the_hook(value
     assert "\n" not in str(caught.value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(name=st.text(max_size=6000), version=st.text(max_size=300))
 def test_scorer_names_and_versions_are_bounded(name: str, version: str) -> None:
     """V13: versions with control characters and names of 5,000 characters were accepted;
@@ -258,7 +259,7 @@ def test_rescore_says_when_a_scorers_version_changed(tmp_path: Path) -> None:
                                 ["adapter"]) == []  # fmt: skip
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(suffix=st.text(alphabet="0123456789eE.+-_x", min_size=1, max_size=6))
 def test_any_checkpoint_suffix_is_its_plain_step_or_one_line(suffix: str) -> None:
     """V14, generated: a folder ``checkpoint-<suffix>`` is the arm ``adapter@N`` only when
@@ -336,7 +337,7 @@ JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow
                         st.text(max_size=20))  # fmt: skip
 
 
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=examples(100), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(value=st.recursive(JSON_LEAVES, lambda inner: st.lists(inner, max_size=3), max_leaves=6))
 def test_any_stored_document_that_is_no_object_says_what_it_is(
@@ -353,7 +354,7 @@ def test_any_stored_document_that_is_no_object_says_what_it_is(
     assert "not a JSON object" in text and "schema_version is" not in text, text
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(
     tag=st.one_of(

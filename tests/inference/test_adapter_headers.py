@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import match_base_tokenizer, write_suite
 
 from pytest_sommelier import cli
@@ -240,7 +241,11 @@ def installed_dtypes() -> set[str]:
 HEADER_EXAMPLES = 300
 
 
-@settings(max_examples=HEADER_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(HEADER_EXAMPLES),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(hostile_headers())
 def test_the_header_reader_accepts_exactly_what_safetensors_opens(
     tmp_path_factory: pytest.TempPathFactory, drawn: tuple[bytes, dict[str, Any] | None]
@@ -274,7 +279,11 @@ CONFIG_VALUES = st.recursive(
 CONFIG_EXAMPLES = 150
 
 
-@settings(max_examples=CONFIG_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(CONFIG_EXAMPLES),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     st.dictionaries(
         st.sampled_from(

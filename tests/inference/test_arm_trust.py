@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from fakes import LOAD_RECORDER_CONFTEST
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import (
     GOLD,
@@ -26,6 +26,7 @@ from plugin_helpers import (
     read_jsonl,
     write_scripted_suite,
 )
+from property_budget import examples
 from suite_factory import make_row, match_base_tokenizer, write_split, write_suite
 
 from pytest_sommelier import cli
@@ -51,6 +52,7 @@ def session(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, st
 # --------------------------------------------------------------------------- finish reasons
 
 
+@settings(max_examples=examples(100))
 @given(
     st.lists(st.integers(0, 9), max_size=12),
     st.sets(st.integers(0, 9), max_size=3),

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier import Generator as PublicGenerator
 from pytest_sommelier import registry as reg
@@ -145,6 +146,7 @@ ANSWERS = st.one_of(
 """What an engine's loader may return: the arms' generators, or any other value."""
 
 
+@settings(max_examples=examples(100))
 @given(ANSWERS)
 def test_a_loaders_answer_is_exactly_the_arms_or_one_contract_line(answer: Any) -> None:
     """``select_engine.checked_generators``, the one check of every engine's loader answer

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.canonical import sha256_text
 from pytest_sommelier.data import atomic
@@ -95,7 +96,7 @@ def test_entry_is_one_sharded_json_file_with_key_fields(cache: GenerationCache) 
     assert set(fields["libraries"]) == {"torch", "transformers", "peft"}
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(output=st.text())
 def test_get_returns_exactly_the_stored_str(cache: GenerationCache, output: str) -> None:
     generator = FakeGenerator()

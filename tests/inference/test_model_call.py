@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import default_rows, write_split
 
 from pytest_sommelier.core.canonical import sha256_text
@@ -111,7 +112,7 @@ OUTPUT = st.one_of(
 )  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(outputs=st.one_of(st.lists(OUTPUT, max_size=5), OUTPUT), prompts=st.integers(0, 4))
 def test_every_output_is_a_completion_per_prompt_or_one_gen_line(
     outputs: Any, prompts: int

@@ -30,6 +30,7 @@ PROMPTS = ["hello", "שלום עולם", '{"name": "f"}', "a" * 30, "x"]
 
 from engine_configs import arm_config  # noqa: E402
 from engine_configs import model_config as _model_config  # noqa: E402
+from property_budget import examples  # noqa: E402
 
 model_config = partial(_model_config, served_name="smol")
 """This module's ``[model]`` record (its defaults as keyword arguments)."""
@@ -320,7 +321,9 @@ def test_a_server_without_version_endpoint_records_none(suite_dir: Path) -> None
 
 @pytest.mark.slow
 @settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(20),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     faults=st.lists(st.sampled_from(["429", "500", "503", "drop"]), max_size=4),

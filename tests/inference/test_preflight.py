@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import make_row, match_base_tokenizer, write_suite
 
 from pytest_sommelier import cli
@@ -55,6 +56,7 @@ def _write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) ->
     path.write_bytes(len(raw).to_bytes(8, "little") + raw + b"\0" * offset)
 
 
+@settings(max_examples=examples(100))
 @given(
     st.dictionaries(
         st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1).filter(

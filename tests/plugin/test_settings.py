@@ -20,6 +20,7 @@ from hypothesis import example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from plugin_helpers import GOLD, call_text, settings, write_scripted_suite
+from property_budget import examples
 
 from pytest_sommelier.plugin.settings import OPTIONS, Settings, build_settings
 
@@ -370,6 +371,7 @@ def test_any_engine_text_is_a_name_or_one_usage_line(ini: bool) -> None:
 
     from pytest_sommelier.plugin.settings import _engine
 
+    @hypothesis_settings(max_examples=examples(100))
     @given(text=st.one_of(st.text(max_size=24), st.sampled_from(["echo", "tgi", " vllm ", ""])))
     def check(text: str) -> None:
         config = _Options(text, ini=ini)
@@ -430,7 +432,7 @@ def test_any_arms_value_is_an_arm_and_a_folder_or_one_usage_line(
         config.option.sommelier_arms = [value]
         return build_settings(config)
 
-    @hypothesis_settings(max_examples=60, deadline=None)
+    @hypothesis_settings(max_examples=examples(60), deadline=None)
     @given(value=st.one_of(
         st.text(max_size=40),
         st.builds(lambda n, p: f"{n}={p}", st.text(max_size=12), st.text(max_size=300)),

@@ -23,6 +23,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 from plugin_helpers import rows  # noqa: E402
+from property_budget import examples  # noqa: E402
 from suite_factory import write_suite  # noqa: E402
 from test_training_callback import IDS, dataset, lora_model, train, training_suite  # noqa: E402
 
@@ -57,7 +58,7 @@ def test_an_arm_the_suite_lacks_is_one_line_not_a_key_error(tmp_path: Path) -> N
     one_line(caught.value, "arms=", "not a list of arm names", "['base']")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     value=st.one_of(
         st.text(max_size=30), st.integers(-(2**70), 2**70), st.booleans(), st.none(),
@@ -135,7 +136,7 @@ def test_one_folder_under_two_spellings_is_one_store(
         SommelierCallback("x.toml", storage=tmp_path / "ss", store="other")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(value=st.one_of(st.text(max_size=5000), st.integers(), st.none(), st.binary(max_size=5)))
 def test_any_folder_argument_is_a_path_or_one_line(value: Any) -> None:
     for name in ("out", "cache_dir"):

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 from history_helpers import REGRESSED, V1, script
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import SCORER_HOOK, write_scripted_suite
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.core.scorers import NAME
@@ -157,6 +158,7 @@ HOSTILE = st.one_of(
 )  # fmt: skip
 
 
+@settings(max_examples=examples(100))
 @given(HOSTILE)
 def test_a_stored_reports_scorers_field_fits_the_schema_or_is_refused(value: Any) -> None:
     """The one validating reader's rule for ``scorers``: a list of ``{name, version, kind}``
@@ -173,6 +175,7 @@ def test_a_stored_reports_scorers_field_fits_the_schema_or_is_refused(value: Any
     assert fits == shaped, value
 
 
+@settings(max_examples=examples(100))
 @given(st.dictionaries(st.text(max_size=10), st.floats(0, 1), max_size=4))
 def test_no_stored_metric_key_but_a_scorer_name_becomes_a_column(metrics: dict) -> None:
     names = scorer_metrics(metrics)

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core.acceptable import acceptable_component
 from pytest_sommelier.data.prepare.bfcl import (
@@ -337,7 +338,7 @@ def _walk(bfcl: dict, converted: dict):
         yield from _walk(sub, converted["properties"][name])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_schemas())
 def test_converter_maps_types_and_keeps_every_other_keyword(schema):
     converted = convert_schema(schema, "f:1", "p")
@@ -351,6 +352,7 @@ def test_converter_maps_types_and_keeps_every_other_keyword(schema):
     jsonschema.Draft202012Validator.check_schema(converted)
 
 
+@settings(max_examples=examples(100))
 @given(st.lists(st.one_of(st.just(""), st.integers(), st.text(max_size=3)), max_size=4))
 def test_first_acceptable(values):
     present, value = first_acceptable(values)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier import registry as reg
 from pytest_sommelier.data.prepare.importers.common import Candidate, Importer, Skip
@@ -33,7 +34,7 @@ RETURNED = st.one_of(st.none(), st.integers(), st.text(max_size=20),
                      st.builds(lambda: (1, 2)), st.builds(object))  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(rows=st.integers(1, 5), bad_row=st.integers(0, 4), raises=st.booleans(),
        exception=EXCEPTIONS, returned=RETURNED, message=st.text(max_size=80))  # fmt: skip
 def test_a_misbehaving_converter_is_one_line_naming_it_and_the_row(

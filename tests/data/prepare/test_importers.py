@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from tool_templates import HERMES, build_tokenizer, tokenizer_folder
 
 from pytest_sommelier.cli import main
@@ -532,7 +533,7 @@ values = st.recursive(leaf, lambda inner: st.lists(inner, max_size=3) | st.dicti
     st.text(max_size=4), inner, max_size=3), max_leaves=6)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     tool_names=st.lists(names, min_size=1, max_size=3, unique=True),
     arguments=st.dictionaries(st.text(min_size=1, max_size=6), values, max_size=3),

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_importers import (
     OPENAI_ROWS,
     WEATHER,
@@ -142,7 +143,9 @@ def _replaced(row: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[st
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(path=st.sampled_from(PATHS), value=HOSTILE, strict=st.booleans())
 def test_a_hostile_field_in_one_row_skips_that_row_or_with_strict_is_one_line(

@@ -16,6 +16,7 @@ from fakes import FAKE_CONFTEST
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plugin_helpers import read_json, read_jsonl
+from property_budget import examples
 from suite_factory import write_suite
 from tool_templates import (
     FAMILIES,
@@ -397,7 +398,7 @@ json_value = st.recursive(
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.]{0,15}", fullmatch=True)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     tool_names=st.lists(names, min_size=1, max_size=3, unique=True),
     arguments=st.dictionaries(st.text(min_size=1, max_size=8), json_value, max_size=4),

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import default_rows, make_row, write_split
 
 from pytest_sommelier.core.canonical import pair_set_sha256, prompt_set_sha256, sha256_bytes
@@ -270,7 +271,7 @@ def splits(draw: st.DrawFn) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
     return rows, slices
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(splits())
 def test_split_properties(case: tuple[list[dict[str, Any]], tuple[str, ...]]) -> None:
     rows, slices = case
@@ -279,8 +280,8 @@ def test_split_properties(case: tuple[list[dict[str, Any]], tuple[str, ...]]) ->
     configured = [r for r in rows if r["language"] in slices]
     assert [e.example_id for e in split.examples] == [r["example_id"] for r in configured]
     assert list(split.slices) == list(slices)
-    for name, examples in split.slices.items():
-        assert [e.example_id for e in examples] == [
+    for name, members in split.slices.items():
+        assert [e.example_id for e in members] == [
             r["example_id"] for r in configured if r["language"] == name
         ]
     roots = {e.example_id for e in split.slices[slices[0]]}

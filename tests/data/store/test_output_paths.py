@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.data.store.history import stored_runs
@@ -285,7 +286,7 @@ def workspace(pristine: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @settings(
-    max_examples=EXAMPLES,
+    max_examples=examples(EXAMPLES),
     deadline=None,
     derandomize=True,  # the same examples in CI: a slow property, sized to the fast tier
     suppress_health_check=[HealthCheck.function_scoped_fixture],

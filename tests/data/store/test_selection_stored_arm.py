@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.core import runlayout
 from pytest_sommelier.core.verdict import stored_selection_arm as choose
@@ -62,7 +63,7 @@ def test_without_either_there_is_no_arm_and_the_reason_says_why(tmp_path: Path) 
     assert "recorded no [selection] and has no arm 'adapter'" in why and "\n" not in why
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     key=st.sampled_from(["schema_version", "selected", "familywise", "candidates", "metric"]),
@@ -112,7 +113,7 @@ def test_a_stored_selection_naming_its_reference_names_the_file_field_and_arm(
     assert "'adapter@300'" in line  # the candidates it could have named
 
 
-@settings(max_examples=80, deadline=None,
+@settings(max_examples=examples(80), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(selected=st.one_of(st.sampled_from(["base", "adapter@300", "adapter@1", "adapter"]),
                           st.text(min_size=1, max_size=200)))

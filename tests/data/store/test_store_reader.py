@@ -21,6 +21,7 @@ import pytest
 from history_helpers import V1
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from pytest_sommelier.cli import main
 from pytest_sommelier.data.store import validate
@@ -212,7 +213,7 @@ def _target(store: Path, name: str) -> Path:
 
 
 @settings(
-    max_examples=EXAMPLES,
+    max_examples=examples(EXAMPLES),
     deadline=None,
     derandomize=True,  # the same examples in CI: a slow property, sized to the fast tier
     suppress_health_check=[HealthCheck.function_scoped_fixture],

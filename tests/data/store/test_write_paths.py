@@ -26,6 +26,7 @@ import pytest
 from history_helpers import V1, session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from source_trees import parsed
 from test_output_paths import IN_STORE, NOT_REGULAR, PLACES, _place, fresh, pristine, snapshot
 
@@ -279,7 +280,7 @@ def places(pristine: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@settings(max_examples=32, deadline=None, derandomize=True,
+@settings(max_examples=examples(32), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(place=st.sampled_from(PLACES))
 def test_a_step_summary_at_any_place_is_refused_exactly_where_the_rule_says(

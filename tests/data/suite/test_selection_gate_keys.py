@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import write_suite
 
 from pytest_sommelier.core.types import ArmConfig, ComparisonConfig
@@ -123,7 +124,7 @@ KEYS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(keys=KEYS, has_selection=st.booleans())
 def test_hostile_key_combinations_give_a_selection_gate_or_one_line(
     keys: dict[str, Any], has_selection: bool

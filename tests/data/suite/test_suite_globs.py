@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from suite_factory import write_suite
 
 from pytest_sommelier.data.suite.load import load_suite
@@ -64,7 +65,7 @@ def test_a_sweep_as_a_reference_is_refused(tmp_path: Path) -> None:
         load_suite(path)
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(names=st.lists(st.from_regex(r"checkpoint-[0-9a-z]{0,3}", fullmatch=True), min_size=1,
                       max_size=5, unique=True))
 def test_any_folder_names_expand_in_step_order_or_fail_in_one_line(
@@ -80,7 +81,7 @@ def test_any_folder_names_expand_in_step_order_or_fail_in_one_line(
     assert steps == sorted(steps) and len(steps) == len(names)
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     names=st.lists(st.from_regex(r"checkpoint-[0-9a-z]{0,3}", fullmatch=True), max_size=4,
                    unique=True),
@@ -155,7 +156,7 @@ def test_a_selection_among_other_arms_is_kept(tmp_path: Path) -> None:
     assert suite.selection is not None and suite.selection.candidates == ("v2",)
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.text(min_size=1, max_size=20))
 def test_an_arm_the_suite_lacks_or_its_base_is_one_line_naming_the_option(
     tmp_path_factory: pytest.TempPathFactory, name: str
