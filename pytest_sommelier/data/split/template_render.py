@@ -250,24 +250,26 @@ def _deadline(seconds: float) -> Iterator[_Clock]:
     collecting = gc.isenabled()
     gc.disable()
     sys.unraisablehook = unraisable
-    previous = signal.signal(signal.SIGALRM, expire)
-    started = time.monotonic()
-    earlier, interval = signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_SECONDS)
     try:
+        previous = signal.signal(signal.SIGALRM, expire)
+        started = time.monotonic()
+        earlier, interval = signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_SECONDS)
         try:
-            yield clock
+            try:
+                yield clock
+            finally:
+                clock.armed = False
         finally:
             clock.armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            if earlier:
+                left = earlier - (time.monotonic() - started)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
     finally:
-        clock.armed = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
         sys.unraisablehook = earlier_hook
         if collecting:
             gc.enable()
-        if earlier:
-            left = earlier - (time.monotonic() - started)
-            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
 
 
 __all__ = [
