@@ -5,6 +5,7 @@ the unraisable hook and the collector's state are put back afterwards."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import signal
 import sys
@@ -165,10 +166,11 @@ def test_the_timer_and_the_handler_are_put_back(watchdog: None, tokenizer: type)
         signal.signal(signal.SIGALRM, before)
 
 
-@pytest.fixture
+@contextlib.contextmanager
 def unraisable() -> Iterator[list[sys.UnraisableHookArgs]]:
-    """What reaches ``sys.unraisablehook`` (pytest's own hook, which turns it into a warning or
-    a failure, is this test's earlier hook), and whether the hook is put back."""
+    """What reaches ``sys.unraisablehook`` while the block runs (the hook that was there, pytest's
+    own on any version, is put back after), and whether the rendering put the hook back. Set in
+    the test's body, not a fixture: pytest before 8.4 installs its own hook for each phase."""
     seen: list[sys.UnraisableHookArgs] = []
     before = sys.unraisablehook
     sys.unraisablehook = seen.append
@@ -180,28 +182,30 @@ def unraisable() -> Iterator[list[sys.UnraisableHookArgs]]:
 
 
 def test_an_expiry_lost_in_a_finalizer_is_silent_and_the_collector_is_paused(
-    watchdog: None, unraisable: list[sys.UnraisableHookArgs]
+    watchdog: None,
 ) -> None:
     tokenizer = InAFinalizer()
     assert gc.isenabled()
-    with pytest.raises(TemplateBoundError, match="ran for more than"):
-        render(tokenizer)
-    assert unraisable == []  # V40: the lost expiry reached nobody
+    with unraisable() as seen:
+        with pytest.raises(TemplateBoundError, match="ran for more than"):
+            render(tokenizer)
+    assert seen == []  # V40: the lost expiry reached nobody
     assert tokenizer.collecting == [False]  # no collector run at a template's depth
     assert gc.isenabled()  # and it runs again afterwards
 
 
-def test_another_error_a_finalizer_loses_still_reaches_the_hook(
-    unraisable: list[sys.UnraisableHookArgs],
-) -> None:
-    assert render(LoudFinalizer()) == "rendered"
-    assert [type(args.exc_value) for args in unraisable] == [ValueError]
+def test_another_error_a_finalizer_loses_still_reaches_the_hook() -> None:
+    with unraisable() as seen:
+        assert render(LoudFinalizer()) == "rendered"
+    assert [type(args.exc_value) for args in seen] == [ValueError]
 
 
-def test_a_paused_collector_stays_paused(unraisable: list[sys.UnraisableHookArgs]) -> None:
+def test_a_paused_collector_stays_paused() -> None:
     gc.disable()
     try:
-        assert render(LoudFinalizer()) == "rendered"
+        with unraisable() as seen:
+            assert render(LoudFinalizer()) == "rendered"
         assert not gc.isenabled()
+        assert [type(args.exc_value) for args in seen] == [ValueError]
     finally:
         gc.enable()
