@@ -124,7 +124,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     live until the process ends), they are frozen out of the collector's sight (``gc.freeze``),
     and the young generations are collected less often (``GC_THRESHOLDS``). Measured on the
     fast tier (2 cores): each worker spent ~9 s of CPU in ~30 full collections walking those
-    objects; now ~1.5 s. What is collected is the same: nothing the tests create is frozen,
+    objects; now 1-2.5 s. What is collected is the same: nothing the tests create is frozen,
     and ``gc.collect()`` (pytest's own, the tests') still finds every cycle they leave. Sessions
     the tests start in subprocesses keep CPython's defaults."""
     gc.collect()
