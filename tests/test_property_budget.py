@@ -7,6 +7,7 @@ import ast
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeGuard
 
 import property_budget
 import pytest
@@ -94,9 +95,9 @@ def test_a_bad_value_of_the_variable_is_refused_not_guessed(value: str) -> None:
 
 
 def _settings_names(tree: ast.Module) -> set[str]:
-    """The names hypothesis' ``settings`` goes by in a module (``settings``, or its alias where
-    the module imports it ``as`` another name, e.g. beside a helper called ``settings``)."""
-    return {
+    """How a module spells hypothesis' ``settings``: ``hypothesis.settings``, and the name it
+    imports it under (``settings``, or an alias beside a helper called ``settings``)."""
+    return {"hypothesis.settings"} | {
         alias.asname or alias.name
         for node in tree.body
         if isinstance(node, ast.ImportFrom) and node.module == "hypothesis"
@@ -105,19 +106,21 @@ def _settings_names(tree: ast.Module) -> set[str]:
     }
 
 
-def _settings_objects(tree: ast.Module) -> dict[str, ast.Call]:
+def _is_settings(node: ast.expr, names: set[str]) -> TypeGuard[ast.Call]:
+    """``node`` is a call of hypothesis' ``settings`` under one of the module's ``names``."""
+    return isinstance(node, ast.Call) and ast.unparse(node.func) in names
+
+
+def _settings_objects(tree: ast.Module, names: set[str]) -> dict[str, ast.Call]:
     """A module's top-level ``NAME = settings(...)`` objects, which a property may be
     decorated with (``@FUZZ``)."""
-    found = {}
-    names = _settings_names(tree)
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and getattr(node.value.func, "id", "") in names
-        ):
-            found.update({t.id: node.value for t in node.targets if isinstance(t, ast.Name)})
-    return found
+    return {
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and _is_settings(node.value, names)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def _properties() -> Iterator[tuple[Path, ast.FunctionDef, ast.expr | None]]:
@@ -126,16 +129,15 @@ def _properties() -> Iterator[tuple[Path, ast.FunctionDef, ast.expr | None]]:
     with does."""
     for path in sorted(TESTS.rglob("test_*.py")):
         tree = parsed(path)
-        objects = _settings_objects(tree)
-        aliases = _settings_names(tree) | {"hypothesis.settings"}
+        names = _settings_names(tree)
+        objects = _settings_objects(tree, names)
         for node in ast.walk(tree):
             if not isinstance(node, ast.FunctionDef):
                 continue
             calls = [d for d in node.decorator_list if isinstance(d, ast.Call)]
-            names = [getattr(d.func, "id", getattr(d.func, "attr", "")) for d in calls]
-            if "given" not in names:
+            if "given" not in [getattr(d.func, "id", getattr(d.func, "attr", "")) for d in calls]:
                 continue
-            settings_calls = [d for d in calls if ast.unparse(d.func) in aliases]
+            settings_calls = [d for d in calls if _is_settings(d, names)]
             settings_calls += [
                 objects[d.id]
                 for d in node.decorator_list
@@ -177,10 +179,12 @@ def test_the_rule_sees_a_fixed_count_a_missing_one_and_a_settings_object() -> No
     assert _budgeted(budgeted) and not _budgeted(fixed) and not _budgeted(None)
     tree = ast.parse("FUZZ = settings(max_examples=examples(150))\nOTHER = 3\n"
                      "from hypothesis import settings")  # fmt: skip
-    assert list(_settings_objects(tree)) == ["FUZZ"]
+    assert list(_settings_objects(tree, _settings_names(tree))) == ["FUZZ"]
     helper = ast.parse("from hypothesis import settings as hs\nfrom helpers import settings")
-    assert _settings_names(helper) == {"hs"}  # the helper called settings is not hypothesis'
-    aliased = [(n.name, c) for p, n, c in _properties() if p.name == "test_settings.py"]
+    # the helper called settings is not hypothesis'
+    assert _settings_names(helper) == {"hs", "hypothesis.settings"}
+    found = list(_properties())
+    aliased = [(n.name, c) for p, n, c in found if p.name == "test_settings.py"]
     assert aliased and all(_budgeted(c) for _, c in aliased)
-    fuzz = [(p, n.name, c) for p, n, c in _properties() if p.name == "test_fuzz.py"]
+    fuzz = [(p, n.name, c) for p, n, c in found if p.name == "test_fuzz.py"]
     assert fuzz and all(_budgeted(c) for _, _, c in fuzz)
